@@ -1,0 +1,93 @@
+import type { FencingToken, LockGrant, LockOutcome } from '@dlock/lock-api';
+
+/**
+ * The backend seam (C2 §2.5 / DECISIONS §2): the lock-server's web and core
+ * layers speak only to these two abstract classes, which double as DI tokens.
+ * `store.factory.ts` picks pg or etcd from LOCK_BACKEND. Both backends must
+ * give identical observable behaviour (FR-09); the conformance suite proves it.
+ *
+ * Expected outcomes are typed errors carrying the contract code
+ * (SESSION_UNKNOWN, SESSION_EXPIRED, LOCK_LOST, FENCED_OUT, NOT_FOUND,
+ * NOT_LEADER). A store never retries: retries live in the client SDK.
+ */
+
+export interface OpenedSession {
+  sessionId: string;
+  ownerId: string;
+  ttlMillis: number;
+  expiresAt: Date;
+}
+
+export interface HeartbeatResult {
+  sessionId: string;
+  expiresAt: Date;
+  serverTime: Date;
+  heldLockCount: number;
+}
+
+export interface AcquireRequest {
+  key: string;
+  sessionId: string;
+  ownerId: string;
+  ttlMillis: number;
+}
+
+/** Contention is an outcome, not an error: the service decides whether to wait. */
+export type AcquireResult =
+  | { kind: 'granted'; grant: LockGrant }
+  | { kind: 'contended'; holderOwnerId: string; expiresAt: Date };
+
+export interface HeldLock {
+  key: string;
+  ownerId: string;
+  sessionId: string;
+  fencingToken: FencingToken;
+  acquiredAt: Date;
+  expiresAt: Date;
+}
+
+export interface RevokeRequest {
+  key: string;
+  operator: string;
+  reason: string;
+  expectedToken?: FencingToken;
+}
+
+export abstract class SessionRegistry {
+  /** L1. */
+  abstract open(ownerId: string, ttlMillis: number): Promise<OpenedSession>;
+  /** L2. Throws SESSION_UNKNOWN / SESSION_EXPIRED. */
+  abstract heartbeat(sessionId: string): Promise<HeartbeatResult>;
+  /** L3: ends the session and releases every lock attached to it. */
+  abstract close(sessionId: string): Promise<void>;
+}
+
+export abstract class LockStore {
+  /**
+   * L4, one attempt. Mints a token strictly above every token ever issued
+   * (and above any revocation floor). Same owner + same session on a held
+   * key returns the existing grant unchanged.
+   */
+  abstract acquire(request: AcquireRequest): Promise<AcquireResult>;
+  /** L5: extends the lease of the grant (key, token); the token never changes. */
+  abstract renew(
+    key: string,
+    sessionId: string,
+    token: FencingToken,
+    ttlMillis?: number,
+  ): Promise<LockGrant>;
+  /** L6: compare-and-delete on (key, token) only. Throws LOCK_LOST when nothing matched. */
+  abstract release(key: string, token: FencingToken): Promise<void>;
+  /** L7 data: the live holder, or null if free; `seen` false when the key never existed. */
+  abstract inspect(key: string): Promise<{ seen: boolean; holder: HeldLock | null }>;
+  /** L8: frees the key and advances the token floor above the revoked token. */
+  abstract revoke(request: RevokeRequest): Promise<LockOutcome>;
+  /**
+   * Resolves when the key may have become free (released, expired, revoked),
+   * or when `signal` aborts. Spurious wake-ups are allowed; the caller re-tries
+   * acquire. Used for bounded server-side waits (waitMillis).
+   */
+  abstract waitForRelease(key: string, signal: AbortSignal): Promise<void>;
+  /** Readiness: throws when the backend cannot serve a grant. */
+  abstract ping(): Promise<void>;
+}

@@ -1,0 +1,47 @@
+// Unit tests (pure logic) and medium tests (real PostgreSQL, real etcd, real
+// processes over real HTTP). One embedded PostgreSQL serves every test file;
+// each file creates its own databases on it (libs/testing).
+'use strict';
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+      keepClassNames: true,
+    },
+    module: { type: 'commonjs' },
+  },
+];
+const moduleNameMapper = { '^@dlock/([a-z-]+)$': '<rootDir>/libs/$1/src' };
+const common = {
+  transform: { '^.+\\.ts$': swc },
+  moduleNameMapper,
+  testEnvironment: 'node',
+  rootDir: __dirname,
+};
+
+module.exports = {
+  maxWorkers: 2,
+  testTimeout: 60_000,
+  globalSetup: '<rootDir>/test/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/global-teardown.mjs',
+  projects: [
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: [
+        '<rootDir>/libs/**/*.spec.ts',
+        '<rootDir>/apps/*/src/**/*.spec.ts',
+        '<rootDir>/test/unit/**/*.spec.ts',
+      ],
+    },
+    {
+      ...common,
+      displayName: 'medium',
+      testMatch: ['<rootDir>/apps/*/test/**/*.spec.ts', '<rootDir>/test/medium/**/*.spec.ts'],
+      slowTestThreshold: 30,
+    },
+  ],
+};

@@ -1,0 +1,70 @@
+import { Logger, type INestApplication, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
+import { text } from 'express';
+import { Logger as PinoLogger } from 'nestjs-pino';
+import { ContractExceptionFilter, sendError } from './exception.filter';
+import { int64Replacer, parseJsonPreservingInt64 } from './json';
+import { requestTraceId, type TracedRequest } from './trace';
+import { contractValidationPipe } from './validation';
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** Applies the wire conventions of C3 §3.1 to an express-backed Nest app. */
+export function applyHttpContract(app: NestExpressApplication): void {
+  const logger = new Logger('http');
+  app.disable('x-powered-by');
+  app.set('json replacer', int64Replacer);
+  app.use((req: TracedRequest, res: Response, next: NextFunction) => {
+    res.setHeader('trace-id', requestTraceId(req));
+    next();
+  });
+  app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES }));
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    const raw: unknown = req.body;
+    if (typeof raw !== 'string' || raw.trim() === '') {
+      req.body = undefined;
+      return next();
+    }
+    try {
+      req.body = parseJsonPreservingInt64(raw);
+      next();
+    } catch (err) {
+      next(err);
+    }
+  });
+  // Errors raised before Nest routing (body too large, malformed JSON) still leave as the envelope.
+  app.use((err: unknown, req: TracedRequest, res: Response, _next: NextFunction) => {
+    sendError(res, err, requestTraceId(req), logger);
+  });
+  app.useGlobalFilters(new ContractExceptionFilter());
+  app.useGlobalPipes(contractValidationPipe());
+}
+
+export interface ServeOptions {
+  port: number;
+  host?: string;
+  name: string;
+}
+
+/** Creates, configures and starts an app; returns it listening. */
+export async function serveHttpApp(
+  module: Type<unknown>,
+  options: ServeOptions,
+): Promise<INestApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(module, {
+    bodyParser: false,
+    bufferLogs: true,
+  });
+  app.useLogger(app.get(PinoLogger));
+  applyHttpContract(app);
+  app.enableShutdownHooks();
+  await app.listen(options.port, options.host ?? '0.0.0.0');
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  app
+    .get(PinoLogger)
+    .log({ event: 'listening', port }, `${options.name} listening on http://127.0.0.1:${port}`);
+  return app;
+}

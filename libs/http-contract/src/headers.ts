@@ -1,0 +1,72 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { Request } from 'express';
+import {
+  OWNER_ID_MAX_LENGTH,
+  ValidationError,
+  parseFencingToken,
+  type FencingToken,
+} from '@dlock/lock-api';
+
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 128;
+const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]+$/;
+
+function single(req: Request, name: string): string | undefined {
+  const value = req.headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** `X-Fencing-Token`: required, strict int64 > 0, else 400 INVALID_TOKEN. */
+export function fencingTokenHeader(req: Request): FencingToken {
+  const raw = req.headers['x-fencing-token'];
+  if (Array.isArray(raw)) return parseFencingToken(raw.length === 1 ? raw[0] : undefined);
+  return parseFencingToken(raw);
+}
+
+/** `X-Owner-Id`: opaque worker identity, 1..64 printable characters (FR-30). */
+export function ownerIdHeader(req: Request, required = true): string | undefined {
+  const value = single(req, 'x-owner-id');
+  if (value === undefined || value === '') {
+    if (!required) return undefined;
+    throw new ValidationError([{ field: 'X-Owner-Id', message: 'header is required' }]);
+  }
+  if (value.length > OWNER_ID_MAX_LENGTH || !/^[\x20-\x7e]+$/.test(value)) {
+    throw new ValidationError([
+      {
+        field: 'X-Owner-Id',
+        message: `must be 1..${OWNER_ID_MAX_LENGTH} printable ASCII characters`,
+      },
+    ]);
+  }
+  return value;
+}
+
+/** `X-Idempotency-Key`: required on claim, post and rail submissions; stable per payout. */
+export function idempotencyKeyHeader(req: Request): string {
+  const value = single(req, 'x-idempotency-key');
+  if (value === undefined || value === '') {
+    throw new ValidationError([{ field: 'X-Idempotency-Key', message: 'header is required' }]);
+  }
+  if (value.length > IDEMPOTENCY_KEY_MAX_LENGTH || !IDEMPOTENCY_KEY_PATTERN.test(value)) {
+    throw new ValidationError([
+      {
+        field: 'X-Idempotency-Key',
+        message: `must be 1..${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters`,
+      },
+    ]);
+  }
+  return value;
+}
+
+/** Parameter decorators: the token is handed to the handler explicitly, never stored ambiently. */
+export const FencingTokenParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
+  fencingTokenHeader(ctx.switchToHttp().getRequest<Request>()),
+);
+export const OwnerIdParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
+  ownerIdHeader(ctx.switchToHttp().getRequest<Request>(), true),
+);
+export const OptionalOwnerIdParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
+  ownerIdHeader(ctx.switchToHttp().getRequest<Request>(), false),
+);
+export const IdempotencyKeyParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
+  idempotencyKeyHeader(ctx.switchToHttp().getRequest<Request>()),
+);

@@ -1,0 +1,7 @@
+export * from './bootstrap';
+export * from './envelope';
+export * from './exception.filter';
+export * from './headers';
+export * from './json';
+export * from './trace';
+export * from './validation';

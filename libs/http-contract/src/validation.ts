@@ -1,0 +1,67 @@
+import { ValidationPipe, type ValidationError as ClassValidationError } from '@nestjs/common';
+import { registerDecorator, type ValidationOptions } from 'class-validator';
+import { FENCING_TOKEN_MAX, ValidationError, type ValidationFailure } from '@dlock/lock-api';
+
+function flatten(errors: ClassValidationError[], prefix = ''): ValidationFailure[] {
+  return errors.flatMap((e) => {
+    const field = prefix ? `${prefix}.${e.property}` : e.property;
+    const own = Object.values(e.constraints ?? {}).map((message) => ({ field, message }));
+    return [...own, ...flatten(e.children ?? [], field)];
+  });
+}
+
+/**
+ * Bodies and queries are validated without coercion: unknown fields and wrong
+ * types are 400 VALIDATION_FAILED with details.fields[].
+ */
+export function contractValidationPipe(): ValidationPipe {
+  return new ValidationPipe({
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    forbidUnknownValues: true,
+    transform: true,
+    transformOptions: { enableImplicitConversion: false },
+    exceptionFactory: (errors) => new ValidationError(flatten(errors)),
+  });
+}
+
+/** An int64 > 0 as a canonical decimal string, a bigint, or a safe JSON integer. */
+export function IsInt64Token(options?: ValidationOptions) {
+  return (target: object, propertyName: string) =>
+    registerDecorator({
+      name: 'isInt64Token',
+      target: target.constructor,
+      propertyName,
+      options: { message: `${propertyName} must be a positive int64 (decimal string)`, ...options },
+      validator: {
+        validate(value: unknown) {
+          if (typeof value === 'bigint') return value >= 1n && value <= FENCING_TOKEN_MAX;
+          if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 1;
+          return (
+            typeof value === 'string' &&
+            /^[1-9][0-9]{0,18}$/.test(value) &&
+            BigInt(value) <= FENCING_TOKEN_MAX
+          );
+        },
+      },
+    });
+}
+
+/** A money amount in minor units: a JSON integer in the safe range. */
+export function IsMinorAmount(opts: { min?: number } = {}, options?: ValidationOptions) {
+  const min = opts.min ?? 1;
+  return (target: object, propertyName: string) =>
+    registerDecorator({
+      name: 'isMinorAmount',
+      target: target.constructor,
+      propertyName,
+      options: {
+        message: `${propertyName} must be an integer >= ${min} within the safe range`,
+        ...options,
+      },
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'number' && Number.isSafeInteger(value) && value >= min,
+      },
+    });
+}

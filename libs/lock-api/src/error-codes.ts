@@ -1,0 +1,47 @@
+/**
+ * The error-code catalogue of the wire contract (C3 §3.2) as data.
+ *
+ * `retrySafe` answers "may the identical request be re-sent with the same token
+ * without risking a duplicate side effect?" — not "was it transient".
+ * NOT_FOUND, UNAVAILABLE and INTERNAL are this project's additions for the
+ * envelope of an unknown resource/route, a failing readiness probe and an
+ * unexpected server fault (docs/api.md).
+ */
+export const ERROR_CATALOGUE = {
+  LOCK_CONTENDED: { httpStatus: 409, retrySafe: true },
+  CONTENTION_EXCEEDED: { httpStatus: 429, retrySafe: true },
+  NOT_LEADER: { httpStatus: 503, retrySafe: true },
+  LOCK_LOST: { httpStatus: 409, retrySafe: false },
+  SESSION_UNKNOWN: { httpStatus: 404, retrySafe: false },
+  SESSION_EXPIRED: { httpStatus: 410, retrySafe: false },
+  INVALID_TOKEN: { httpStatus: 400, retrySafe: false },
+  FENCED_OUT: { httpStatus: 409, retrySafe: false },
+  PAYOUT_NOT_CLAIMABLE: { httpStatus: 409, retrySafe: false },
+  DUPLICATE_SUBMISSION: { httpStatus: 409, retrySafe: false },
+  INSUFFICIENT_FUNDS: { httpStatus: 422, retrySafe: false },
+  IDEMPOTENCY_CONFLICT: { httpStatus: 422, retrySafe: false },
+  RAIL_UNAVAILABLE: { httpStatus: 503, retrySafe: true },
+  RAIL_AMBIGUOUS: { httpStatus: 409, retrySafe: false },
+  VALIDATION_FAILED: { httpStatus: 400, retrySafe: false },
+  NOT_FOUND: { httpStatus: 404, retrySafe: false },
+  UNAVAILABLE: { httpStatus: 503, retrySafe: true },
+  INTERNAL: { httpStatus: 500, retrySafe: false },
+} as const satisfies Record<string, { httpStatus: number; retrySafe: boolean }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export const ERROR_CODES = Object.keys(ERROR_CATALOGUE) as ErrorCode[];
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CATALOGUE, value);
+}
+
+/** The error envelope every non-2xx response carries (C3 §3.1). */
+export interface ErrorEnvelope {
+  code: ErrorCode;
+  message: string;
+  retrySafe: boolean;
+  retryAfterMillis?: number;
+  details?: Record<string, unknown>;
+  traceId: string;
+}

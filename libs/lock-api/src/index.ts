@@ -1,0 +1,6 @@
+export * from './error-codes';
+export * from './errors';
+export * from './fencing-token';
+export * from './lock-types';
+export * from './payout-types';
+export * from './time';

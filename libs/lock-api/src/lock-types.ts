@@ -1,0 +1,57 @@
+import type { FencingToken } from './fencing-token';
+
+/** Lock keys: `payout:{accountId}` and the like (C3 §3.3 L4). */
+export const LOCK_KEY_PATTERN = /^[a-zA-Z0-9:._-]{1,128}$/;
+export const LOCK_KEY_MAX_LENGTH = 128;
+export const OWNER_ID_MAX_LENGTH = 64;
+
+export const SESSION_TTL_MIN_MS = 1_000;
+export const SESSION_TTL_MAX_MS = 60_000;
+export const LOCK_TTL_MIN_MS = 1_000;
+export const LOCK_TTL_MAX_MS = 60_000;
+export const WAIT_MAX_MS = 30_000;
+
+/** A successful acquire (L4) or renew (L5), as the server grants it. */
+export interface LockGrant {
+  key: string;
+  ownerId: string;
+  sessionId: string;
+  fencingToken: FencingToken;
+  acquiredAt: Date;
+  expiresAt: Date;
+}
+
+/** L7: advisory only — never a correctness input (FR-07). */
+export interface LockInfo {
+  key: string;
+  held: boolean;
+  ownerId?: string;
+  fencingToken?: FencingToken;
+  acquiredAt?: Date;
+  expiresAt?: Date;
+  waiterCount: number;
+}
+
+/** L8 result: the evicted token and the floor every later grant exceeds. */
+export interface LockOutcome {
+  revokedToken: FencingToken;
+  newTokenFloor: FencingToken;
+  revocationId: string;
+}
+
+export interface SessionInfo {
+  sessionId: string;
+  ownerId: string;
+  ttlMillis: number;
+  expiresAt: Date;
+}
+
+/** Wire shape of L4/L5 (tokens as decimal strings, instants as RFC 3339). */
+export interface LockGrantDto {
+  key: string;
+  ownerId: string;
+  sessionId: string;
+  fencingToken: string;
+  acquiredAt: string;
+  expiresAt: string;
+}

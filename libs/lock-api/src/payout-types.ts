@@ -1,0 +1,31 @@
+/** The eight payout states of 02 §2.3. */
+export const PAYOUT_STATES = [
+  'PENDING',
+  'CLAIMED',
+  'RAIL_SUBMITTED',
+  'RAIL_ACKED',
+  'RAIL_AMBIGUOUS',
+  'POSTED',
+  'FAILED',
+  'ABANDONED',
+] as const;
+export type PayoutState = (typeof PAYOUT_STATES)[number];
+
+export const TERMINAL_PAYOUT_STATES: readonly PayoutState[] = ['POSTED', 'FAILED', 'ABANDONED'];
+
+export function isPayoutState(value: unknown): value is PayoutState {
+  return typeof value === 'string' && (PAYOUT_STATES as readonly string[]).includes(value);
+}
+
+/** Rail submission outcomes recorded by the proxy; NULL (unresolved) is `null`. */
+export const RAIL_OUTCOMES = ['ACKED', 'REJECTED', 'TIMEOUT', 'FENCED'] as const;
+export type RailOutcome = (typeof RAIL_OUTCOMES)[number];
+
+/** What the executor reports for one payout attempt (T-025 §4). */
+export type ExecutionOutcome =
+  | { kind: 'posted'; payoutId: string }
+  | { kind: 'failed'; payoutId: string; reason: string }
+  | { kind: 'abandoned'; payoutId: string; reason: string }
+  | { kind: 'ambiguous'; payoutId: string }
+  | { kind: 'contended'; payoutId: string }
+  | { kind: 'fenced'; payoutId: string; where: 'account' | 'rail' };

@@ -1,0 +1,3 @@
+export * from './health';
+export * from './observability.module';
+export * from './safety-events';

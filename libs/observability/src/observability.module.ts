@@ -1,0 +1,44 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { PrometheusModule } from '@willsoto/nestjs-prometheus';
+import { LoggerModule } from 'nestjs-pino';
+import type { IncomingMessage } from 'node:http';
+import { requestTraceId, type TracedRequest } from '@dlock/http-contract';
+import { SafetyEvents } from './safety-events';
+
+export interface ObservabilityOptions {
+  app: string;
+  logLevel?: string;
+}
+
+/** pino JSON logs carrying `traceId`, Prometheus `/metrics`, and the safety events. */
+@Global()
+@Module({})
+export class ObservabilityModule {
+  static forRoot(options: ObservabilityOptions): DynamicModule {
+    return {
+      module: ObservabilityModule,
+      imports: [
+        LoggerModule.forRoot({
+          pinoHttp: {
+            level: options.logLevel ?? 'info',
+            base: { app: options.app },
+            genReqId: (req: TracedRequest) => requestTraceId(req),
+            customProps: (req: TracedRequest) => ({ traceId: requestTraceId(req) }),
+            autoLogging: {
+              ignore: (req: IncomingMessage) => /^\/(metrics|health)/.test(req.url ?? ''),
+            },
+            customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+            serializers: {
+              req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
+              res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+            },
+            timestamp: () => `,"time":"${new Date().toISOString()}"`,
+          },
+        }),
+        PrometheusModule.register({ path: '/metrics', defaultMetrics: { enabled: true } }),
+      ],
+      providers: [{ provide: SafetyEvents, useFactory: () => new SafetyEvents() }],
+      exports: [SafetyEvents],
+    };
+  }
+}

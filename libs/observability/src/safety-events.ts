@@ -1,0 +1,137 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Counter, register, type Registry } from 'prom-client';
+
+/** The safety events of DECISIONS §6: each is a structured log event and a metric. */
+export type SafetyEventName =
+  | 'fenced_out'
+  | 'rail_ambiguous'
+  | 'duplicate_rail_submission_attempted'
+  | 'session_lost'
+  | 'lock_revoked'
+  | 'invalid_transition'
+  | 'token_regression';
+
+export type FencedResource = 'account' | 'ledger' | 'rail';
+
+function counter(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: string[] = [],
+): Counter {
+  const existing = registry.getSingleMetric(name);
+  if (existing) return existing as Counter;
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+/**
+ * One place that names every safety signal. Labels never carry a key, payout
+ * id, account id or token (NFR-09): those go to the log line only.
+ */
+@Injectable()
+export class SafetyEvents {
+  private readonly logger = new Logger('safety');
+  readonly fencedOutTotal: Counter;
+  readonly railAmbiguousTotal: Counter;
+  readonly duplicateAttemptedTotal: Counter;
+  readonly sessionLostTotal: Counter;
+  readonly revocationsTotal: Counter;
+  readonly invalidTransitionTotal: Counter;
+  readonly tokenRegressionTotal: Counter;
+
+  constructor(registry: Registry = register) {
+    this.fencedOutTotal = counter(
+      registry,
+      'lock_fenced_out_total',
+      'Writes rejected by a fence guard',
+      ['resource'],
+    );
+    this.railAmbiguousTotal = counter(
+      registry,
+      'rail_ambiguous_total',
+      'Rail attempts with an unknown outcome',
+    );
+    this.duplicateAttemptedTotal = counter(
+      registry,
+      'rail_duplicate_attempted_total',
+      'Submissions refused because the payout already had one',
+    );
+    this.sessionLostTotal = counter(
+      registry,
+      'lock_session_lost_total',
+      'Lock sessions a client lost',
+    );
+    this.revocationsTotal = counter(
+      registry,
+      'lock_revocations_total',
+      'Operator force-revocations',
+    );
+    this.invalidTransitionTotal = counter(
+      registry,
+      'payout_invalid_transition_total',
+      'Payout transitions rejected by the transition table',
+    );
+    this.tokenRegressionTotal = counter(
+      registry,
+      'lock_token_regression_total',
+      'Observed tokens below a value already seen at a guard',
+      ['guard'],
+    );
+  }
+
+  fencedOut(fields: {
+    resource: FencedResource;
+    resourceId: string;
+    presentedToken: bigint;
+    highestToken: bigint | null;
+    ownerId: string;
+  }): void {
+    this.fencedOutTotal.inc({ resource: fields.resource });
+    this.emit('fenced_out', 'stale fencing token rejected', {
+      ...fields,
+      presentedToken: fields.presentedToken.toString(),
+      highestToken: fields.highestToken?.toString() ?? null,
+    });
+  }
+
+  railAmbiguous(fields: Record<string, unknown>): void {
+    this.railAmbiguousTotal.inc();
+    this.emit('rail_ambiguous', 'rail outcome unknown; payout quarantined', fields);
+  }
+
+  duplicateSubmission(fields: Record<string, unknown>): void {
+    this.duplicateAttemptedTotal.inc();
+    this.emit(
+      'duplicate_rail_submission_attempted',
+      'second submission for a payout refused',
+      fields,
+    );
+  }
+
+  sessionLost(fields: Record<string, unknown>): void {
+    this.sessionLostTotal.inc();
+    this.emit('session_lost', 'lock session lost', fields);
+  }
+
+  lockRevoked(fields: Record<string, unknown>): void {
+    this.revocationsTotal.inc();
+    this.emit('lock_revoked', 'lock force-revoked by an operator', fields);
+  }
+
+  invalidTransition(fields: Record<string, unknown>): void {
+    this.invalidTransitionTotal.inc();
+    this.emit('invalid_transition', 'payout transition rejected', fields);
+  }
+
+  tokenRegression(fields: { guard: string } & Record<string, unknown>): void {
+    this.tokenRegressionTotal.inc({ guard: fields.guard });
+    this.emit('token_regression', 'token regression observed', fields);
+  }
+
+  private emit(event: SafetyEventName, message: string, fields: Record<string, unknown>): void {
+    const safe = Object.fromEntries(
+      Object.entries(fields).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString() : v]),
+    );
+    this.logger.warn({ event, ...safe }, message);
+  }
+}

@@ -1,0 +1,64 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { MIGRATIONS, type DatabaseName } from '../../../migrations';
+
+/** The admin URL of the run's embedded PostgreSQL (test/global-setup.mjs). */
+export function adminUrl(): string {
+  const url = process.env.DLOCK_TEST_PG_URL;
+  if (!url)
+    throw new Error(
+      'DLOCK_TEST_PG_URL is not set: run tests through jest (global setup starts PostgreSQL)',
+    );
+  return url;
+}
+
+/** Creates a fresh, empty database and returns its URL. */
+export async function createDatabase(prefix: string): Promise<string> {
+  const name = `${prefix.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
+  const client = new Client({ connectionString: adminUrl() });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl());
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Runs the real migrations of one database, exactly as `npm run db:migrate` does. */
+export async function migrate(url: string, db: DatabaseName): Promise<void> {
+  const ds = new DataSource({
+    type: 'postgres',
+    url,
+    migrations: MIGRATIONS[db],
+    migrationsRun: false,
+    logging: false,
+  });
+  await ds.initialize();
+  try {
+    await ds.runMigrations({ transaction: 'each' });
+  } finally {
+    await ds.destroy();
+  }
+}
+
+/** A fresh, migrated database. */
+export async function migratedDatabase(db: DatabaseName): Promise<string> {
+  const url = await createDatabase(db);
+  await migrate(url, db);
+  return url;
+}
+
+/** A short-lived pg client for assertions straight against the database. */
+export async function withClient<T>(url: string, fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}

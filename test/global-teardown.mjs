@@ -1,0 +1,8 @@
+import { rmSync } from 'node:fs';
+
+export default async function globalTeardown() {
+  const state = globalThis.__DLOCK_PG__;
+  if (!state) return;
+  await state.pg.stop().catch(() => undefined);
+  rmSync(state.dir, { recursive: true, force: true });
+}
