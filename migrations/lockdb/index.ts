@@ -1,2 +1,5 @@
+import { LockSchema1764400000000 } from './1764400000000-lock-schema';
+
+// Listed explicitly, never globbed, so the build and the TypeORM CLI see the same set.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-export const LOCKDB_MIGRATIONS: Function[] = [];
+export const LOCKDB_MIGRATIONS: Function[] = [LockSchema1764400000000];

@@ -1,3 +1,5 @@
 export * from './http';
 export * from './postgres';
 export * from './process';
+export * from './etcd';
+export * from './tcp-proxy';

@@ -90,4 +90,9 @@ export abstract class LockStore {
   abstract waitForRelease(key: string, signal: AbortSignal): Promise<void>;
   /** Readiness: throws when the backend cannot serve a grant. */
   abstract ping(): Promise<void>;
+  /**
+   * Optional, for the active-sessions / active-grants gauges: live counts as
+   * the backend sees them. A backend without it reports no gauge values.
+   */
+  activity?(): Promise<{ sessions: number; grants: number }>;
 }

@@ -1,0 +1,63 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { HealthModule, ObservabilityModule } from '@dlock/observability';
+import { PaymentResourceClient } from './clients/payment-resource.client';
+import { RailProxyClient } from './clients/rail-proxy.client';
+import { EXECUTOR_CONFIG, type ExecutorConfig } from './config';
+import { PayoutExecutionService } from './execution/payout-execution.service';
+import { LockSessionHolder } from './lock/lock-session.holder';
+import { ExecutorMetrics } from './metrics';
+import { PayoutPollingLoop } from './polling/payout-polling.loop';
+import { LockSessionReadiness } from './readiness';
+
+/** The frozen config, visible to every module of the app (the session holder needs it too). */
+@Module({})
+class ConfigModule {
+  static forRoot(config: ExecutorConfig): DynamicModule {
+    return {
+      module: ConfigModule,
+      global: true,
+      providers: [{ provide: EXECUTOR_CONFIG, useValue: config }],
+      exports: [EXECUTOR_CONFIG],
+    };
+  }
+}
+
+/** The session holder is shared by the loop and the readiness check. */
+@Module({
+  providers: [LockSessionHolder],
+  exports: [LockSessionHolder],
+})
+class LockSessionModule {}
+
+@Module({})
+export class ExecutorModule {
+  static forRoot(config: ExecutorConfig): DynamicModule {
+    return {
+      module: ExecutorModule,
+      imports: [
+        ObservabilityModule.forRoot({ app: 'executor', logLevel: config.LOG_LEVEL }),
+        ConfigModule.forRoot(config),
+        HealthModule.register(LockSessionReadiness, [LockSessionModule]),
+        LockSessionModule,
+      ],
+      providers: [
+        ExecutorMetrics,
+        {
+          provide: PaymentResourceClient,
+          useFactory: () => new PaymentResourceClient(config.PAYMENT_RESOURCE_URL, config.OWNER_ID),
+        },
+        {
+          provide: RailProxyClient,
+          useFactory: () =>
+            new RailProxyClient(
+              config.RAIL_PROXY_URL,
+              config.OWNER_ID,
+              config.RAIL_READ_TIMEOUT_MS,
+            ),
+        },
+        PayoutExecutionService,
+        PayoutPollingLoop,
+      ],
+    };
+  }
+}

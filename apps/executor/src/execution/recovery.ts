@@ -1,0 +1,70 @@
+import type { PayoutState, RailOutcome } from '@dlock/lock-api';
+
+/** The proxy's record of a submission as R2 shows it; `outcome` null = unresolved. */
+export interface ProxyRecord {
+  submissionId: string;
+  outcome: RailOutcome | null;
+  railReference: string | null;
+  presentedToken: bigint;
+}
+
+/** What the holder of a fresh token does next with a payout, by its state (02 §2.3). */
+export type NextStep =
+  | { step: 'claim' } // PENDING
+  | { step: 'reclaim' } // CLAIMED: a dead worker's claim, re-claimed under the new token
+  | { step: 'resolve-from-record' } // RAIL_SUBMITTED: read R2 first, then decideFromRecord
+  | { step: 'post' } // RAIL_ACKED: money left; completing the ledger has no external effect
+  | { step: 'leave'; why: 'quarantined' | 'terminal' };
+
+export function nextStepFor(state: PayoutState): NextStep {
+  switch (state) {
+    case 'PENDING':
+      return { step: 'claim' };
+    case 'CLAIMED':
+      return { step: 'reclaim' };
+    case 'RAIL_SUBMITTED':
+      return { step: 'resolve-from-record' };
+    case 'RAIL_ACKED':
+      return { step: 'post' };
+    case 'RAIL_AMBIGUOUS':
+      // FR-23: no worker, under any token, ever acts on it again.
+      return { step: 'leave', why: 'quarantined' };
+    case 'POSTED':
+    case 'FAILED':
+    case 'ABANDONED':
+      return { step: 'leave', why: 'terminal' };
+  }
+}
+
+export type RecordDecision =
+  | { action: 'submit' } // no live record: nothing was presented; the proxy's fence + uniqueness guard a race
+  | { action: 'record-acked'; record: ProxyRecord } // P6 ACKED, then post
+  | { action: 'record-rejected'; record: ProxyRecord } // P6 REJECTED → FAILED
+  | { action: 'record-ambiguous'; record: ProxyRecord | null; why: string }; // P6 AMBIGUOUS
+
+/**
+ * A RAIL_SUBMITTED payout (or a DUPLICATE_SUBMISSION answer) resolved from the
+ * proxy's records. FENCED rows presented nothing to the rail and are ignored.
+ * An unresolved row is indistinguishable from a timeout (crash after
+ * forwarding): ambiguous, never resubmitted. More than one live row cannot
+ * happen with the guards on; if it does, the only safe answer is ambiguous.
+ */
+export function decideFromRecords(records: readonly ProxyRecord[]): RecordDecision {
+  const live = records.filter((r) => r.outcome !== 'FENCED');
+  if (live.length === 0) return { action: 'submit' };
+  if (live.length > 1)
+    return { action: 'record-ambiguous', record: null, why: 'several-live-records' };
+  const [record] = live;
+  switch (record.outcome) {
+    case 'ACKED':
+      return { action: 'record-acked', record };
+    case 'REJECTED':
+      return { action: 'record-rejected', record };
+    case 'TIMEOUT':
+      return { action: 'record-ambiguous', record, why: 'timeout' };
+    case null:
+      return { action: 'record-ambiguous', record, why: 'unresolved' };
+    case 'FENCED':
+      throw new Error('unreachable: FENCED rows were filtered out');
+  }
+}

@@ -1,0 +1,82 @@
+import { Injectable } from '@nestjs/common';
+import { Counter, Gauge, Histogram, register } from 'prom-client';
+
+/** The four pinned labels of payout_execute_seconds (DECISIONS §6). */
+export type ExecuteLabel = 'posted' | 'failed' | 'abandoned' | 'ambiguous';
+
+/** Steps of the critical section, timed separately (the bench reads the lock-server's share). */
+export type Step =
+  | 'acquire'
+  | 'reread'
+  | 'claim'
+  | 'mark_submitted'
+  | 'submit'
+  | 'proxy_record'
+  | 'record_outcome'
+  | 'post'
+  | 'release';
+
+function existing<T>(name: string): T | undefined {
+  return register.getSingleMetric(name) as T | undefined;
+}
+
+const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20];
+
+/** Executor metrics; no payout id, account id, key or token in any label (NFR-09). */
+@Injectable()
+export class ExecutorMetrics {
+  readonly executeSeconds =
+    existing<Histogram<'outcome'>>('payout_execute_seconds') ??
+    new Histogram({
+      name: 'payout_execute_seconds',
+      help: 'One payout attempt, from acquire to release, by outcome',
+      labelNames: ['outcome'],
+      buckets: BUCKETS,
+    });
+
+  readonly backlogAgeSeconds =
+    existing<Gauge>('payout_backlog_age_seconds') ??
+    new Gauge({
+      name: 'payout_backlog_age_seconds',
+      help: 'Age of the oldest PENDING payout seen by the last poll (0 when none)',
+    });
+
+  readonly attemptsTotal =
+    existing<Counter<'result'>>('executor_payout_attempts_total') ??
+    new Counter({
+      name: 'executor_payout_attempts_total',
+      help: 'Payout attempts by detailed result (contended, skipped, fenced, lease_short …)',
+      labelNames: ['result'],
+    });
+
+  readonly stepSeconds =
+    existing<Histogram<'step'>>('executor_step_seconds') ??
+    new Histogram({
+      name: 'executor_step_seconds',
+      help: 'Duration of each call of the critical section',
+      labelNames: ['step'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    });
+
+  readonly passesTotal =
+    existing<Counter<'result'>>('executor_poll_passes_total') ??
+    new Counter({
+      name: 'executor_poll_passes_total',
+      help: 'Polling passes by result (ok, no_session, lock_server_unavailable, error)',
+      labelNames: ['result'],
+    });
+
+  readonly inFlight =
+    existing<Gauge>('executor_payouts_in_flight') ??
+    new Gauge({ name: 'executor_payouts_in_flight', help: 'Payouts being executed now' });
+
+  /** Times one call of the critical section. */
+  async step<T>(step: Step, fn: () => Promise<T>): Promise<T> {
+    const end = this.stepSeconds.startTimer({ step });
+    try {
+      return await fn();
+    } finally {
+      end();
+    }
+  }
+}

@@ -1,0 +1,37 @@
+import type { PayoutSummary } from '../clients/payment-resource.client';
+import { backlogAgeSeconds, lanesByAccount } from './lanes';
+
+function p(
+  payoutId: string,
+  accountId: string,
+  createdAt = '2030-01-01T00:00:00.000Z',
+): PayoutSummary {
+  return {
+    payoutId,
+    accountId,
+    amountMinor: 1,
+    currency: 'EUR',
+    state: 'PENDING',
+    attemptCount: 0,
+    createdAt,
+  };
+}
+
+test('one lane per account, in order, without repeats or busy accounts', () => {
+  const lanes = lanesByAccount(
+    [p('1', 'a'), p('2', 'b'), p('3', 'a'), p('1', 'a'), p('4', 'c')],
+    new Set(['c']),
+  );
+  expect(lanes.map((lane) => lane.map((x) => x.payoutId))).toEqual([['1', '3'], ['2']]);
+});
+
+test('backlog age is the oldest createdAt, 0 when empty', () => {
+  const now = Date.parse('2030-01-01T00:00:10.000Z');
+  expect(backlogAgeSeconds([], now)).toBe(0);
+  expect(
+    backlogAgeSeconds(
+      [p('1', 'a', '2030-01-01T00:00:08.000Z'), p('2', 'a', '2030-01-01T00:00:04.000Z')],
+      now,
+    ),
+  ).toBe(6);
+});

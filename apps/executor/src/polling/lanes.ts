@@ -1,0 +1,29 @@
+import type { PayoutSummary } from '../clients/payment-resource.client';
+
+/**
+ * Groups a poll's payouts into one lane per account, in the order given and
+ * without repeats. Lanes run concurrently; payouts inside a lane run one
+ * after another, so a worker never holds two payouts of one account at once.
+ */
+export function lanesByAccount(
+  payouts: readonly PayoutSummary[],
+  busyAccounts: ReadonlySet<string>,
+): PayoutSummary[][] {
+  const lanes = new Map<string, PayoutSummary[]>();
+  const seen = new Set<string>();
+  for (const payout of payouts) {
+    if (seen.has(payout.payoutId) || busyAccounts.has(payout.accountId)) continue;
+    seen.add(payout.payoutId);
+    const lane = lanes.get(payout.accountId);
+    if (lane) lane.push(payout);
+    else lanes.set(payout.accountId, [payout]);
+  }
+  return [...lanes.values()];
+}
+
+/** Seconds since the oldest createdAt (wall clock; a metric for humans, not a decision). */
+export function backlogAgeSeconds(pending: readonly PayoutSummary[], nowMs: number): number {
+  let oldestMs = Infinity;
+  for (const p of pending) oldestMs = Math.min(oldestMs, Date.parse(p.createdAt));
+  return Number.isFinite(oldestMs) ? Math.max(0, (nowMs - oldestMs) / 1000) : 0;
+}

@@ -1,0 +1,165 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DlockError, type PayoutState } from '@dlock/lock-api';
+import type { LockSession } from '@dlock/lock-client';
+import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
+import { PaymentResourceClient, type PayoutSummary } from '../clients/payment-resource.client';
+import { RailProxyClient } from '../clients/rail-proxy.client';
+import { PayoutExecutionService } from '../execution/payout-execution.service';
+import { LockSessionHolder } from '../lock/lock-session.holder';
+import { ExecutorMetrics } from '../metrics';
+import { backlogAgeSeconds, lanesByAccount } from './lanes';
+
+/**
+ * States a dead worker can leave a payout in, polled for recovery by state.
+ * RAIL_AMBIGUOUS is deliberately absent: nothing automated ever selects it (FR-23).
+ */
+const RECOVERY_STATES: readonly PayoutState[] = ['RAIL_ACKED', 'RAIL_SUBMITTED', 'CLAIMED'];
+
+/**
+ * The polling loop: a fixed delay between passes; each pass lists PENDING
+ * payouts (and, every EXECUTOR_RECOVERY_INTERVAL_MS, the recovery states),
+ * groups them by account and starts one lane per account not already busy,
+ * up to EXECUTOR_CONCURRENCY lanes in flight. Lanes outlive the pass that
+ * started them; a later pass fills the slots they free.
+ */
+@Injectable()
+export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('polling-loop');
+  private readonly stopping = new AbortController();
+  private readonly lanes = new Set<Promise<void>>();
+  private readonly busyAccounts = new Set<string>();
+  private loop: Promise<void> | undefined;
+  private lastRecoveryMs = -Infinity;
+
+  constructor(
+    @Inject(EXECUTOR_CONFIG) private readonly config: ExecutorConfig,
+    private readonly payments: PaymentResourceClient,
+    private readonly rail: RailProxyClient,
+    private readonly executor: PayoutExecutionService,
+    private readonly sessions: LockSessionHolder,
+    private readonly metrics: ExecutorMetrics,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.loop = this.run();
+  }
+
+  /** SIGTERM: stop polling, let in-flight payouts finish or abort (bounded), release, close the session. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping.abort();
+    await this.loop;
+    const grace = sleep(this.config.EXECUTOR_SHUTDOWN_GRACE_MS, undefined, { ref: false });
+    const drained = Promise.allSettled([...this.lanes]).then(() => true);
+    if (!(await Promise.race([drained, grace.then(() => false)]))) {
+      this.logger.warn({ lanes: this.lanes.size }, 'shutdown grace passed with payouts in flight');
+    }
+    await this.sessions.close();
+    this.payments.close();
+    this.rail.close();
+    this.logger.log({}, 'executor stopped');
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.stopping.signal;
+    while (!signal.aborted) {
+      try {
+        await this.pass();
+      } catch (err) {
+        this.metrics.passesTotal.inc({ result: 'error' });
+        this.logger.error({ err }, 'polling pass failed');
+      }
+      try {
+        await sleep(this.config.EXECUTOR_POLL_INTERVAL_MS, undefined, { signal });
+      } catch {
+        // aborted: shutting down
+      }
+    }
+  }
+
+  private async pass(): Promise<void> {
+    const pending = await this.payments.list('PENDING', this.listOptions());
+    this.metrics.backlogAgeSeconds.set(backlogAgeSeconds(pending, Date.now()));
+    let recovery: PayoutSummary[] = [];
+    const nowMs = performance.now();
+    if (nowMs - this.lastRecoveryMs >= this.config.EXECUTOR_RECOVERY_INTERVAL_MS) {
+      this.lastRecoveryMs = nowMs;
+      for (const state of RECOVERY_STATES) {
+        recovery = recovery.concat(await this.payments.list(state, this.listOptions()));
+      }
+    }
+    if (this.stopping.signal.aborted) return;
+    const freeSlots = this.config.EXECUTOR_CONCURRENCY - this.lanes.size;
+    if (freeSlots <= 0) return;
+    // Work a dead worker left half-way goes first.
+    const lanes = lanesByAccount([...recovery, ...pending], this.busyAccounts);
+    if (lanes.length === 0) {
+      this.metrics.passesTotal.inc({ result: 'idle' });
+      return;
+    }
+    let session: LockSession;
+    try {
+      session = await this.sessions.current();
+    } catch (err) {
+      // Fail closed: no lock-server, no payout. The backlog grows; nothing else happens.
+      this.metrics.passesTotal.inc({ result: 'no_session' });
+      this.logger.warn(
+        { code: err instanceof DlockError ? err.code : undefined, err: (err as Error).message },
+        'no lock session (lock-server unreachable?): no payout proceeds this pass',
+      );
+      return;
+    }
+    this.metrics.passesTotal.inc({ result: 'ok' });
+    for (const lane of lanes.slice(0, freeSlots)) this.startLane(session, lane);
+  }
+
+  private startLane(session: LockSession, lane: PayoutSummary[]): void {
+    const accountId = lane[0].accountId;
+    this.busyAccounts.add(accountId);
+    const running = this.runLane(session, lane).finally(() => {
+      this.busyAccounts.delete(accountId);
+      this.lanes.delete(running);
+      this.metrics.inFlight.set(this.lanes.size);
+    });
+    this.lanes.add(running);
+    this.metrics.inFlight.set(this.lanes.size);
+  }
+
+  /** One account's payouts, one at a time. Contention or a fence ends the lane for this pass. */
+  private async runLane(session: LockSession, lane: PayoutSummary[]): Promise<void> {
+    for (const payout of lane) {
+      if (this.stopping.signal.aborted) return;
+      let kind: string;
+      try {
+        kind = (await this.executor.execute(session, payout, this.stopping.signal)).kind;
+      } catch (err) {
+        // The acquire itself failed: lock-server unreachable or the session is gone. Fail closed.
+        this.logger.warn(
+          {
+            payoutId: payout.payoutId,
+            code: err instanceof DlockError ? err.code : undefined,
+            err: (err as Error).message,
+          },
+          'could not acquire the account lock; the payout waits',
+        );
+        return;
+      }
+      // FENCED_OUT: a newer holder exists; this worker must not come back to the account this pass.
+      if (kind === 'contended' || kind === 'fenced') return;
+    }
+  }
+
+  private listOptions(): { limit: number; accountId?: string } {
+    const accountId =
+      this.config.DLOCK_HARNESS && this.config.EXECUTOR_ACCOUNT_ID
+        ? this.config.EXECUTOR_ACCOUNT_ID
+        : undefined;
+    return { limit: this.config.EXECUTOR_BATCH_SIZE, ...(accountId ? { accountId } : {}) };
+  }
+}

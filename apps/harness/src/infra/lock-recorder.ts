@@ -1,0 +1,158 @@
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+
+/** One grant as the lock-server answered it (INV-04, INV-06, INV-07). */
+export interface GrantRecord {
+  key: string;
+  ownerId: string;
+  token: bigint;
+  /** performance.now() when the acquire request reached the recorder. */
+  requestAt: number;
+  /** performance.now() when the 200 came back from the lock-server. */
+  grantedAt: number;
+  /** performance.now() when a release that then answered 204 was received; null otherwise. */
+  releaseSentAt: number | null;
+}
+
+export interface RevocationRecord {
+  key: string;
+  revokedToken: bigint;
+  newTokenFloor: bigint;
+  at: number;
+}
+
+const UPSTREAM_TIMEOUT_MS = 40_000;
+const BODY_MAX_BYTES = 1 << 20;
+
+/**
+ * An HTTP reverse proxy in front of the lock-server that records every grant,
+ * release and revocation exactly as the server answered them. The history is
+ * independent of the lock-server's own code, so the INV-06 check cannot be
+ * fooled by the thing it checks. When the lock-server is unreachable the
+ * client's connection is reset, as if the server itself were gone.
+ */
+export class LockRecorder {
+  readonly grants: GrantRecord[] = [];
+  readonly revocations: RevocationRecord[] = [];
+  /** Acquire answers by status, for evidence (e.g. 409/429 under contention, 5xx in outages). */
+  readonly acquireStatuses = new Map<number, number>();
+  upstreamFailures = 0;
+
+  private constructor(
+    private readonly server: http.Server,
+    readonly port: number,
+    private readonly target: { host: string; port: number },
+  ) {}
+
+  static async start(targetPort: number): Promise<LockRecorder> {
+    const ref: { r?: LockRecorder } = {};
+    const server = http.createServer((req, res) => ref.r?.handle(req, res));
+    server.keepAliveTimeout = 5_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    ref.r = new LockRecorder(server, port, { host: '127.0.0.1', port: targetPort });
+    return ref.r;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Every token the server granted for `key` (INV-07). */
+  tokensFor(key: string): Set<bigint> {
+    return new Set(this.grants.filter((g) => g.key === key).map((g) => g.token));
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const requestAt = performance.now();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= BODY_MAX_BYTES) chunks.push(c);
+    });
+    req.on('error', () => req.socket.destroy());
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const headers = { ...req.headers, host: `${this.target.host}:${this.target.port}` };
+      const up = http.request(
+        { ...this.target, method: req.method, path: req.url, headers, timeout: UPSTREAM_TIMEOUT_MS },
+        (upRes) => {
+          const out: Buffer[] = [];
+          upRes.on('data', (c: Buffer) => out.push(c));
+          upRes.on('error', () => req.socket.destroy());
+          upRes.on('end', () => {
+            const payload = Buffer.concat(out);
+            this.record(req, upRes.statusCode ?? 0, payload, requestAt);
+            res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+            res.end(payload);
+          });
+        },
+      );
+      up.on('timeout', () => up.destroy(new Error('upstream timeout')));
+      up.on('error', () => {
+        this.upstreamFailures++;
+        req.socket.destroy();
+      });
+      up.end(body);
+    });
+  }
+
+  private record(req: http.IncomingMessage, status: number, payload: Buffer, requestAt: number) {
+    const now = performance.now();
+    const url = new URL(req.url ?? '/', 'http://x');
+    const m = /^\/v1\/locks\/([^/]+)(\/(acquire|revoke|renew))?$/.exec(url.pathname);
+    if (!m) return;
+    const key = decodeURIComponent(m[1]);
+    const action = m[3] ?? (req.method === 'DELETE' ? 'release' : 'info');
+    if (action === 'acquire') {
+      this.acquireStatuses.set(status, (this.acquireStatuses.get(status) ?? 0) + 1);
+      if (status !== 200) return;
+      const body = parse(payload);
+      if (!body || typeof body.fencingToken !== 'string') return;
+      const token = BigInt(body.fencingToken);
+      // A same-owner, same-session re-acquire returns the same grant (02 §2.4): one record.
+      if (this.grants.some((g) => g.key === key && g.token === token)) return;
+      this.grants.push({
+        key,
+        ownerId: String(body.ownerId ?? ''),
+        token,
+        requestAt,
+        grantedAt: now,
+        releaseSentAt: null,
+      });
+    } else if (action === 'release' && status === 204) {
+      const raw = req.headers['x-fencing-token'];
+      const token = typeof raw === 'string' && /^\d+$/.test(raw) ? BigInt(raw) : null;
+      const grant = this.grants.find((g) => g.key === key && g.token === token);
+      if (grant && grant.releaseSentAt === null) grant.releaseSentAt = requestAt;
+    } else if (action === 'revoke' && status === 200) {
+      const body = parse(payload);
+      if (!body) return;
+      this.revocations.push({
+        key,
+        revokedToken: BigInt(String(body.revokedToken)),
+        newTokenFloor: BigInt(String(body.newTokenFloor)),
+        at: now,
+      });
+    }
+  }
+}
+
+function parse(payload: Buffer): Record<string, unknown> | null {
+  try {
+    const v: unknown = JSON.parse(payload.toString('utf8'));
+    return v && typeof v === 'object' ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,109 @@
+import { httpJson } from '../infra/http';
+import { withPg } from '../infra/postgres';
+import { waitUntil } from '../infra/time';
+import { payoutStates } from '../fixtures';
+import type { DlockSystem } from '../system';
+
+export const TERMINAL_STATES = new Set(['POSTED', 'FAILED', 'ABANDONED']);
+
+/** Waits until every payout satisfies `ok(state)`; returns the final states. */
+export async function waitForStates(
+  sys: DlockSystem,
+  ids: string[],
+  ok: (state: string) => boolean,
+  timeoutMs: number,
+  what: string,
+): Promise<Map<string, string>> {
+  let last = new Map<string, string>();
+  try {
+    return await waitUntil(
+      what,
+      async () => {
+        last = await payoutStates(sys.paydbUrl, ids);
+        return ids.every((id) => ok(last.get(id) ?? 'MISSING')) ? last : null;
+      },
+      timeoutMs,
+      150,
+    );
+  } catch (err) {
+    const states = [...last.values()].join(',');
+    throw new Error(`${(err as Error).message} (states: ${states})`, { cause: err });
+  }
+}
+
+export function countStates(states: Map<string, string>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const s of states.values()) out[s] = (out[s] ?? 0) + 1;
+  return out;
+}
+
+export interface SubmissionFact {
+  presentedToken: bigint;
+  outcome: string | null;
+  ownerId: string;
+}
+
+/** proxydb's record for one payout (read straight from the table, FENCED rows included). */
+export async function submissionsOf(sys: DlockSystem, payoutId: string): Promise<SubmissionFact[]> {
+  return withPg(sys.proxydbUrl, async (c) => {
+    const r = await c.query<{ presented_token: string; outcome: string | null; owner_id: string }>(
+      `SELECT presented_token::text AS presented_token, outcome, owner_id FROM rail_submission
+        WHERE payout_id = $1 ORDER BY created_at`,
+      [payoutId],
+    );
+    return r.rows.map((x) => ({
+      presentedToken: BigInt(x.presented_token),
+      outcome: x.outcome,
+      ownerId: x.owner_id,
+    }));
+  });
+}
+
+/** S2: how many transfers the rail booked for a payout (its client reference). */
+export async function railTransfers(sys: DlockSystem, payoutId: string): Promise<number> {
+  const res = await httpJson('GET', `${sys.railStub.url}/lookup?clientRef=po-${payoutId}`);
+  if (res.status !== 200) throw new Error(`rail lookup answered ${res.status}`);
+  return (res.body as { transfers: unknown[] }).transfers.length;
+}
+
+export async function stubStats(sys: DlockSystem): Promise<Record<string, any>> {
+  const res = await httpJson('GET', `${sys.railStub.url}/admin/stats`);
+  return res.body as Record<string, any>;
+}
+
+export async function setStubFaults(sys: DlockSystem, patch: Record<string, unknown>): Promise<void> {
+  const res = await httpJson('POST', `${sys.railStub.url}/admin/faults`, { body: patch });
+  if (res.status !== 200) throw new Error(`rail-stub faults ${res.status}: ${res.text}`);
+}
+
+/** Tokens under which a payout's transitions were written (paydb audit). */
+export async function transitionsOf(
+  sys: DlockSystem,
+  payoutId: string,
+): Promise<Array<{ from: string; to: string; token: bigint | null; actor: string }>> {
+  return withPg(sys.paydbUrl, async (c) => {
+    const r = await c.query<{ from_state: string; to_state: string; token: string | null; actor: string }>(
+      `SELECT from_state, to_state, token::text AS token, actor FROM payout_transition
+        WHERE payout_id = $1 ORDER BY transition_id`,
+      [payoutId],
+    );
+    return r.rows.map((x) => ({
+      from: x.from_state,
+      to: x.to_state,
+      token: x.token === null ? null : BigInt(x.token),
+      actor: x.actor,
+    }));
+  });
+}
+
+/** L7 (advisory, for the harness only): is the key held right now? */
+export async function lockHeld(sys: DlockSystem, accountId: string): Promise<boolean> {
+  const res = await httpJson('GET', `${sys.lockServer.url}/v1/locks/${sys.lockKeyPrefix}${accountId}`);
+  return res.status === 200 && (res.body as { held: boolean }).held;
+}
+
+export function maxToken(tokens: Iterable<bigint>): bigint {
+  let m = 0n;
+  for (const t of tokens) if (t > m) m = t;
+  return m;
+}

@@ -1,0 +1,34 @@
+import { Module, type DynamicModule, type Type } from '@nestjs/common';
+import { HealthModule, ObservabilityModule } from '@dlock/observability';
+import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
+import { LockService } from './core/lock.service';
+import { SessionService } from './core/session.service';
+import { LocksController } from './http/locks.controller';
+import { SessionsController } from './http/sessions.controller';
+import { LockBackendReadiness } from './readiness';
+import { StoreModule } from './store/store.factory';
+
+@Module({})
+export class LockServerModule {
+  static forRoot(config: LockServerConfig): DynamicModule {
+    const store = StoreModule.forRoot(config);
+    const configProvider = { provide: LOCK_SERVER_CONFIG, useValue: config };
+    return {
+      module: LockServerModule,
+      imports: [
+        ObservabilityModule.forRoot({ app: 'lock-server', logLevel: config.LOG_LEVEL }),
+        store,
+        HealthModule.register(LockBackendReadiness, [store]),
+      ],
+      controllers: [SessionsController, LocksController],
+      providers: [configProvider, LockService, SessionService],
+    };
+  }
+}
+
+/** A root module class for the given config (serveHttpApp takes a class). */
+export function lockServerAppModule(config: LockServerConfig): Type<unknown> {
+  @Module({ imports: [LockServerModule.forRoot(config)] })
+  class LockServerAppModule {}
+  return LockServerAppModule;
+}

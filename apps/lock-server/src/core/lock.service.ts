@@ -1,0 +1,178 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
+import {
+  ContentionError,
+  DlockError,
+  formatFencingToken,
+  formatInstant,
+  type FencingToken,
+  type LockGrant,
+  type LockInfo,
+  type LockOutcome,
+} from '@dlock/lock-api';
+import { SafetyEvents } from '@dlock/observability';
+import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
+import { LockStore, type AcquireResult } from '../store/lock-store.port';
+import { LockMetrics } from './metrics';
+import { Waiters } from './waiters';
+
+export interface AcquireCommand {
+  key: string;
+  sessionId: string;
+  ownerId: string;
+  ttlMillis?: number;
+  waitMillis?: number;
+  /** Aborts a server-side wait when the caller went away. */
+  signal?: AbortSignal;
+}
+
+/** The lock rules above the backend: waits, the waiter cap, retry hints, audit, metrics. */
+@Injectable()
+export class LockService {
+  readonly waiters: Waiters;
+  private readonly metrics: LockMetrics;
+
+  constructor(
+    private readonly store: LockStore,
+    private readonly safety: SafetyEvents,
+    @Inject(LOCK_SERVER_CONFIG) private readonly config: LockServerConfig,
+  ) {
+    this.waiters = new Waiters(config.LOCK_WAITERS_MAX);
+    this.metrics = new LockMetrics({
+      activity: store.activity ? () => store.activity!() : undefined,
+      waiting: () => this.waiters.all(),
+    });
+  }
+
+  get lockMetrics(): LockMetrics {
+    return this.metrics;
+  }
+
+  /** L4: one attempt, then (if waitMillis > 0) a bounded wait for the key to free up. */
+  acquire(command: AcquireCommand): Promise<LockGrant> {
+    return this.metrics.observe('acquire', () => this.acquireWithin(command));
+  }
+
+  private async acquireWithin(command: AcquireCommand): Promise<LockGrant> {
+    const request = {
+      key: command.key,
+      sessionId: command.sessionId,
+      ownerId: command.ownerId,
+      ttlMillis: command.ttlMillis ?? this.config.LOCK_DEFAULT_TTL_MS,
+    };
+    const waitMillis = command.waitMillis ?? 0;
+    const deadline = performance.now() + waitMillis;
+    let result = await this.store.acquire(request);
+    if (result.kind === 'granted') return result.grant;
+    if (waitMillis <= 0) throw this.contended(result);
+    if (!this.waiters.tryEnter(command.key)) {
+      throw new ContentionError(
+        `too many acquires already waiting for this key (max ${this.config.LOCK_WAITERS_MAX})`,
+        { retryAfterMillis: this.config.LOCK_CONTENTION_RETRY_AFTER_MS },
+      );
+    }
+    try {
+      for (;;) {
+        const remainingMs = deadline - performance.now();
+        if (remainingMs <= 0 || command.signal?.aborted) throw this.contended(result);
+        await this.pause(
+          command.key,
+          Math.min(remainingMs, this.config.LOCK_WAIT_POLL_MS),
+          command.signal,
+        );
+        result = await this.store.acquire(request);
+        if (result.kind === 'granted') return result.grant;
+      }
+    } finally {
+      this.waiters.leave(command.key);
+    }
+  }
+
+  /** Until the key is released through this process, `ms` pass, or the caller leaves. */
+  private async pause(key: string, ms: number, caller?: AbortSignal): Promise<void> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), ms);
+    const onCallerAbort = () => controller.abort();
+    caller?.addEventListener('abort', onCallerAbort, { once: true });
+    try {
+      await this.store.waitForRelease(key, controller.signal);
+    } finally {
+      clearTimeout(timer);
+      caller?.removeEventListener('abort', onCallerAbort);
+      controller.abort();
+    }
+  }
+
+  private contended(result: Extract<AcquireResult, { kind: 'contended' }>): DlockError {
+    // A hint only: the holder's remaining lease, capped (the holder usually renews).
+    const untilExpiryMs = result.expiresAt.getTime() - Date.now();
+    const retryAfterMillis = Math.max(
+      1,
+      Math.min(this.config.LOCK_CONTENDED_RETRY_AFTER_MAX_MS, Math.ceil(untilExpiryMs)),
+    );
+    return new DlockError('LOCK_CONTENDED', 'the lock is held by another owner', {
+      retryAfterMillis,
+      details: {
+        holderOwnerId: result.holderOwnerId,
+        expiresAt: formatInstant(result.expiresAt),
+      },
+    });
+  }
+
+  /** L5. */
+  renew(
+    key: string,
+    sessionId: string,
+    token: FencingToken,
+    ttlMillis?: number,
+  ): Promise<LockGrant> {
+    return this.metrics.observe('renew', () => this.store.renew(key, sessionId, token, ttlMillis));
+  }
+
+  /** L6. */
+  release(key: string, token: FencingToken): Promise<void> {
+    return this.metrics.observe('release', () => this.store.release(key, token));
+  }
+
+  /** L7 (advisory, FR-07). */
+  inspect(key: string): Promise<LockInfo> {
+    return this.metrics.observe('inspect', async () => {
+      const { seen, holder } = await this.store.inspect(key);
+      const waiterCount = this.waiters.count(key);
+      if (!seen && waiterCount === 0) {
+        throw new DlockError('NOT_FOUND', 'this key has never been acquired');
+      }
+      if (!holder) return { key, held: false, waiterCount };
+      return {
+        key,
+        held: true,
+        ownerId: holder.ownerId,
+        fencingToken: holder.fencingToken,
+        acquiredAt: holder.acquiredAt,
+        expiresAt: holder.expiresAt,
+        waiterCount,
+      };
+    });
+  }
+
+  /** L8: audited force-revoke; the token floor moves above the revoked token. */
+  revoke(command: {
+    key: string;
+    operator: string;
+    reason: string;
+    expectedToken?: FencingToken;
+  }): Promise<LockOutcome> {
+    return this.metrics.observe('revoke', async () => {
+      const outcome = await this.store.revoke(command);
+      this.safety.lockRevoked({
+        key: command.key,
+        operator: command.operator,
+        reason: command.reason,
+        revokedToken: formatFencingToken(outcome.revokedToken),
+        newTokenFloor: formatFencingToken(outcome.newTokenFloor),
+        revocationId: outcome.revocationId,
+      });
+      return outcome;
+    });
+  }
+}

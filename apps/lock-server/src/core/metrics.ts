@@ -1,0 +1,137 @@
+import { Counter, Gauge, Histogram, register, type Registry } from 'prom-client';
+import { DlockError } from '@dlock/lock-api';
+
+export type LockOp = 'acquire' | 'renew' | 'release' | 'revoke' | 'inspect';
+export type SessionOp = 'open' | 'heartbeat' | 'close';
+
+/** Source of the live-count gauges; replaced by the latest app instance (tests run several). */
+export interface ActivitySource {
+  activity?(): Promise<{ sessions: number; grants: number }>;
+  waiting(): number;
+}
+
+function getOrCreate<T>(registry: Registry, name: string, make: () => T): T {
+  return (registry.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+/** The result label: `ok`, or the contract code in lower case. Never a key or token (NFR-09). */
+export function resultOf(error: unknown): string {
+  return error instanceof DlockError ? error.code.toLowerCase() : 'internal';
+}
+
+let activitySource: ActivitySource | null = null;
+
+/**
+ * Lock-server metrics (DECISIONS §6): per-operation counters and latency
+ * histograms labelled by result, and gauges of live sessions, live grants
+ * and waiting acquires.
+ */
+export class LockMetrics {
+  private readonly latency: Histogram<'op' | 'result'>;
+  private readonly counters: Record<Exclude<LockOp, 'inspect'>, Counter<'result'>>;
+  private readonly sessionOps: Counter<'op' | 'result'>;
+
+  constructor(source: ActivitySource, registry: Registry = register) {
+    activitySource = source;
+    const counter = (op: string) =>
+      getOrCreate(
+        registry,
+        `lock_server_${op}_total`,
+        () =>
+          new Counter({
+            name: `lock_server_${op}_total`,
+            help: `Lock ${op} requests by result`,
+            labelNames: ['result'],
+            registers: [registry],
+          }),
+      );
+    this.counters = {
+      acquire: counter('acquire'),
+      renew: counter('renew'),
+      release: counter('release'),
+      revoke: counter('revoke'),
+    };
+    this.latency = getOrCreate(
+      registry,
+      'lock_server_op_seconds',
+      () =>
+        new Histogram({
+          name: 'lock_server_op_seconds',
+          help: 'Lock-server operation latency by operation and result',
+          labelNames: ['op', 'result'],
+          buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+          registers: [registry],
+        }),
+    );
+    this.sessionOps = getOrCreate(
+      registry,
+      'lock_server_session_ops_total',
+      () =>
+        new Counter({
+          name: 'lock_server_session_ops_total',
+          help: 'Session operations by operation and result',
+          labelNames: ['op', 'result'],
+          registers: [registry],
+        }),
+    );
+    const gauge = (name: string, help: string, read: (s: ActivitySource) => Promise<number>) =>
+      getOrCreate(
+        registry,
+        name,
+        () =>
+          new Gauge({
+            name,
+            help,
+            registers: [registry],
+            async collect() {
+              if (!activitySource) return;
+              try {
+                this.set(await read(activitySource));
+              } catch {
+                // Backend unreachable: keep the last value rather than failing the scrape.
+              }
+            },
+          }),
+      );
+    gauge('lock_server_active_sessions', 'Live sessions', async (s) =>
+      s.activity ? (await s.activity()).sessions : 0,
+    );
+    gauge('lock_server_active_grants', 'Live lock grants', async (s) =>
+      s.activity ? (await s.activity()).grants : 0,
+    );
+    gauge('lock_server_waiting_acquires', 'Acquires waiting server-side in this process', (s) =>
+      Promise.resolve(s.waiting()),
+    );
+  }
+
+  /** Times `fn` and counts it by result. */
+  async observe<T>(op: LockOp, fn: () => Promise<T>): Promise<T> {
+    const end = this.latency.startTimer({ op });
+    try {
+      const value = await fn();
+      this.count(op, 'ok');
+      end({ result: 'ok' });
+      return value;
+    } catch (err) {
+      const result = resultOf(err);
+      this.count(op, result);
+      end({ result });
+      throw err;
+    }
+  }
+
+  async session<T>(op: SessionOp, fn: () => Promise<T>): Promise<T> {
+    try {
+      const value = await fn();
+      this.sessionOps.inc({ op, result: 'ok' });
+      return value;
+    } catch (err) {
+      this.sessionOps.inc({ op, result: resultOf(err) });
+      throw err;
+    }
+  }
+
+  private count(op: LockOp, result: string): void {
+    if (op !== 'inspect') this.counters[op].inc({ result });
+  }
+}

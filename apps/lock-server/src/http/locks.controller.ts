@@ -1,0 +1,100 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { parseFencingToken, type FencingToken } from '@dlock/lock-api';
+import { FencingTokenParam, OwnerIdParam } from '@dlock/http-contract';
+import { LockService } from '../core/lock.service';
+import { AcquireBody, ReleaseBody, ReleaseQuery, RenewBody, RevokeBody } from './dto';
+import { parseLockKey } from './params';
+import { grantView, lockInfoView, outcomeView } from './views';
+
+/** L4-L8. Controllers parse and map; the rules live in LockService. */
+@Controller('v1/locks')
+export class LocksController {
+  constructor(private readonly locks: LockService) {}
+
+  /** L4. */
+  @Post(':key/acquire')
+  @HttpCode(200)
+  async acquire(
+    @Param('key') rawKey: string,
+    @Body() body: AcquireBody,
+    @OwnerIdParam() ownerId: string,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const key = parseLockKey(rawKey);
+    // A caller that hangs up stops its server-side wait.
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!res.writableFinished) gone.abort();
+    };
+    res.once('close', onClose);
+    try {
+      const grant = await this.locks.acquire({
+        key,
+        sessionId: body.sessionId.toLowerCase(),
+        ownerId,
+        ttlMillis: body.ttlMillis ?? undefined,
+        waitMillis: body.waitMillis ?? undefined,
+        signal: gone.signal,
+      });
+      return grantView(grant);
+    } finally {
+      res.off('close', onClose);
+    }
+  }
+
+  /** L5: same grant, later expiry; the token never changes. */
+  @Post(':key/renew')
+  @HttpCode(200)
+  async renew(
+    @Param('key') rawKey: string,
+    @FencingTokenParam() token: FencingToken,
+    @Body() body: RenewBody,
+    @OwnerIdParam() _ownerId: string,
+  ) {
+    const key = parseLockKey(rawKey);
+    const grant = await this.locks.renew(
+      key,
+      body.sessionId.toLowerCase(),
+      token,
+      body.ttlMillis ?? undefined,
+    );
+    return grantView(grant);
+  }
+
+  /** L6: compare-and-delete on (key, token); sessionId (body or query) is attribution only. */
+  @Delete(':key')
+  @HttpCode(204)
+  async release(
+    @Param('key') rawKey: string,
+    @FencingTokenParam() token: FencingToken,
+    @Body() _body: ReleaseBody,
+    @Query() _query: ReleaseQuery,
+    @OwnerIdParam() _ownerId: string,
+  ) {
+    await this.locks.release(parseLockKey(rawKey), token);
+  }
+
+  /** L7 (advisory only, FR-07). */
+  @Get(':key')
+  async inspect(@Param('key') rawKey: string) {
+    return lockInfoView(await this.locks.inspect(parseLockKey(rawKey)));
+  }
+
+  /** L8: operator force-revoke. */
+  @Post(':key/revoke')
+  @HttpCode(200)
+  async revoke(@Param('key') rawKey: string, @Body() body: RevokeBody) {
+    const key = parseLockKey(rawKey);
+    const outcome = await this.locks.revoke({
+      key,
+      operator: body.operator,
+      reason: body.reason,
+      expectedToken:
+        body.expectedToken === undefined
+          ? undefined
+          : parseFencingToken(body.expectedToken, 'expectedToken'),
+    });
+    return outcomeView(outcome);
+  }
+}

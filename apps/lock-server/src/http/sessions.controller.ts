@@ -1,0 +1,46 @@
+import { Body, Controller, Delete, HttpCode, Param, Post, Req } from '@nestjs/common';
+import type { Request } from 'express';
+import { ValidationError } from '@dlock/lock-api';
+import { OwnerIdParam, ownerIdHeader } from '@dlock/http-contract';
+import { SessionService } from '../core/session.service';
+import { OpenSessionBody } from './dto';
+import { parseSessionId } from './params';
+import { heartbeatView, sessionView } from './views';
+
+/** L1-L3. */
+@Controller('v1/sessions')
+export class SessionsController {
+  constructor(private readonly sessions: SessionService) {}
+
+  /** L1: ownerId from the body or X-Owner-Id (both present must agree). */
+  @Post()
+  async open(@Body() body: OpenSessionBody, @Req() req: Request) {
+    const header = ownerIdHeader(req, false);
+    if (body.ownerId !== undefined && header !== undefined && body.ownerId !== header) {
+      throw new ValidationError([
+        { field: 'ownerId', message: 'body ownerId and X-Owner-Id disagree' },
+      ]);
+    }
+    const ownerId = body.ownerId ?? header;
+    if (ownerId === undefined) {
+      throw new ValidationError([
+        { field: 'ownerId', message: 'ownerId (body) or X-Owner-Id (header) is required' },
+      ]);
+    }
+    return sessionView(await this.sessions.open(ownerId, body.ttlMillis ?? undefined));
+  }
+
+  /** L2. */
+  @Post(':sessionId/heartbeat')
+  @HttpCode(200)
+  async heartbeat(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {
+    return heartbeatView(await this.sessions.heartbeat(parseSessionId(sessionId)));
+  }
+
+  /** L3: 204, and every lock of the session is released. */
+  @Delete(':sessionId')
+  @HttpCode(204)
+  async close(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {
+    await this.sessions.close(parseSessionId(sessionId));
+  }
+}

@@ -1,0 +1,73 @@
+import { env, EnvError, readEnv } from '@dlock/config';
+
+/** What the etcd backend takes from the lock-server's shared settings (config.ts). */
+export interface EtcdBackendSettings extends EtcdStoreConfig {
+  /** retryAfterMillis on 503 NOT_LEADER (LOCK_NOT_LEADER_RETRY_AFTER_MS). */
+  notLeaderRetryAfterMs: number;
+  /** How long an ended session answers 410 before 404 (LOCK_SESSION_RETENTION_MS). */
+  sessionRetentionMs: number;
+}
+
+/**
+ * Configuration of the etcd backend (LOCK_BACKEND=etcd). Read once at boot by
+ * the lock-server's config; the store receives the frozen result.
+ */
+export interface EtcdStoreConfig {
+  /** Client URLs of the etcd members (ETCD_ENDPOINTS, comma-separated). */
+  endpoints: string[];
+  /** Every key the backend writes lives under this prefix. */
+  keyPrefix: string;
+  /** Deadline of one etcd call. */
+  callTimeoutMs: number;
+  /** Budget of one store operation (up to ~4 etcd calls); below the 2 s read timeout of C3 §3.8. */
+  opTimeoutMs: number;
+  /** Readiness probe deadline (a linearizable read must answer within it). */
+  readyTimeoutMs: number;
+  /** `tuned` (docs/lock-server-etcd.md) or etcd3's stock policies, kept for the failover benchmark. */
+  faultHandling: 'tuned' | 'default';
+}
+
+export const ETCD_ENV = {
+  ETCD_ENDPOINTS: env.string({ default: 'http://127.0.0.1:2379', maxLength: 4096 }),
+  ETCD_KEY_PREFIX: env.string({ default: 'dlock/', pattern: /^[a-zA-Z0-9:._/-]{1,64}$/ }),
+  ETCD_CALL_TIMEOUT_MS: env.int({ default: 1_000, min: 100, max: 10_000 }),
+  ETCD_OP_TIMEOUT_MS: env.int({ default: 1_500, min: 100, max: 30_000 }),
+  ETCD_READY_TIMEOUT_MS: env.int({ default: 1_000, min: 100, max: 10_000 }),
+  ETCD_FAULT_HANDLING: env.oneOf(['tuned', 'default'] as const, { default: 'tuned' }),
+};
+
+/** Parses ETCD_ENDPOINTS: comma-separated http(s) URLs, at least one. */
+export function parseEndpoints(raw: string): string[] {
+  const endpoints = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  const bad = endpoints.filter((e) => {
+    try {
+      const url = new URL(e);
+      return !(url.protocol === 'http:' || url.protocol === 'https:') || url.port === '';
+    } catch {
+      return true;
+    }
+  });
+  return bad.length === 0 && endpoints.length > 0 ? endpoints : [];
+}
+
+/** The etcd variables of the lock-server's environment; throws EnvError naming a bad one. */
+export function readEtcdConfig(source: Record<string, string | undefined>): EtcdStoreConfig {
+  const raw = readEnv(ETCD_ENV, source);
+  const endpoints = parseEndpoints(raw.ETCD_ENDPOINTS);
+  if (endpoints.length === 0) {
+    throw new EnvError([
+      `ETCD_ENDPOINTS: must be comma-separated http(s)://host:port URLs, got "${raw.ETCD_ENDPOINTS}"`,
+    ]);
+  }
+  return Object.freeze({
+    endpoints,
+    keyPrefix: raw.ETCD_KEY_PREFIX.endsWith('/') ? raw.ETCD_KEY_PREFIX : `${raw.ETCD_KEY_PREFIX}/`,
+    callTimeoutMs: raw.ETCD_CALL_TIMEOUT_MS,
+    opTimeoutMs: raw.ETCD_OP_TIMEOUT_MS,
+    readyTimeoutMs: raw.ETCD_READY_TIMEOUT_MS,
+    faultHandling: raw.ETCD_FAULT_HANDLING,
+  });
+}

@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import { SessionRegistry, type HeartbeatResult, type OpenedSession } from '../lock-store.port';
+import type { IKeyValue } from 'etcd3';
+import {
+  countAt,
+  countPrefix,
+  del,
+  deletedAt,
+  type EtcdGateway,
+  firstAt,
+  get,
+  leaseSecondsFor,
+  modRevisionIs,
+  put,
+} from './etcd-gateway';
+import { sessionGoneFrom } from './etcd-session-state';
+import type { EtcdSessionWatch } from './etcd-session-watch';
+import { encode, type SessionValue } from './etcd-values';
+
+/**
+ * Sessions on etcd: one lease per session (whole seconds, rounded up; the
+ * granted TTL is reported back), the live key session/<sid> on it, and a
+ * tombstone session-meta/<sid> on a day-long shared lease so an expired
+ * session answers 410 rather than 404. Heartbeat = one lease keep-alive.
+ * Leases survive leader elections (the new leader restarts every lease's
+ * countdown), which is the 02 §2.4 grace: no mass eviction on failover.
+ */
+export class EtcdSessionRegistry extends SessionRegistry {
+  constructor(
+    private readonly gw: EtcdGateway,
+    private readonly watch: EtcdSessionWatch,
+  ) {
+    super();
+  }
+
+  override async open(ownerId: string, ttlMillis: number): Promise<OpenedSession> {
+    const deadline = this.gw.deadline();
+    const sessionId = randomUUID();
+    const openedAtMs = Date.now();
+    const lease = await this.gw.grant(leaseSecondsFor(ttlMillis), deadline);
+    const value: SessionValue = { ownerId, ttlMillis: lease.ttlSeconds * 1000 };
+    for (let attempt = 0; ; attempt++) {
+      const retention = await this.gw.retentionLease(deadline);
+      try {
+        await this.gw.txn(
+          [],
+          [
+            put(this.gw.keys.session(sessionId), encode(value), lease.id),
+            put(this.gw.keys.sessionMeta(sessionId), encode(value), retention),
+          ],
+          [],
+          deadline,
+        );
+        break;
+      } catch (err) {
+        // The shared retention lease may have been revoked by hand: take a new one, once.
+        if (attempt === 0 && String(err).includes('requested lease not found')) {
+          this.gw.forgetRetentionLease(retention);
+          continue;
+        }
+        void this.gw.revokeQuietly(lease.id);
+        throw err;
+      }
+    }
+    return {
+      sessionId,
+      ownerId,
+      ttlMillis: value.ttlMillis,
+      expiresAt: new Date(openedAtMs + value.ttlMillis),
+    };
+  }
+
+  override async heartbeat(sessionId: string): Promise<HeartbeatResult> {
+    const deadline = this.gw.deadline();
+    const res = await this.gw.read(
+      [
+        get(this.gw.keys.session(sessionId)),
+        countPrefix(this.gw.keys.sessionLocksPrefix(sessionId)),
+        get(this.gw.keys.sessionMeta(sessionId)),
+      ],
+      deadline,
+    );
+    const sessionKv = firstAt(res, 0);
+    const metaKv = firstAt(res, 2);
+    if (!sessionKv) throw sessionGoneFrom(metaKv !== undefined);
+    const sentAtMs = Date.now();
+    const ttlSeconds = await this.gw.keepAliveOnce(sessionKv.lease, deadline);
+    if (ttlSeconds <= 0) throw sessionGoneFrom(true);
+    this.keepTombstoneFresh(sessionId, metaKv);
+    return {
+      sessionId,
+      expiresAt: new Date(sentAtMs + ttlSeconds * 1000),
+      serverTime: new Date(),
+      heldLockCount: countAt(res, 1),
+    };
+  }
+
+  /**
+   * Moves the tombstone to the newest retention lease (at most once per
+   * rotation), so it outlives the session by the full retention. Best effort.
+   */
+  private keepTombstoneFresh(sessionId: string, metaKv: IKeyValue | undefined): void {
+    const current = this.gw.currentRetentionLease();
+    if (!metaKv || !current || metaKv.lease === current) return;
+    const metaKey = this.gw.keys.sessionMeta(sessionId);
+    this.gw
+      .txn(
+        [modRevisionIs(metaKey, BigInt(metaKv.mod_revision))],
+        [put(metaKey, metaKv.value, current)],
+        [],
+        this.gw.deadline(),
+      )
+      .catch(() => undefined);
+  }
+
+  /**
+   * L3, like pg: a session that exists (live, or expired but still
+   * remembered) is ended — its tombstone goes, so it reads as unknown from
+   * now on — and every lock attached to it is released before the answer.
+   */
+  override async close(sessionId: string): Promise<void> {
+    const deadline = this.gw.deadline();
+    const sessionKey = this.gw.keys.session(sessionId);
+    const metaKey = this.gw.keys.sessionMeta(sessionId);
+    const res = await this.gw.txn([], [get(sessionKey), del(metaKey, true)], [], deadline);
+    const sessionKv = firstAt(res, 0);
+    if (!sessionKv && deletedAt(res, 1).length === 0) throw sessionGoneFrom(false);
+    // The session dies first (its locks count as free from this revision on),
+    // then the locks' own leases go.
+    if (sessionKv) await this.gw.revoke(sessionKv.lease, deadline);
+    await this.watch.releaseLocksOf(sessionId);
+  }
+}

@@ -1,0 +1,63 @@
+import type { Provider } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import type { LockServerConfig } from '../../config';
+import { LockStore, SessionRegistry } from '../lock-store.port';
+import { PgDatabase } from './pg-database';
+import { PgLockStore } from './pg-lock.store';
+import { PgSessionRegistry } from './pg-session.registry';
+import { ReleaseSignal } from './release-signal';
+
+/** Closes the pool when the app shuts down (Nest calls this hook on provider instances). */
+class PgLifecycle {
+  constructor(private readonly db: PgDatabase) {}
+  async onApplicationShutdown(): Promise<void> {
+    await this.db.close();
+  }
+}
+
+/** The pg backend's providers for LockStore and SessionRegistry (LOCK_BACKEND=pg). */
+export function pgStoreProviders(config: LockServerConfig): Provider[] {
+  return [
+    {
+      provide: PgDatabase,
+      useFactory: async (): Promise<PgDatabase> => {
+        const ds = new DataSource({
+          type: 'postgres',
+          url: config.LOCKDB_URL,
+          synchronize: false,
+          migrationsRun: false,
+          logging: false,
+          applicationName: 'dlock-lock-server',
+          extra: {
+            max: config.LOCKDB_POOL_MAX,
+            connectionTimeoutMillis: config.LOCKDB_CONNECT_TIMEOUT_MS,
+            statement_timeout: config.LOCKDB_STATEMENT_TIMEOUT_MS,
+            // Client-side cap in case the server never answers (a partitioned socket).
+            query_timeout: config.LOCKDB_STATEMENT_TIMEOUT_MS + 500,
+            idleTimeoutMillis: 30_000,
+          },
+        });
+        await ds.initialize();
+        const db = new PgDatabase(ds, config);
+        db.start();
+        return db;
+      },
+    },
+    { provide: ReleaseSignal, useFactory: () => new ReleaseSignal() },
+    {
+      provide: PgLifecycle,
+      useFactory: (db: PgDatabase) => new PgLifecycle(db),
+      inject: [PgDatabase],
+    },
+    {
+      provide: LockStore,
+      useFactory: (db: PgDatabase, signal: ReleaseSignal) => new PgLockStore(db, signal),
+      inject: [PgDatabase, ReleaseSignal],
+    },
+    {
+      provide: SessionRegistry,
+      useFactory: (db: PgDatabase, signal: ReleaseSignal) => new PgSessionRegistry(db, signal),
+      inject: [PgDatabase, ReleaseSignal],
+    },
+  ];
+}

@@ -1,0 +1,174 @@
+import { Logger } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
+import type { DataSource } from 'typeorm';
+import { DlockError } from '@dlock/lock-api';
+import type { LockServerConfig } from '../../config';
+import { isUnavailable } from './pg-errors';
+import { GRACE_SQL, PROBE_SQL, REAP_SESSIONS_SQL } from './sql';
+
+const REAP_INTERVAL_MS = 60_000;
+
+/**
+ * The pg backend's only door to the database. It runs one statement at a
+ * time and owns the availability rule:
+ * - a connection fault, a read-only or standby database, or a statement
+ *   timeout answers 503 NOT_LEADER: nothing was decided, and a grant whose
+ *   commit we cannot confirm is never reported as granted;
+ * - once an outage was seen, every request answers NOT_LEADER until the
+ *   database is writable again AND the grace statement (02 §2.4) ran: every
+ *   session alive when the outage began, and its leases, get one full TTL
+ *   from now, so a failover does not mass-evict the holders.
+ * Outages are detected by failing requests and by a background probe
+ * (LOCKDB_PROBE_INTERVAL_MS), so a quiet server notices them too.
+ */
+export class PgDatabase {
+  private readonly logger = new Logger('lockdb');
+  private outageSinceMs: number | null = null;
+  private recovering: Promise<void> | null = null;
+  private probeTimer: NodeJS.Timeout | null = null;
+  private reapTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly config: LockServerConfig,
+  ) {}
+
+  start(): void {
+    this.probeTimer = setInterval(() => void this.probe(), this.config.LOCKDB_PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
+    this.reapTimer = setInterval(() => void this.reap(), REAP_INTERVAL_MS);
+    this.reapTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.probeTimer) clearInterval(this.probeTimer);
+    if (this.reapTimer) clearInterval(this.reapTimer);
+    if (this.ds.isInitialized) await this.ds.destroy();
+  }
+
+  get available(): boolean {
+    return this.outageSinceMs === null;
+  }
+
+  /** Runs one statement and returns its rows; NOT_LEADER when the database cannot decide. */
+  async rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+    if (this.outageSinceMs !== null) {
+      await this.recover();
+      if (this.outageSinceMs !== null) throw this.notLeader();
+    }
+    return this.raw<T>(sql, params);
+  }
+
+  /** Throws NOT_LEADER unless the database answers and accepts writes. */
+  async ping(): Promise<void> {
+    this.assertWritable(await this.rows<{ in_recovery: boolean; read_only: boolean }>(PROBE_SQL));
+  }
+
+  private async raw<T>(sql: string, params: unknown[]): Promise<T[]> {
+    const runner = this.ds.createQueryRunner();
+    try {
+      const result = await runner.query(sql, params, true);
+      return (result.records ?? []) as T[];
+    } catch (err) {
+      if (isUnavailable(err)) {
+        this.markOutage(err);
+        throw this.notLeader(err);
+      }
+      throw err;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  private assertWritable(rows: { in_recovery: boolean; read_only: boolean }[]): void {
+    const row = rows[0];
+    if (!row || row.in_recovery || row.read_only) {
+      this.markOutage(new Error('database is read-only or a standby'));
+      throw this.notLeader();
+    }
+  }
+
+  private markOutage(cause: unknown): void {
+    if (this.outageSinceMs !== null) return;
+    this.outageSinceMs = performance.now();
+    this.logger.warn(
+      { event: 'lockdb_unavailable', err: cause instanceof Error ? cause.message : String(cause) },
+      'lock database unavailable: answering NOT_LEADER',
+    );
+  }
+
+  /** Single-flight: one recovery attempt at a time, shared by every waiting request. */
+  private recover(): Promise<void> {
+    if (!this.recovering) {
+      this.recovering = this.tryRecover().finally(() => {
+        this.recovering = null;
+      });
+    }
+    return this.recovering;
+  }
+
+  private async tryRecover(): Promise<void> {
+    const since = this.outageSinceMs;
+    if (since === null) return;
+    try {
+      this.assertWritable(
+        await this.raw<{ in_recovery: boolean; read_only: boolean }>(PROBE_SQL, []),
+      );
+      // The outage may have begun up to one probe (plus its connect timeout) before we saw it.
+      const outageMs = Math.ceil(
+        performance.now() -
+          since +
+          this.config.LOCKDB_PROBE_INTERVAL_MS +
+          this.config.LOCKDB_CONNECT_TIMEOUT_MS,
+      );
+      const [grace] = await this.raw<{ sessions: number; leases: number }>(GRACE_SQL, [
+        Math.min(outageMs, 2_000_000_000),
+      ]);
+      this.outageSinceMs = null;
+      this.logger.warn(
+        {
+          event: 'lockdb_recovered',
+          outageMs,
+          graceSessions: grace?.sessions,
+          graceLeases: grace?.leases,
+        },
+        'lock database back: live sessions given one TTL of grace',
+      );
+    } catch (err) {
+      if (!(err instanceof DlockError)) {
+        this.logger.warn({ err: (err as Error).message }, 'lock database recovery attempt failed');
+      }
+    }
+  }
+
+  private async probe(): Promise<void> {
+    if (this.outageSinceMs !== null) return this.recover();
+    try {
+      this.assertWritable(
+        await this.raw<{ in_recovery: boolean; read_only: boolean }>(PROBE_SQL, []),
+      );
+    } catch (err) {
+      if (!(err instanceof DlockError)) this.markOutage(err);
+    }
+  }
+
+  private async reap(): Promise<void> {
+    if (this.outageSinceMs !== null) return;
+    try {
+      await this.raw(REAP_SESSIONS_SQL, [this.config.LOCK_SESSION_RETENTION_MS]);
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'expired-session reaping failed');
+    }
+  }
+
+  private notLeader(cause?: unknown): DlockError {
+    return new DlockError(
+      'NOT_LEADER',
+      'lock database unavailable or read-only; nothing was decided',
+      {
+        retryAfterMillis: this.config.LOCK_NOT_LEADER_RETRY_AFTER_MS,
+        cause,
+      },
+    );
+  }
+}

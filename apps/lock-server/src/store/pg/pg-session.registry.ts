@@ -1,0 +1,60 @@
+import assert from 'node:assert';
+import { SessionLostError } from '@dlock/lock-api';
+import { SessionRegistry, type HeartbeatResult, type OpenedSession } from '../lock-store.port';
+import type { PgDatabase } from './pg-database';
+import type { ReleaseSignal } from './release-signal';
+import { CLOSE_SESSION_SQL, HEARTBEAT_SQL, OPEN_SESSION_SQL, SESSION_STATE_SQL } from './sql';
+
+/** SessionRegistry on PostgreSQL: lock_session rows, expiry by the database clock. */
+export class PgSessionRegistry extends SessionRegistry {
+  constructor(
+    private readonly db: PgDatabase,
+    private readonly signal: ReleaseSignal,
+  ) {
+    super();
+  }
+
+  async open(ownerId: string, ttlMillis: number): Promise<OpenedSession> {
+    const [row] = await this.db.rows<{
+      session_id: string;
+      owner_id: string;
+      ttl_ms: number;
+      expires_at: Date;
+    }>(OPEN_SESSION_SQL, [ownerId, ttlMillis]);
+    assert(row, 'session insert returned no row');
+    return {
+      sessionId: row.session_id,
+      ownerId: row.owner_id,
+      ttlMillis: row.ttl_ms,
+      expiresAt: row.expires_at,
+    };
+  }
+
+  async heartbeat(sessionId: string): Promise<HeartbeatResult> {
+    const [row] = await this.db.rows<{
+      session_id: string;
+      expires_at: Date;
+      server_time: Date;
+      held_lock_count: number;
+    }>(HEARTBEAT_SQL, [sessionId]);
+    if (row) {
+      return {
+        sessionId: row.session_id,
+        expiresAt: row.expires_at,
+        serverTime: row.server_time,
+        heldLockCount: row.held_lock_count,
+      };
+    }
+    const [state] = await this.db.rows<{ alive: boolean }>(SESSION_STATE_SQL, [sessionId]);
+    if (!state) throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
+    throw new SessionLostError('SESSION_EXPIRED', 'session expired; its locks were released');
+  }
+
+  async close(sessionId: string): Promise<void> {
+    const [row] = await this.db.rows<{ closed: number; freed_keys: string[] }>(CLOSE_SESSION_SQL, [
+      sessionId,
+    ]);
+    if (!row || row.closed === 0) throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
+    this.signal.freed(row.freed_keys);
+  }
+}

@@ -1,0 +1,306 @@
+import { http, sleep } from '@dlock/testing';
+import { BACKENDS } from '../support/backends';
+import type { RunningLockServer } from '../support/in-process';
+import { INSTANT, LockApi, TOKEN, TRACE_ID, UUID } from '../support/lock-client';
+
+describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
+  let server: RunningLockServer;
+  let api: LockApi;
+  let alice: string;
+  let bob: string;
+
+  beforeAll(async () => {
+    server = await backend.start({ LOCK_WAITERS_MAX: '1' });
+    api = new LockApi(server.url);
+    alice = await api.session('alice', 30_000);
+    bob = await api.session('bob', 30_000);
+  });
+  afterAll(() => server.stop());
+
+  it('L4 grants a free key with a fresh token, and L7 shows the holder', async () => {
+    const res = await api.acquire('payout:acc-1', alice, 'alice', { ttlMillis: 5000 });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.body).toEqual({
+      key: 'payout:acc-1',
+      ownerId: 'alice',
+      sessionId: alice,
+      fencingToken: TOKEN,
+      acquiredAt: INSTANT,
+      expiresAt: INSTANT,
+    });
+    expect(Date.parse(res.body.expiresAt) - Date.parse(res.body.acquiredAt)).toBe(5000);
+    const info = await api.inspect('payout:acc-1');
+    expect(info.status).toBe(200);
+    expect(info.body).toEqual({
+      key: 'payout:acc-1',
+      held: true,
+      ownerId: 'alice',
+      fencingToken: res.body.fencingToken,
+      acquiredAt: res.body.acquiredAt,
+      expiresAt: res.body.expiresAt,
+      waiterCount: 0,
+    });
+  });
+
+  it('L4 uses the default lease TTL when none is asked for', async () => {
+    const res = await api.acquire('default-ttl', alice, 'alice');
+    expect(res.status).toBe(200);
+    expect(Date.parse(res.body.expiresAt) - Date.parse(res.body.acquiredAt)).toBe(15000);
+  });
+
+  it('L4 by the same owner and session returns the same grant, no new token', async () => {
+    const first = await api.acquire('idem', alice, 'alice', { ttlMillis: 5000 });
+    const again = await api.acquire('idem', alice, 'alice', { ttlMillis: 9000 });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+  });
+
+  it('L4 on a held key answers 409 LOCK_CONTENDED with the holder and a retry hint', async () => {
+    const held = await api.acquire('contended', alice, 'alice', { ttlMillis: 5000 });
+    const res = await api.acquire('contended', bob, 'bob');
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({
+      code: 'LOCK_CONTENDED',
+      message: expect.any(String),
+      retrySafe: true,
+      retryAfterMillis: expect.any(Number),
+      details: { holderOwnerId: 'alice', expiresAt: held.body.expiresAt },
+      traceId: TRACE_ID,
+    });
+    expect(res.body.retryAfterMillis).toBeGreaterThan(0);
+    expect(res.body.retryAfterMillis).toBeLessThanOrEqual(1000);
+    // Another owner on the holder's own session is not "the same owner".
+    expect((await api.acquire('contended', alice, 'mallory')).status).toBe(409);
+  });
+
+  it('L4 answers 404 SESSION_UNKNOWN and 410 SESSION_EXPIRED for dead sessions', async () => {
+    const unknown = await api.acquire('k', '0b7c1e5a-1111-4222-8333-944455556666', 'x');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toEqual({
+      code: 'SESSION_UNKNOWN',
+      message: expect.any(String),
+      retrySafe: false,
+      traceId: TRACE_ID,
+    });
+    const short = await api.session('short', 1000);
+    await sleep(1_200);
+    const expired = await api.acquire('k', short, 'short');
+    expect(expired.status).toBe(410);
+    expect(expired.body).toEqual({
+      code: 'SESSION_EXPIRED',
+      message: expect.any(String),
+      retrySafe: false,
+      traceId: TRACE_ID,
+    });
+  });
+
+  it('L4 waitMillis waits server-side and is granted when the holder releases', async () => {
+    const held = await api.acquire('wait:release', alice, 'alice');
+    const started = Date.now();
+    const waiting = api.acquire('wait:release', bob, 'bob', { waitMillis: 5000 });
+    await sleep(200);
+    expect((await api.inspect('wait:release')).body.waiterCount).toBe(1);
+    expect((await api.release('wait:release', alice, held.body.fencingToken)).status).toBe(204);
+    const res = await waiting;
+    expect(res.status).toBe(200);
+    expect(res.body.ownerId).toBe('bob');
+    expect(BigInt(res.body.fencingToken)).toBeGreaterThan(BigInt(held.body.fencingToken));
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect((await api.inspect('wait:release')).body.waiterCount).toBe(0);
+  });
+
+  it('L4 waitMillis gives up with 409 LOCK_CONTENDED at the deadline', async () => {
+    await api.acquire('wait:timeout', alice, 'alice');
+    const started = Date.now();
+    const res = await api.acquire('wait:timeout', bob, 'bob', { waitMillis: 400 });
+    const elapsed = Date.now() - started;
+    expect(res.status).toBe(409);
+    expect(res.body.code).toBe('LOCK_CONTENDED');
+    expect(elapsed).toBeGreaterThanOrEqual(380);
+    expect(elapsed).toBeLessThan(1_500);
+  });
+
+  it('L4 beyond the per-key waiter cap answers 429 CONTENTION_EXCEEDED', async () => {
+    await api.acquire('wait:cap', alice, 'alice');
+    const carol = await api.session('carol');
+    const first = api.acquire('wait:cap', bob, 'bob', { waitMillis: 1000 });
+    await sleep(150);
+    const res = await api.acquire('wait:cap', carol, 'carol', { waitMillis: 1000 });
+    expect(res.status).toBe(429);
+    expect(res.body).toEqual({
+      code: 'CONTENTION_EXCEEDED',
+      message: expect.any(String),
+      retrySafe: true,
+      retryAfterMillis: expect.any(Number),
+      traceId: TRACE_ID,
+    });
+    expect((await first).status).toBe(409);
+  });
+
+  it('L5 extends the lease and never changes the token', async () => {
+    const grant = await api.acquire('renew:ok', alice, 'alice', { ttlMillis: 2000 });
+    await sleep(50);
+    const res = await api.renew('renew:ok', alice, grant.body.fencingToken, { ttlMillis: 8000 });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      ...grant.body,
+      expiresAt: INSTANT,
+    });
+    expect(Date.parse(res.body.expiresAt)).toBeGreaterThan(Date.parse(grant.body.expiresAt) + 5000);
+    const plain = await api.renew('renew:ok', alice, grant.body.fencingToken);
+    expect(plain.status).toBe(200);
+    expect(plain.body.fencingToken).toBe(grant.body.fencingToken);
+  });
+
+  it('L5 with a token that is not the live grant answers 409 LOCK_LOST with storedToken', async () => {
+    const grant = await api.acquire('renew:lost', alice, 'alice');
+    const stale = (BigInt(grant.body.fencingToken) - 1n).toString();
+    const res = await api.renew('renew:lost', alice, stale);
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({
+      code: 'LOCK_LOST',
+      message: expect.any(String),
+      retrySafe: false,
+      details: { storedToken: grant.body.fencingToken },
+      traceId: TRACE_ID,
+    });
+    // Bob's session does not hold it either.
+    expect((await api.renew('renew:lost', bob, grant.body.fencingToken)).body.code).toBe(
+      'LOCK_LOST',
+    );
+  });
+
+  it('L5 on an expired session answers 410 SESSION_EXPIRED', async () => {
+    const short = await api.session('short-renew', 1000);
+    const grant = await api.acquire('renew:expired', short, 'short-renew');
+    await sleep(1_200);
+    const res = await api.renew('renew:expired', short, grant.body.fencingToken);
+    expect(res.status).toBe(410);
+    expect(res.body.code).toBe('SESSION_EXPIRED');
+  });
+
+  it('L6 releases with 204 and no body; a second release is 409 LOCK_LOST', async () => {
+    const grant = await api.acquire('release:ok', alice, 'alice');
+    const res = await api.release('release:ok', alice, grant.body.fencingToken);
+    expect(res.status).toBe(204);
+    expect(res.text).toBe('');
+    expect((await api.inspect('release:ok')).body).toEqual({
+      key: 'release:ok',
+      held: false,
+      waiterCount: 0,
+    });
+    const again = await api.release('release:ok', alice, grant.body.fencingToken);
+    expect(again.status).toBe(409);
+    expect(again.body).toEqual({
+      code: 'LOCK_LOST',
+      message: expect.any(String),
+      retrySafe: false,
+      traceId: TRACE_ID,
+    });
+  });
+
+  it('L6 with a stale token cannot release the newer grant', async () => {
+    const old = await api.acquire('release:stale', alice, 'alice');
+    await api.release('release:stale', alice, old.body.fencingToken);
+    const fresh = await api.acquire('release:stale', bob, 'bob');
+    const res = await api.release('release:stale', alice, old.body.fencingToken);
+    expect(res.status).toBe(409);
+    expect(res.body.code).toBe('LOCK_LOST');
+    expect((await api.inspect('release:stale')).body.fencingToken).toBe(fresh.body.fencingToken);
+  });
+
+  it('L6 also accepts sessionId in a JSON body', async () => {
+    const grant = await api.acquire('release:body', alice, 'alice');
+    const res = await http('DELETE', `${server.url}/v1/locks/release:body`, {
+      headers: { 'x-owner-id': 'alice', 'x-fencing-token': grant.body.fencingToken },
+      body: { sessionId: alice },
+    });
+    expect(res.status).toBe(204);
+  });
+
+  it('L7 answers 404 NOT_FOUND for a key never seen', async () => {
+    const res = await api.inspect('never:seen');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({
+      code: 'NOT_FOUND',
+      message: expect.any(String),
+      retrySafe: false,
+      traceId: TRACE_ID,
+    });
+  });
+
+  it('L8 revokes, audits, advances the floor, and fences the deposed holder', async () => {
+    const grant = await api.acquire('revoke:ok', alice, 'alice');
+    const res = await api.revoke('revoke:ok', {
+      operator: 'ops-jane',
+      reason: 'stuck worker, ticket OPS-42',
+      expectedToken: grant.body.fencingToken,
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      revokedToken: grant.body.fencingToken,
+      newTokenFloor: TOKEN,
+      revocationId: UUID,
+    });
+    const floor = BigInt(res.body.newTokenFloor);
+    expect(floor).toBeGreaterThan(BigInt(grant.body.fencingToken));
+    expect((await api.inspect('revoke:ok')).body.held).toBe(false);
+    const renew = await api.renew('revoke:ok', alice, grant.body.fencingToken);
+    expect(renew.status).toBe(409);
+    expect(renew.body.code).toBe('LOCK_LOST');
+    const next = await api.acquire('revoke:ok', bob, 'bob');
+    expect(next.status).toBe(200);
+    expect(BigInt(next.body.fencingToken)).toBeGreaterThan(floor);
+  });
+
+  it('L8 with a stale expectedToken answers 409 FENCED_OUT and changes nothing', async () => {
+    const grant = await api.acquire('revoke:cas', alice, 'alice');
+    const stale = (BigInt(grant.body.fencingToken) - 1n).toString();
+    const res = await api.revoke('revoke:cas', {
+      operator: 'ops',
+      reason: 'testing the CAS guard',
+      expectedToken: stale,
+    });
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({
+      code: 'FENCED_OUT',
+      message: expect.any(String),
+      retrySafe: false,
+      details: { presentedToken: stale, highestToken: grant.body.fencingToken },
+      traceId: TRACE_ID,
+    });
+    expect((await api.inspect('revoke:cas')).body.fencingToken).toBe(grant.body.fencingToken);
+  });
+
+  it('L8 on a key that is not held answers 404 NOT_FOUND', async () => {
+    const res = await api.revoke('revoke:free', { operator: 'ops', reason: 'nothing to revoke' });
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({
+      code: 'NOT_FOUND',
+      message: expect.any(String),
+      retrySafe: false,
+      traceId: TRACE_ID,
+    });
+  });
+
+  it.each([
+    ['no operator', { reason: 'long enough reason' }],
+    ['empty operator', { operator: '', reason: 'long enough reason' }],
+    ['a reason under 8 chars', { operator: 'ops', reason: 'short' }],
+    ['no reason', { operator: 'ops' }],
+    ['a malformed expectedToken', { operator: 'ops', reason: 'long enough', expectedToken: '01' }],
+  ])('L8 with %s answers 400 VALIDATION_FAILED and revokes nothing', async (_n, body) => {
+    const grant = await api.acquire('revoke:bad', alice, 'alice');
+    const res = await api.revoke('revoke:bad', body);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      code: 'VALIDATION_FAILED',
+      message: expect.any(String),
+      retrySafe: false,
+      details: { fields: expect.any(Array) },
+      traceId: TRACE_ID,
+    });
+    expect((await api.inspect('revoke:bad')).body.fencingToken).toBe(grant.body.fencingToken);
+  });
+});

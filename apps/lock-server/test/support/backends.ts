@@ -1,0 +1,50 @@
+import { migratedDatabase, startEtcd } from '@dlock/testing';
+import { startInProcess, type RunningLockServer } from './in-process';
+
+/**
+ * The backends the conformance suite runs against (FR-09: identical codes and
+ * bodies). Add a fixture here to run every conformance spec against it.
+ */
+export interface BackendFixture {
+  name: string;
+  /** A lock-server on a fresh, empty backend; `env` overrides LOCK_* settings. */
+  start(env?: Record<string, string>): Promise<RunningLockServer>;
+}
+
+export const pgBackend: BackendFixture = {
+  name: 'pg',
+  async start(env = {}) {
+    const url = await migratedDatabase('lockdb');
+    return startInProcess({ LOCK_BACKEND: 'pg', LOCKDB_URL: url, ...env });
+  },
+};
+
+/** A single etcd member of its own (loopback, free ports, data under .tmp/), stopped with the server. */
+export const etcdBackend: BackendFixture = {
+  name: 'etcd',
+  async start(env = {}) {
+    const etcd = await startEtcd({ label: 'conformance' });
+    try {
+      const server = await startInProcess({
+        LOCK_BACKEND: 'etcd',
+        ETCD_ENDPOINTS: etcd.endpoints.join(','),
+        ...env,
+      });
+      return {
+        url: server.url,
+        async stop() {
+          await server.stop();
+          await etcd.stop();
+        },
+      };
+    } catch (err) {
+      await etcd.stop();
+      throw err;
+    }
+  },
+};
+
+/** LOCK_TEST_BACKEND=pg|etcd narrows a local run to one backend (unset: all of them). */
+export const BACKENDS: BackendFixture[] = [pgBackend, etcdBackend].filter(
+  (b) => !process.env.LOCK_TEST_BACKEND || b.name === process.env.LOCK_TEST_BACKEND,
+);

@@ -1,0 +1,30 @@
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger as PinoLogger } from 'nestjs-pino';
+import { register } from 'prom-client';
+import { applyHttpContract } from '@dlock/http-contract';
+import { lockServerAppModule } from '../../src/app.module';
+import { loadConfig } from '../../src/config';
+
+export interface RunningLockServer {
+  /** Base URL, e.g. http://127.0.0.1:40123 */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The real lock-server module in this process, on a free port, with the given environment. */
+export async function startInProcess(env: Record<string, string>): Promise<RunningLockServer> {
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...env });
+  // Several apps in one jest worker share prom-client's default registry: start each one clean.
+  register.clear();
+  const app = await NestFactory.create<NestExpressApplication>(lockServerAppModule(config), {
+    bodyParser: false,
+    logger: false,
+  });
+  app.useLogger(app.get(PinoLogger));
+  applyHttpContract(app);
+  await app.listen(0, '127.0.0.1');
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return { url: `http://127.0.0.1:${port}`, stop: () => app.close() };
+}

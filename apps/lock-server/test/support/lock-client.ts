@@ -1,0 +1,76 @@
+import { http, type HttpResult } from '@dlock/testing';
+
+/** Thin L1-L8 calls for tests: no retries, no interpretation. */
+export class LockApi {
+  constructor(readonly url: string) {}
+
+  openSession(ownerId: string, ttlMillis?: number): Promise<HttpResult> {
+    return http('POST', `${this.url}/v1/sessions`, {
+      body: ttlMillis === undefined ? { ownerId } : { ownerId, ttlMillis },
+    });
+  }
+
+  /** Opens a session and returns its id (asserting 201). */
+  async session(ownerId: string, ttlMillis?: number): Promise<string> {
+    const res = await this.openSession(ownerId, ttlMillis);
+    if (res.status !== 201) throw new Error(`open session: ${res.status} ${res.text}`);
+    return res.body.sessionId as string;
+  }
+
+  heartbeat(sessionId: string, ownerId = 'owner'): Promise<HttpResult> {
+    return http('POST', `${this.url}/v1/sessions/${sessionId}/heartbeat`, {
+      headers: { 'x-owner-id': ownerId },
+    });
+  }
+
+  closeSession(sessionId: string, ownerId = 'owner'): Promise<HttpResult> {
+    return http('DELETE', `${this.url}/v1/sessions/${sessionId}`, {
+      headers: { 'x-owner-id': ownerId },
+    });
+  }
+
+  acquire(
+    key: string,
+    sessionId: string,
+    ownerId: string,
+    opts: { ttlMillis?: number; waitMillis?: number } = {},
+  ): Promise<HttpResult> {
+    return http('POST', `${this.url}/v1/locks/${key}/acquire`, {
+      headers: { 'x-owner-id': ownerId },
+      body: { sessionId, ...opts },
+    });
+  }
+
+  renew(
+    key: string,
+    sessionId: string,
+    token: string,
+    opts: { ttlMillis?: number; ownerId?: string } = {},
+  ): Promise<HttpResult> {
+    return http('POST', `${this.url}/v1/locks/${key}/renew`, {
+      headers: { 'x-owner-id': opts.ownerId ?? 'owner', 'x-fencing-token': token },
+      body: opts.ttlMillis === undefined ? { sessionId } : { sessionId, ttlMillis: opts.ttlMillis },
+    });
+  }
+
+  release(key: string, sessionId: string, token: string, ownerId = 'owner'): Promise<HttpResult> {
+    return http('DELETE', `${this.url}/v1/locks/${key}?sessionId=${sessionId}`, {
+      headers: { 'x-owner-id': ownerId, 'x-fencing-token': token },
+    });
+  }
+
+  inspect(key: string): Promise<HttpResult> {
+    return http('GET', `${this.url}/v1/locks/${key}`);
+  }
+
+  revoke(key: string, body: Record<string, unknown>): Promise<HttpResult> {
+    return http('POST', `${this.url}/v1/locks/${key}/revoke`, { body });
+  }
+}
+
+export const TRACE_ID = expect.stringMatching(/^[0-9a-f]{32}$/);
+export const INSTANT = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+export const UUID = expect.stringMatching(
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+);
+export const TOKEN = expect.stringMatching(/^[1-9][0-9]{0,18}$/);

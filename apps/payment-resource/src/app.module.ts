@@ -1,0 +1,72 @@
+import { Module, type OnApplicationShutdown, type Type } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { HealthModule, ObservabilityModule } from '@dlock/observability';
+import { PAYMENT_CONFIG, type PaymentConfig } from './config';
+import { AccountsController } from './http/accounts.controller';
+import { PayoutsController } from './http/payouts.controller';
+import { PaymentMetrics } from './metrics';
+import { AccountRepository } from './persistence/account.repository';
+import { paydbDataSource } from './persistence/data-source';
+import { FenceRepository } from './persistence/fence.repository';
+import { IdempotencyRepository } from './persistence/idempotency.repository';
+import { LedgerRepository } from './persistence/ledger.repository';
+import { PayoutRepository } from './persistence/payout.repository';
+import { PaydbReadiness } from './persistence/readiness';
+import { TransitionLogRepository } from './persistence/transition-log.repository';
+import { FencedWriter } from './service/fenced-writer';
+import { PayoutCommands } from './service/payout-commands.service';
+import { PayoutQueries } from './service/payout-queries.service';
+
+const dataSourceProvider = {
+  provide: DataSource,
+  inject: [PAYMENT_CONFIG],
+  useFactory: (config: PaymentConfig) =>
+    paydbDataSource({
+      url: config.PAYDB_URL,
+      poolMax: config.PAYDB_POOL_MAX,
+      statementTimeoutMs: config.PAYDB_STATEMENT_TIMEOUT_MS,
+    }).initialize(),
+};
+
+/** Builds the app module around a configuration read once at boot. */
+export function createAppModule(config: PaymentConfig): Type<unknown> {
+  @Module({ providers: [{ provide: PAYMENT_CONFIG, useValue: config }], exports: [PAYMENT_CONFIG] })
+  class ConfigModule {}
+
+  @Module({
+    imports: [ConfigModule],
+    providers: [dataSourceProvider],
+    exports: [DataSource],
+  })
+  class PaydbModule implements OnApplicationShutdown {
+    constructor(private readonly dataSource: DataSource) {}
+    async onApplicationShutdown(): Promise<void> {
+      if (this.dataSource.isInitialized) await this.dataSource.destroy();
+    }
+  }
+
+  @Module({
+    imports: [
+      ConfigModule,
+      PaydbModule,
+      ObservabilityModule.forRoot({ app: 'payment-resource', logLevel: config.LOG_LEVEL }),
+      HealthModule.register(PaydbReadiness, [PaydbModule]),
+    ],
+    controllers: [PayoutsController, AccountsController],
+    providers: [
+      PaymentMetrics,
+      FenceRepository,
+      PayoutRepository,
+      AccountRepository,
+      LedgerRepository,
+      IdempotencyRepository,
+      TransitionLogRepository,
+      FencedWriter,
+      PayoutCommands,
+      PayoutQueries,
+    ],
+  })
+  class PaymentResourceModule {}
+
+  return PaymentResourceModule;
+}

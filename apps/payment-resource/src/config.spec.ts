@@ -1,0 +1,43 @@
+import { EnvError } from '@dlock/config';
+import { readPaymentConfig } from './config';
+
+const DB = 'postgres://u:p@127.0.0.1:5432/paydb';
+
+describe('payment-resource config', () => {
+  it('has the documented defaults', () => {
+    expect(readPaymentConfig({ PAYDB_URL: DB })).toEqual({
+      PORT: 8082,
+      LOG_LEVEL: 'info',
+      PAYDB_URL: DB,
+      PAYDB_POOL_MAX: 10,
+      PAYDB_STATEMENT_TIMEOUT_MS: 5_000,
+      PAYMENT_FENCING_ENABLED: true,
+      PAYOUT_AMBIGUOUS_SLA_MS: 14_400_000,
+    });
+  });
+
+  it('turns the fence off only under DLOCK_HARNESS=1', () => {
+    expect(() => readPaymentConfig({ PAYDB_URL: DB, PAYMENT_FENCING_ENABLED: 'false' })).toThrow(
+      /PAYMENT_FENCING_ENABLED=false is refused/,
+    );
+    expect(() =>
+      readPaymentConfig({ PAYDB_URL: DB, PAYMENT_FENCING_ENABLED: 'false', DLOCK_HARNESS: 'yes' }),
+    ).toThrow(EnvError);
+    expect(
+      readPaymentConfig({ PAYDB_URL: DB, PAYMENT_FENCING_ENABLED: 'false', DLOCK_HARNESS: '1' })
+        .PAYMENT_FENCING_ENABLED,
+    ).toBe(false);
+  });
+
+  it.each([
+    [{}, 'PAYDB_URL'],
+    [{ PAYDB_URL: 'not a url' }, 'PAYDB_URL'],
+    [{ PAYDB_URL: DB, PORT: '80a' }, 'PORT'],
+    [{ PAYDB_URL: DB, PAYOUT_AMBIGUOUS_SLA_MS: '4h' }, 'PAYOUT_AMBIGUOUS_SLA_MS'],
+    [{ PAYDB_URL: DB, PAYDB_POOL_MAX: '0' }, 'PAYDB_POOL_MAX'],
+    [{ PAYDB_URL: DB, PAYMENT_FENCING_ENABLED: 'maybe' }, 'PAYMENT_FENCING_ENABLED'],
+    [{ PAYDB_URL: DB, LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+  ])('rejects %p naming %s', (source, name) => {
+    expect(() => readPaymentConfig(source)).toThrow(new RegExp(name));
+  });
+});

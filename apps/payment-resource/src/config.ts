@@ -1,0 +1,29 @@
+import { assertKillSwitchAllowed, env, readEnv, type EnvOf } from '@dlock/config';
+
+export const PAYMENT_CONFIG = Symbol('PAYMENT_CONFIG');
+
+const schema = {
+  PORT: env.int({ default: 8082, min: 0, max: 65535 }),
+  LOG_LEVEL: env.oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], {
+    default: 'info',
+  }),
+  PAYDB_URL: env.url(),
+  PAYDB_POOL_MAX: env.int({ default: 10, min: 1, max: 200 }),
+  // Bounds every statement, including a wait on an account's row lock.
+  PAYDB_STATEMENT_TIMEOUT_MS: env.int({ default: 5_000, min: 100, max: 600_000 }),
+  // The harness's negative control only (DECISIONS §7).
+  PAYMENT_FENCING_ENABLED: env.bool({ default: true }),
+  // an ambiguous payout may be abandoned by an operator after this long.
+  PAYOUT_AMBIGUOUS_SLA_MS: env.int({ default: 4 * 60 * 60 * 1000, min: 0, max: 30 * 86_400_000 }),
+};
+
+export type PaymentConfig = EnvOf<typeof schema>;
+
+/** Reads and validates the environment once; throws EnvError naming every bad variable. */
+export function readPaymentConfig(
+  source: Record<string, string | undefined> = process.env,
+): PaymentConfig {
+  const config = readEnv(schema, source);
+  assertKillSwitchAllowed('PAYMENT_FENCING_ENABLED', config.PAYMENT_FENCING_ENABLED, source);
+  return config;
+}

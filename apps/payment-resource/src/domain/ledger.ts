@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+
+export type Direction = 'DEBIT' | 'CREDIT';
+
+/** One leg of a movement; the sign of `amountMinor` carries the direction (02 §2.2). */
+export interface Leg {
+  accountId: string;
+  counterpartyAccountId: string;
+  amountMinor: number;
+}
+
+/**
+ * The two legs of one movement: debit `from`, credit `to`. Every group the
+ * service writes comes from here, so "every group sums to zero" (INV-03) is
+ * asserted at the one place groups are made (the database re-checks at commit).
+ */
+export function balancedPair(from: string, to: string, amountMinor: number): [Leg, Leg] {
+  assert.ok(Number.isSafeInteger(amountMinor) && amountMinor > 0, 'amount must be positive');
+  assert.notEqual(from, to, 'a movement needs two different accounts');
+  const legs: [Leg, Leg] = [
+    { accountId: from, counterpartyAccountId: to, amountMinor: -amountMinor },
+    { accountId: to, counterpartyAccountId: from, amountMinor },
+  ];
+  assert.equal(legs[0].amountMinor + legs[1].amountMinor, 0, 'INV-03: group must sum to zero');
+  return legs;
+}
+
+export function directionOf(signedAmountMinor: number): Direction {
+  return signedAmountMinor < 0 ? 'DEBIT' : 'CREDIT';
+}
+
+/** System accounts per currency: the credit leg of payouts and the source of opening balances. */
+export function clearingAccountId(currency: string): string {
+  return `clearing-${currency}`;
+}
+export function fundingAccountId(currency: string): string {
+  return `funding-${currency}`;
+}
+
+/** The rail's client reference: derived from the payout id, never regenerated (02 §2.2). */
+export function clientRefFor(payoutId: string): string {
+  return `po-${payoutId}`;
+}

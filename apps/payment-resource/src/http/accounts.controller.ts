@@ -1,0 +1,14 @@
+import { Controller, Get, Param } from '@nestjs/common';
+import { PayoutQueries } from '../service/payout-queries.service';
+import { accountIdParam } from './params';
+
+@Controller('v1/accounts')
+export class AccountsController {
+  constructor(private readonly queries: PayoutQueries) {}
+
+  /** P5: the balance and the ledger sum recomputed beside it (FR-25). */
+  @Get(':accountId')
+  get(@Param('accountId') accountId: string) {
+    return this.queries.account(accountIdParam(accountId));
+  }
+}

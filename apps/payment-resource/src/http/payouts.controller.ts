@@ -1,0 +1,91 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import type { FencingToken } from '@dlock/lock-api';
+import { FencingTokenParam, IdempotencyKeyParam, OwnerIdParam } from '@dlock/http-contract';
+import { PayoutCommands, type Grant } from '../service/payout-commands.service';
+import { PayoutQueries } from '../service/payout-queries.service';
+import { AbandonBody, ClaimBody, PostBody, RailOutcomeBody, ResolveBody } from './dto';
+import { parseListQuery, payoutIdParam } from './params';
+
+function grant(token: FencingToken, ownerId: string, idempotencyKey: string): Grant {
+  return { token, ownerId, idempotencyKey };
+}
+
+/** C3 §3.4 P1–P4 and DECISIONS §4 P6–P8. Parses and maps; the services hold the rules. */
+@Controller('v1/payouts')
+export class PayoutsController {
+  constructor(
+    private readonly commands: PayoutCommands,
+    private readonly queries: PayoutQueries,
+  ) {}
+
+  /** P1 (advisory). */
+  @Get()
+  list(@Query() query: Record<string, unknown>) {
+    return this.queries.list(parseListQuery(query));
+  }
+
+  /** P4 (advisory). */
+  @Get(':payoutId')
+  get(@Param('payoutId') payoutId: string) {
+    return this.queries.get(payoutIdParam(payoutId));
+  }
+
+  /** P2. */
+  @Post(':payoutId/claim')
+  @HttpCode(200)
+  claim(
+    @Param('payoutId') payoutId: string,
+    @FencingTokenParam() token: FencingToken,
+    @OwnerIdParam() ownerId: string,
+    @IdempotencyKeyParam() key: string,
+    @Body() body: ClaimBody,
+  ) {
+    return this.commands.claim(payoutIdParam(payoutId), grant(token, ownerId, key), body);
+  }
+
+  /** P3. */
+  @Post(':payoutId/post')
+  @HttpCode(200)
+  post(
+    @Param('payoutId') payoutId: string,
+    @FencingTokenParam() token: FencingToken,
+    @OwnerIdParam() ownerId: string,
+    @IdempotencyKeyParam() key: string,
+    @Body() body: PostBody,
+  ) {
+    return this.commands.post(payoutIdParam(payoutId), grant(token, ownerId, key), body);
+  }
+
+  /** P6. */
+  @Post(':payoutId/rail-outcome')
+  @HttpCode(200)
+  railOutcome(
+    @Param('payoutId') payoutId: string,
+    @FencingTokenParam() token: FencingToken,
+    @OwnerIdParam() ownerId: string,
+    @IdempotencyKeyParam() key: string,
+    @Body() body: RailOutcomeBody,
+  ) {
+    return this.commands.railOutcome(payoutIdParam(payoutId), grant(token, ownerId, key), body);
+  }
+
+  /** P7: operator action, no token. */
+  @Post(':payoutId/abandon')
+  @HttpCode(200)
+  abandon(@Param('payoutId') payoutId: string, @Body() body: AbandonBody) {
+    return this.commands.abandon(payoutIdParam(payoutId), body);
+  }
+
+  /** P8. */
+  @Post(':payoutId/resolve')
+  @HttpCode(200)
+  resolve(
+    @Param('payoutId') payoutId: string,
+    @FencingTokenParam() token: FencingToken,
+    @OwnerIdParam() ownerId: string,
+    @IdempotencyKeyParam() key: string,
+    @Body() body: ResolveBody,
+  ) {
+    return this.commands.resolve(payoutIdParam(payoutId), grant(token, ownerId, key), body);
+  }
+}

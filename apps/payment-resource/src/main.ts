@@ -1,0 +1,16 @@
+import 'reflect-metadata';
+import { EnvError } from '@dlock/config';
+import { serveHttpApp } from '@dlock/http-contract';
+import { createAppModule } from './app.module';
+import { readPaymentConfig } from './config';
+
+async function main(): Promise<void> {
+  const config = readPaymentConfig();
+  await serveHttpApp(createAppModule(config), { port: config.PORT, name: 'payment-resource' });
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof EnvError) console.error(`payment-resource: ${err.message}`);
+  else console.error('payment-resource failed to start:', err);
+  process.exit(1);
+});

@@ -1,0 +1,42 @@
+import { Injectable } from '@nestjs/common';
+import { Counter, Histogram, register } from 'prom-client';
+
+export type WriteOperation = 'claim' | 'post' | 'rail_outcome' | 'resolve' | 'abandon';
+export type WriteResult =
+  'ok' | 'replayed' | 'fenced_out' | 'rejected' | 'insufficient_funds' | 'unavailable' | 'error';
+
+function metric<T>(name: string, make: () => T): T {
+  return (register.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+/** payment-resource's own metrics; labels never carry an id or a token (NFR-09). */
+@Injectable()
+export class PaymentMetrics {
+  readonly writeSeconds = metric(
+    'payment_write_seconds',
+    () =>
+      new Histogram({
+        name: 'payment_write_seconds',
+        help: 'Fenced and operator writes on payouts, by operation and result',
+        labelNames: ['operation', 'result'],
+        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      }),
+  );
+  readonly transitionsTotal = metric(
+    'payout_transitions_total',
+    () =>
+      new Counter({
+        name: 'payout_transitions_total',
+        help: 'Payout state transitions applied, by target state',
+        labelNames: ['to_state'],
+      }),
+  );
+  readonly ledgerPostingsTotal = metric(
+    'ledger_postings_total',
+    () =>
+      new Counter({
+        name: 'ledger_postings_total',
+        help: 'Balanced ledger groups written for payouts',
+      }),
+  );
+}

@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { Injectable } from '@nestjs/common';
+import { toBigint, toMinor, updatedRows, type Db } from './db';
+
+export type AccountKind = 'CUSTOMER' | 'CLEARING' | 'FUNDING';
+
+export interface Account {
+  accountId: string;
+  kind: AccountKind;
+  currency: string;
+  balanceMinor: number;
+  fence: bigint;
+  version: number;
+  updatedAt: Date;
+}
+
+interface AccountRow {
+  account_id: string;
+  kind: AccountKind;
+  currency: string;
+  balance_minor: string;
+  fence: string;
+  version: number;
+  updated_at: Date;
+}
+
+function fromRow(r: AccountRow): Account {
+  return {
+    accountId: r.account_id,
+    kind: r.kind,
+    currency: r.currency,
+    balanceMinor: toMinor(r.balance_minor),
+    fence: toBigint(r.fence),
+    version: r.version,
+    updatedAt: r.updated_at,
+  };
+}
+
+const COLUMNS = `account_id, kind, currency, balance_minor, fence, version, updated_at`;
+
+@Injectable()
+export class AccountRepository {
+  async find(db: Db, accountId: string): Promise<Account | null> {
+    const rows: AccountRow[] = await db.query(
+      `SELECT ${COLUMNS} FROM account WHERE account_id = $1`,
+      [accountId],
+    );
+    return rows.length === 1 ? fromRow(rows[0]) : null;
+  }
+
+  /** Serialises an unfenced write (operator abandon) with every fenced writer of the account. */
+  async lock(tx: Db, accountId: string): Promise<Account> {
+    const rows: AccountRow[] = await tx.query(
+      `SELECT ${COLUMNS} FROM account WHERE account_id = $1 FOR UPDATE`,
+      [accountId],
+    );
+    assert.equal(rows.length, 1, `account ${accountId} vanished`);
+    return fromRow(rows[0]);
+  }
+
+  async count(db: Db, kind: AccountKind): Promise<number> {
+    const rows: { n: number }[] = await db.query(
+      `SELECT count(*)::int AS n FROM account WHERE kind = $1`,
+      [kind],
+    );
+    return rows[0].n;
+  }
+
+  async insert(tx: Db, a: { accountId: string; kind: AccountKind; currency: string }) {
+    await tx.query(`INSERT INTO account (account_id, kind, currency) VALUES ($1, $2, $3)`, [
+      a.accountId,
+      a.kind,
+      a.currency,
+    ]);
+  }
+
+  /** System accounts (clearing, funding) appear on first use, one per currency. */
+  async ensureSystem(tx: Db, accountId: string, kind: AccountKind, currency: string) {
+    await tx.query(
+      `INSERT INTO account (account_id, kind, currency) VALUES ($1, $2, $3)
+       ON CONFLICT DO NOTHING`,
+      [accountId, kind, currency],
+    );
+  }
+
+  /** The balance projection moves in the same transaction as its ledger entries (INV-03). */
+  async addToBalance(tx: Db, accountId: string, deltaMinor: number): Promise<number> {
+    const rows = updatedRows<{ balance_minor: string }>(
+      await tx.query(
+        `UPDATE account SET balance_minor = balance_minor + $2::bigint, version = version + 1,
+                updated_at = date_trunc('milliseconds', clock_timestamp())
+          WHERE account_id = $1 RETURNING balance_minor`,
+        [accountId, deltaMinor],
+      ),
+    );
+    assert.equal(rows.length, 1, `account ${accountId} missing for a ledger movement`);
+    return toMinor(rows[0].balance_minor);
+  }
+}

@@ -1,0 +1,213 @@
+import assert from 'node:assert/strict';
+import { Injectable } from '@nestjs/common';
+import type { PayoutState } from '@dlock/lock-api';
+import { toBigintOrNull, toMinor, updatedRows, type Db } from './db';
+
+export interface Payout {
+  payoutId: string;
+  accountId: string;
+  amountMinor: number;
+  currency: string;
+  beneficiaryRef: string;
+  clientRef: string;
+  state: PayoutState;
+  attemptCount: number;
+  claimedBy: string | null;
+  tokenStamp: bigint | null;
+  submissionId: string | null;
+  railReference: string | null;
+  failureReason: string | null;
+  createdAt: Date;
+  claimedAt: Date | null;
+  submittedAt: Date | null;
+  ambiguousAt: Date | null;
+  settledAt: Date | null;
+  updatedAt: Date;
+}
+
+interface PayoutRow {
+  payout_id: string;
+  account_id: string;
+  amount_minor: string;
+  currency: string;
+  beneficiary_ref: string;
+  client_ref: string;
+  state: PayoutState;
+  attempt_count: number;
+  claimed_by: string | null;
+  token_stamp: string | null;
+  submission_id: string | null;
+  rail_reference: string | null;
+  failure_reason: string | null;
+  created_at: Date;
+  claimed_at: Date | null;
+  submitted_at: Date | null;
+  ambiguous_at: Date | null;
+  settled_at: Date | null;
+  updated_at: Date;
+}
+
+function fromRow(r: PayoutRow): Payout {
+  return {
+    payoutId: r.payout_id,
+    accountId: r.account_id,
+    amountMinor: toMinor(r.amount_minor),
+    currency: r.currency,
+    beneficiaryRef: r.beneficiary_ref,
+    clientRef: r.client_ref,
+    state: r.state,
+    attemptCount: r.attempt_count,
+    claimedBy: r.claimed_by,
+    tokenStamp: toBigintOrNull(r.token_stamp),
+    submissionId: r.submission_id,
+    railReference: r.rail_reference,
+    failureReason: r.failure_reason,
+    createdAt: r.created_at,
+    claimedAt: r.claimed_at,
+    submittedAt: r.submitted_at,
+    ambiguousAt: r.ambiguous_at,
+    settledAt: r.settled_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** What a transition writes besides the state. `now` fields take the database clock. */
+export interface PayoutPatch {
+  state: PayoutState;
+  tokenStamp?: bigint;
+  claimedBy?: string;
+  incrementAttempts?: boolean;
+  submissionId?: string;
+  railReference?: string;
+  failureReason?: string;
+  stampClaimedAt?: boolean;
+  stampSubmittedAt?: boolean;
+  stampAmbiguousAt?: boolean;
+  stampSettledAt?: boolean;
+}
+
+export interface ListFilter {
+  state: PayoutState;
+  accountId?: string;
+  limit: number;
+  after?: { createdAt: Date; payoutId: string };
+}
+
+const NOW = `date_trunc('milliseconds', clock_timestamp())`;
+
+@Injectable()
+export class PayoutRepository {
+  /** The owning account (immutable), read before the transaction to know which fence guards it. */
+  async accountOf(db: Db, payoutId: string): Promise<string | null> {
+    const rows: { account_id: string }[] = await db.query(
+      `SELECT account_id FROM payout WHERE payout_id = $1`,
+      [payoutId],
+    );
+    return rows[0]?.account_id ?? null;
+  }
+
+  async find(db: Db, payoutId: string): Promise<Payout | null> {
+    const rows: PayoutRow[] = await db.query(`SELECT * FROM payout WHERE payout_id = $1`, [
+      payoutId,
+    ]);
+    return rows.length === 1 ? fromRow(rows[0]) : null;
+  }
+
+  /** Inside a fenced transaction the account row lock already serialises writers; this pins the row. */
+  async lock(tx: Db, payoutId: string): Promise<Payout> {
+    const rows: PayoutRow[] = await tx.query(
+      `SELECT * FROM payout WHERE payout_id = $1 FOR UPDATE`,
+      [payoutId],
+    );
+    assert.equal(rows.length, 1, `payout ${payoutId} vanished inside its transaction`);
+    return fromRow(rows[0]);
+  }
+
+  async apply(tx: Db, payoutId: string, patch: PayoutPatch): Promise<Payout> {
+    const sets = ['state = $2', `updated_at = ${NOW}`];
+    const params: unknown[] = [payoutId, patch.state];
+    const set = (column: string, value: unknown) => {
+      params.push(value);
+      sets.push(`${column} = $${params.length}`);
+    };
+    if (patch.tokenStamp !== undefined) set('token_stamp', patch.tokenStamp.toString());
+    if (patch.claimedBy !== undefined) set('claimed_by', patch.claimedBy);
+    if (patch.submissionId !== undefined) set('submission_id', patch.submissionId);
+    if (patch.railReference !== undefined) set('rail_reference', patch.railReference);
+    if (patch.failureReason !== undefined) set('failure_reason', patch.failureReason);
+    if (patch.incrementAttempts) sets.push('attempt_count = attempt_count + 1');
+    if (patch.stampClaimedAt) sets.push(`claimed_at = ${NOW}`);
+    if (patch.stampSubmittedAt) sets.push(`submitted_at = ${NOW}`);
+    if (patch.stampAmbiguousAt) sets.push(`ambiguous_at = ${NOW}`);
+    if (patch.stampSettledAt) sets.push(`settled_at = ${NOW}`);
+    const rows = updatedRows<PayoutRow>(
+      await tx.query(
+        `UPDATE payout SET ${sets.join(', ')} WHERE payout_id = $1 RETURNING *`,
+        params,
+      ),
+    );
+    assert.equal(rows.length, 1);
+    return fromRow(rows[0]);
+  }
+
+  /** Funds promised to the account's other payouts that may still leave (A-09). */
+  async inFlightMinor(tx: Db, accountId: string, exceptPayoutId: string): Promise<number> {
+    const rows: { total: string }[] = await tx.query(
+      `SELECT COALESCE(sum(amount_minor), 0)::bigint AS total FROM payout
+        WHERE account_id = $1 AND payout_id <> $2
+          AND state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS')`,
+      [accountId, exceptPayoutId],
+    );
+    return toMinor(rows[0].total);
+  }
+
+  /** Is the ambiguity older than the SLA, by the database's clock? */
+  async ambiguousLongerThan(tx: Db, payoutId: string, slaMs: number): Promise<boolean> {
+    const rows: { past: boolean }[] = await tx.query(
+      `SELECT ambiguous_at IS NOT NULL
+              AND clock_timestamp() - ambiguous_at >= make_interval(secs => $2::double precision / 1000)
+              AS past
+         FROM payout WHERE payout_id = $1`,
+      [payoutId, slaMs],
+    );
+    return rows[0]?.past === true;
+  }
+
+  async list(db: Db, filter: ListFilter): Promise<Payout[]> {
+    const where = ['state = $1'];
+    const params: unknown[] = [filter.state];
+    if (filter.accountId !== undefined) {
+      params.push(filter.accountId);
+      where.push(`account_id = $${params.length}`);
+    }
+    if (filter.after) {
+      params.push(filter.after.createdAt, filter.after.payoutId);
+      where.push(`(created_at, payout_id) > ($${params.length - 1}, $${params.length}::uuid)`);
+    }
+    params.push(filter.limit);
+    const rows: PayoutRow[] = await db.query(
+      `SELECT * FROM payout WHERE ${where.join(' AND ')}
+        ORDER BY created_at, payout_id LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map(fromRow);
+  }
+
+  async insert(
+    tx: Db,
+    p: {
+      payoutId: string;
+      accountId: string;
+      amountMinor: number;
+      currency: string;
+      beneficiaryRef: string;
+      clientRef: string;
+    },
+  ): Promise<void> {
+    await tx.query(
+      `INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [p.payoutId, p.accountId, p.amountMinor, p.currency, p.beneficiaryRef, p.clientRef],
+    );
+  }
+}

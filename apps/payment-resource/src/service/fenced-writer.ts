@@ -1,0 +1,251 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { DlockError, formatFencingToken, type FencingToken } from '@dlock/lock-api';
+import { int64Replacer } from '@dlock/http-contract';
+import { SafetyEvents } from '@dlock/observability';
+import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
+import { PaymentMetrics, type WriteOperation, type WriteResult } from '../metrics';
+import type { Db } from '../persistence/db';
+import { FenceRepository } from '../persistence/fence.repository';
+import {
+  IdempotencyRepository,
+  type IdempotencyScope,
+  type StoredResponse,
+} from '../persistence/idempotency.repository';
+import { PayoutRepository } from '../persistence/payout.repository';
+import { asUnavailable } from './paydb-errors';
+
+export interface FencedCommand {
+  metric: WriteOperation;
+  /** Idempotency operation: claim, post, resolve, rail-outcome:<outcome>. */
+  operation: string;
+  payoutId: string;
+  token: FencingToken;
+  ownerId: string;
+  idempotencyKey: string;
+  requestHash: string;
+  /** True for P3/P6/P8: the grant that opened this payout's critical section may continue it. */
+  continuation: boolean;
+}
+
+export interface FenceContext {
+  accountId: string;
+  /** The account's fence after the advance. */
+  fence: bigint;
+}
+
+export type WriteOutcome =
+  | { kind: 'ok'; body: Record<string, unknown> }
+  /** A transition that commits and is still reported as an error (INSUFFICIENT_FUNDS). */
+  | { kind: 'committed-error'; error: DlockError };
+
+interface StoredError {
+  code: DlockError['code'];
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+/** Unwinds the transaction when a duplicate of this request already committed. */
+class Replay extends Error {
+  constructor(readonly stored: StoredResponse) {
+    super('replay');
+  }
+}
+
+/**
+ * The shape of every fenced write (FR-15, 02 §2.6 step 5):
+ *   idempotent replay check (a read) → BEGIN → the conditional fence advance as
+ *   the first statement → reserve the idempotency scope → the work → store the
+ *   response → COMMIT.
+ * A fenced-out or rejected request rolls back whole: nothing changes.
+ */
+@Injectable()
+export class FencedWriter {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly fences: FenceRepository,
+    private readonly idempotency: IdempotencyRepository,
+    private readonly payouts: PayoutRepository,
+    private readonly safety: SafetyEvents,
+    private readonly metrics: PaymentMetrics,
+    @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
+  ) {}
+
+  async run(
+    cmd: FencedCommand,
+    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome>,
+  ): Promise<Record<string, unknown>> {
+    const started = process.hrtime.bigint();
+    let result: WriteResult = 'error';
+    try {
+      return await this.execute(cmd, work, (r) => (result = r));
+    } catch (err) {
+      const unavailable = asUnavailable(err);
+      if (unavailable) {
+        result = 'unavailable';
+        throw unavailable;
+      }
+      throw err;
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.metrics.writeSeconds.observe({ operation: cmd.metric, result }, seconds);
+    }
+  }
+
+  private async execute(
+    cmd: FencedCommand,
+    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome>,
+    setResult: (r: WriteResult) => void,
+  ): Promise<Record<string, unknown>> {
+    const scope: IdempotencyScope = {
+      operation: cmd.operation,
+      key: cmd.idempotencyKey,
+      token: cmd.token,
+    };
+    const manager = this.dataSource.manager;
+    const accountId = await this.payouts.accountOf(manager, cmd.payoutId);
+    if (accountId === null) {
+      setResult('rejected');
+      throw new DlockError('NOT_FOUND', 'no such payout', {
+        details: { payoutId: cmd.payoutId },
+      });
+    }
+    const earlier = await this.idempotency.find(manager, scope);
+    if (earlier) {
+      setResult('replayed');
+      return this.replay(earlier, cmd);
+    }
+
+    const qr = this.dataSource.createQueryRunner();
+    await qr.connect();
+    let outcome: WriteOutcome;
+    try {
+      await qr.startTransaction();
+      try {
+        outcome = await this.inTransaction(qr.manager, cmd, scope, accountId, work);
+        await qr.commitTransaction();
+      } catch (err) {
+        if (qr.isTransactionActive) await qr.rollbackTransaction();
+        throw err;
+      }
+    } catch (err) {
+      if (err instanceof Replay) {
+        setResult('replayed');
+        return this.replay(err.stored, cmd);
+      }
+      if (err instanceof DlockError) {
+        setResult(err.code === 'FENCED_OUT' ? 'fenced_out' : 'rejected');
+      }
+      throw err;
+    } finally {
+      await qr.release();
+    }
+    if (outcome.kind === 'committed-error') {
+      setResult('insufficient_funds');
+      throw outcome.error;
+    }
+    setResult('ok');
+    return outcome.body;
+  }
+
+  private async inTransaction(
+    tx: Db,
+    cmd: FencedCommand,
+    scope: IdempotencyScope,
+    accountId: string,
+    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome>,
+  ): Promise<WriteOutcome> {
+    const request = {
+      accountId,
+      payoutId: cmd.payoutId,
+      token: cmd.token,
+      continuation: cmd.continuation,
+    };
+    let fence: bigint;
+    if (this.config.PAYMENT_FENCING_ENABLED) {
+      const advance = await this.fences.advance(tx, request);
+      if (!advance.admitted) {
+        // A concurrent duplicate of this very request may have committed first.
+        const duplicate = await this.idempotency.find(tx, scope);
+        if (duplicate) throw new Replay(duplicate);
+        throw await this.fencedOut(tx, cmd, accountId);
+      }
+      fence = advance.fence;
+    } else {
+      fence = (await this.fences.advanceUnguarded(tx, request)).fence;
+      if (fence > cmd.token) {
+        // Detective control only: the guard is switched off, the write lands.
+        this.safety.tokenRegression({
+          guard: 'payment-resource',
+          accountId,
+          payoutId: cmd.payoutId,
+          presentedToken: formatFencingToken(cmd.token),
+          highestToken: formatFencingToken(fence),
+          ownerId: cmd.ownerId,
+        });
+      }
+    }
+    if (!(await this.idempotency.reserve(tx, scope, cmd.requestHash, cmd.payoutId))) {
+      const duplicate = await this.idempotency.find(tx, scope);
+      if (duplicate) throw new Replay(duplicate);
+      throw new DlockError('UNAVAILABLE', 'idempotency record contended; retry');
+    }
+    const outcome = await work(tx, { accountId, fence });
+    const stored =
+      outcome.kind === 'ok'
+        ? { status: 200, body: outcome.body }
+        : {
+            status: outcome.error.httpStatus,
+            body: {
+              code: outcome.error.code,
+              message: outcome.error.message,
+              details: outcome.error.details,
+            } satisfies StoredError,
+          };
+    await this.idempotency.complete(
+      tx,
+      scope,
+      stored.status,
+      JSON.stringify(stored.body, int64Replacer),
+    );
+    return outcome;
+  }
+
+  private async fencedOut(tx: Db, cmd: FencedCommand, accountId: string): Promise<DlockError> {
+    const highest = await this.fences.current(tx, accountId);
+    this.safety.fencedOut({
+      resource: 'account',
+      resourceId: accountId,
+      presentedToken: cmd.token,
+      highestToken: highest,
+      ownerId: cmd.ownerId,
+    });
+    return new DlockError(
+      'FENCED_OUT',
+      'a newer lock holder has written this account; abort the critical section',
+      {
+        details: {
+          presentedToken: formatFencingToken(cmd.token),
+          highestToken: highest === null ? null : formatFencingToken(highest),
+          resourceType: 'account',
+          resourceId: accountId,
+          ownerId: cmd.ownerId,
+        },
+      },
+    );
+  }
+
+  private replay(stored: StoredResponse, cmd: FencedCommand): Record<string, unknown> {
+    if (stored.requestHash !== cmd.requestHash) {
+      throw new DlockError(
+        'IDEMPOTENCY_CONFLICT',
+        'this idempotency key and token were already used with a different request',
+        { details: { operation: cmd.operation, idempotencyKey: cmd.idempotencyKey } },
+      );
+    }
+    const body = JSON.parse(stored.body) as Record<string, unknown>;
+    if (stored.statusCode === 200) return body;
+    const e = body as unknown as StoredError;
+    throw new DlockError(e.code, e.message, { details: e.details });
+  }
+}

@@ -1,0 +1,436 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import assert from 'node:assert/strict';
+import {
+  DlockError,
+  ValidationError,
+  formatFencingToken,
+  type FencingToken,
+  type PayoutState,
+} from '@dlock/lock-api';
+import { SafetyEvents } from '@dlock/observability';
+import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
+import { balancedPair, clearingAccountId, directionOf } from '../domain/ledger';
+import { transition, type PayoutEvent } from '../domain/transition-table';
+import { PaymentMetrics } from '../metrics';
+import { AccountRepository } from '../persistence/account.repository';
+import type { Db } from '../persistence/db';
+import { LedgerRepository } from '../persistence/ledger.repository';
+import { PayoutRepository, type Payout, type PayoutPatch } from '../persistence/payout.repository';
+import { TransitionLogRepository } from '../persistence/transition-log.repository';
+import { FencedWriter, type FenceContext, type WriteOutcome } from './fenced-writer';
+import { requestHash } from './canonical';
+import { asUnavailable } from './paydb-errors';
+
+/** The protected-write headers, parsed by the controller and passed explicitly (02 §2.6 step 3). */
+export interface Grant {
+  token: FencingToken;
+  ownerId: string;
+  idempotencyKey: string;
+}
+
+export type RailOutcomeKind = 'SUBMITTED' | 'ACKED' | 'REJECTED' | 'AMBIGUOUS';
+
+export interface RailOutcomeInput {
+  outcome: RailOutcomeKind;
+  submissionId?: string;
+  railReference?: string;
+  reason?: string;
+}
+
+export interface PostInput {
+  railReference: string;
+  submissionId: string;
+  railOutcome: 'ACKED';
+}
+
+export interface ResolveInput {
+  resolution: 'ACKED' | 'NOT_FOUND';
+  evidence: string;
+  railReference?: string;
+  submissionId?: string;
+}
+
+const RAIL_EVENT: Record<RailOutcomeKind, PayoutEvent> = {
+  SUBMITTED: 'RAIL_SUBMITTED',
+  ACKED: 'RAIL_ACKED',
+  REJECTED: 'RAIL_REJECTED',
+  AMBIGUOUS: 'RAIL_AMBIGUOUS',
+};
+
+/** Rules of every payout write: which transition, what it records, what it answers. */
+@Injectable()
+export class PayoutCommands {
+  constructor(
+    private readonly writer: FencedWriter,
+    private readonly dataSource: DataSource,
+    private readonly payouts: PayoutRepository,
+    private readonly accounts: AccountRepository,
+    private readonly ledger: LedgerRepository,
+    private readonly log: TransitionLogRepository,
+    private readonly safety: SafetyEvents,
+    private readonly metrics: PaymentMetrics,
+    @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
+  ) {}
+
+  /** P2. */
+  claim(
+    payoutId: string,
+    grant: Grant,
+    body: { expectedState: 'PENDING' | 'CLAIMED' },
+  ): Promise<Record<string, unknown>> {
+    return this.writer.run(
+      this.command('claim', 'claim', payoutId, grant, body, false),
+      async (tx, ctx) => {
+        const payout = await this.payouts.lock(tx, payoutId);
+        this.allowed(payout, 'CLAIM', grant.ownerId, grant.token);
+        if (payout.state !== body.expectedState) {
+          throw new DlockError(
+            'PAYOUT_NOT_CLAIMABLE',
+            `payout is ${payout.state}, not the expected ${body.expectedState}`,
+            { details: { payoutId, state: payout.state, expectedState: body.expectedState } },
+          );
+        }
+        let event: PayoutEvent = 'CLAIM';
+        let availableMinor: number | undefined;
+        if (payout.state === 'PENDING') {
+          const account = await this.accounts.find(tx, ctx.accountId);
+          assert.ok(account);
+          availableMinor =
+            account.balanceMinor - (await this.payouts.inFlightMinor(tx, ctx.accountId, payoutId));
+          if (availableMinor < payout.amountMinor) event = 'CLAIM_INSUFFICIENT_FUNDS';
+        }
+        const insufficient = event === 'CLAIM_INSUFFICIENT_FUNDS';
+        const updated = await this.apply(tx, payout, event, grant, {
+          claimedBy: grant.ownerId,
+          incrementAttempts: true,
+          stampClaimedAt: true,
+          ...(insufficient ? { failureReason: 'INSUFFICIENT_FUNDS', stampSettledAt: true } : {}),
+        });
+        if (insufficient) {
+          return {
+            kind: 'committed-error',
+            error: new DlockError(
+              'INSUFFICIENT_FUNDS',
+              'the account cannot fund this payout; it is now FAILED and must not reach the rail',
+              {
+                details: {
+                  payoutId,
+                  accountId: ctx.accountId,
+                  state: updated.state,
+                  amountMinor: payout.amountMinor,
+                  availableMinor,
+                },
+              },
+            ),
+          };
+        }
+        return this.ok({
+          payoutId,
+          state: updated.state,
+          claimToken: formatFencingToken(grant.token),
+          accountFence: formatFencingToken(ctx.fence),
+          attemptCount: updated.attemptCount,
+          idempotencyKey: grant.idempotencyKey,
+        });
+      },
+    );
+  }
+
+  /** P6: the payout's rail transitions, recorded by the holder (DECISIONS §4). */
+  railOutcome(
+    payoutId: string,
+    grant: Grant,
+    body: RailOutcomeInput,
+  ): Promise<Record<string, unknown>> {
+    if (body.outcome === 'ACKED' && body.submissionId === undefined) {
+      throw new ValidationError([
+        { field: 'submissionId', message: 'submissionId is required when outcome is ACKED' },
+      ]);
+    }
+    return this.writer.run(
+      this.command('rail_outcome', `rail-outcome:${body.outcome}`, payoutId, grant, body, true),
+      async (tx, ctx) => {
+        const payout = await this.payouts.lock(tx, payoutId);
+        const event = RAIL_EVENT[body.outcome];
+        this.allowed(payout, event, grant.ownerId, grant.token);
+        this.sameSubmission(payout, body.submissionId);
+        const patch: Omit<PayoutPatch, 'state'> = {
+          submissionId: body.submissionId,
+          railReference: body.railReference,
+        };
+        switch (body.outcome) {
+          case 'SUBMITTED':
+            patch.stampSubmittedAt = true;
+            break;
+          case 'ACKED':
+            break;
+          case 'REJECTED':
+            patch.failureReason = `RAIL_REJECTED${body.reason ? `: ${body.reason}` : ''}`;
+            patch.stampSettledAt = true;
+            break;
+          case 'AMBIGUOUS':
+            patch.stampAmbiguousAt = true;
+            break;
+        }
+        const updated = await this.apply(tx, payout, event, grant, patch, body.reason);
+        return this.ok(this.transitionBody(payout, updated, ctx, { outcome: body.outcome }));
+      },
+    );
+  }
+
+  /** P3: both ledger legs, both balances and the state change, in one transaction (INV-03). */
+  post(payoutId: string, grant: Grant, body: PostInput): Promise<Record<string, unknown>> {
+    return this.writer.run(
+      this.command('post', 'post', payoutId, grant, body, true),
+      async (tx, ctx) => {
+        const payout = await this.payouts.lock(tx, payoutId);
+        this.allowed(payout, 'POST', grant.ownerId, grant.token);
+        this.sameSubmission(payout, body.submissionId);
+        const clearing = clearingAccountId(payout.currency);
+        await this.accounts.ensureSystem(tx, clearing, 'CLEARING', payout.currency);
+        const before = await this.accounts.find(tx, ctx.accountId);
+        assert.ok(before);
+        assert.equal(before.currency, payout.currency, 'payout currency must match its account');
+        const entries = await this.ledger.append(
+          tx,
+          balancedPair(ctx.accountId, clearing, payout.amountMinor),
+          { kind: 'PAYOUT', payoutId, fence: grant.token },
+        );
+        const balanceMinor = await this.accounts.addToBalance(
+          tx,
+          ctx.accountId,
+          -payout.amountMinor,
+        );
+        assert.equal(balanceMinor, before.balanceMinor - payout.amountMinor, 'INV-03 balance');
+        await this.accounts.addToBalance(tx, clearing, payout.amountMinor);
+        const updated = await this.apply(tx, payout, 'POST', grant, {
+          submissionId: body.submissionId,
+          railReference: body.railReference,
+          stampSettledAt: true,
+        });
+        this.metrics.ledgerPostingsTotal.inc();
+        return this.ok({
+          payoutId,
+          state: updated.state,
+          entries: entries.map((e) => ({
+            entryId: e.entryId,
+            accountId: e.accountId,
+            direction: directionOf(e.amountMinor),
+            amountMinor: Math.abs(e.amountMinor),
+            fence: formatFencingToken(grant.token),
+          })),
+          balanceMinor,
+        });
+      },
+    );
+  }
+
+  /** P8: the reconciler's only way out of RAIL_AMBIGUOUS, on the rail's evidence. */
+  resolve(payoutId: string, grant: Grant, body: ResolveInput): Promise<Record<string, unknown>> {
+    return this.writer.run(
+      this.command('resolve', 'resolve', payoutId, grant, body, true),
+      async (tx, ctx) => {
+        const payout = await this.payouts.lock(tx, payoutId);
+        const event: PayoutEvent =
+          body.resolution === 'ACKED' ? 'RESOLVE_ACKED' : 'RESOLVE_NOT_FOUND';
+        this.allowed(payout, event, grant.ownerId, grant.token);
+        this.sameSubmission(payout, body.submissionId);
+        const patch: Omit<PayoutPatch, 'state'> = {
+          submissionId: body.submissionId,
+          railReference: body.railReference,
+        };
+        if (body.resolution === 'NOT_FOUND') {
+          patch.failureReason = 'RAIL_NOT_FOUND';
+          patch.stampSettledAt = true;
+        }
+        const updated = await this.apply(tx, payout, event, grant, patch, body.evidence);
+        return this.ok(this.transitionBody(payout, updated, ctx, { resolution: body.resolution }));
+      },
+    );
+  }
+
+  /**
+   * P7: operator cancel. No token: it advances no fence, but it takes the
+   * account's row lock, so it serialises with every fenced writer.
+   */
+  async abandon(
+    payoutId: string,
+    body: { operator: string; reason: string },
+  ): Promise<Record<string, unknown>> {
+    const started = process.hrtime.bigint();
+    let result: 'ok' | 'rejected' | 'error' = 'error';
+    try {
+      const out = await this.dataSource.transaction(async (manager) => {
+        const accountId = await this.payouts.accountOf(manager, payoutId);
+        if (accountId === null) {
+          throw new DlockError('NOT_FOUND', 'no such payout', { details: { payoutId } });
+        }
+        await this.accounts.lock(manager, accountId);
+        const payout = await this.payouts.lock(manager, payoutId);
+        const event: PayoutEvent =
+          payout.state === 'RAIL_AMBIGUOUS' &&
+          (await this.payouts.ambiguousLongerThan(
+            manager,
+            payoutId,
+            this.config.PAYOUT_AMBIGUOUS_SLA_MS,
+          ))
+            ? 'ABANDON_AFTER_SLA'
+            : 'ABANDON';
+        this.allowed(payout, event, body.operator, null, {
+          ambiguousSlaMs: this.config.PAYOUT_AMBIGUOUS_SLA_MS,
+        });
+        const to = this.next(payout, event);
+        const updated = await this.payouts.apply(manager, payoutId, {
+          state: to,
+          failureReason: `ABANDONED by ${body.operator}: ${body.reason}`,
+          stampSettledAt: true,
+        });
+        await this.log.record(manager, {
+          payoutId,
+          from: payout.state,
+          to,
+          event,
+          actor: body.operator,
+          token: null,
+          reason: body.reason,
+        });
+        this.metrics.transitionsTotal.inc({ to_state: to });
+        return {
+          payoutId,
+          state: updated.state,
+          previousState: payout.state,
+          operator: body.operator,
+          reason: body.reason,
+          abandonedAt: updated.settledAt?.toISOString() ?? null,
+        };
+      });
+      result = 'ok';
+      return out;
+    } catch (err) {
+      if (err instanceof DlockError) result = 'rejected';
+      throw asUnavailable(err) ?? err;
+    } finally {
+      this.metrics.writeSeconds.observe(
+        { operation: 'abandon', result },
+        Number(process.hrtime.bigint() - started) / 1e9,
+      );
+    }
+  }
+
+  private command(
+    metric: 'claim' | 'post' | 'rail_outcome' | 'resolve',
+    operation: string,
+    payoutId: string,
+    grant: Grant,
+    body: object,
+    continuation: boolean,
+  ) {
+    return {
+      metric,
+      operation,
+      payoutId,
+      token: grant.token,
+      ownerId: grant.ownerId,
+      idempotencyKey: grant.idempotencyKey,
+      requestHash: requestHash(payoutId, body),
+      continuation,
+    };
+  }
+
+  /** The table decides (INV-08); an unlisted pair is logged, counted and refused. */
+  private allowed(
+    payout: Payout,
+    event: PayoutEvent,
+    actor: string,
+    token: FencingToken | null,
+    extra: Record<string, unknown> = {},
+  ): void {
+    if (transition(payout.state, event).allowed) return;
+    this.safety.invalidTransition({
+      payoutId: payout.payoutId,
+      state: payout.state,
+      event,
+      actor,
+      token: token === null ? null : formatFencingToken(token),
+    });
+    throw new DlockError(
+      'PAYOUT_NOT_CLAIMABLE',
+      `payout is ${payout.state}; ${event} is not a transition it allows`,
+      { details: { payoutId: payout.payoutId, state: payout.state, event, ...extra } },
+    );
+  }
+
+  private next(payout: Payout, event: PayoutEvent): PayoutState {
+    const t = transition(payout.state, event);
+    assert.ok(t.allowed, `transition ${payout.state} + ${event} was checked before`);
+    return t.to;
+  }
+
+  /** One submission per payout (INV-02): an outcome naming another one is a client defect. */
+  private sameSubmission(payout: Payout, submissionId: string | undefined): void {
+    if (
+      submissionId !== undefined &&
+      payout.submissionId !== null &&
+      payout.submissionId.toLowerCase() !== submissionId.toLowerCase()
+    ) {
+      throw new ValidationError([
+        {
+          field: 'submissionId',
+          message: `does not match the submission already recorded for this payout (${payout.submissionId})`,
+        },
+      ]);
+    }
+  }
+
+  private async apply(
+    tx: Db,
+    payout: Payout,
+    event: PayoutEvent,
+    grant: Grant,
+    patch: Omit<PayoutPatch, 'state'>,
+    reason?: string,
+  ): Promise<Payout> {
+    const to = this.next(payout, event);
+    const updated = await this.payouts.apply(tx, payout.payoutId, {
+      ...patch,
+      state: to,
+      tokenStamp: grant.token,
+    });
+    await this.log.record(tx, {
+      payoutId: payout.payoutId,
+      from: payout.state,
+      to,
+      event,
+      actor: grant.ownerId,
+      token: grant.token,
+      submissionId: patch.submissionId ?? null,
+      railReference: patch.railReference ?? null,
+      reason: reason ?? null,
+    });
+    this.metrics.transitionsTotal.inc({ to_state: to });
+    return updated;
+  }
+
+  private transitionBody(
+    before: Payout,
+    after: Payout,
+    ctx: FenceContext,
+    extra: Record<string, unknown>,
+  ): Record<string, unknown> {
+    return {
+      payoutId: after.payoutId,
+      state: after.state,
+      previousState: before.state,
+      ...extra,
+      submissionId: after.submissionId,
+      railReference: after.railReference,
+      tokenStamp: after.tokenStamp === null ? null : formatFencingToken(after.tokenStamp),
+      accountFence: formatFencingToken(ctx.fence),
+    };
+  }
+
+  private ok(body: Record<string, unknown>): WriteOutcome {
+    return { kind: 'ok', body };
+  }
+}

@@ -1,0 +1,119 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { DlockError, formatFencingToken, type PayoutState } from '@dlock/lock-api';
+import { AccountRepository } from '../persistence/account.repository';
+import { LedgerRepository } from '../persistence/ledger.repository';
+import { PayoutRepository, type Payout } from '../persistence/payout.repository';
+import { TransitionLogRepository } from '../persistence/transition-log.repository';
+import { encodeCursor, type Cursor } from './cursor';
+
+const RAIL_OUTCOME_OF: Record<string, string> = {
+  RAIL_SUBMITTED: 'SUBMITTED',
+  RAIL_ACKED: 'ACKED',
+  RAIL_REJECTED: 'REJECTED',
+  RAIL_AMBIGUOUS: 'AMBIGUOUS',
+  RESOLVE_ACKED: 'RESOLVED_ACKED',
+  RESOLVE_NOT_FOUND: 'RESOLVED_NOT_FOUND',
+};
+
+function iso(d: Date | null): string | null {
+  return d === null ? null : d.toISOString();
+}
+
+/** P1, P4, P5: advisory reads (FR-07). Nothing here decides whether a write is safe. */
+@Injectable()
+export class PayoutQueries {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly payouts: PayoutRepository,
+    private readonly accounts: AccountRepository,
+    private readonly ledger: LedgerRepository,
+    private readonly log: TransitionLogRepository,
+  ) {}
+
+  async list(filter: { state: PayoutState; accountId?: string; limit: number; after?: Cursor }) {
+    const rows = await this.payouts.list(this.dataSource.manager, {
+      ...filter,
+      limit: filter.limit + 1,
+    });
+    const page = rows.slice(0, filter.limit);
+    const last = page[page.length - 1];
+    const body: Record<string, unknown> = {
+      items: page.map((p) => ({
+        payoutId: p.payoutId,
+        accountId: p.accountId,
+        amountMinor: p.amountMinor,
+        currency: p.currency,
+        state: p.state,
+        attemptCount: p.attemptCount,
+        createdAt: p.createdAt.toISOString(),
+      })),
+    };
+    if (rows.length > filter.limit && last) {
+      body.nextCursor = encodeCursor({ createdAt: last.createdAt, payoutId: last.payoutId });
+    }
+    return body;
+  }
+
+  async get(payoutId: string) {
+    const manager = this.dataSource.manager;
+    const payout = await this.payouts.find(manager, payoutId);
+    if (!payout) throw new DlockError('NOT_FOUND', 'no such payout', { details: { payoutId } });
+    const records = await this.log.railRecords(manager, payoutId);
+    return {
+      ...this.payoutBody(payout),
+      submissions: records.map((r) => ({
+        submissionId: r.submissionId,
+        outcome: RAIL_OUTCOME_OF[r.event],
+        railReference: r.railReference,
+        fencingToken: r.token === null ? null : formatFencingToken(r.token),
+        ownerId: r.actor,
+        recordedAt: r.recordedAt.toISOString(),
+      })),
+    };
+  }
+
+  async account(accountId: string) {
+    // One snapshot for both numbers, so a concurrent posting cannot make them disagree.
+    return this.dataSource.transaction('REPEATABLE READ', async (tx) => {
+      const account = await this.accounts.find(tx, accountId);
+      if (!account)
+        throw new DlockError('NOT_FOUND', 'no such account', { details: { accountId } });
+      const ledgerSumMinor = await this.ledger.sumFor(tx, accountId);
+      return {
+        accountId: account.accountId,
+        kind: account.kind,
+        currency: account.currency,
+        balanceMinor: account.balanceMinor,
+        fence: formatFencingToken(account.fence),
+        version: account.version,
+        updatedAt: account.updatedAt.toISOString(),
+        ledgerSumMinor,
+      };
+    });
+  }
+
+  private payoutBody(p: Payout) {
+    return {
+      payoutId: p.payoutId,
+      accountId: p.accountId,
+      amountMinor: p.amountMinor,
+      currency: p.currency,
+      beneficiaryRef: p.beneficiaryRef,
+      clientRef: p.clientRef,
+      state: p.state,
+      attemptCount: p.attemptCount,
+      claimedBy: p.claimedBy,
+      tokenStamp: p.tokenStamp === null ? null : formatFencingToken(p.tokenStamp),
+      submissionId: p.submissionId,
+      railReference: p.railReference,
+      failureReason: p.failureReason,
+      createdAt: iso(p.createdAt),
+      claimedAt: iso(p.claimedAt),
+      submittedAt: iso(p.submittedAt),
+      ambiguousAt: iso(p.ambiguousAt),
+      settledAt: iso(p.settledAt),
+      updatedAt: iso(p.updatedAt),
+    };
+  }
+}

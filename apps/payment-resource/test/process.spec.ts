@@ -1,0 +1,165 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import {
+  REPO_ROOT,
+  http,
+  migratedDatabase,
+  spawnApp,
+  withClient,
+  type RunningApp,
+} from '@dlock/testing';
+import { bodies, ledgerInvariants, write } from './support';
+
+const run = promisify(execFile);
+const MAIN = path.join(REPO_ROOT, 'dist', 'apps', 'payment-resource', 'main.js');
+const CLI = path.join(REPO_ROOT, 'dist', 'apps', 'payment-resource', 'src', 'cli', 'fixtures.js');
+
+async function node(script: string, args: string[], env: Record<string, string>) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [script, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      timeout: 30_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('payment-resource as a real process, and the fixture CLI', () => {
+  let dbUrl: string;
+  let app: RunningApp;
+  beforeAll(async () => {
+    dbUrl = await migratedDatabase('paydb');
+    app = await spawnApp('payment-resource', { PAYDB_URL: dbUrl, LOG_LEVEL: 'warn' });
+  });
+  afterAll(() => app?.stop());
+
+  it('seeds demo data through the ledger, once', async () => {
+    const seeded = await node(CLI, ['seed', '--accounts', '4', '--payouts', '12'], {
+      PAYDB_URL: dbUrl,
+    });
+    expect(seeded).toMatchObject({ code: 0 });
+    expect(JSON.parse(seeded.stdout)).toEqual({
+      command: 'seed',
+      skipped: false,
+      accounts: 4,
+      payouts: 12,
+    });
+    const again = await node(CLI, ['seed', '--accounts', '4', '--payouts', '12'], {
+      PAYDB_URL: dbUrl,
+    });
+    expect(JSON.parse(again.stdout)).toEqual({
+      command: 'seed',
+      skipped: true,
+      accounts: 0,
+      payouts: 0,
+    });
+    expect(await ledgerInvariants(dbUrl)).toEqual({ unbalancedGroups: 0, wrongBalances: 0 });
+    const list = await http('GET', `${app.url}/v1/payouts?state=PENDING&limit=500`);
+    expect(list.body.items).toHaveLength(12);
+    const p4 = (await http('GET', `${app.url}/v1/payouts/${list.body.items[0].payoutId}`)).body;
+    expect(p4).toMatchObject({
+      state: 'PENDING',
+      clientRef: `po-${p4.payoutId}`,
+      currency: 'EUR',
+      attemptCount: 0,
+      submissions: [],
+    });
+    const p5 = (await http('GET', `${app.url}/v1/accounts/${p4.accountId}`)).body;
+    expect(p5).toMatchObject({ balanceMinor: 1_000_000, ledgerSumMinor: 1_000_000, fence: '0' });
+  });
+
+  it('creates one account and one payout on demand', async () => {
+    const acc = await node(
+      CLI,
+      ['create-account', '--currency', 'USD', '--opening-balance', '5000'],
+      {
+        PAYDB_URL: dbUrl,
+      },
+    );
+    expect(acc.code).toBe(0);
+    const { accountId } = JSON.parse(acc.stdout);
+    const po = await node(CLI, ['create-payout', '--account', accountId, '--amount', '1200'], {
+      PAYDB_URL: dbUrl,
+    });
+    expect(po.code).toBe(0);
+    const { payoutId } = JSON.parse(po.stdout);
+    const p4 = (await http('GET', `${app.url}/v1/payouts/${payoutId}`)).body;
+    expect(p4).toMatchObject({ accountId, amountMinor: 1_200, currency: 'USD', state: 'PENDING' });
+    expect((await http('GET', `${app.url}/v1/accounts/funding-USD`)).body).toMatchObject({
+      kind: 'FUNDING',
+      balanceMinor: -5_000,
+      ledgerSumMinor: -5_000,
+    });
+  });
+
+  it('refuses bad CLI input with usage and exit code 2', async () => {
+    for (const args of [
+      [],
+      ['nope'],
+      ['seed', '--accounts', 'x'],
+      ['create-payout', '--amount', '5'],
+      ['seed', '--bogus'],
+    ]) {
+      const res = await node(CLI, args, { PAYDB_URL: dbUrl });
+      expect(res.code).toBe(2);
+      expect(res.stderr).toContain('usage');
+    }
+    expect((await node(CLI, ['seed'], {})).stderr).toContain('PAYDB_URL');
+  });
+
+  it('is ready when paydb answers, logs fenced_out and counts it', async () => {
+    expect((await http('GET', `${app.url}/health/ready`)).status).toBe(200);
+    const list = await http('GET', `${app.url}/v1/payouts?state=PENDING&limit=1`);
+    const payoutId: string = list.body.items[0].payoutId;
+    expect((await write(app.url, 'claim', payoutId, 7n, bodies.claim())).status).toBe(200);
+    const stale = await write(app.url, 'rail-outcome', payoutId, 6n, bodies.submitted(), {
+      owner: 'zombie',
+    });
+    expect(stale.status).toBe(409);
+    const metrics = (await http('GET', `${app.url}/metrics`)).text;
+    expect(metrics).toContain('lock_fenced_out_total{resource="account"} 1');
+    expect(metrics).toContain(
+      'payment_write_seconds_count{operation="rail_outcome",result="fenced_out"} 1',
+    );
+    const line = app
+      .output()
+      .split('\n')
+      .find((l) => l.includes('"event":"fenced_out"'));
+    expect(line).toBeDefined();
+    expect(JSON.parse(line!)).toMatchObject({
+      event: 'fenced_out',
+      resource: 'account',
+      presentedToken: '6',
+      highestToken: '7',
+      ownerId: 'zombie',
+    });
+    await withClient(dbUrl, async (c) => {
+      const r = await c.query(`SELECT state FROM payout WHERE payout_id = $1`, [payoutId]);
+      expect(r.rows[0].state).toBe('CLAIMED');
+    });
+  });
+
+  it('refuses to start with the fence off outside the harness, or with bad config', async () => {
+    const off = await node(MAIN, [], {
+      PAYDB_URL: dbUrl,
+      PAYMENT_FENCING_ENABLED: 'false',
+      PORT: '0',
+    });
+    expect(off.code).toBe(1);
+    expect(off.stderr).toContain('PAYMENT_FENCING_ENABLED');
+    const noDb = await node(MAIN, [], { PORT: '0' });
+    expect(noDb.code).toBe(1);
+    expect(noDb.stderr).toContain('PAYDB_URL');
+    const badSla = await node(MAIN, [], {
+      PAYDB_URL: dbUrl,
+      PAYOUT_AMBIGUOUS_SLA_MS: '4h',
+      PORT: '0',
+    });
+    expect(badSla.code).toBe(1);
+    expect(badSla.stderr).toContain('PAYOUT_AMBIGUOUS_SLA_MS');
+  });
+});

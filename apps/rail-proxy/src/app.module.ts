@@ -1,0 +1,56 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { HealthModule, ObservabilityModule } from '@dlock/observability';
+import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
+import { IdempotencyRepository } from './idempotency.repository';
+import { RailProxyMetrics } from './metrics';
+import { RailClient } from './rail-client';
+import { ProxydbReadiness } from './readiness';
+import { SubmissionRepository } from './submission.repository';
+import { SubmissionService } from './submission.service';
+import { SubmissionsController } from './submissions.controller';
+
+/** proxydb through TypeORM: raw SQL only, no entities, migrations run out of band. */
+function database(config: RailProxyConfig): DynamicModule {
+  return TypeOrmModule.forRoot({
+    type: 'postgres',
+    url: config.PROXYDB_URL,
+    synchronize: false,
+    migrationsRun: false,
+    entities: [],
+    logging: ['error'],
+    retryAttempts: 3,
+    retryDelay: 1_000,
+    extra: {
+      max: config.PROXYDB_POOL_MAX,
+      connectionTimeoutMillis: 2_000,
+      // A hung statement must not hold an account's high-water row forever.
+      statement_timeout: 5_000,
+      application_name: 'rail-proxy',
+    },
+  });
+}
+
+@Module({})
+export class RailProxyModule {
+  static forRoot(config: RailProxyConfig): DynamicModule {
+    const db = database(config);
+    return {
+      module: RailProxyModule,
+      imports: [
+        ObservabilityModule.forRoot({ app: 'rail-proxy', logLevel: config.LOG_LEVEL }),
+        db,
+        HealthModule.register(ProxydbReadiness),
+      ],
+      controllers: [SubmissionsController],
+      providers: [
+        { provide: RAIL_PROXY_CONFIG, useValue: config },
+        RailProxyMetrics,
+        RailClient,
+        SubmissionRepository,
+        IdempotencyRepository,
+        SubmissionService,
+      ],
+    };
+  }
+}

@@ -1,0 +1,83 @@
+import { Injectable } from '@nestjs/common';
+import { sqlRows } from './sql';
+import { DataSource, type EntityManager } from 'typeorm';
+
+/** The response a (key, token) scope produced, replayed verbatim (C3 §3.1, DECISIONS §4). */
+export type StoredResponse =
+  | { status: 200; body: Record<string, unknown> }
+  | {
+      status: number;
+      error: {
+        code: string;
+        message: string;
+        details?: Record<string, unknown>;
+        retryAfterMillis?: number;
+      };
+    };
+
+export interface IdempotencyRecord {
+  requestHash: string;
+  submissionId: string | null;
+  /** null while the original request is still in flight (or its process died). */
+  response: StoredResponse | null;
+}
+
+@Injectable()
+export class IdempotencyRepository {
+  constructor(private readonly db: DataSource) {}
+
+  async find(key: string, token: bigint): Promise<IdempotencyRecord | null> {
+    const rows: { request_hash: string; submission_id: string | null; response: unknown }[] =
+      await sqlRows(
+        this.db,
+        `SELECT request_hash, submission_id, response FROM rail_idempotency
+         WHERE idempotency_key = $1 AND presented_token = $2`,
+        [key, token.toString()],
+      );
+    if (rows.length === 0) return null;
+    return {
+      requestHash: rows[0].request_hash,
+      submissionId: rows[0].submission_id,
+      response: (rows[0].response as StoredResponse | null) ?? null,
+    };
+  }
+
+  /**
+   * Claims the scope inside the admission transaction. A concurrent twin
+   * blocks here until the first commits, then gets false and replays.
+   */
+  async reserve(m: EntityManager, key: string, token: bigint, hash: string): Promise<boolean> {
+    const rows: unknown[] = await sqlRows(
+      m,
+      `INSERT INTO rail_idempotency (idempotency_key, presented_token, request_hash)
+       VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1`,
+      [key, token.toString(), hash],
+    );
+    return rows.length === 1;
+  }
+
+  async complete(
+    m: EntityManager,
+    key: string,
+    token: bigint,
+    submissionId: string | null,
+    response: StoredResponse,
+  ): Promise<void> {
+    await sqlRows(
+      m,
+      `UPDATE rail_idempotency
+         SET response = $3::jsonb, submission_id = $4, completed_at = now()
+       WHERE idempotency_key = $1 AND presented_token = $2 AND response IS NULL`,
+      [key, token.toString(), JSON.stringify(response), submissionId],
+    );
+  }
+
+  async release(m: EntityManager, key: string, token: bigint): Promise<void> {
+    await sqlRows(
+      m,
+      `DELETE FROM rail_idempotency
+       WHERE idempotency_key = $1 AND presented_token = $2 AND response IS NULL`,
+      [key, token.toString()],
+    );
+  }
+}

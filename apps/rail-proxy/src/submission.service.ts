@@ -1,0 +1,395 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import assert from 'node:assert';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DataSource } from 'typeorm';
+import { DlockError, formatFencingToken, formatInstant } from '@dlock/lock-api';
+import { SafetyEvents } from '@dlock/observability';
+import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
+import { IdempotencyRepository, type IdempotencyRecord } from './idempotency.repository';
+import { RailProxyMetrics } from './metrics';
+import { RailClient, type RailConnection } from './rail-client';
+import { requestHash } from './request-hash';
+import {
+  duplicateSubmissionError,
+  fencedOutError,
+  idempotencyConflictError,
+  railAmbiguousError,
+  railRejectedError,
+  railUnavailableError,
+  replayedError,
+  storedError,
+  type AmbiguousReason,
+} from './submission.errors';
+import { SubmissionRepository, isUniqueViolation } from './submission.repository';
+import type { SubmissionRecord, SubmissionRequest } from './submission.types';
+
+/** 200 body of POST /v1/rail/submissions (C3 §3.5). */
+export interface AckedSubmission {
+  submissionId: string;
+  payoutId: string;
+  presentedToken: string;
+  outcome: 'ACKED';
+  railReference: string;
+  submittedAt: string;
+  resolvedAt: string;
+}
+
+type Admission =
+  | { kind: 'admitted'; intent: SubmissionRecord; connection: RailConnection }
+  | { kind: 'refused'; error: DlockError }
+  /** A concurrent request with the same key and token got there first. */
+  | { kind: 'twin' };
+
+const REPLAY_POLL_MS = 100;
+
+/**
+ * Fence point (c): admission in the order of C3 §3.5 — (1) high-water, (2) one
+ * live submission per payout, (3) intent committed, (4) forward once, record
+ * once, never retry (FR-18..FR-20).
+ */
+@Injectable()
+export class SubmissionService {
+  private readonly logger = new Logger('rail-proxy');
+
+  constructor(
+    @Inject(RAIL_PROXY_CONFIG) private readonly config: RailProxyConfig,
+    private readonly db: DataSource,
+    private readonly submissions: SubmissionRepository,
+    private readonly idempotency: IdempotencyRepository,
+    private readonly rail: RailClient,
+    private readonly safety: SafetyEvents,
+    private readonly metrics: RailProxyMetrics,
+  ) {}
+
+  async submit(req: SubmissionRequest): Promise<AckedSubmission> {
+    const hash = requestHash(req);
+    const prior = await this.guardDb(() =>
+      this.idempotency.find(req.idempotencyKey, req.presentedToken),
+    );
+    if (prior) return this.replay(prior, hash, req);
+    const admission = await this.admit(req, hash);
+    switch (admission.kind) {
+      case 'refused':
+        throw admission.error;
+      case 'twin': {
+        const twin = await this.guardDb(() =>
+          this.idempotency.find(req.idempotencyKey, req.presentedToken),
+        );
+        if (!twin) throw this.unavailable('intent-not-committed', 'concurrent twin withdrew');
+        return this.replay(twin, hash, req);
+      }
+      case 'admitted':
+        return this.forward(req, admission.intent, admission.connection);
+    }
+  }
+
+  /** R2 (advisory): every record of the payout; outcome null = unresolved. */
+  async recordsOf(payoutId: string): Promise<SubmissionRecord[]> {
+    return this.submissions.listByPayout(payoutId.toLowerCase());
+  }
+
+  /**
+   * Steps 1-3 in ONE transaction. The rail connection is opened inside it,
+   * after the checks and before COMMIT, and written to only after COMMIT: a
+   * connect failure rolls everything back (no intent, no mark advance), so a
+   * 503 provably presented nothing and is safely retryable with the same token.
+   */
+  private async admit(req: SubmissionRequest, hash: string): Promise<Admission> {
+    const fencing = this.config.RAIL_PROXY_FENCING_ENABLED;
+    const qr = this.db.createQueryRunner();
+    let connection: RailConnection | undefined;
+    try {
+      await qr.connect();
+      await qr.startTransaction('READ COMMITTED');
+      const m = qr.manager;
+      if (!(await this.idempotency.reserve(m, req.idempotencyKey, req.presentedToken, hash))) {
+        await qr.rollbackTransaction();
+        return { kind: 'twin' };
+      }
+      // (1) fence: one conditional upsert; its row lock serialises the account.
+      if (fencing) {
+        const mark = await this.submissions.advanceHighWater(m, req.accountId, req.presentedToken);
+        if (!mark.admitted) {
+          assert(mark.highest >= req.presentedToken, 'a refused token must not exceed the mark');
+          const fenced = await this.submissions.insertFenced(m, req, mark.highest);
+          const error = fencedOutError(req, mark.highest);
+          await this.idempotency.complete(
+            m,
+            req.idempotencyKey,
+            req.presentedToken,
+            fenced.submissionId,
+            storedError(error),
+          );
+          await qr.commitTransaction();
+          this.metrics.outcome('fenced');
+          this.safety.fencedOut({
+            resource: 'rail',
+            resourceId: req.accountId,
+            presentedToken: req.presentedToken,
+            highestToken: mark.highest,
+            ownerId: req.ownerId,
+          });
+          return { kind: 'refused', error };
+        }
+        // (2) at most one live submission per payout, whatever the token (FR-18).
+        const live = await this.submissions.findLive(m, req.payoutId);
+        if (live) {
+          const error = duplicateSubmissionError(req, live);
+          await this.idempotency.complete(
+            m,
+            req.idempotencyKey,
+            req.presentedToken,
+            live.submissionId,
+            storedError(error),
+          );
+          await qr.commitTransaction();
+          this.duplicate(req, live);
+          return { kind: 'refused', error };
+        }
+      } else {
+        // Harness negative control only (DECISIONS §7): neither (1) nor (2) rejects.
+        await this.submissions.raiseHighWaterUnchecked(m, req.accountId, req.presentedToken);
+      }
+      // (3) the intent row, outcome NULL.
+      const intent = await this.submissions.insertIntent(m, req, fencing);
+      const connect = await this.rail.connect();
+      if (!connect.ok) {
+        await qr.rollbackTransaction();
+        this.metrics.outcome('unavailable');
+        return {
+          kind: 'refused',
+          error: this.unavailable('rail-unreachable', connect.reason),
+        };
+      }
+      connection = connect.connection;
+      await qr.commitTransaction();
+      return { kind: 'admitted', intent, connection };
+    } catch (err) {
+      connection?.abandon();
+      if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => undefined);
+      if (isUniqueViolation(err)) {
+        // A racing request for the same payout committed first: the index is the backstop.
+        const live = await this.guardDb(() =>
+          this.db.transaction((m) => this.submissions.findLive(m, req.payoutId)),
+        );
+        if (live) {
+          this.duplicate(req, live);
+          return { kind: 'refused', error: duplicateSubmissionError(req, live) };
+        }
+      }
+      this.logger.error({ err, payoutId: req.payoutId }, 'intent not committed');
+      this.metrics.outcome('unavailable');
+      return { kind: 'refused', error: this.unavailable('intent-not-committed', errorName(err)) };
+    } finally {
+      await qr.release().catch(() => undefined);
+    }
+  }
+
+  /** Step 4: exactly one presentation, exactly one recorded outcome, no retry (FR-20). */
+  private async forward(
+    req: SubmissionRequest,
+    intent: SubmissionRecord,
+    connection: RailConnection,
+  ): Promise<AckedSubmission> {
+    const pauseMs = this.config.RAIL_PROXY_TEST_PAUSE_AFTER_INTENT_MS;
+    if (pauseMs > 0) {
+      this.logger.warn({ submissionId: intent.submissionId, pauseMs }, 'test pause after intent');
+      await sleep(pauseMs);
+    }
+    const stopTimer = this.metrics.forwardSeconds.startTimer();
+    const answer = await connection.present({
+      clientRef: req.clientRef,
+      amountMinor: req.amountMinor,
+      currency: req.currency,
+    });
+    stopTimer({ outcome: answer.kind });
+    switch (answer.kind) {
+      case 'not-presented':
+        return this.withdraw(req, intent, answer.reason);
+      case 'acked': {
+        const resolved = await this.record(
+          req,
+          intent,
+          'ACKED',
+          answer.railReference,
+          null,
+          (r) => ({
+            status: 200,
+            body: { ...ackedBody(r) },
+          }),
+        );
+        this.metrics.outcome('acked');
+        return ackedBody(resolved);
+      }
+      case 'declined': {
+        const error = railRejectedError(req, intent.submissionId, answer.status);
+        await this.record(req, intent, 'REJECTED', null, `RAIL_HTTP_${answer.status}`, () =>
+          storedError(error),
+        );
+        this.metrics.outcome('rejected');
+        throw error;
+      }
+      case 'ambiguous': {
+        const error = railAmbiguousError(req, intent.submissionId, answer.reason);
+        await this.record(req, intent, 'TIMEOUT', null, answer.reason.toUpperCase(), () =>
+          storedError(error),
+        );
+        this.ambiguous(req, intent.submissionId, answer.reason);
+        throw error;
+      }
+    }
+  }
+
+  /**
+   * Resolves the intent and stores the response in one transaction. If that
+   * fails the row stays unresolved, which every reader treats as "may have
+   * moved money", and the caller is told exactly that.
+   */
+  private async record(
+    req: SubmissionRequest,
+    intent: SubmissionRecord,
+    outcome: 'ACKED' | 'REJECTED' | 'TIMEOUT',
+    railReference: string | null,
+    errorCode: string | null,
+    response: (resolved: SubmissionRecord) => Parameters<IdempotencyRepository['complete']>[4],
+  ): Promise<SubmissionRecord> {
+    try {
+      return await this.db.transaction(async (m) => {
+        const resolved = await this.submissions.resolve(
+          m,
+          intent.submissionId,
+          outcome,
+          railReference,
+          errorCode,
+        );
+        assert(resolved, `submission ${intent.submissionId} was resolved twice`);
+        await this.idempotency.complete(
+          m,
+          req.idempotencyKey,
+          req.presentedToken,
+          intent.submissionId,
+          response(resolved),
+        );
+        return resolved;
+      });
+    } catch (err) {
+      this.logger.error(
+        { err, submissionId: intent.submissionId, outcome },
+        'outcome not recorded',
+      );
+      this.ambiguous(req, intent.submissionId, 'outcome-not-recorded');
+      throw railAmbiguousError(req, intent.submissionId, 'outcome-not-recorded', null);
+    }
+  }
+
+  /** The connection died before any byte was written: take the intent back. */
+  private async withdraw(
+    req: SubmissionRequest,
+    intent: SubmissionRecord,
+    cause: string,
+  ): Promise<never> {
+    try {
+      await this.db.transaction(async (m) => {
+        assert(await this.submissions.withdraw(m, intent.submissionId), 'intent already resolved');
+        await this.idempotency.release(m, req.idempotencyKey, req.presentedToken);
+      });
+    } catch (err) {
+      this.logger.error({ err, submissionId: intent.submissionId }, 'intent withdrawal failed');
+      this.ambiguous(req, intent.submissionId, 'intent-withdrawal-failed');
+      throw railAmbiguousError(req, intent.submissionId, 'intent-withdrawal-failed', null);
+    }
+    this.metrics.outcome('unavailable');
+    throw this.unavailable('connection-closed-before-write', cause);
+  }
+
+  private async replay(
+    prior: IdempotencyRecord,
+    hash: string,
+    req: SubmissionRequest,
+  ): Promise<AckedSubmission> {
+    if (prior.requestHash !== hash) throw idempotencyConflictError();
+    const deadline =
+      Date.now() +
+      this.config.RAIL_CONNECT_TIMEOUT_MS +
+      this.config.RAIL_READ_TIMEOUT_MS +
+      this.config.RAIL_PROXY_TEST_PAUSE_AFTER_INTENT_MS +
+      2_000;
+    let current: IdempotencyRecord | null = prior;
+    while (current && current.response === null && Date.now() < deadline) {
+      await sleep(REPLAY_POLL_MS);
+      current = await this.guardDb(() =>
+        this.idempotency.find(req.idempotencyKey, req.presentedToken),
+      );
+    }
+    if (!current) throw this.unavailable('connection-closed-before-write', 'original withdrawn');
+    const stored = current.response;
+    if (stored === null) {
+      // The original attempt never recorded an ending (still running, or its process died).
+      throw railAmbiguousError(req, current.submissionId, 'original-attempt-unresolved', null);
+    }
+    this.metrics.replays.inc();
+    this.logger.log({ payoutId: req.payoutId, status: stored.status }, 'idempotent replay');
+    if ('error' in stored) throw replayedError(stored);
+    return stored.body as unknown as AckedSubmission;
+  }
+
+  private duplicate(req: SubmissionRequest, existing: SubmissionRecord): void {
+    this.safety.duplicateSubmission({
+      payoutId: req.payoutId,
+      accountId: req.accountId,
+      presentedToken: req.presentedToken,
+      ownerId: req.ownerId,
+      existingSubmissionId: existing.submissionId,
+      existingOutcome: existing.outcome,
+      existingPresentedToken: existing.presentedToken,
+    });
+  }
+
+  private ambiguous(req: SubmissionRequest, submissionId: string, reason: AmbiguousReason): void {
+    this.metrics.outcome('timeout');
+    this.safety.railAmbiguous({
+      payoutId: req.payoutId,
+      accountId: req.accountId,
+      submissionId,
+      presentedToken: req.presentedToken,
+      ownerId: req.ownerId,
+      reason,
+    });
+  }
+
+  private unavailable(
+    reason: Parameters<typeof railUnavailableError>[0],
+    cause: string,
+  ): DlockError {
+    return railUnavailableError(reason, cause, this.config.RAIL_PROXY_UNAVAILABLE_RETRY_AFTER_MS);
+  }
+
+  /** A database failure before anything was presented is RAIL_UNAVAILABLE, never a 500. */
+  private async guardDb<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      this.logger.error({ err }, 'proxydb unavailable');
+      throw this.unavailable('intent-not-committed', errorName(err));
+    }
+  }
+}
+
+function errorName(err: unknown): string {
+  const e = err as { code?: unknown; name?: unknown } | null;
+  if (typeof e?.code === 'string') return e.code;
+  return typeof e?.name === 'string' ? e.name : 'error';
+}
+
+export function ackedBody(r: SubmissionRecord): AckedSubmission {
+  assert(r.outcome === 'ACKED' && r.railReference && r.resolvedAt, 'not an acked submission');
+  return {
+    submissionId: r.submissionId,
+    payoutId: r.payoutId,
+    presentedToken: formatFencingToken(r.presentedToken),
+    outcome: 'ACKED',
+    railReference: r.railReference,
+    submittedAt: formatInstant(r.createdAt),
+    resolvedAt: formatInstant(r.resolvedAt),
+  };
+}

@@ -1,0 +1,40 @@
+import type { RailOutcome } from '@dlock/lock-api';
+
+/** One row of rail_submission, parsed at the repository edge (tokens as bigint). */
+export interface SubmissionRecord {
+  submissionId: string;
+  payoutId: string;
+  accountId: string;
+  presentedToken: bigint;
+  ownerId: string;
+  clientRef: string;
+  amountMinor: number;
+  currency: string;
+  beneficiaryRef: string;
+  fencingEnforced: boolean;
+  /** null while the attempt is unresolved: money may have moved. */
+  outcome: RailOutcome | null;
+  railReference: string | null;
+  errorCode: string | null;
+  highestTokenSeen: bigint | null;
+  createdAt: Date;
+  resolvedAt: Date | null;
+}
+
+/** A validated POST /v1/rail/submissions, with the token passed explicitly. */
+export interface SubmissionRequest {
+  presentedToken: bigint;
+  ownerId: string;
+  idempotencyKey: string;
+  payoutId: string;
+  accountId: string;
+  amountMinor: number;
+  currency: string;
+  beneficiaryRef: string;
+  clientRef: string;
+}
+
+/** The client reference the rail sees: stable for the payout's life (02 §2.2). */
+export function clientRefFor(payoutId: string): string {
+  return `po-${payoutId.toLowerCase()}`;
+}

@@ -1,0 +1,61 @@
+import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { DlockError, formatFencingToken, formatInstant, type FencingToken } from '@dlock/lock-api';
+import { FencingTokenParam, IdempotencyKeyParam, OwnerIdParam } from '@dlock/http-contract';
+import { PayoutIdParams, SubmissionBody } from './dto';
+import { SubmissionService, type AckedSubmission } from './submission.service';
+import { clientRefFor, type SubmissionRecord } from './submission.types';
+
+function view(r: SubmissionRecord) {
+  return {
+    submissionId: r.submissionId,
+    payoutId: r.payoutId,
+    accountId: r.accountId,
+    presentedToken: formatFencingToken(r.presentedToken),
+    ownerId: r.ownerId,
+    clientRef: r.clientRef,
+    amountMinor: r.amountMinor,
+    currency: r.currency,
+    outcome: r.outcome,
+    railReference: r.railReference,
+    errorCode: r.errorCode,
+    submittedAt: formatInstant(r.createdAt),
+    resolvedAt: r.resolvedAt ? formatInstant(r.resolvedAt) : null,
+  };
+}
+
+@Controller('v1/rail/submissions')
+export class SubmissionsController {
+  constructor(private readonly service: SubmissionService) {}
+
+  @Post()
+  @HttpCode(200)
+  submit(
+    @FencingTokenParam() token: FencingToken,
+    @OwnerIdParam() ownerId: string,
+    @IdempotencyKeyParam() idempotencyKey: string,
+    @Body() body: SubmissionBody,
+  ): Promise<AckedSubmission> {
+    const payoutId = body.payoutId.toLowerCase();
+    return this.service.submit({
+      presentedToken: token,
+      ownerId,
+      idempotencyKey,
+      payoutId,
+      accountId: body.accountId,
+      amountMinor: body.amountMinor,
+      currency: body.currency,
+      beneficiaryRef: body.beneficiaryRef,
+      clientRef: body.clientRef ?? clientRefFor(payoutId),
+    });
+  }
+
+  /** R2 (advisory, never a correctness input): the proxy's record(s) of the payout. */
+  @Get(':payoutId')
+  async records(@Param() params: PayoutIdParams) {
+    const records = await this.service.recordsOf(params.payoutId);
+    if (records.length === 0) {
+      throw new DlockError('NOT_FOUND', 'no rail submission recorded for this payout');
+    }
+    return { payoutId: params.payoutId.toLowerCase(), submissions: records.map(view) };
+  }
+}

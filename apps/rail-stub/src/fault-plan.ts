@@ -1,0 +1,141 @@
+/**
+ * Decides the fate of each POST /submit: a seeded PRNG over the configured
+ * rates, or an explicit script of fates queued by the harness. Pure logic, no
+ * I/O, so a seed replays the same fault sequence (issue 5).
+ */
+export const FAILURE_MODES = ['mixed', 'error', 'reset', 'hold'] as const;
+export type FailureMode = (typeof FAILURE_MODES)[number];
+export type FailureKind = Exclude<FailureMode, 'mixed'>;
+
+/** Fates the harness can queue explicitly through POST /admin/faults `script`. */
+export const SCRIPTED_FATES = [
+  'ack',
+  'ack-duplicate',
+  'ack-malformed',
+  'decline',
+  'error',
+  'error-accepted',
+  'reset',
+  'reset-accepted',
+  'hold',
+  'hold-accepted',
+] as const;
+export type ScriptedFate = (typeof SCRIPTED_FATES)[number];
+
+export type Fate =
+  /** Accepted and acknowledged; `duplicate` books a second transfer on the rail's own initiative. */
+  | { kind: 'ack'; duplicate: boolean }
+  /** Accepted, but the 200 carries no usable acknowledgement. */
+  | { kind: 'ack-malformed' }
+  /** Business decline (402): nothing moved. */
+  | { kind: 'decline' }
+  /** Injected failure; `accepted` says whether money moved before the caller lost sight of it. */
+  | { kind: 'fail'; failure: FailureKind; accepted: boolean };
+
+export interface FaultSettings {
+  latencyMs: number;
+  failureRate: number;
+  failureMode: FailureMode;
+  failureAcceptRate: number;
+  holdMs: number;
+  declineRate: number;
+  duplicateAckRate: number;
+}
+
+/** mulberry32: tiny, fast, good enough to make a fault schedule reproducible. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const KINDS: readonly FailureKind[] = ['error', 'reset', 'hold'];
+const SCRIPT_MAX = 10_000;
+
+export function fateOf(scripted: ScriptedFate): Fate {
+  switch (scripted) {
+    case 'ack':
+      return { kind: 'ack', duplicate: false };
+    case 'ack-duplicate':
+      return { kind: 'ack', duplicate: true };
+    case 'ack-malformed':
+      return { kind: 'ack-malformed' };
+    case 'decline':
+      return { kind: 'decline' };
+    case 'error':
+    case 'reset':
+    case 'hold':
+      return { kind: 'fail', failure: scripted, accepted: false };
+    case 'error-accepted':
+      return { kind: 'fail', failure: 'error', accepted: true };
+    case 'reset-accepted':
+      return { kind: 'fail', failure: 'reset', accepted: true };
+    case 'hold-accepted':
+      return { kind: 'fail', failure: 'hold', accepted: true };
+  }
+}
+
+export class FaultPlan {
+  private random: () => number;
+  private queue: ScriptedFate[] = [];
+
+  constructor(
+    public settings: FaultSettings,
+    private seedValue: number,
+  ) {
+    this.random = mulberry32(seedValue);
+  }
+
+  get seed(): number {
+    return this.seedValue;
+  }
+
+  get script(): readonly ScriptedFate[] {
+    return this.queue;
+  }
+
+  reseed(seed: number): void {
+    this.seedValue = seed;
+    this.random = mulberry32(seed);
+  }
+
+  setScript(fates: readonly ScriptedFate[]): void {
+    if (fates.length > SCRIPT_MAX) throw new RangeError(`script longer than ${SCRIPT_MAX}`);
+    this.queue = [...fates];
+  }
+
+  update(patch: Partial<FaultSettings>): void {
+    this.settings = { ...this.settings, ...patch };
+  }
+
+  /**
+   * Always draws the same number of values per call, so call N's fate depends
+   * only on the seed and the rates, not on what earlier calls turned out to be.
+   */
+  next(): Fate {
+    const [fail, kind, accept, decline, duplicate] = [
+      this.random(),
+      this.random(),
+      this.random(),
+      this.random(),
+      this.random(),
+    ];
+    const scripted = this.queue.shift();
+    if (scripted !== undefined) return fateOf(scripted);
+    const s = this.settings;
+    if (fail < s.failureRate) {
+      const failure =
+        s.failureMode === 'mixed'
+          ? KINDS[Math.min(KINDS.length - 1, Math.floor(kind * KINDS.length))]
+          : s.failureMode;
+      return { kind: 'fail', failure, accepted: accept < s.failureAcceptRate };
+    }
+    if (decline < s.declineRate) return { kind: 'decline' };
+    return { kind: 'ack', duplicate: duplicate < s.duplicateAckRate };
+  }
+}

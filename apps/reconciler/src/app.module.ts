@@ -1,0 +1,73 @@
+import { Inject, Module, type OnApplicationShutdown, type Type } from '@nestjs/common';
+import { HealthModule, ObservabilityModule } from '@dlock/observability';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
+import { ReadOnlyDb, type DbName } from './db/read-only-db';
+import { ReconcilerReadiness } from './db/readiness';
+import { PAYDB, PROXYDB } from './db/tokens';
+import { DetectiveService } from './detective/detective.service';
+import { ReportController } from './http/report.controller';
+import { ReconcilerLoops } from './loops';
+import { ReconcilerMetrics } from './metrics';
+import { PaymentResourceClient } from './peers/payment-resource.client';
+import { RailLookupClient } from './peers/rail-lookup.client';
+import { LockSessions } from './resolution/lock-sessions';
+import { PAYMENT_RESOURCE, PayoutResolver } from './resolution/payout-resolver';
+import { RAIL_LOOKUP, ResolutionService } from './resolution/resolution.service';
+
+function readOnlyDb(config: ReconcilerConfig, name: DbName, url: string): ReadOnlyDb {
+  return new ReadOnlyDb({
+    name,
+    url,
+    poolMax: config.RECONCILER_DB_POOL_MAX,
+    connectTimeoutMs: config.RECONCILER_DB_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: config.RECONCILER_DB_STATEMENT_TIMEOUT_MS,
+    tries: config.RECONCILER_DB_TRIES,
+  });
+}
+
+/** Builds the app module around a configuration read once at boot. */
+export function createAppModule(config: ReconcilerConfig): Type<unknown> {
+  @Module({
+    providers: [
+      { provide: RECONCILER_CONFIG, useValue: config },
+      { provide: PAYDB, useValue: readOnlyDb(config, 'paydb', config.PAYDB_URL) },
+      { provide: PROXYDB, useValue: readOnlyDb(config, 'proxydb', config.PROXYDB_URL) },
+    ],
+    exports: [RECONCILER_CONFIG, PAYDB, PROXYDB],
+  })
+  class DatabasesModule implements OnApplicationShutdown {
+    constructor(
+      @Inject(PAYDB) private readonly paydb: ReadOnlyDb,
+      @Inject(PROXYDB) private readonly proxydb: ReadOnlyDb,
+    ) {}
+
+    async onApplicationShutdown(): Promise<void> {
+      await Promise.all([this.paydb.close(), this.proxydb.close()]);
+    }
+  }
+
+  @Module({
+    imports: [
+      DatabasesModule,
+      ObservabilityModule.forRoot({ app: 'reconciler', logLevel: config.LOG_LEVEL }),
+      HealthModule.register(ReconcilerReadiness, [DatabasesModule]),
+    ],
+    controllers: [ReportController],
+    providers: [
+      {
+        provide: PAYMENT_RESOURCE,
+        useValue: new PaymentResourceClient(config.PAYMENT_RESOURCE_URL),
+      },
+      { provide: RAIL_LOOKUP, useValue: new RailLookupClient(config.RAIL_STUB_URL) },
+      ReconcilerMetrics,
+      LockSessions,
+      PayoutResolver,
+      ResolutionService,
+      DetectiveService,
+      ReconcilerLoops,
+    ],
+  })
+  class ReconcilerModule {}
+
+  return ReconcilerModule;
+}

@@ -1,0 +1,87 @@
+import { DataSource } from 'typeorm';
+import { withDbRetries } from './db-retry';
+
+export type DbName = 'paydb' | 'proxydb';
+
+export interface ReadOnlyDbOptions {
+  name: DbName;
+  url: string;
+  poolMax: number;
+  connectTimeoutMs: number;
+  statementTimeoutMs: number;
+  tries: number;
+}
+
+/**
+ * A read-only view of another component's database (paydb or proxydb). The
+ * session itself is read-only (`default_transaction_read_only`), so even a
+ * mistaken write here fails in PostgreSQL: the reconciler detects, it never
+ * repairs (C3 §3.8, 02 §2.8). TypeORM owns the pool; nothing is synchronised
+ * or migrated. The DataSource is initialised lazily so the process starts (and
+ * reports not-ready) while a database is down.
+ */
+export class ReadOnlyDb {
+  readonly name: DbName;
+  private dataSource: DataSource | undefined;
+  private initializing: Promise<DataSource> | undefined;
+
+  constructor(private readonly options: ReadOnlyDbOptions) {
+    this.name = options.name;
+  }
+
+  /** One statement, under the retry budget. pg returns int8 as strings: callers parse. */
+  query<R>(sql: string, params: unknown[] = [], signal?: AbortSignal): Promise<R[]> {
+    return withDbRetries(
+      this.options.tries,
+      async (): Promise<R[]> => (await this.source()).query(sql, params),
+      signal,
+    );
+  }
+
+  /** One try, no retries: readiness answers about now. */
+  async ping(): Promise<void> {
+    await (await this.source()).query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    const ds = this.dataSource;
+    this.dataSource = undefined;
+    if (ds?.isInitialized) await ds.destroy();
+  }
+
+  private source(): Promise<DataSource> {
+    if (this.dataSource?.isInitialized) return Promise.resolve(this.dataSource);
+    this.initializing ??= this.initialize().finally(() => (this.initializing = undefined));
+    return this.initializing;
+  }
+
+  private async initialize(): Promise<DataSource> {
+    const o = this.options;
+    const ds = new DataSource({
+      type: 'postgres',
+      url: o.url,
+      synchronize: false,
+      migrationsRun: false,
+      migrations: [],
+      entities: [],
+      installExtensions: false,
+      logging: ['error'],
+      extra: {
+        max: o.poolMax,
+        connectionTimeoutMillis: o.connectTimeoutMs,
+        statement_timeout: o.statementTimeoutMs,
+        application_name: 'reconciler',
+        options: '-c default_transaction_read_only=on',
+      },
+    });
+    try {
+      await ds.initialize();
+    } catch (err) {
+      // A half-made pool has no live connections; end it so nothing leaks across tries.
+      await (ds.driver as { master?: { end(): Promise<void> } }).master?.end().catch(() => {});
+      throw err;
+    }
+    this.dataSource = ds;
+    return ds;
+  }
+}

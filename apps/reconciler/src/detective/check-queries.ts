@@ -1,0 +1,192 @@
+import type { ReadOnlyDb } from '../db/read-only-db';
+
+/** What one check found: how many offending entities, and (a capped sample of) which. */
+export interface Finding {
+  violations: number;
+  offenders: Record<string, unknown>[];
+}
+
+/** Offenders kept per check for the report and the log line; the count is always complete. */
+export const OFFENDERS_MAX = 100;
+/** Submissions matched against paydb per round trip. */
+const TOKEN_MATCH_CHUNK = 2_000;
+/** Bounds the scan loop: 2000 x 5000 = 10 M submissions per run at most. */
+const TOKEN_MATCH_CHUNKS_MAX = 5_000;
+
+type WithTotal = { total: string };
+
+function finding<R extends WithTotal>(rows: R[], map: (r: R) => Record<string, unknown>): Finding {
+  return { violations: rows.length === 0 ? 0 : Number(rows[0].total), offenders: rows.map(map) };
+}
+
+/**
+ * The read-only SQL of each detective check (02 §2.5). Each is one statement,
+ * so it reads one consistent snapshot; `count(*) OVER ()` is the full count
+ * before the sample is cut to OFFENDERS_MAX.
+ */
+export const CheckQueries = {
+  /** INV-01: more than one payout of an account between claim and posting. */
+  async oneInFlightPerAccount(paydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
+    const rows = await paydb.query<WithTotal & { account_id: string; payout_ids: string[] }>(
+      `SELECT account_id, array_agg(payout_id::text ORDER BY created_at, payout_id) AS payout_ids,
+              count(*) OVER () AS total
+         FROM payout
+        WHERE state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED')
+        GROUP BY account_id
+       HAVING count(*) > 1
+        ORDER BY account_id
+        LIMIT $1`,
+      [OFFENDERS_MAX],
+      signal,
+    );
+    return finding(rows, (r) => ({ accountId: r.account_id, payoutIds: r.payout_ids }));
+  },
+
+  /** INV-03: every transaction group sums to zero. */
+  async ledgerGroupsBalanced(paydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
+    const rows = await paydb.query<WithTotal & { txn_group_id: string; sum_minor: string }>(
+      `SELECT txn_group_id::text AS txn_group_id, sum(amount_minor)::text AS sum_minor,
+              count(*) OVER () AS total
+         FROM ledger_entry
+        GROUP BY txn_group_id
+       HAVING sum(amount_minor) <> 0
+        ORDER BY txn_group_id
+        LIMIT $1`,
+      [OFFENDERS_MAX],
+      signal,
+    );
+    return finding(rows, (r) => ({ txnGroupId: r.txn_group_id, sumMinor: r.sum_minor }));
+  },
+
+  /** INV-03 / FR-25: each account's cached balance equals the sum of its entries. */
+  async balanceEqualsLedger(paydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
+    const rows = await paydb.query<
+      WithTotal & { account_id: string; balance_minor: string; ledger_sum_minor: string }
+    >(
+      `SELECT a.account_id, a.balance_minor::text AS balance_minor,
+              COALESCE(l.sum_minor, 0)::text AS ledger_sum_minor, count(*) OVER () AS total
+         FROM account a
+         LEFT JOIN (SELECT account_id, sum(amount_minor) AS sum_minor
+                      FROM ledger_entry GROUP BY account_id) l USING (account_id)
+        WHERE a.balance_minor <> COALESCE(l.sum_minor, 0)
+        ORDER BY a.account_id
+        LIMIT $1`,
+      [OFFENDERS_MAX],
+      signal,
+    );
+    return finding(rows, (r) => ({
+      accountId: r.account_id,
+      balanceMinor: r.balance_minor,
+      ledgerSumMinor: r.ledger_sum_minor,
+    }));
+  },
+
+  /**
+   * INV-02: at most one submission per payout that was not FENCED. Counts rows
+   * the unique index does not cover (written with fencing off) on purpose.
+   */
+  async oneLiveSubmissionPerPayout(proxydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
+    const rows = await proxydb.query<WithTotal & { payout_id: string; submission_ids: string[] }>(
+      `SELECT payout_id::text AS payout_id,
+              array_agg(submission_id::text ORDER BY created_at, submission_id) AS submission_ids,
+              count(*) OVER () AS total
+         FROM rail_submission
+        WHERE outcome IS DISTINCT FROM 'FENCED'
+        GROUP BY payout_id
+       HAVING count(*) > 1
+        ORDER BY payout_id
+        LIMIT $1`,
+      [OFFENDERS_MAX],
+      signal,
+    );
+    return finding(rows, (r) => ({ payoutId: r.payout_id, submissionIds: r.submission_ids }));
+  },
+
+  /**
+   * INV-07: every submission that reached (or may have reached) the rail was
+   * made under a token paydb saw for that payout — a fenced write recorded in
+   * the transition log, or the payout's token stamp. The two databases are
+   * separate, so the join happens here, chunk by chunk.
+   */
+  async submissionTokensMatchClaims(
+    proxydb: ReadOnlyDb,
+    paydb: ReadOnlyDb,
+    graceMs: number,
+    signal?: AbortSignal,
+  ): Promise<Finding> {
+    let violations = 0;
+    const offenders: Record<string, unknown>[] = [];
+    let after: { createdAt: string; submissionId: string } | null = null;
+    for (let chunk = 0; chunk < TOKEN_MATCH_CHUNKS_MAX; chunk++) {
+      const subs: {
+        submission_id: string;
+        payout_id: string;
+        presented_token: string;
+        created_at: string;
+      }[] = await proxydb.query(
+        `SELECT submission_id::text AS submission_id, payout_id::text AS payout_id,
+                presented_token::text AS presented_token,
+                to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at
+           FROM rail_submission
+          WHERE outcome IS DISTINCT FROM 'FENCED'
+            AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
+            AND ($2::timestamptz IS NULL OR (created_at, submission_id) > ($2::timestamptz, $3::uuid))
+          ORDER BY created_at, submission_id
+          LIMIT $4`,
+        [graceMs, after?.createdAt ?? null, after?.submissionId ?? null, TOKEN_MATCH_CHUNK],
+        signal,
+      );
+      if (subs.length === 0) break;
+      const unmatched: { submission_id: string; payout_id: string; token: string }[] =
+        await paydb.query(
+          `SELECT s.submission_id::text AS submission_id, s.payout_id::text AS payout_id,
+                  s.token::text AS token
+             FROM unnest($1::uuid[], $2::uuid[], $3::bigint[]) AS s(submission_id, payout_id, token)
+            WHERE NOT EXISTS (SELECT 1 FROM payout_transition t
+                               WHERE t.payout_id = s.payout_id AND t.token = s.token)
+              AND NOT EXISTS (SELECT 1 FROM payout p
+                               WHERE p.payout_id = s.payout_id AND p.token_stamp = s.token)
+            ORDER BY s.submission_id`,
+          [
+            subs.map((s) => s.submission_id),
+            subs.map((s) => s.payout_id),
+            subs.map((s) => s.presented_token),
+          ],
+          signal,
+        );
+      violations += unmatched.length;
+      for (const u of unmatched) {
+        if (offenders.length >= OFFENDERS_MAX) break;
+        offenders.push({
+          submissionId: u.submission_id,
+          payoutId: u.payout_id,
+          presentedToken: u.token,
+        });
+      }
+      const last = subs[subs.length - 1];
+      after = { createdAt: last.created_at, submissionId: last.submission_id };
+      if (subs.length < TOKEN_MATCH_CHUNK) break;
+    }
+    return { violations, offenders };
+  },
+
+  /** INV-04 inputs: the account fences (paydb). */
+  async accountFences(paydb: ReadOnlyDb, signal?: AbortSignal): Promise<Map<string, bigint>> {
+    const rows = await paydb.query<{ account_id: string; fence: string }>(
+      `SELECT account_id, fence::text AS fence FROM account`,
+      [],
+      signal,
+    );
+    return new Map(rows.map((r) => [r.account_id, BigInt(r.fence)]));
+  },
+
+  /** INV-04 inputs: the rail high-water marks (proxydb). */
+  async railHighWater(proxydb: ReadOnlyDb, signal?: AbortSignal): Promise<Map<string, bigint>> {
+    const rows = await proxydb.query<{ account_id: string; highest_token: string }>(
+      `SELECT account_id, highest_token::text AS highest_token FROM rail_high_water`,
+      [],
+      signal,
+    );
+    return new Map(rows.map((r) => [r.account_id, BigInt(r.highest_token)]));
+  },
+};

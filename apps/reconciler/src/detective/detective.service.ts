@@ -1,0 +1,169 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { formatInstant } from '@dlock/lock-api';
+import { SafetyEvents } from '@dlock/observability';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
+import type { ReadOnlyDb } from '../db/read-only-db';
+import { PAYDB, PROXYDB } from '../db/tokens';
+import { ReconcilerMetrics } from '../metrics';
+import { CHECK_INVARIANT, CHECK_NAMES, type CheckName } from './check-names';
+import { CheckQueries, OFFENDERS_MAX, type Finding } from './check-queries';
+import { TokenWatermarks, type Guard } from './token-watermarks';
+
+export interface CheckResult {
+  check: CheckName;
+  invariant: string;
+  status: 'ok' | 'violation' | 'error';
+  violations: number;
+  offenders: Record<string, unknown>[];
+  error?: string;
+}
+
+export interface DetectiveRun {
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+  /** clean: every check ran and found nothing; incomplete: at least one could not run. */
+  status: 'clean' | 'violations' | 'incomplete';
+  totalViolations: number;
+  checks: CheckResult[];
+}
+
+/**
+ * The detective controls of 02 §2.5, read-only against paydb and proxydb.
+ * They catch a primary guard that was broken or removed; they never repair
+ * (C3 §3.8). Each check runs on its own, so one unreachable database leaves
+ * the other database's checks running.
+ */
+@Injectable()
+export class DetectiveService {
+  private readonly logger = new Logger('detective');
+  private readonly watermarks = new TokenWatermarks();
+  private lastRun: DetectiveRun | null = null;
+  private runs = 0;
+
+  constructor(
+    @Inject(PAYDB) private readonly paydb: ReadOnlyDb,
+    @Inject(PROXYDB) private readonly proxydb: ReadOnlyDb,
+    @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
+    private readonly metrics: ReconcilerMetrics,
+    private readonly safety: SafetyEvents,
+  ) {}
+
+  report(): { runs: number; lastRun: DetectiveRun | null } {
+    return { runs: this.runs, lastRun: this.lastRun };
+  }
+
+  async runAll(signal?: AbortSignal): Promise<DetectiveRun> {
+    const started = Date.now();
+    const endTimer = this.metrics.passSeconds.startTimer({ loop: 'checks' });
+    const checks: CheckResult[] = [];
+    for (const check of CHECK_NAMES) {
+      if (signal?.aborted) break;
+      checks.push(await this.runOne(check, signal));
+    }
+    endTimer();
+    const totalViolations = checks.reduce((n, c) => n + c.violations, 0);
+    const run: DetectiveRun = {
+      startedAt: formatInstant(new Date(started)),
+      finishedAt: formatInstant(new Date()),
+      durationMs: Date.now() - started,
+      status: checks.some((c) => c.status === 'error')
+        ? 'incomplete'
+        : totalViolations > 0
+          ? 'violations'
+          : 'clean',
+      totalViolations,
+      checks,
+    };
+    this.lastRun = run;
+    this.runs++;
+    this.metrics.lastCheckTimestamp.set(Date.now() / 1000);
+    return run;
+  }
+
+  private async runOne(check: CheckName, signal?: AbortSignal): Promise<CheckResult> {
+    const invariant = CHECK_INVARIANT[check];
+    let found: Finding;
+    try {
+      found = await this.find(check, signal);
+    } catch (err) {
+      this.metrics.checkErrorsTotal.inc({ check });
+      const message = (err as Error).message;
+      this.logger.warn({ event: 'check_failed', check, invariant, err: message }, 'check failed');
+      // The gauge keeps its last value: "could not look" is not "found nothing".
+      return { check, invariant, status: 'error', violations: 0, offenders: [], error: message };
+    }
+    this.metrics.invariantViolations.set({ check }, found.violations);
+    if (found.violations > 0) {
+      this.logger.error(
+        {
+          event: 'invariant_violation',
+          check,
+          invariant,
+          violations: found.violations,
+          offenders: found.offenders,
+        },
+        `${invariant} detective check ${check} found ${found.violations} violation(s)`,
+      );
+    }
+    return {
+      check,
+      invariant,
+      status: found.violations > 0 ? 'violation' : 'ok',
+      violations: found.violations,
+      offenders: found.offenders,
+    };
+  }
+
+  private find(check: CheckName, signal?: AbortSignal): Promise<Finding> {
+    switch (check) {
+      case 'one_in_flight_payout_per_account':
+        return CheckQueries.oneInFlightPerAccount(this.paydb, signal);
+      case 'ledger_group_balanced':
+        return CheckQueries.ledgerGroupsBalanced(this.paydb, signal);
+      case 'balance_equals_ledger':
+        return CheckQueries.balanceEqualsLedger(this.paydb, signal);
+      case 'one_live_submission_per_payout':
+        return CheckQueries.oneLiveSubmissionPerPayout(this.proxydb, signal);
+      case 'submission_token_matches_claim':
+        return CheckQueries.submissionTokensMatchClaims(
+          this.proxydb,
+          this.paydb,
+          this.config.RECONCILER_TOKEN_MATCH_GRACE_MS,
+          signal,
+        );
+      case 'token_regression':
+        return this.tokenRegressions(signal);
+    }
+  }
+
+  /** INV-04: neither guard's value may ever go down between two runs. */
+  private async tokenRegressions(signal?: AbortSignal): Promise<Finding> {
+    // Read both before judging either, so a failure leaves the memory untouched.
+    const fences = await CheckQueries.accountFences(this.paydb, signal);
+    const marks = await CheckQueries.railHighWater(this.proxydb, signal);
+    const regressions = [
+      ...this.watermarks.observe('account', fences),
+      ...this.watermarks.observe('rail', marks),
+    ];
+    for (const r of regressions) {
+      if (!r.fresh) continue;
+      this.safety.tokenRegression({
+        guard: r.guard satisfies Guard,
+        accountId: r.accountId,
+        highestSeen: r.highestSeen.toString(),
+        observed: r.observed?.toString() ?? null,
+        source: 'reconciler',
+      });
+    }
+    return {
+      violations: regressions.length,
+      offenders: regressions.slice(0, OFFENDERS_MAX).map((r) => ({
+        guard: r.guard,
+        accountId: r.accountId,
+        highestSeen: r.highestSeen.toString(),
+        observed: r.observed?.toString() ?? null,
+      })),
+    };
+  }
+}

@@ -1,0 +1,22 @@
+import { Controller, Get } from '@nestjs/common';
+import { formatInstant } from '@dlock/lock-api';
+import { DetectiveService } from '../detective/detective.service';
+import { ResolutionService } from '../resolution/resolution.service';
+
+/** For operators and the harness: the last detective run and the resolution state. Read-only. */
+@Controller('v1/reconciler')
+export class ReportController {
+  constructor(
+    private readonly detective: DetectiveService,
+    private readonly resolution: ResolutionService,
+  ) {}
+
+  @Get('report')
+  report() {
+    return {
+      generatedAt: formatInstant(new Date()),
+      detective: this.detective.report(),
+      resolution: this.resolution.report(),
+    };
+  }
+}

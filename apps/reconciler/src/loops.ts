@@ -1,0 +1,52 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
+import { DetectiveService } from './detective/detective.service';
+import { LockSessions } from './resolution/lock-sessions';
+import { ResolutionService } from './resolution/resolution.service';
+import { FixedDelayLoop } from './schedule';
+
+/** Starts the two schedules after boot; on shutdown stops them, then closes the lock session. */
+@Injectable()
+export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('reconciler');
+  private readonly resolution: FixedDelayLoop;
+  private readonly checks: FixedDelayLoop;
+
+  constructor(
+    @Inject(RECONCILER_CONFIG) config: ReconcilerConfig,
+    resolution: ResolutionService,
+    detective: DetectiveService,
+    private readonly sessions: LockSessions,
+  ) {
+    const onError = (name: string, err: unknown) =>
+      this.logger.error({ loop: name, err: (err as Error).message }, 'loop iteration failed');
+    this.resolution = new FixedDelayLoop(
+      'resolution',
+      config.RECONCILER_INTERVAL_MS,
+      async (signal) => void (await resolution.runPass(signal)),
+      onError,
+    );
+    this.checks = new FixedDelayLoop(
+      'checks',
+      config.RECONCILER_CHECK_INTERVAL_MS,
+      async (signal) => void (await detective.runAll(signal)),
+      onError,
+    );
+  }
+
+  onApplicationBootstrap(): void {
+    this.resolution.start();
+    this.checks.start();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.all([this.resolution.stop(), this.checks.stop()]);
+    await this.sessions.close();
+  }
+}

@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import { Counter, Gauge, Histogram, register } from 'prom-client';
+import { CHECK_NAMES } from './detective/check-names';
+
+function metric<T>(name: string, make: () => T): T {
+  return (register.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+export const RESOLUTION_RESULTS = [
+  'acked',
+  'not_found',
+  'duplicate',
+  'mismatch',
+  'waiting',
+  'contended',
+  'fenced',
+  'lost',
+  'not_ambiguous',
+  'error',
+] as const;
+export type ResolutionResult = (typeof RESOLUTION_RESULTS)[number];
+
+/**
+ * The reconciler's own metrics (DECISIONS §6 naming). Labels are fixed sets:
+ * a check name, a result, a loop — never a payout, account or token (NFR-09).
+ */
+@Injectable()
+export class ReconcilerMetrics {
+  readonly resolutionTotal = metric(
+    'reconciler_resolution_total',
+    () =>
+      new Counter({
+        name: 'reconciler_resolution_total',
+        help: 'RAIL_AMBIGUOUS payouts examined, by what the pass did with each',
+        labelNames: ['result'],
+      }),
+  );
+  readonly ambiguousPayouts = metric(
+    'reconciler_ambiguous_payouts',
+    () =>
+      new Gauge({
+        name: 'reconciler_ambiguous_payouts',
+        help: 'RAIL_AMBIGUOUS payouts seen by the last resolution pass',
+      }),
+  );
+  readonly duplicatePaymentTotal = metric(
+    'reconciler_duplicate_payment_total',
+    () =>
+      new Counter({
+        name: 'reconciler_duplicate_payment_total',
+        help: 'Payouts the rail booked more than once under one client reference (counted once each)',
+      }),
+  );
+  readonly duplicatePaymentsOpen = metric(
+    'reconciler_duplicate_payments_open',
+    () =>
+      new Gauge({
+        name: 'reconciler_duplicate_payments_open',
+        help: 'RAIL_AMBIGUOUS payouts currently flagged as duplicate payments',
+      }),
+  );
+  readonly escalatedTotal = metric(
+    'payout_ambiguous_escalated_total',
+    () =>
+      new Counter({
+        name: 'payout_ambiguous_escalated_total',
+        help: 'Ambiguous payouts escalated to a human after the resolution SLA (A-10), once each',
+      }),
+  );
+  readonly pastSla = metric(
+    'payout_ambiguous_past_sla',
+    () =>
+      new Gauge({
+        name: 'payout_ambiguous_past_sla',
+        help: 'RAIL_AMBIGUOUS payouts older than the resolution SLA in the last pass',
+      }),
+  );
+  readonly invariantViolations = metric(
+    'reconciler_invariant_violations',
+    () =>
+      new Gauge({
+        name: 'reconciler_invariant_violations',
+        help: 'Offending rows found by the last run of each detective check',
+        labelNames: ['check'],
+      }),
+  );
+  readonly checkErrorsTotal = metric(
+    'reconciler_check_errors_total',
+    () =>
+      new Counter({
+        name: 'reconciler_check_errors_total',
+        help: 'Detective check runs that could not complete (database unreachable, timeout)',
+        labelNames: ['check'],
+      }),
+  );
+  readonly lastCheckTimestamp = metric(
+    'reconciler_last_check_timestamp_seconds',
+    () =>
+      new Gauge({
+        name: 'reconciler_last_check_timestamp_seconds',
+        help: 'Unix time the detective checks last completed',
+      }),
+  );
+  readonly passSeconds = metric(
+    'reconciler_pass_seconds',
+    () =>
+      new Histogram({
+        name: 'reconciler_pass_seconds',
+        help: 'Duration of one resolution pass or one detective run',
+        labelNames: ['loop'],
+        buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
+      }),
+  );
+
+  constructor() {
+    // Every series exists from the start, so "0" is observable before anything happens.
+    for (const check of CHECK_NAMES) {
+      this.invariantViolations.set({ check }, 0);
+      this.checkErrorsTotal.inc({ check }, 0);
+    }
+    for (const result of RESOLUTION_RESULTS) this.resolutionTotal.inc({ result }, 0);
+  }
+}

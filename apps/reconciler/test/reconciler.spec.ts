@@ -1,0 +1,481 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { LockClient, type LockSession } from '@dlock/lock-client';
+import {
+  http,
+  migratedDatabase,
+  spawnApp,
+  waitFor,
+  withClient,
+  type RunningApp,
+} from '@dlock/testing';
+
+/**
+ * The reconciler as a real process against a real lock-server, payment-resource
+ * and rail stub, over real PostgreSQL: ambiguous payouts resolved both ways,
+ * duplicates flagged and never resolved, SLA escalation, and the detective
+ * checks on a clean and on a deliberately corrupted database.
+ */
+
+const OPENING_MINOR = 100_000;
+const WINDOW_MS = 500;
+const TEST_OWNER = 'test-worker';
+
+let lockdb: string;
+let paydb: string;
+let proxydb: string;
+let lockServer: RunningApp;
+let payments: RunningApp;
+let stub: RunningApp;
+let reconciler: RunningApp;
+let session: LockSession;
+
+async function sql<T = Record<string, unknown>>(url: string, text: string, params: unknown[] = []) {
+  return withClient(url, async (c) => (await c.query(text, params)).rows as T[]);
+}
+
+/** Out-of-band fixture data (02 §2.2): a customer account funded through the ledger. */
+async function newAccount(): Promise<string> {
+  const accountId = `acct-${randomUUID().slice(0, 8)}`;
+  await withClient(paydb, async (c) => {
+    await c.query('BEGIN');
+    await c.query(
+      `INSERT INTO account (account_id, kind, currency) VALUES ('funding-EUR', 'FUNDING', 'EUR')
+       ON CONFLICT DO NOTHING`,
+    );
+    await c.query(
+      `INSERT INTO account (account_id, kind, currency) VALUES ($1, 'CUSTOMER', 'EUR')`,
+      [accountId],
+    );
+    const group = randomUUID();
+    await c.query(
+      `INSERT INTO ledger_entry (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, kind)
+       VALUES ($1, $3, 'funding-EUR', -$4::bigint, $2, 'OPENING_BALANCE'),
+              ($5, $3, $2, $4::bigint, 'funding-EUR', 'OPENING_BALANCE')`,
+      [randomUUID(), accountId, group, OPENING_MINOR, randomUUID()],
+    );
+    await c.query(
+      `UPDATE account SET balance_minor = balance_minor - $1 WHERE account_id = 'funding-EUR'`,
+      [OPENING_MINOR],
+    );
+    await c.query(`UPDATE account SET balance_minor = $1 WHERE account_id = $2`, [
+      OPENING_MINOR,
+      accountId,
+    ]);
+    await c.query('COMMIT');
+  });
+  return accountId;
+}
+
+async function newPayout(accountId: string, amountMinor: number): Promise<string> {
+  const payoutId = randomUUID();
+  await sql(
+    paydb,
+    `INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref)
+     VALUES ($1, $2, $3, 'EUR', 'ben-synthetic', $4)`,
+    [payoutId, accountId, amountMinor, `po-${payoutId}`],
+  );
+  return payoutId;
+}
+
+async function write(payoutId: string, op: string, token: bigint, body: unknown) {
+  const res = await http('POST', `${payments.url}/v1/payouts/${payoutId}/${op}`, {
+    headers: {
+      'x-fencing-token': token.toString(),
+      'x-owner-id': TEST_OWNER,
+      'x-idempotency-key': `payout-${payoutId}`,
+    },
+    body,
+  });
+  expect({ op, status: res.status, body: res.body }).toEqual({
+    op,
+    status: 200,
+    body: expect.anything(),
+  });
+  return res.body as Record<string, unknown>;
+}
+
+async function railSubmit(clientRef: string, amountMinor: number): Promise<string> {
+  const res = await http('POST', `${stub.url}/submit`, {
+    body: { clientRef, amountMinor, currency: 'EUR' },
+  });
+  expect(res.status).toBe(200);
+  return (res.body as { railReference: string }).railReference;
+}
+
+interface Ambiguous {
+  payoutId: string;
+  accountId: string;
+  amountMinor: number;
+  submissionId: string;
+  token: bigint;
+  railReferences: string[];
+}
+
+/**
+ * A worker's path into RAIL_AMBIGUOUS under a real grant: P2 -> P6 SUBMITTED,
+ * then `onRail` plays what reached the rail, then P6 AMBIGUOUS; release.
+ */
+async function ambiguousPayout(
+  onRail: (clientRef: string, amountMinor: number) => Promise<string[]>,
+  amountMinor = 2_500,
+): Promise<Ambiguous> {
+  const accountId = await newAccount();
+  const payoutId = await newPayout(accountId, amountMinor);
+  const submissionId = randomUUID();
+  const lock = await session.acquire(`payout:${accountId}`);
+  const token = lock.fencingToken;
+  try {
+    await write(payoutId, 'claim', token, { expectedState: 'PENDING' });
+    await write(payoutId, 'rail-outcome', token, { outcome: 'SUBMITTED', submissionId });
+    const railReferences = await onRail(`po-${payoutId}`, amountMinor);
+    await write(payoutId, 'rail-outcome', token, { outcome: 'AMBIGUOUS', submissionId });
+    return { payoutId, accountId, amountMinor, submissionId, token, railReferences };
+  } finally {
+    await lock.release();
+  }
+}
+
+async function payout(payoutId: string): Promise<Record<string, any>> {
+  const res = await http('GET', `${payments.url}/v1/payouts/${payoutId}`);
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+async function report(): Promise<Record<string, any>> {
+  const res = await http('GET', `${reconciler.url}/v1/reconciler/report`);
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+async function metric(line: string): Promise<number> {
+  const text = (await http('GET', `${reconciler.url}/metrics`)).text;
+  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
+  return found ? Number(found.slice(line.length + 1)) : NaN;
+}
+
+/** Waits for a detective run that started after `since`. */
+async function freshRun(since: number): Promise<Record<string, any>> {
+  return waitFor(
+    async () => {
+      const run = (await report()).detective.lastRun;
+      return run && Date.parse(run.startedAt) > since ? run : undefined;
+    },
+    10_000,
+    'a fresh detective run',
+  );
+}
+
+beforeAll(async () => {
+  [lockdb, paydb, proxydb] = await Promise.all([
+    migratedDatabase('lockdb'),
+    migratedDatabase('paydb'),
+    migratedDatabase('proxydb'),
+  ]);
+  [lockServer, payments, stub] = await Promise.all([
+    spawnApp('lock-server', { LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb }),
+    spawnApp('payment-resource', { PAYDB_URL: paydb }),
+    spawnApp('rail-stub', {
+      RAIL_STUB_JOURNAL_PATH: path.join(mkdtempSync(path.join(tmpdir(), 'recon-stub-')), 'j.jsonl'),
+      RAIL_STUB_JOURNAL_FSYNC: 'false',
+      RAIL_STUB_SETTLEMENT_WINDOW_MS: String(WINDOW_MS),
+    }),
+  ]);
+  reconciler = await spawnApp('reconciler', {
+    LOCK_SERVER_URL: lockServer.url,
+    PAYMENT_RESOURCE_URL: payments.url,
+    RAIL_STUB_URL: stub.url,
+    PAYDB_URL: paydb,
+    PROXYDB_URL: proxydb,
+    OWNER_ID: 'reconciler-test',
+    RECONCILER_INTERVAL_MS: '200',
+    RECONCILER_CHECK_INTERVAL_MS: '250',
+    RECONCILER_SETTLEMENT_WINDOW_MS: String(WINDOW_MS),
+    RECONCILER_TOKEN_MATCH_GRACE_MS: '0',
+  });
+  session = await new LockClient({ baseUrl: lockServer.url, ownerId: TEST_OWNER }).openSession();
+}, 60_000);
+
+afterAll(async () => {
+  await session?.close();
+  await Promise.all([reconciler, payments, stub, lockServer].map((app) => app?.stop()));
+});
+
+describe('reconciler: RAIL_AMBIGUOUS resolution from rail evidence (FR-26)', () => {
+  let paid: Ambiguous;
+  let unpaid: Ambiguous;
+  let twice: Ambiguous;
+  let odd: Ambiguous;
+
+  beforeAll(async () => {
+    paid = await ambiguousPayout(async (ref, amount) => [await railSubmit(ref, amount)]);
+    unpaid = await ambiguousPayout(async () => []);
+    twice = await ambiguousPayout(async (ref, amount) => [
+      await railSubmit(ref, amount),
+      await railSubmit(ref, amount),
+    ]);
+    // The rail booked a different amount under this reference: evidence a human must read.
+    odd = await ambiguousPayout(async (ref, amount) => [await railSubmit(ref, amount + 1)]);
+  });
+
+  it('exactly one settled transfer: P8 ACKED under its own token, then POSTED with a balanced ledger', async () => {
+    const done = await waitFor(
+      async () => {
+        const p = await payout(paid.payoutId);
+        return p.state === 'POSTED' ? p : undefined;
+      },
+      15_000,
+      'the paid payout to be POSTED',
+    );
+    expect(done).toMatchObject({
+      state: 'POSTED',
+      railReference: paid.railReferences[0],
+      submissionId: paid.submissionId,
+    });
+    // The reconciler wrote under a newer grant of its own, never the worker's token.
+    expect(BigInt(done.tokenStamp as string)).toBeGreaterThan(paid.token);
+    const transitions = await sql<{ to_state: string; event: string; actor: string }>(
+      paydb,
+      `SELECT to_state, event, actor FROM payout_transition WHERE payout_id = $1 ORDER BY transition_id`,
+      [paid.payoutId],
+    );
+    expect(transitions.slice(-2)).toEqual([
+      { to_state: 'RAIL_ACKED', event: 'RESOLVE_ACKED', actor: 'reconciler-test' },
+      { to_state: 'POSTED', event: 'POST', actor: 'reconciler-test' },
+    ]);
+    const legs = await sql<{ account_id: string; amount_minor: string }>(
+      paydb,
+      `SELECT account_id, amount_minor::text FROM ledger_entry WHERE payout_id = $1 ORDER BY amount_minor`,
+      [paid.payoutId],
+    );
+    expect(legs).toEqual([
+      { account_id: paid.accountId, amount_minor: String(-paid.amountMinor) },
+      { account_id: 'clearing-EUR', amount_minor: String(paid.amountMinor) },
+    ]);
+    const account = await http('GET', `${payments.url}/v1/accounts/${paid.accountId}`);
+    expect(account.body).toMatchObject({
+      balanceMinor: OPENING_MINOR - paid.amountMinor,
+      ledgerSumMinor: OPENING_MINOR - paid.amountMinor,
+    });
+  });
+
+  it('no transfer after the settlement window: P8 NOT_FOUND -> FAILED, no ledger movement', async () => {
+    const done = await waitFor(
+      async () => {
+        const p = await payout(unpaid.payoutId);
+        return p.state === 'FAILED' ? p : undefined;
+      },
+      15_000,
+      'the unpaid payout to be FAILED',
+    );
+    expect(done).toMatchObject({ state: 'FAILED', failureReason: 'RAIL_NOT_FOUND' });
+    // Not before the window: the transition came at least WINDOW_MS after ambiguity was recorded.
+    expect(
+      Date.parse(done.settledAt as string) - Date.parse(done.ambiguousAt as string),
+    ).toBeGreaterThanOrEqual(WINDOW_MS);
+    const legs = await sql(paydb, `SELECT 1 FROM ledger_entry WHERE payout_id = $1`, [
+      unpaid.payoutId,
+    ]);
+    expect(legs).toEqual([]);
+  });
+
+  it('two transfers for one reference: flagged as a duplicate payment, never resolved', async () => {
+    await waitFor(
+      async () => (await metric('reconciler_duplicate_payment_total')) === 1,
+      15_000,
+      'the duplicate to be counted',
+    );
+    const r = await report();
+    expect(r.resolution.duplicates).toEqual([
+      {
+        payoutId: twice.payoutId,
+        accountId: twice.accountId,
+        clientRef: `po-${twice.payoutId}`,
+        amountMinor: twice.amountMinor,
+        currency: 'EUR',
+        railReferences: twice.railReferences,
+        detectedAt: expect.any(String),
+      },
+    ]);
+    // Several more passes later: still quarantined, counted once, and no write ever attempted.
+    const passes = r.resolution.passes as number;
+    await waitFor(async () => (await report()).resolution.passes >= passes + 3, 10_000, 'passes');
+    expect((await payout(twice.payoutId)).state).toBe('RAIL_AMBIGUOUS');
+    expect(await metric('reconciler_duplicate_payment_total')).toBe(1);
+    expect(await metric('reconciler_duplicate_payments_open')).toBe(1);
+    const writes = await sql(
+      paydb,
+      `SELECT 1 FROM payout_transition WHERE payout_id = $1 AND actor = 'reconciler-test'`,
+      [twice.payoutId],
+    );
+    expect(writes).toEqual([]);
+    expect(reconciler.output()).toContain('"event":"duplicate_payment_detected"');
+  });
+
+  it('past the SLA (default 4 h, A-10): escalation metric and event, payout left for a human', async () => {
+    expect(await metric('payout_ambiguous_escalated_total')).toBe(0);
+    // Five hours ago, as far as paydb knows (test set-up only).
+    await sql(
+      paydb,
+      `UPDATE payout SET ambiguous_at = clock_timestamp() - interval '5 hours' WHERE payout_id = $1`,
+      [odd.payoutId],
+    );
+    await waitFor(
+      async () => (await metric('payout_ambiguous_escalated_total')) === 1,
+      15_000,
+      'the escalation',
+    );
+    expect(await metric('payout_ambiguous_past_sla')).toBe(1);
+    const r = await report();
+    expect(r.resolution.pastSla).toEqual([
+      expect.objectContaining({ payoutId: odd.payoutId, accountId: odd.accountId }),
+    ]);
+    expect((await payout(odd.payoutId)).state).toBe('RAIL_AMBIGUOUS');
+    expect(await metric('reconciler_resolution_total{result="mismatch"}')).toBeGreaterThan(0);
+    expect(reconciler.output()).toContain('"event":"ambiguous_sla_exceeded"');
+    expect(reconciler.output()).toContain('"event":"rail_evidence_mismatch"');
+  });
+});
+
+describe('reconciler: detective controls (02 §2.5)', () => {
+  it('a consistent database reports zero violations on every check', async () => {
+    const run = await freshRun(Date.now());
+    expect(run).toMatchObject({ status: 'clean', totalViolations: 0 });
+    expect(run.checks.map((c: any) => [c.check, c.status, c.violations])).toEqual([
+      ['one_in_flight_payout_per_account', 'ok', 0],
+      ['ledger_group_balanced', 'ok', 0],
+      ['balance_equals_ledger', 'ok', 0],
+      ['one_live_submission_per_payout', 'ok', 0],
+      ['submission_token_matches_claim', 'ok', 0],
+      ['token_regression', 'ok', 0],
+    ]);
+    expect(await metric('reconciler_invariant_violations{check="ledger_group_balanced"}')).toBe(0);
+  });
+
+  it('a corrupted database reports each broken invariant by name, with the offending ids', async () => {
+    const [account] = await sql<{ account_id: string; fence: string }>(
+      paydb,
+      `SELECT account_id, fence::text FROM account WHERE fence > 0 ORDER BY account_id LIMIT 1`,
+    );
+    // INV-03: a one-legged group (the commit-time balance trigger switched off for this test).
+    const badGroup = randomUUID();
+    const victim = await newAccount();
+    await withClient(paydb, async (c) => {
+      await c.query(`ALTER TABLE ledger_entry DISABLE TRIGGER ledger_group_balances`);
+      await c.query(
+        `INSERT INTO ledger_entry (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, kind)
+         VALUES ($1, $2, $3, 7, 'funding-EUR', 'OPENING_BALANCE')`,
+        [randomUUID(), badGroup, victim],
+      );
+      await c.query(`ALTER TABLE ledger_entry ENABLE TRIGGER ledger_group_balances`);
+      // INV-04: a fence that went backwards.
+      await c.query(`ALTER TABLE account DISABLE TRIGGER account_fence_never_decreases`);
+      await c.query(`UPDATE account SET fence = fence - 1 WHERE account_id = $1`, [
+        account.account_id,
+      ]);
+      await c.query(`ALTER TABLE account ENABLE TRIGGER account_fence_never_decreases`);
+    });
+    // INV-01: two payouts of one account in flight at once.
+    const crowded = await newAccount();
+    const inFlight = [await newPayout(crowded, 100), await newPayout(crowded, 200)];
+    await sql(paydb, `UPDATE payout SET state = 'CLAIMED' WHERE payout_id = ANY($1)`, [inFlight]);
+    // INV-02 and INV-07: two live submissions for one payout (written as with fencing off, so
+    // the unique index does not cover them); one under the claim's token, one under a token
+    // paydb never saw.
+    const [claimed] = await sql<{ payout_id: string; account_id: string; token: string }>(
+      paydb,
+      `SELECT t.payout_id::text, p.account_id, t.token::text FROM payout_transition t
+         JOIN payout p USING (payout_id) WHERE t.event = 'CLAIM' ORDER BY t.transition_id LIMIT 1`,
+    );
+    const strayToken = '9223372036854775000';
+    const stray = randomUUID();
+    for (const [submissionId, token] of [
+      [randomUUID(), claimed.token],
+      [stray, strayToken],
+    ]) {
+      await sql(
+        proxydb,
+        `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
+           idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, fencing_enforced)
+         VALUES ($1, $2, $3, $4, 'rogue', $5, $6, 100, 'EUR', 'ben', false)`,
+        [
+          submissionId,
+          claimed.payout_id,
+          claimed.account_id,
+          token,
+          `payout-${claimed.payout_id}`,
+          `po-${claimed.payout_id}`,
+        ],
+      );
+    }
+
+    const run = await freshRun(Date.now());
+    const byCheck = Object.fromEntries(run.checks.map((c: any) => [c.check, c]));
+    expect(run).toMatchObject({ status: 'violations', totalViolations: 6 });
+    expect(byCheck.one_in_flight_payout_per_account).toEqual({
+      check: 'one_in_flight_payout_per_account',
+      invariant: 'INV-01',
+      status: 'violation',
+      violations: 1,
+      offenders: [{ accountId: crowded, payoutIds: expect.arrayContaining(inFlight) }],
+    });
+    expect(byCheck.ledger_group_balanced.offenders).toEqual([
+      { txnGroupId: badGroup, sumMinor: '7' },
+    ]);
+    expect(byCheck.balance_equals_ledger.offenders).toEqual([
+      {
+        accountId: victim,
+        balanceMinor: String(OPENING_MINOR),
+        ledgerSumMinor: String(OPENING_MINOR + 7),
+      },
+    ]);
+    expect(byCheck.one_live_submission_per_payout).toMatchObject({
+      invariant: 'INV-02',
+      violations: 1,
+      offenders: [{ payoutId: claimed.payout_id, submissionIds: expect.any(Array) }],
+    });
+    expect(byCheck.submission_token_matches_claim).toMatchObject({
+      invariant: 'INV-07',
+      violations: 1,
+      offenders: [{ submissionId: stray, payoutId: claimed.payout_id, presentedToken: strayToken }],
+    });
+    expect(byCheck.token_regression).toMatchObject({
+      invariant: 'INV-04',
+      violations: 1,
+      offenders: [
+        {
+          guard: 'account',
+          accountId: account.account_id,
+          highestSeen: account.fence,
+          observed: (BigInt(account.fence) - 1n).toString(),
+        },
+      ],
+    });
+
+    for (const [check, n] of [
+      ['one_in_flight_payout_per_account', 1],
+      ['ledger_group_balanced', 1],
+      ['balance_equals_ledger', 1],
+      ['one_live_submission_per_payout', 1],
+      ['submission_token_matches_claim', 1],
+      ['token_regression', 1],
+    ] as const) {
+      expect([check, await metric(`reconciler_invariant_violations{check="${check}"}`)]).toEqual([
+        check,
+        n,
+      ]);
+    }
+    // The safety event fires once for the regression, however many runs see it.
+    await freshRun(Date.now());
+    expect(await metric('lock_token_regression_total{guard="account"}')).toBe(1);
+    const out = reconciler.output();
+    expect(out).toContain('"event":"invariant_violation"');
+    expect(out).toContain('"event":"token_regression"');
+    // Ids go to the log line and the report, never into a metric label.
+    const metricsText = (await http('GET', `${reconciler.url}/metrics`)).text;
+    expect(metricsText).not.toContain(crowded);
+    expect(metricsText).not.toContain(claimed.payout_id);
+  });
+});

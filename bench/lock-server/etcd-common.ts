@@ -1,0 +1,137 @@
+/**
+ * Shared pieces of the etcd benchmarks (etcd-bench.ts, failover-bench.ts):
+ * spawning the built lock-server on an etcd cluster, a keep-alive HTTP
+ * client, percentiles, and the machine line of the reports.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const ROOT = path.resolve(__dirname, '..', '..', '..');
+export const DATA_ROOT = path.join(ROOT, '.tmp');
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
+export interface LockServerProcess {
+  url: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** `dist/apps/lock-server/main.js` on LOCK_BACKEND=etcd, ready when /health/ready says so. */
+export async function startEtcdLockServer(
+  endpoints: string[],
+  env: Record<string, string> = {},
+): Promise<LockServerProcess> {
+  const port = await freePort();
+  const main = path.join(ROOT, 'dist', 'apps', 'lock-server', 'main.js');
+  const proc = spawn(process.execPath, [main], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      LOCK_BACKEND: 'etcd',
+      ETCD_ENDPOINTS: endpoints.join(','),
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+      LOCK_WAITERS_MAX: '1000',
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const res = await fetch(`${url}/health/ready`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline || proc.exitCode !== null)
+      throw new Error('lock-server did not start');
+    await sleep(100);
+  }
+  return {
+    url,
+    proc,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+export const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+export function call(
+  base: string,
+  method: string,
+  pathname: string,
+  headers: Record<string, string>,
+  body?: unknown,
+  timeoutMs = 5_000,
+): Promise<{ status: number; body: any }> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve) => {
+    const req = http.request(
+      `${base}${pathname}`,
+      {
+        method,
+        agent,
+        timeout: timeoutMs,
+        headers: payload
+          ? {
+              ...headers,
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(payload),
+            }
+          : headers,
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }),
+        );
+      },
+    );
+    // A transport failure or a hung call is an answer too (status 0), never a crash.
+    req.on('timeout', () => req.destroy(new Error('client timeout')));
+    req.on('error', (err) =>
+      resolve({ status: 0, body: { code: 'TRANSPORT', message: err.message } }),
+    );
+    if (payload) req.write(payload);
+    req.end();
+  });
+}
+
+export function pct(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+export function machineLine(): string {
+  const cpu = os.cpus()[0]?.model ?? 'unknown';
+  return `${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB memory, Node ${process.version}, ${os.platform()} ${os.release()}`;
+}

@@ -1,0 +1,246 @@
+import assert from 'node:assert/strict';
+import { DlockError, LockLostError, type FencingToken, type LockGrant } from '@dlock/lock-api';
+import type { Timer } from './clock';
+import { conservativeDeadlineMs, grantedLockTtlMs } from './deadline';
+import { OnceListeners } from './listeners';
+import { CALL_BUDGETS, type LossReason, type ResolvedOptions } from './options';
+import type { LockServerApi } from './wire';
+
+/** What a handle needs from the session that owns it. */
+export interface HandleHost {
+  readonly sessionId: string;
+  readonly options: ResolvedOptions;
+  readonly api: LockServerApi;
+  /** The session's local deadline (monotonic ms). */
+  readonly deadline: number;
+  /** Passes judgement on the session deadline now (timers can run late). */
+  checkSessionDeadline(): void;
+  /** A renew answered a session code: the whole session is gone. */
+  sessionLostByServer(error: DlockError): void;
+  /** This handle was lost on its own (lease deadline, renew LOCK_LOST). */
+  handleLost(handle: LockHandle, reason: LossReason, error: LockLostError): void;
+  /** This handle ends: released or lost. */
+  forget(handle: LockHandle): void;
+  /** False once the server released every lock of the session (L3 sent, or it expired). */
+  readonly serverMayHoldLocks: boolean;
+}
+
+export type HandleState = 'held' | 'lost' | 'released';
+
+export interface RenewOptions {
+  /** New lease length; defaults to the TTL the lock was acquired with. */
+  ttlMs?: number;
+  signal?: AbortSignal;
+  traceparent?: string;
+}
+
+export interface ReleaseOptions {
+  traceparent?: string;
+}
+
+/**
+ * One granted lock. The fencing token is handed over here and nowhere else:
+ * pass `handle.fencingToken` explicitly to every protected write (FR-15).
+ *
+ * Liveness only (03 §3.5): `checkStillHeld()` and `signal` narrow the window
+ * in which a worker keeps going after losing the lease; the token at the
+ * resource is what keeps the data safe.
+ */
+export class LockHandle {
+  readonly key: string;
+  readonly fencingToken: FencingToken;
+  readonly ownerId: string;
+  readonly sessionId: string;
+  /** Server instant the lock was granted (for humans; never used for timing). */
+  readonly acquiredAt: Date;
+  /** TTL this lock was acquired with; renew() reuses it by default. */
+  readonly ttlMs: number;
+
+  private stateValue: HandleState = 'held';
+  private expiresAtValue: Date;
+  private leaseDeadlineMs: number;
+  private leaseTimer: Timer | undefined;
+  private lostError: LockLostError | undefined;
+  private releaseSent = false;
+  private readonly abort = new AbortController();
+  private readonly lostListeners: OnceListeners<LockLostError>;
+
+  /** @internal Created by LockSession only. */
+  constructor(
+    private readonly host: HandleHost,
+    grant: LockGrant,
+    ttlMs: number,
+    sentAtMs: number,
+  ) {
+    this.key = grant.key;
+    this.fencingToken = grant.fencingToken;
+    this.ownerId = grant.ownerId;
+    this.sessionId = grant.sessionId;
+    this.acquiredAt = grant.acquiredAt;
+    this.ttlMs = ttlMs;
+    this.expiresAtValue = grant.expiresAt;
+    this.lostListeners = new OnceListeners(host.options.logger, `onLockLost(${grant.key})`);
+    this.leaseDeadlineMs = conservativeDeadlineMs(
+      sentAtMs,
+      grantedLockTtlMs(ttlMs, grant),
+      host.options.safetyMargin,
+    );
+    this.armLeaseTimer();
+  }
+
+  get state(): HandleState {
+    return this.stateValue;
+  }
+
+  /** The server's expiry of the lease as last granted (wall clock; informational). */
+  get expiresAt(): Date {
+    return this.expiresAtValue;
+  }
+
+  /** Local monotonic deadline: the earlier of this lease's and the session's. */
+  get deadline(): number {
+    return Math.min(this.leaseDeadlineMs, this.host.deadline);
+  }
+
+  /** Aborts, with the LockLostError as reason, the moment the lock is lost. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  /** Milliseconds left before the client considers the lock lost; 0 once it is not held. */
+  remainingMs(): number {
+    if (this.stateValue !== 'held') return 0;
+    return Math.max(0, this.deadline - this.host.options.clock.nowMs());
+  }
+
+  /**
+   * Call before every side effect (FR-13). Returns normally only while the
+   * local deadline is in the future; otherwise throws LockLostError. There
+   * is deliberately no boolean variant to forget to check.
+   */
+  checkStillHeld(): void {
+    if (this.stateValue === 'held') {
+      const now = this.host.options.clock.nowMs();
+      // Timers can fire late under load; the clock is the authority, not the timer.
+      if (now >= this.host.deadline) this.host.checkSessionDeadline();
+      if (this.stateValue === 'held' && now >= this.leaseDeadlineMs) this.leaseExpired();
+    }
+    if (this.stateValue === 'held') return;
+    throw this.lostError ?? this.makeError('lock released', 'released');
+  }
+
+  /** Registers a loss listener; returns an unsubscribe function. Fires at most once. */
+  onLockLost(listener: (error: LockLostError) => void): () => void {
+    return this.lostListeners.add(listener);
+  }
+
+  /**
+   * L5, one try (C3 §3.8). Extends the lease; the token never changes. A lost
+   * lock is never renewed back to life: re-acquire and re-read state instead.
+   */
+  async renew(options: RenewOptions = {}): Promise<void> {
+    this.checkStillHeld();
+    const ttlMs = options.ttlMs ?? this.ttlMs;
+    const { clock, safetyMargin } = this.host.options;
+    const sentAtMs = clock.nowMs();
+    let grant: LockGrant;
+    try {
+      grant = await this.host.api.renew(this.key, this.sessionId, this.fencingToken, ttlMs, {
+        budget: CALL_BUDGETS.renew,
+        signal: options.signal,
+        traceparent: options.traceparent,
+      });
+    } catch (err) {
+      if (err instanceof DlockError) {
+        if (err.code === 'LOCK_LOST') this.markLost('lock_lost', err);
+        else if (err.code === 'SESSION_EXPIRED' || err.code === 'SESSION_UNKNOWN')
+          this.host.sessionLostByServer(err);
+      }
+      throw err;
+    }
+    // Lost while the renew was in flight: the client already said so, and that is final.
+    this.checkStillHeld();
+    assert.equal(grant.fencingToken, this.fencingToken, 'renew must never re-issue a token');
+    assert.equal(grant.key, this.key, 'renew answered for another key');
+    const renewedMs = conservativeDeadlineMs(
+      sentAtMs,
+      grantedLockTtlMs(ttlMs, grant),
+      safetyMargin,
+    );
+    // Replaced, not maxed: a renew with a shorter TTL shortens the server's lease too.
+    this.leaseDeadlineMs = renewedMs;
+    this.expiresAtValue = grant.expiresAt;
+    this.armLeaseTimer();
+  }
+
+  /**
+   * L6, one try and never retried: lease expiry is the fallback (C3 §3.8).
+   * Never rejects — it is meant for `finally`. Resolves true when the server
+   * confirmed the release, false otherwise (already lost: LOCK_LOST is
+   * benign; or the call failed and the lease will lapse on its own).
+   */
+  async release(options: ReleaseOptions = {}): Promise<boolean> {
+    if (this.releaseSent) return false;
+    this.releaseSent = true;
+    const wasHeld = this.stateValue === 'held';
+    if (wasHeld) {
+      this.stateValue = 'released';
+      this.leaseTimer?.cancel();
+      this.host.forget(this);
+    }
+    // A locally lost lock may still be held server-side (the margin); releasing frees it early.
+    if (!this.host.serverMayHoldLocks) return false;
+    const { logger } = this.host.options;
+    try {
+      await this.host.api.release(this.key, this.sessionId, this.fencingToken, {
+        budget: CALL_BUDGETS.release,
+        traceparent: options.traceparent,
+      });
+      return wasHeld;
+    } catch (err) {
+      const code = err instanceof DlockError ? err.code : undefined;
+      const fields = { key: this.key, sessionId: this.sessionId, code, err };
+      if (code === 'LOCK_LOST') logger.info(fields, 'release: lock already gone (benign)');
+      else logger.warn(fields, 'release failed; the lease will expire on its own');
+      return false;
+    }
+  }
+
+  /** @internal The session ended or was lost: this lock goes with it. */
+  loseWithSession(reason: LossReason, cause: DlockError): void {
+    this.markLost(reason, cause, false);
+  }
+
+  private leaseExpired(): void {
+    this.markLost('lock_deadline');
+  }
+
+  private markLost(reason: LossReason, cause?: DlockError, notifyHost = true): void {
+    if (this.stateValue !== 'held') return;
+    this.stateValue = 'lost';
+    this.leaseTimer?.cancel();
+    const error = this.makeError(`lock ${this.key} lost (${reason})`, reason, cause);
+    this.lostError = error;
+    this.host.forget(this);
+    if (notifyHost) this.host.handleLost(this, reason, error);
+    this.abort.abort(error);
+    this.lostListeners.fire(error);
+  }
+
+  private makeError(message: string, reason: string, cause?: DlockError): LockLostError {
+    return new LockLostError(message, {
+      details: { key: this.key, reason, fencingToken: this.fencingToken.toString() },
+      cause,
+    });
+  }
+
+  private armLeaseTimer(): void {
+    this.leaseTimer?.cancel();
+    const { clock } = this.host.options;
+    this.leaseTimer = clock.setTimer(() => {
+      if (this.stateValue !== 'held') return;
+      if (clock.nowMs() >= this.leaseDeadlineMs) this.leaseExpired();
+      else this.armLeaseTimer();
+    }, this.leaseDeadlineMs - clock.nowMs());
+  }
+}

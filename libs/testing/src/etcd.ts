@@ -1,0 +1,199 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { freePort, REPO_ROOT, waitFor } from './process';
+
+/**
+ * Real etcd members on loopback for the etcd backend tests and benchmarks
+ * (Debian's etcd-server 3.4; `ETCD_BIN` overrides the binary). Every member
+ * gets its own free client and peer ports (never 2379/2380, where a system
+ * etcd may listen) and a data dir under `.tmp/`.
+ */
+
+export interface EtcdMember {
+  name: string;
+  clientUrl: string;
+  peerUrl: string;
+  dataDir: string;
+  proc: ChildProcess;
+  /** True until the process exited (SIGKILL, crash). */
+  running(): boolean;
+  paused(): boolean;
+  /** SIGSTOP: the member stops answering but keeps its sockets open. */
+  pause(): void;
+  resume(): void;
+  /** SIGKILL and wait for the exit. */
+  kill(): Promise<void>;
+  output(): string;
+}
+
+export interface EtcdCluster {
+  members: EtcdMember[];
+  /** Client URLs of every member, for ETCD_ENDPOINTS. */
+  endpoints: string[];
+  /** The member the running members agree is leader (polls until one is). */
+  leader(timeoutMs?: number): Promise<EtcdMember>;
+  /** Waits until a running, unpaused member reports a leader. */
+  waitForLeader(timeoutMs?: number): Promise<EtcdMember>;
+  stop(): Promise<void>;
+}
+
+export interface EtcdClusterOptions {
+  members?: number;
+  /** Raft heartbeat; etcd's minimum lease TTL is 1.5 election timeouts, rounded up to seconds. */
+  heartbeatMs?: number;
+  electionMs?: number;
+  label?: string;
+  /** Parent of the data dirs; default `<repo>/.tmp`. */
+  dataRoot?: string;
+}
+
+interface MemberStatus {
+  memberId: string;
+  leaderId: string;
+}
+
+/** etcd's JSON gateway: status of one member (its id and the leader it follows). */
+async function memberStatus(clientUrl: string, timeoutMs = 500): Promise<MemberStatus | null> {
+  try {
+    const res = await fetch(`${clientUrl}/v3/maintenance/status`, {
+      method: 'POST',
+      body: '{}',
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (!res.ok) return null;
+    const body = (await res.json()) as { header?: { member_id?: string }; leader?: string };
+    if (!body.header?.member_id) return null;
+    return { memberId: body.header.member_id, leaderId: body.leader ?? '0' };
+  } catch {
+    return null;
+  }
+}
+
+export async function startEtcdCluster(opts: EtcdClusterOptions = {}): Promise<EtcdCluster> {
+  const count = opts.members ?? 1;
+  const heartbeatMs = opts.heartbeatMs ?? 50;
+  const electionMs = opts.electionMs ?? 500;
+  const label = (opts.label ?? 'etcd').replace(/[^a-z0-9-]/gi, '-');
+  const bin = process.env.ETCD_BIN ?? 'etcd';
+  const root = path.join(
+    opts.dataRoot ?? path.join(REPO_ROOT, '.tmp'),
+    `${label}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`,
+  );
+  const specs: Array<{ name: string; clientUrl: string; peerUrl: string; dataDir: string }> = [];
+  for (let i = 0; i < count; i++) {
+    const name = `m${i + 1}`;
+    specs.push({
+      name,
+      clientUrl: `http://127.0.0.1:${await freePort()}`,
+      peerUrl: `http://127.0.0.1:${await freePort()}`,
+      dataDir: path.join(root, name),
+    });
+  }
+  const initialCluster = specs.map((s) => `${s.name}=${s.peerUrl}`).join(',');
+  const members: EtcdMember[] = specs.map((s) => {
+    mkdirSync(s.dataDir, { recursive: true });
+    const proc = spawn(
+      bin,
+      [
+        `--name=${s.name}`,
+        `--data-dir=${s.dataDir}`,
+        `--listen-client-urls=${s.clientUrl}`,
+        `--advertise-client-urls=${s.clientUrl}`,
+        `--listen-peer-urls=${s.peerUrl}`,
+        `--initial-advertise-peer-urls=${s.peerUrl}`,
+        `--initial-cluster=${initialCluster}`,
+        '--initial-cluster-state=new',
+        `--initial-cluster-token=${path.basename(root)}`,
+        `--heartbeat-interval=${heartbeatMs}`,
+        `--election-timeout=${electionMs}`,
+        '--logger=zap',
+        '--log-level=warn',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    const keep = (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.length > 100_000) out = out.slice(-50_000);
+    };
+    proc.stdout?.on('data', keep);
+    proc.stderr?.on('data', keep);
+    // A missing binary surfaces as an exit with the reason in output(), not an unhandled 'error'.
+    let spawnFailed = false;
+    proc.on('error', (err) => {
+      spawnFailed = true;
+      keep(Buffer.from(`spawn ${bin} failed: ${err.message}\n`));
+    });
+    const exited = new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.once('error', () => resolve());
+    });
+    let isPaused = false;
+    const running = () => !spawnFailed && proc.exitCode === null && proc.signalCode === null;
+    return {
+      ...s,
+      proc,
+      running,
+      paused: () => isPaused,
+      pause() {
+        if (running()) proc.kill('SIGSTOP');
+        isPaused = true;
+      },
+      resume() {
+        if (running()) proc.kill('SIGCONT');
+        isPaused = false;
+      },
+      async kill() {
+        if (!running()) return;
+        proc.kill('SIGKILL');
+        await exited;
+      },
+      output: () => out,
+    };
+  });
+
+  const live = () => members.filter((m) => m.running() && !m.paused());
+  const findLeader = async (): Promise<EtcdMember | null> => {
+    const statuses = await Promise.all(
+      live().map(async (m) => ({ m, st: await memberStatus(m.clientUrl) })),
+    );
+    for (const { st } of statuses) {
+      if (!st || st.leaderId === '0') continue;
+      const leader = statuses.find((x) => x.st?.memberId === st.leaderId);
+      if (leader) return leader.m;
+    }
+    return null;
+  };
+  const cluster: EtcdCluster = {
+    members,
+    endpoints: members.map((m) => m.clientUrl),
+    leader: (timeoutMs = 10_000) => waitFor(findLeader, timeoutMs, 'an etcd leader'),
+    waitForLeader: (timeoutMs = 10_000) => waitFor(findLeader, timeoutMs, 'an etcd leader'),
+    async stop() {
+      for (const m of members) m.resume();
+      await Promise.all(members.map((m) => m.kill()));
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+  try {
+    await waitFor(
+      async () => {
+        const dead = members.find((m) => !m.running());
+        if (dead) throw new Error(`etcd ${dead.name} exited:\n${dead.output().slice(-2000)}`);
+        return findLeader();
+      },
+      20_000,
+      `etcd (${count} member${count > 1 ? 's' : ''}) to elect a leader`,
+    );
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
+  return cluster;
+}
+
+/** One member: the conformance suite's etcd. */
+export function startEtcd(opts: Omit<EtcdClusterOptions, 'members'> = {}): Promise<EtcdCluster> {
+  return startEtcdCluster({ ...opts, members: 1 });
+}

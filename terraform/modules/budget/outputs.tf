@@ -1,0 +1,3 @@
+output "budget_id" {
+  value = google_billing_budget.project.id
+}
