@@ -60,7 +60,11 @@ async function stopAll(code) {
   stopping = true;
   console.log('\n[dlock] stopping services ...');
   for (const c of children.reverse()) c.proc.kill('SIGTERM');
-  await Promise.all(children.map((c) => new Promise((r) => (c.proc.exitCode !== null ? r() : c.proc.once('exit', r)))));
+  await Promise.all(
+    children.map(
+      (c) => new Promise((r) => (c.proc.exitCode !== null ? r() : c.proc.once('exit', r))),
+    ),
+  );
   await embedded.stop().catch(() => undefined);
   console.log('[dlock] stopped. State kept in .dlock/ (npm start -- --reset to wipe).');
   process.exit(code);
@@ -78,7 +82,9 @@ async function startPostgres() {
   try {
     await embedded.start();
   } catch (err) {
-    console.error(`[dlock] PostgreSQL failed to start on port ${PG_PORT} (DLOCK_PG_PORT to change):\n${pgLogs.slice(-20).join('\n')}`);
+    console.error(
+      `[dlock] PostgreSQL failed to start on port ${PG_PORT} (DLOCK_PG_PORT to change):\n${pgLogs.slice(-20).join('\n')}`,
+    );
     throw err;
   }
   const admin = new pg.Client({ connectionString: url('postgres') });
@@ -114,7 +120,8 @@ function startService(name, app, port, env) {
   proc.stdout.pipe(log);
   proc.stderr.pipe(log);
   proc.once('exit', (code, signal) => {
-    if (!stopping) console.log(`[dlock] ${name} exited (${signal ?? code}); see .dlock/logs/${name}.log`);
+    if (!stopping)
+      console.log(`[dlock] ${name} exited (${signal ?? code}); see .dlock/logs/${name}.log`);
   });
   children.push({ name, proc, port });
   console.log(`[dlock] ${name.padEnd(18)} http://127.0.0.1:${port}  (log .dlock/logs/${name}.log)`);
@@ -138,7 +145,8 @@ async function metric(port, name) {
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     let sum = 0;
-    for (const line of text.split('\n')) if (line.startsWith(name)) sum += Number(line.split(' ').pop());
+    for (const line of text.split('\n'))
+      if (line.startsWith(name)) sum += Number(line.split(' ').pop());
     return sum;
   } catch {
     return NaN;
@@ -152,20 +160,38 @@ async function view(startedAt) {
   let lastAt = Date.now();
   for (;;) {
     if (stopping) return;
-    const { rows } = await client.query('SELECT state, count(*)::int AS n FROM payout GROUP BY state').catch(() => ({ rows: [] }));
+    const { rows } = await client
+      .query('SELECT state, count(*)::int AS n FROM payout GROUP BY state')
+      .catch(() => ({ rows: [] }));
     const counts = Object.fromEntries(rows.map((r) => [r.state, r.n]));
     const posted = counts.POSTED ?? 0;
     const rate = last === null ? 0 : ((posted - last) * 1000) / (Date.now() - lastAt);
     last = posted;
     lastAt = Date.now();
-    const fenced = (await metric(8082, 'lock_fenced_out_total')) + (await metric(8083, 'lock_fenced_out_total'));
+    const fenced =
+      (await metric(8082, 'lock_fenced_out_total')) + (await metric(8083, 'lock_fenced_out_total'));
     const dup = await metric(8083, 'rail_duplicate_attempted_total');
     const amb = await metric(8083, 'rail_ambiguous_total');
-    const states = ['PENDING', 'CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS', 'POSTED', 'FAILED', 'ABANDONED'];
+    const states = [
+      'PENDING',
+      'CLAIMED',
+      'RAIL_SUBMITTED',
+      'RAIL_ACKED',
+      'RAIL_AMBIGUOUS',
+      'POSTED',
+      'FAILED',
+      'ABANDONED',
+    ];
     const line = states.map((s) => `${s}=${counts[s] ?? 0}`).join(' ');
     const t = Math.round((Date.now() - startedAt) / 1000);
-    console.log(`[${String(t).padStart(4)}s] ${line} | ${rate.toFixed(1)} posted/s | fenced_out=${fenced} duplicates=${dup} ambiguous=${amb}`);
-    const inFlight = (counts.PENDING ?? 0) + (counts.CLAIMED ?? 0) + (counts.RAIL_SUBMITTED ?? 0) + (counts.RAIL_ACKED ?? 0);
+    console.log(
+      `[${String(t).padStart(4)}s] ${line} | ${rate.toFixed(1)} posted/s | fenced_out=${fenced} duplicates=${dup} ambiguous=${amb}`,
+    );
+    const inFlight =
+      (counts.PENDING ?? 0) +
+      (counts.CLAIMED ?? 0) +
+      (counts.RAIL_SUBMITTED ?? 0) +
+      (counts.RAIL_ACKED ?? 0);
     if (once && rows.length > 0 && inFlight === 0) {
       await client.end();
       return stopAll(0);
@@ -180,7 +206,9 @@ async function main() {
   node('dist/scripts/migrate.js', [], dbs);
   const fixtures = 'dist/apps/payment-resource/src/cli/fixtures.js';
   if (existsSync(path.join(root, fixtures))) {
-    node(fixtures, ['seed', '--if-empty', '--accounts', '20', '--payouts', '200'], { PAYDB_URL: dbs.PAYDB_URL });
+    node(fixtures, ['seed', '--if-empty', '--accounts', '20', '--payouts', '200'], {
+      PAYDB_URL: dbs.PAYDB_URL,
+    });
   }
   const peers = {
     LOCK_SERVER_URL: 'http://127.0.0.1:8081',
@@ -188,7 +216,10 @@ async function main() {
     RAIL_PROXY_URL: 'http://127.0.0.1:8083',
     RAIL_STUB_URL: 'http://127.0.0.1:8085',
   };
-  startService('lock-server', 'lock-server', 8081, { LOCK_BACKEND: 'pg', LOCKDB_URL: dbs.LOCKDB_URL });
+  startService('lock-server', 'lock-server', 8081, {
+    LOCK_BACKEND: 'pg',
+    LOCKDB_URL: dbs.LOCKDB_URL,
+  });
   startService('payment-resource', 'payment-resource', 8082, { PAYDB_URL: dbs.PAYDB_URL });
   startService('rail-stub', 'rail-stub', 8085, {
     RAIL_STUB_LATENCY_MS: '20',
@@ -196,12 +227,22 @@ async function main() {
     RAIL_STUB_DECLINE_RATE: '0.02',
     RAIL_STUB_JOURNAL_PATH: path.join(stateDir, 'rail-journal.jsonl'),
   });
-  startService('rail-proxy', 'rail-proxy', 8083, { PROXYDB_URL: dbs.PROXYDB_URL, RAIL_STUB_URL: peers.RAIL_STUB_URL });
+  startService('rail-proxy', 'rail-proxy', 8083, {
+    PROXYDB_URL: dbs.PROXYDB_URL,
+    RAIL_STUB_URL: peers.RAIL_STUB_URL,
+  });
   for (const port of [8081, 8082, 8083, 8085]) await waitReady(port);
   for (let i = 0; i < EXECUTORS; i++) {
-    startService(`executor-${i + 1}`, 'executor', 8084 + (i === 0 ? 0 : 10 + i), { ...peers, OWNER_ID: `executor-${i + 1}` });
+    startService(`executor-${i + 1}`, 'executor', 8084 + (i === 0 ? 0 : 10 + i), {
+      ...peers,
+      OWNER_ID: `executor-${i + 1}`,
+    });
   }
-  startService('reconciler', 'reconciler', 8086, { ...peers, PAYDB_URL: dbs.PAYDB_URL, PROXYDB_URL: dbs.PROXYDB_URL });
+  startService('reconciler', 'reconciler', 8086, {
+    ...peers,
+    PAYDB_URL: dbs.PAYDB_URL,
+    PROXYDB_URL: dbs.PROXYDB_URL,
+  });
   console.log('[dlock] up. Payouts by state every 2 s; Ctrl-C stops everything.');
   await view(Date.now());
 }

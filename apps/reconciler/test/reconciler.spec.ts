@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,11 +7,13 @@ import { LockClient, type LockSession } from '@dlock/lock-client';
 import {
   http,
   migratedDatabase,
+  REPO_ROOT,
   spawnApp,
   waitFor,
   withClient,
   type RunningApp,
 } from '@dlock/testing';
+import { ReadOnlyDb } from '../src/db/read-only-db';
 
 /**
  * The reconciler as a real process against a real lock-server, payment-resource
@@ -334,8 +337,69 @@ describe('reconciler: RAIL_AMBIGUOUS resolution from rail evidence (FR-26)', () 
     ]);
     expect((await payout(odd.payoutId)).state).toBe('RAIL_AMBIGUOUS');
     expect(await metric('reconciler_resolution_total{result="mismatch"}')).toBeGreaterThan(0);
-    expect(reconciler.output()).toContain('"event":"ambiguous_sla_exceeded"');
-    expect(reconciler.output()).toContain('"event":"rail_evidence_mismatch"');
+    expect(r.resolution.mismatches).toEqual([
+      {
+        payoutId: odd.payoutId,
+        accountId: odd.accountId,
+        railReference: odd.railReferences[0],
+        reason: `amount ${odd.amountMinor + 1} != ${odd.amountMinor}`,
+        detectedAt: expect.any(String),
+      },
+    ]);
+    // Announced once each, however many passes look at the payout.
+    const count = (event: string) => reconciler.output().split(`"event":"${event}"`).length - 1;
+    expect(count('ambiguous_sla_exceeded')).toBe(1);
+    expect(count('rail_evidence_mismatch')).toBe(1);
+    expect(count('duplicate_payment_detected')).toBe(1);
+  });
+});
+
+describe('reconciler: process surface', () => {
+  it('is ready when both databases answer', async () => {
+    const res = await http('GET', `${reconciler.url}/health/ready`);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      status: 'ok',
+      info: { paydb: { status: 'up' }, proxydb: { status: 'up' } },
+    });
+  });
+
+  it('its database sessions are read-only: a write fails in PostgreSQL itself', async () => {
+    const db = new ReadOnlyDb({
+      name: 'paydb',
+      url: paydb,
+      poolMax: 1,
+      connectTimeoutMs: 1_000,
+      statementTimeoutMs: 5_000,
+      tries: 1,
+    });
+    try {
+      await expect(db.query(`UPDATE account SET version = version + 1`)).rejects.toThrow(
+        /read-only transaction/,
+      );
+      await expect(db.query(`SELECT count(*) FROM account`)).resolves.toHaveLength(1);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('a bad setting stops the process at start, naming the variable', () => {
+    const run = spawnSync(
+      process.execPath,
+      [path.join(REPO_ROOT, 'dist/apps/reconciler/main.js')],
+      {
+        env: {
+          PATH: process.env.PATH ?? '',
+          PAYDB_URL: paydb,
+          PROXYDB_URL: proxydb,
+          RECONCILER_SETTLEMENT_WINDOW_MS: '5s',
+        },
+        encoding: 'utf8',
+        timeout: 20_000,
+      },
+    );
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('RECONCILER_SETTLEMENT_WINDOW_MS: must be an integer, got "5s"');
   });
 });
 

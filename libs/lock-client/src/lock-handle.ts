@@ -59,6 +59,8 @@ export class LockHandle {
   private stateValue: HandleState = 'held';
   private expiresAtValue: Date;
   private leaseDeadlineMs: number;
+  /** The lease length the acquire was granted; renews never assume more. */
+  private readonly grantedTtlMs: number;
   private leaseTimer: Timer | undefined;
   private lostError: LockLostError | undefined;
   private releaseSent = false;
@@ -80,9 +82,10 @@ export class LockHandle {
     this.ttlMs = ttlMs;
     this.expiresAtValue = grant.expiresAt;
     this.lostListeners = new OnceListeners(host.options.logger, `onLockLost(${grant.key})`);
+    this.grantedTtlMs = grantedLockTtlMs(ttlMs, grant);
     this.leaseDeadlineMs = conservativeDeadlineMs(
       sentAtMs,
-      grantedLockTtlMs(ttlMs, grant),
+      this.grantedTtlMs,
       host.options.safetyMargin,
     );
     this.armLeaseTimer();
@@ -162,9 +165,11 @@ export class LockHandle {
     this.checkStillHeld();
     assert.equal(grant.fencingToken, this.fencingToken, 'renew must never re-issue a token');
     assert.equal(grant.key, this.key, 'renew answered for another key');
+    // A renew never buys more than the first grant carried: an etcd lease keeps
+    // the TTL it was created with, whatever the renew asked for (FR-09 parity).
     const renewedMs = conservativeDeadlineMs(
       sentAtMs,
-      grantedLockTtlMs(ttlMs, grant),
+      Math.min(ttlMs, this.grantedTtlMs),
       safetyMargin,
     );
     // Replaced, not maxed: a renew with a shorter TTL shortens the server's lease too.

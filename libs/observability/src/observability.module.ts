@@ -1,5 +1,6 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { PrometheusModule } from '@willsoto/nestjs-prometheus';
+import { register } from 'prom-client';
 import { LoggerModule } from 'nestjs-pino';
 import type { IncomingMessage } from 'node:http';
 import { requestTraceId, type TracedRequest } from '@dlock/http-contract';
@@ -35,7 +36,11 @@ export class ObservabilityModule {
             timestamp: () => `,"time":"${new Date().toISOString()}"`,
           },
         }),
-        PrometheusModule.register({ path: '/metrics', defaultMetrics: { enabled: true } }),
+        PrometheusModule.register({
+          path: '/metrics',
+          // Several apps may share one process in tests: default metrics register once.
+          defaultMetrics: { enabled: !register.getSingleMetric('process_cpu_user_seconds_total') },
+        }),
       ],
       providers: [{ provide: SafetyEvents, useFactory: () => new SafetyEvents() }],
       exports: [SafetyEvents],

@@ -1,5 +1,5 @@
 import type { PayoutSummary } from '../clients/payment-resource.client';
-import { backlogAgeSeconds, lanesByAccount } from './lanes';
+import { backlogAgeSeconds, lanesByAccount, shuffled } from './lanes';
 
 function p(
   payoutId: string,
@@ -34,4 +34,10 @@ test('backlog age is the oldest createdAt, 0 when empty', () => {
       now,
     ),
   ).toBe(6);
+});
+
+test('shuffled keeps every item exactly once', () => {
+  const items = [1, 2, 3, 4, 5, 6];
+  expect([...shuffled(items)].sort()).toEqual(items);
+  expect(shuffled(items, () => 0)).toEqual([2, 3, 4, 5, 6, 1]);
 });

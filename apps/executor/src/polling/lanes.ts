@@ -27,3 +27,13 @@ export function backlogAgeSeconds(pending: readonly PayoutSummary[], nowMs: numb
   for (const p of pending) oldestMs = Math.min(oldestMs, Date.parse(p.createdAt));
   return Number.isFinite(oldestMs) ? Math.max(0, (nowMs - oldestMs) / 1000) : 0;
 }
+
+/** Fisher–Yates on a copy. */
+export function shuffled<T>(items: readonly T[], random: () => number = Math.random): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}

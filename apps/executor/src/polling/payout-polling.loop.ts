@@ -14,7 +14,7 @@ import { RailProxyClient } from '../clients/rail-proxy.client';
 import { PayoutExecutionService } from '../execution/payout-execution.service';
 import { LockSessionHolder } from '../lock/lock-session.holder';
 import { ExecutorMetrics } from '../metrics';
-import { backlogAgeSeconds, lanesByAccount } from './lanes';
+import { backlogAgeSeconds, lanesByAccount, shuffled } from './lanes';
 
 /**
  * States a dead worker can leave a payout in, polled for recovery by state.
@@ -97,12 +97,7 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
     if (this.stopping.signal.aborted) return;
     const freeSlots = this.config.EXECUTOR_CONCURRENCY - this.lanes.size;
     if (freeSlots <= 0) return;
-    // Work a dead worker left half-way goes first.
-    const lanes = lanesByAccount([...recovery, ...pending], this.busyAccounts);
-    if (lanes.length === 0) {
-      this.metrics.passesTotal.inc({ result: 'idle' });
-      return;
-    }
+    // Opened (or re-opened after a loss) on every pass, idle or not: readiness means a live session.
     let session: LockSession;
     try {
       session = await this.sessions.current();
@@ -115,7 +110,14 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
       );
       return;
     }
-    this.metrics.passesTotal.inc({ result: 'ok' });
+    // Work a dead worker left half-way goes first; then a shuffle, so several workers reading
+    // the same list do not all start on the same accounts and spend the pass contending.
+    const all = lanesByAccount([...recovery, ...pending], this.busyAccounts);
+    const lanes = [
+      ...all.filter((lane) => lane[0].state !== 'PENDING'),
+      ...shuffled(all.filter((lane) => lane[0].state === 'PENDING')),
+    ];
+    this.metrics.passesTotal.inc({ result: lanes.length === 0 ? 'idle' : 'ok' });
     for (const lane of lanes.slice(0, freeSlots)) this.startLane(session, lane);
   }
 

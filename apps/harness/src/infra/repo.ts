@@ -26,9 +26,14 @@ export function repoRoot(): string {
   throw new Error('cannot find the dlock repository root above ' + __dirname);
 }
 
-/** Built entry of an app; the harness drives the same artefacts `npm start` runs. */
+/**
+ * Built entry of an app; the harness drives the same artefacts `npm start`
+ * runs. DLOCK_DIST points at another build output (e.g. a copy kept stable
+ * while `dist/` is being rebuilt).
+ */
 export function appMain(app: string): string {
-  const main = path.join(repoRoot(), 'dist', 'apps', app, 'main.js');
+  const dist = process.env.DLOCK_DIST ?? path.join(repoRoot(), 'dist');
+  const main = path.join(dist, 'apps', app, 'main.js');
   if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
   return main;
 }

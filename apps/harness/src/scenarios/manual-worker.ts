@@ -31,9 +31,9 @@ export class ManualWorker {
     return this.session;
   }
 
-  tryAcquire(accountId: string, waitMs = 0): Promise<LockHandle | null> {
+  tryAcquire(accountId: string, waitMs = 0, ttlMs?: number): Promise<LockHandle | null> {
     if (!this.session) throw new Error('open() first');
-    return this.session.tryAcquire(`${this.sys.lockKeyPrefix}${accountId}`, { waitMs });
+    return this.session.tryAcquire(`${this.sys.lockKeyPrefix}${accountId}`, { waitMs, ttlMs });
   }
 
   acquire(accountId: string): Promise<LockHandle> {

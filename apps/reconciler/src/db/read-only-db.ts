@@ -65,7 +65,8 @@ export class ReadOnlyDb {
       migrations: [],
       entities: [],
       installExtensions: false,
-      logging: ['error'],
+      // Failures surface as structured check_failed / resolution_failed events instead.
+      logging: false,
       extra: {
         max: o.poolMax,
         connectionTimeoutMillis: o.connectTimeoutMs,

@@ -48,7 +48,7 @@ const LIST_PAGE = 100;
 
 /** The stable per-payout idempotency key every writer of the payout shares (C3 §3.1). */
 export function idempotencyKeyFor(payoutId: string): string {
-  return `payout-${payoutId}`;
+  return `payout-${payoutId.toLowerCase()}`;
 }
 
 function str(o: Record<string, unknown>, k: string): string {

@@ -19,6 +19,14 @@ export interface DuplicateFlag {
   detectedAt: string;
 }
 
+export interface MismatchFlag {
+  payoutId: string;
+  accountId: string;
+  railReference: string;
+  reason: string;
+  detectedAt: string;
+}
+
 export interface SlaEscalation {
   payoutId: string;
   accountId: string;
@@ -55,6 +63,7 @@ export class ResolutionService {
   private readonly logger = new Logger('resolution');
   /** Flagged payouts, so each is counted and announced once (pruned to what is still ambiguous). */
   private readonly duplicates = new Map<string, DuplicateFlag>();
+  private readonly mismatches = new Map<string, MismatchFlag>();
   private readonly escalations = new Map<string, SlaEscalation>();
   private lastPass: ResolutionPass | null = null;
   private passes = 0;
@@ -72,6 +81,7 @@ export class ResolutionService {
       passes: this.passes,
       lastPass: this.lastPass,
       duplicates: [...this.duplicates.values()],
+      mismatches: [...this.mismatches.values()],
       pastSla: [...this.escalations.values()],
     };
   }
@@ -174,16 +184,7 @@ export class ResolutionService {
         );
         return 'duplicate';
       case 'mismatch':
-        this.logger.error(
-          {
-            event: 'rail_evidence_mismatch',
-            payoutId: payout.payoutId,
-            accountId: payout.accountId,
-            railReference: verdict.transfer.railReference,
-            reason: verdict.reason,
-          },
-          'the rail booked a transfer that disagrees with the payout; a human must decide',
-        );
+        this.flagMismatch(payout, verdict.transfer.railReference, verdict.reason);
         return 'mismatch';
       case 'wait':
         return 'waiting';
@@ -208,6 +209,23 @@ export class ResolutionService {
     this.logger.error(
       { event: 'duplicate_payment_detected', ...flag, transfers: railReferences.length },
       'the rail booked this payout more than once; left RAIL_AMBIGUOUS for a human',
+    );
+  }
+
+  /** One transfer that is not this payout's amount or currency: a human reads the statement. */
+  private flagMismatch(payout: PayoutDetail, railReference: string, reason: string): void {
+    if (this.mismatches.has(payout.payoutId)) return;
+    const flag: MismatchFlag = {
+      payoutId: payout.payoutId,
+      accountId: payout.accountId,
+      railReference,
+      reason,
+      detectedAt: formatInstant(new Date()),
+    };
+    this.mismatches.set(payout.payoutId, flag);
+    this.logger.error(
+      { event: 'rail_evidence_mismatch', ...flag },
+      'the rail booked a transfer that disagrees with the payout; a human must decide',
     );
   }
 
@@ -238,6 +256,7 @@ export class ResolutionService {
 
   private prune(seen: Set<string>): void {
     for (const id of this.duplicates.keys()) if (!seen.has(id)) this.duplicates.delete(id);
+    for (const id of this.mismatches.keys()) if (!seen.has(id)) this.mismatches.delete(id);
     for (const id of this.escalations.keys()) if (!seen.has(id)) this.escalations.delete(id);
   }
 }

@@ -2,6 +2,8 @@ import { Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common'
 import type { Watcher } from 'etcd3';
 import { type EtcdGateway, listPrefix, rangeAt } from './etcd-gateway';
 
+const CANCEL_WAIT_MS = 500;
+
 /**
  * Follows session deaths decided by etcd (lease expiry deletes session/<sid>;
  * L3 revokes the lease). For each one it (1) wakes the waiters queued behind
@@ -27,7 +29,14 @@ export class EtcdSessionWatch implements OnModuleInit, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     const watcher = this.watcher;
     this.watcher = null;
-    if (watcher) await watcher.cancel().catch(() => undefined);
+    if (!watcher) return;
+    // Cancelling needs etcd to answer; shutdown must not hang on a dead cluster.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      watcher.cancel().catch(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, CANCEL_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
   }
 
   /** Calls `fn` once if `sessionId` dies; returns the unsubscribe function. */

@@ -93,11 +93,13 @@ export class PgLockStore extends LockStore {
     token: FencingToken,
     ttlMillis?: number,
   ): Promise<LockGrant> {
+    // The lease restarts with the TTL it was granted: an etcd lease cannot change
+    // its TTL either, and both backends must answer alike (FR-09).
+    void ttlMillis;
     const [row] = await this.db.rows<GrantRow>(RENEW_SQL, [
       key,
       formatFencingToken(token),
       sessionId,
-      ttlMillis ?? null,
     ]);
     if (row) {
       assert.equal(tokenFromDb(row.fencing_token), token, 'renew must never change the token');

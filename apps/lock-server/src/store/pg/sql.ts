@@ -82,8 +82,7 @@ WHERE NOT EXISTS (SELECT 1 FROM granted)`;
  */
 export const RENEW_SQL = `
 UPDATE lock_entry l SET
-  ttl_ms = COALESCE($4::int, l.ttl_ms),
-  expires_at = clock_timestamp() + COALESCE($4::int, l.ttl_ms) * interval '1 millisecond'
+  expires_at = clock_timestamp() + l.ttl_ms * interval '1 millisecond'
 WHERE l.lock_key = $1
   AND l.fencing_token = $2::bigint
   AND l.session_id = $3::uuid

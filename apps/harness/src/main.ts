@@ -1,0 +1,150 @@
+import 'reflect-metadata';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { summarize } from './checkers/invariants';
+import { startEmbeddedPg, type PgServer } from './infra/postgres';
+import { repoRoot } from './infra/repo';
+import { runNegativeControl, runScenario, startHarness } from './runner';
+import { SCENARIOS, scenarioById, type Scale, type Scenario, type ScenarioResult } from './scenarios';
+import { soakReport } from './soak/report';
+import { runSoak, soakViolations } from './soak/soak';
+import type { Backend } from './system';
+
+const USAGE = `usage: npm run harness -- <command> [options]
+commands:
+  uc01 .. uc08        one scenario (UC-01..UC-08)
+  all                 every scenario on one system, then the negative control
+  control             the negative control only (UC-03 with both fencing switches off)
+  soak                payouts under a seeded fault schedule, then the checkers
+options:
+  --seed N            seed of every random choice (default 1)
+  --backend pg|etcd   lock backend (default pg; etcd runs a three-member cluster)
+  --scale short|full  scenario size (default full)
+  --minutes M         soak length (default 10)
+  --out FILE          soak report path (default bench/reports/soak-<backend>.md)
+exit status: 0 when every check passed, 1 when any failed, 2 on bad usage.`;
+
+class UsageError extends Error {}
+
+function intArg(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} must be a non-negative integer, got "${raw}"`);
+  return Number(raw);
+}
+
+const log = (m: string) => console.error(`[harness] ${m}`);
+
+function printResult(r: ScenarioResult): void {
+  const verdict = r.passed ? 'PASS' : 'FAIL';
+  console.log(`\n== ${r.id} ${verdict} (${(r.durationMs / 1000).toFixed(1)} s): ${r.title}`);
+  console.log(`evidence: ${JSON.stringify(r.evidence, null, 2)}`);
+  for (const f of r.failures) console.log(`  evidence missing: ${f}`);
+  for (const v of summarize(r.invariants)) console.log(`  violation ${v}`);
+  console.log(`invariants: ${r.invariants.total} violations; payouts ${JSON.stringify(r.invariants.facts.payoutsByState)}`);
+}
+
+async function runScenarios(
+  scenarios: readonly Scenario[],
+  o: { pg: PgServer; workDir: string; backend: Backend; seed: number; scale: Scale; control: boolean },
+): Promise<boolean> {
+  let ok = true;
+  const h = await startHarness({ ...o, etcdMembers: o.backend === 'etcd' ? 3 : undefined, log });
+  try {
+    for (const s of scenarios) {
+      log(`running ${s.id}: ${s.title}`);
+      const r = await runScenario(h.ctx, s);
+      printResult(r);
+      ok &&= r.passed;
+    }
+  } finally {
+    await h.stop();
+  }
+  if (o.control) ok = (await negativeControl(o)) && ok;
+  return ok;
+}
+
+async function negativeControl(o: { pg: PgServer; workDir: string; backend: Backend; seed: number }) {
+  log('running the negative control (PAYMENT_FENCING_ENABLED=false, RAIL_PROXY_FENCING_ENABLED=false)');
+  const c = await runNegativeControl({ ...o, log });
+  console.log(`\n== negative control: ${c.detected ? 'detected' : 'NOT DETECTED (FAIL)'}`);
+  console.log(`evidence: ${JSON.stringify(c.evidence, null, 2)}`);
+  for (const f of c.failures) console.log(`  control did not corrupt as expected: ${f}`);
+  console.log(`caught by: ${c.caughtBy.join(', ') || 'nothing'}`);
+  for (const v of summarize(c.invariants)) console.log(`  ${v}`);
+  return c.detected;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      seed: { type: 'string' },
+      backend: { type: 'string' },
+      scale: { type: 'string' },
+      minutes: { type: 'string' },
+      out: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const [command] = positionals;
+  if (!command || positionals.length > 1) throw new UsageError('exactly one command is required');
+  const seed = intArg('seed', values.seed, 1);
+  const backend = (values.backend ?? 'pg') as Backend;
+  if (backend !== 'pg' && backend !== 'etcd') throw new UsageError('--backend must be pg or etcd');
+  const scale = (values.scale ?? 'full') as Scale;
+  if (scale !== 'short' && scale !== 'full') throw new UsageError('--scale must be short or full');
+  const minutes = intArg('minutes', values.minutes, 10);
+  const scenario = scenarioById(command);
+  const known = ['all', 'control', 'negative-control', 'soak'];
+  if (!scenario && !known.includes(command)) throw new UsageError(`unknown command "${command}"`);
+
+  const workDir = path.join(repoRoot(), '.tmp', `harness-cli-${process.pid}`);
+  mkdirSync(workDir, { recursive: true });
+  const pg = await startEmbeddedPg(workDir);
+  const cleanup = async () => {
+    await pg.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => {
+    void cleanup().finally(() => process.exit(130));
+  });
+  try {
+    if (command === 'soak') {
+      const result = await runSoak({ seed, minutes, backend, pg, workDir, log });
+      const report = soakReport(result);
+      console.log(report);
+      const out = values.out ?? path.join(repoRoot(), 'bench', 'reports', `soak-${backend}.md`);
+      mkdirSync(path.dirname(out), { recursive: true });
+      writeFileSync(out, report);
+      log(`report written to ${out}`);
+      return soakViolations(result) === 0 ? 0 : 1;
+    }
+    const base = { pg, workDir, backend, seed, scale };
+    if (command === 'control' || command === 'negative-control') {
+      return (await negativeControl(base)) ? 0 : 1;
+    }
+    const list = scenario ? [scenario] : SCENARIOS;
+    return (await runScenarios(list, { ...base, control: command === 'all' })) ? 0 : 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`harness: ${(err as Error).message}\n${USAGE}`);
+      process.exit(2);
+    }
+    console.error('harness: failed:', err);
+    process.exit(1);
+  },
+);

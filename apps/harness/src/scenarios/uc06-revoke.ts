@@ -1,0 +1,77 @@
+import { createFixture } from '../fixtures';
+import { httpJson } from '../infra/http';
+import { railTransfers, waitForStates } from './helpers';
+import { ManualWorker } from './manual-worker';
+import { Evidence, type Scenario } from './types';
+
+/**
+ * UC-06: an operator force-revokes (L8) a lock whose holder is stuck inside
+ * its critical section (it has claimed the payout). The revoke advances the
+ * token; a new holder recovers the CLAIMED payout under a larger token and
+ * finishes it. The deposed holder's next writes, at the resource and at the
+ * proxy, are FENCED_OUT, and its lease is gone (renew → LOCK_LOST).
+ */
+export const uc06: Scenario = {
+  id: 'UC-06',
+  title: 'operator force-revoke during a held lock',
+  async run({ sys }) {
+    const ev = new Evidence();
+    const fx = await createFixture(sys.paydbUrl, { prefix: 'uc06', accounts: 1, payoutsPerAccount: 1 });
+    const [account] = fx.accountIds;
+    const [payout] = fx.payoutIds;
+    const w1 = new ManualWorker(sys, 'uc06-w1');
+    await w1.open();
+    try {
+      const h1 = await w1.tryAcquire(account);
+      ev.expect(h1 !== null, 'W1 holds the lock');
+      if (!h1) return ev.outcome();
+      const t1 = h1.fencingToken;
+      const claim = await w1.claim(payout, t1);
+      ev.expect(claim.status === 200, `W1 claimed (${claim.status})`);
+
+      const revoke = await httpJson('POST', `${sys.lockNet.url}/v1/locks/${sys.lockKeyPrefix}${account}/revoke`, {
+        body: { operator: 'harness-operator', reason: 'UC-06 stuck holder drill', expectedToken: t1.toString() },
+      });
+      ev.set('revoke', { status: revoke.status, body: revoke.body });
+      ev.expect(revoke.status === 200, `revoke answered ${revoke.status}`);
+      const floor = revoke.status === 200 ? BigInt(String(revoke.body.newTokenFloor)) : 0n;
+      ev.expect(floor > t1, 'the revoke advanced the token floor above T1');
+
+      let renewCode = 'renewed';
+      try {
+        await h1.renew();
+      } catch (err) {
+        renewCode = (err as { code?: string }).code ?? String(err);
+      }
+      ev.set('w1Renew', renewCode);
+      ev.expect(renewCode === 'LOCK_LOST', `W1's renew is LOCK_LOST (${renewCode})`);
+
+      const w2 = await sys.startExecutor('uc06-w2', { EXECUTOR_ACCOUNT_ID: account });
+      try {
+        await waitForStates(sys, [payout], (s) => s === 'POSTED', 20_000, 'the new holder to finish');
+      } finally {
+        await w2.stop();
+      }
+      const t2 = [...sys.recorder.tokensFor(`${sys.lockKeyPrefix}${account}`)].filter((t) => t > t1);
+      ev.set('newTokens', t2.map(String));
+      ev.expect(t2.length > 0 && t2.every((t) => t >= floor), 'the new holder’s token is at or above the floor');
+
+      // The deposed holder carries on where it stopped.
+      const marked = await w1.railOutcome(payout, t1, { outcome: 'SUBMITTED' });
+      const submitted = await w1.submit(payout, t1);
+      ev.set('w1StaleWrites', {
+        resource: `${marked.status} ${marked.body?.code}`,
+        proxy: `${submitted.status} ${submitted.body?.code}`,
+      });
+      ev.expect(marked.status === 409 && marked.body?.code === 'FENCED_OUT', 'the resource fenced W1');
+      ev.expect(submitted.status === 409 && submitted.body?.code === 'FENCED_OUT', 'the proxy fenced W1');
+      const transfers = await railTransfers(sys, payout);
+      ev.set('railTransfers', transfers);
+      ev.expect(transfers === 1, 'the rail paid once');
+      ev.set('lockRevokedEvents', sys.lockServer.eventCount('lock_revoked'));
+    } finally {
+      await w1.close();
+    }
+    return ev.outcome();
+  },
+};

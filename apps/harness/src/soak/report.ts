@@ -1,0 +1,72 @@
+import { INVARIANTS } from '../checkers/invariants';
+import type { SoakResult } from './soak';
+
+/** The soak report, as markdown (printed and written to bench/reports/soak-<backend>.md). */
+export function soakReport(r: SoakResult, note = ''): string {
+  const o = r.options;
+  const posted = r.payoutsByState.POSTED ?? 0;
+  const lines: string[] = [];
+  lines.push(`# Soak report: ${o.backend} backend, seed ${o.seed}`);
+  lines.push('');
+  if (note) lines.push(note, '');
+  lines.push(
+    `Command: \`npm run harness -- soak --seed ${o.seed} --minutes ${o.minutes} --backend ${o.backend}\``,
+  );
+  lines.push('');
+  lines.push(`| | |`);
+  lines.push(`| --- | --- |`);
+  lines.push(`| started | ${r.startedAt} |`);
+  lines.push(`| fault phase | ${(r.durationMs / 1000).toFixed(0)} s |`);
+  lines.push(`| drain after healing | ${(r.drainMs / 1000).toFixed(0)} s |`);
+  lines.push(`| executors / accounts | ${o.executors} / ${o.accounts} |`);
+  lines.push(`| payouts created | ${r.payoutsCreated} |`);
+  lines.push(`| payouts completed (POSTED) | ${posted} |`);
+  lines.push(`| payouts by state | ${fmt(r.payoutsByState)} |`);
+  lines.push(`| rail transfers (S2 lookup) | ${r.railTransfers} |`);
+  lines.push(`| lock grants recorded | ${r.grants} |`);
+  lines.push(`| **invariant violations** | **${r.invariants.total}** |`);
+  lines.push('');
+  lines.push('## Faults injected');
+  lines.push('');
+  lines.push(`| kind | count |`);
+  lines.push(`| --- | --- |`);
+  for (const [k, n] of Object.entries(r.faultsByKind).sort()) lines.push(`| ${k} | ${n} |`);
+  lines.push('');
+  lines.push('<details><summary>schedule</summary>');
+  lines.push('');
+  for (const f of r.faults) lines.push(`- +${(f.atMs / 1000).toFixed(1)} s: ${f.what}`);
+  lines.push('');
+  lines.push('</details>');
+  lines.push('');
+  lines.push('## Safety events observed (from every process log, restarts included)');
+  lines.push('');
+  lines.push(`| event | count |`);
+  lines.push(`| --- | --- |`);
+  for (const [k, n] of Object.entries(r.safetyEvents)) lines.push(`| ${k} | ${n} |`);
+  lines.push('');
+  lines.push('## Ambiguous payouts');
+  lines.push('');
+  const a = r.ambiguous;
+  lines.push(
+    `${a.total} payouts went through RAIL_AMBIGUOUS: ${a.resolvedPosted} resolved to POSTED ` +
+      `(the rail had booked the transfer, P8 ACKED), ${a.resolvedFailed} to FAILED (nothing booked after ` +
+      `the settlement window, P8 NOT_FOUND), ${a.abandoned} abandoned, ${a.open} still open.`,
+  );
+  lines.push('');
+  lines.push('## Invariants (INV-01..08)');
+  lines.push('');
+  lines.push(`| invariant | violations |`);
+  lines.push(`| --- | --- |`);
+  for (const id of INVARIANTS) lines.push(`| ${id} | ${r.invariants.violations[id].length} |`);
+  for (const id of INVARIANTS) {
+    for (const v of r.invariants.violations[id].slice(0, 10)) lines.push(`- ${id}: ${v}`);
+  }
+  lines.push('');
+  return lines.join('\n');
+}
+
+function fmt(m: Record<string, number>): string {
+  return Object.entries(m)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+}

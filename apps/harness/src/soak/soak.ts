@@ -1,0 +1,199 @@
+import { performance } from 'node:perf_hooks';
+import { INVARIANTS, type InvariantReport } from '../checkers/invariants';
+import { addPayouts, createFixture } from '../fixtures';
+import { prng } from '../infra/prng';
+import type { PgServer } from '../infra/postgres';
+import { withPg } from '../infra/postgres';
+import { sleep } from '../infra/time';
+import { checkSystem, startHarness } from '../runner';
+import type { Backend } from '../system';
+import { applicableKinds, inject, planFault, type FaultKind } from './faults';
+
+export interface SoakOptions {
+  seed: number;
+  minutes: number;
+  backend: Backend;
+  pg: PgServer;
+  workDir: string;
+  executors?: number;
+  accounts?: number;
+  /** New payouts per second (spread over the accounts). */
+  inflowPerSecond?: number;
+  log?: (m: string) => void;
+}
+
+export interface SoakResult {
+  options: Omit<SoakOptions, 'pg' | 'log'>;
+  startedAt: string;
+  durationMs: number;
+  drainMs: number;
+  payoutsCreated: number;
+  payoutsByState: Record<string, number>;
+  faults: Array<{ atMs: number; kind: FaultKind; what: string }>;
+  faultsByKind: Record<string, number>;
+  safetyEvents: Record<string, number>;
+  ambiguous: { total: number; resolvedPosted: number; resolvedFailed: number; abandoned: number; open: number };
+  invariants: InvariantReport;
+  railTransfers: number;
+  grants: number;
+}
+
+const SAFETY_EVENTS = [
+  'fenced_out',
+  'fenced_out:account',
+  'fenced_out:rail',
+  'fenced_out:ledger',
+  'rail_ambiguous',
+  'duplicate_rail_submission_attempted',
+  'session_lost',
+  'lock_revoked',
+  'invalid_transition',
+  'token_regression',
+];
+
+/**
+ * The soak: payouts flow through N executors while a seeded schedule injects
+ * one fault at a time (pauses, kills, restarts, rail timeouts, network
+ * faults). The schedule, fault parameters, targets and payout amounts all come
+ * from the seed; wall-clock interleaving of course does not. Afterwards the
+ * system drains and the same checkers as the scenarios judge the whole run.
+ */
+export async function runSoak(o: SoakOptions): Promise<SoakResult> {
+  const log = o.log ?? (() => undefined);
+  const random = prng(o.seed);
+  const h = await startHarness({
+    label: `soak${o.backend}`,
+    backend: o.backend,
+    etcdMembers: o.backend === 'etcd' ? 3 : undefined,
+    pg: o.pg,
+    workDir: o.workDir,
+    seed: o.seed,
+    scale: 'full',
+    railSeed: o.seed,
+    log,
+  });
+  const { sys } = h;
+  const startedAt = new Date().toISOString();
+  const t0 = performance.now();
+  const faults: SoakResult['faults'] = [];
+  let created = 0;
+  try {
+    const fx = await createFixture(sys.paydbUrl, {
+      prefix: 'soak',
+      accounts: o.accounts ?? 8,
+      payoutsPerAccount: 0,
+      openingMinor: 1_000_000_000,
+    });
+    const nExec = o.executors ?? 3;
+    for (let i = 0; i < nExec; i++) await sys.startExecutor(`soak-w${i + 1}`);
+    const endAt = t0 + o.minutes * 60_000;
+    const kinds = applicableKinds(sys, o.pg);
+    const state = { etcdKills: 0 };
+
+    const inflow = async () => {
+      const perSecond = o.inflowPerSecond ?? 4;
+      while (performance.now() < endAt) {
+        const accounts = Array.from({ length: perSecond }, () =>
+          fx.accountIds[Math.floor(random() * fx.accountIds.length)],
+        );
+        try {
+          created += (await addPayouts(sys.paydbUrl, accounts, 1, 100 + Math.floor(random() * 10_000))).length;
+        } catch {
+          /* paydb restarting: this second's payouts are skipped */
+        }
+        await sleep(1_000);
+      }
+    };
+    const chaos = async () => {
+      await sleep(3_000);
+      while (performance.now() < endAt - 5_000) {
+        const planned = planFault(random, kinds);
+        const at = Math.round(performance.now() - t0);
+        try {
+          const what = await inject(sys, o.pg, planned, state);
+          if (what) {
+            faults.push({ atMs: at, kind: planned.kind, what });
+            log(`soak +${(at / 1000).toFixed(0)}s ${what}`);
+          }
+        } catch (err) {
+          faults.push({ atMs: at, kind: planned.kind, what: `injection failed: ${(err as Error).message}` });
+        }
+        await sleep(2_000 + Math.floor(random() * 4_000));
+      }
+    };
+    await Promise.all([inflow(), chaos()]);
+    const durationMs = Math.round(performance.now() - t0);
+
+    // Heal everything, make sure every executor runs, and let the backlog drain.
+    sys.lockNet.setFault({ kind: 'none' });
+    sys.railNet.setFault({ kind: 'none' });
+    for (const p of sys.executors.values()) if (!p.running()) await p.restart();
+    const d0 = performance.now();
+    const drainDeadline = d0 + 120_000;
+    while (performance.now() < drainDeadline) {
+      const open = await withPg(sys.paydbUrl, async (c) =>
+        Number(
+          (
+            await c.query<{ n: string }>(
+              `SELECT count(*)::text AS n FROM payout WHERE state NOT IN ('POSTED', 'FAILED', 'ABANDONED')`,
+            )
+          ).rows[0].n,
+        ),
+      ).catch(() => -1);
+      if (open === 0) break;
+      await sleep(1_000);
+    }
+    const drainMs = Math.round(performance.now() - d0);
+    await sys.stopExecutors();
+    await h.ctx.watch.trySample();
+    const invariants = await checkSystem(sys, h.ctx.watch);
+    const ambiguous = await withPg(sys.paydbUrl, async (c) => {
+      const r = await c.query<{ state: string; n: string }>(
+        `SELECT p.state, count(*)::text AS n FROM payout p
+          WHERE EXISTS (SELECT 1 FROM payout_transition t WHERE t.payout_id = p.payout_id AND t.to_state = 'RAIL_AMBIGUOUS')
+          GROUP BY p.state`,
+      );
+      const by = Object.fromEntries(r.rows.map((x) => [x.state, Number(x.n)]));
+      const total = r.rows.reduce((n, x) => n + Number(x.n), 0);
+      return {
+        total,
+        resolvedPosted: by.POSTED ?? 0,
+        resolvedFailed: by.FAILED ?? 0,
+        abandoned: by.ABANDONED ?? 0,
+        open: total - (by.POSTED ?? 0) - (by.FAILED ?? 0) - (by.ABANDONED ?? 0),
+      };
+    });
+    const all = sys.eventCounts();
+    const faultsByKind: Record<string, number> = {};
+    for (const f of faults) faultsByKind[f.kind] = (faultsByKind[f.kind] ?? 0) + 1;
+    return {
+      options: {
+        seed: o.seed,
+        minutes: o.minutes,
+        backend: o.backend,
+        workDir: o.workDir,
+        executors: nExec,
+        accounts: fx.accountIds.length,
+        inflowPerSecond: o.inflowPerSecond ?? 4,
+      },
+      startedAt,
+      durationMs,
+      drainMs,
+      payoutsCreated: created,
+      payoutsByState: invariants.facts.payoutsByState,
+      faults,
+      faultsByKind,
+      safetyEvents: Object.fromEntries(SAFETY_EVENTS.map((e) => [e, all[e] ?? 0])),
+      ambiguous,
+      invariants,
+      railTransfers: invariants.facts.railTransfers,
+      grants: invariants.facts.grants,
+    };
+  } finally {
+    await h.stop();
+  }
+}
+
+export function soakViolations(r: SoakResult): number {
+  return INVARIANTS.reduce((n, id) => n + r.invariants.violations[id].length, 0);
+}

@@ -1,0 +1,40 @@
+import { summarize } from '../src/checkers/invariants';
+import { runScenario, startHarness, type Harness } from '../src/runner';
+import { SCENARIOS } from '../src/scenarios';
+import { log, TEST_SEED, testPg, testWorkDir } from './support';
+
+/**
+ * The short, seeded version of UC-01..08 on ONE shared system (pg backend):
+ * real processes, real databases, the same scenario and checker code the
+ * `npm run harness` CLI runs. A scenario fails when the evidence of its fault
+ * is missing or when any invariant checker reports a violation.
+ */
+describe('harness scenarios (pg backend)', () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startHarness({
+      backend: 'pg',
+      pg: testPg(),
+      workDir: testWorkDir('scenarios'),
+      seed: TEST_SEED,
+      scale: 'short',
+      log,
+    });
+  }, 90_000);
+
+  afterAll(async () => {
+    await h?.stop();
+  }, 30_000);
+
+  it.each(SCENARIOS.map((s) => [s.id, s] as const))(
+    '%s',
+    async (_id, scenario) => {
+      const result = await runScenario(h.ctx, scenario);
+      log(JSON.stringify(result.evidence));
+      expect({ id: result.id, failures: result.failures }).toEqual({ id: scenario.id, failures: [] });
+      expect(summarize(result.invariants)).toEqual([]);
+    },
+    120_000,
+  );
+});
