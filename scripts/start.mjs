@@ -206,7 +206,7 @@ async function main() {
   node('dist/scripts/migrate.js', [], dbs);
   const fixtures = 'dist/apps/payment-resource/src/cli/fixtures.js';
   if (existsSync(path.join(root, fixtures))) {
-    node(fixtures, ['seed', '--if-empty', '--accounts', '20', '--payouts', '200'], {
+    node(fixtures, ['seed', '--accounts', '20', '--payouts', '200'], {
       PAYDB_URL: dbs.PAYDB_URL,
     });
   }

@@ -39,7 +39,7 @@ export async function startServices(): Promise<Services> {
     spawnApp('rail-stub', { RAIL_STUB_JOURNAL_PATH: journal, RAIL_STUB_JOURNAL_FSYNC: 'false' }),
   ]);
   const proxy = await startProxy(proxydb, stub.url);
-  return {
+  const services: Services = {
     lockdb,
     paydb,
     proxydb,
@@ -48,9 +48,10 @@ export async function startServices(): Promise<Services> {
     stub,
     proxy,
     async stop() {
-      await Promise.all([lockServer, payments, stub, this.proxy].map((app) => app.stop()));
+      await Promise.all([lockServer, payments, stub, services.proxy].map((app) => app.stop()));
     },
   };
+  return services;
 }
 
 export function startProxy(

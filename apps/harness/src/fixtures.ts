@@ -19,7 +19,13 @@ const CURRENCY = 'EUR';
 
 export async function createFixture(
   paydbUrl: string,
-  o: { prefix: string; accounts: number; payoutsPerAccount: number; amountMinor?: number; openingMinor?: number },
+  o: {
+    prefix: string;
+    accounts: number;
+    payoutsPerAccount: number;
+    amountMinor?: number;
+    openingMinor?: number;
+  },
 ): Promise<ScenarioFixture> {
   const fx: ScenarioFixture = { accountIds: [], payoutIds: [], accountOf: new Map() };
   await withPg(paydbUrl, async (c) => {

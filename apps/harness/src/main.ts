@@ -6,7 +6,13 @@ import { summarize } from './checkers/invariants';
 import { startEmbeddedPg, type PgServer } from './infra/postgres';
 import { repoRoot } from './infra/repo';
 import { runNegativeControl, runScenario, startHarness } from './runner';
-import { SCENARIOS, scenarioById, type Scale, type Scenario, type ScenarioResult } from './scenarios';
+import {
+  SCENARIOS,
+  scenarioById,
+  type Scale,
+  type Scenario,
+  type ScenarioResult,
+} from './scenarios';
 import { soakReport } from './soak/report';
 import { runSoak, soakViolations } from './soak/soak';
 import type { Backend } from './system';
@@ -29,11 +35,16 @@ class UsageError extends Error {}
 
 function intArg(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw)) throw new UsageError(`--${name} must be a non-negative integer, got "${raw}"`);
+  if (!/^\d+$/.test(raw))
+    throw new UsageError(`--${name} must be a non-negative integer, got "${raw}"`);
   return Number(raw);
 }
 
 const log = (m: string) => console.error(`[harness] ${m}`);
+
+/** Ctrl-C: the soak ends its fault phase and still reports; scenarios stop their processes. */
+const interrupt = new AbortController();
+const stopOnInterrupt = new Set<() => Promise<void>>();
 
 function printResult(r: ScenarioResult): void {
   const verdict = r.passed ? 'PASS' : 'FAIL';
@@ -41,31 +52,50 @@ function printResult(r: ScenarioResult): void {
   console.log(`evidence: ${JSON.stringify(r.evidence, null, 2)}`);
   for (const f of r.failures) console.log(`  evidence missing: ${f}`);
   for (const v of summarize(r.invariants)) console.log(`  violation ${v}`);
-  console.log(`invariants: ${r.invariants.total} violations; payouts ${JSON.stringify(r.invariants.facts.payoutsByState)}`);
+  console.log(
+    `invariants: ${r.invariants.total} violations; payouts ${JSON.stringify(r.invariants.facts.payoutsByState)}`,
+  );
 }
 
 async function runScenarios(
   scenarios: readonly Scenario[],
-  o: { pg: PgServer; workDir: string; backend: Backend; seed: number; scale: Scale; control: boolean },
+  o: {
+    pg: PgServer;
+    workDir: string;
+    backend: Backend;
+    seed: number;
+    scale: Scale;
+    control: boolean;
+  },
 ): Promise<boolean> {
   let ok = true;
   const h = await startHarness({ ...o, etcdMembers: o.backend === 'etcd' ? 3 : undefined, log });
+  stopOnInterrupt.add(h.stop);
   try {
     for (const s of scenarios) {
+      if (interrupt.signal.aborted) return false;
       log(`running ${s.id}: ${s.title}`);
       const r = await runScenario(h.ctx, s);
       printResult(r);
       ok &&= r.passed;
     }
   } finally {
+    stopOnInterrupt.delete(h.stop);
     await h.stop();
   }
-  if (o.control) ok = (await negativeControl(o)) && ok;
+  if (o.control && !interrupt.signal.aborted) ok = (await negativeControl(o)) && ok;
   return ok;
 }
 
-async function negativeControl(o: { pg: PgServer; workDir: string; backend: Backend; seed: number }) {
-  log('running the negative control (PAYMENT_FENCING_ENABLED=false, RAIL_PROXY_FENCING_ENABLED=false)');
+async function negativeControl(o: {
+  pg: PgServer;
+  workDir: string;
+  backend: Backend;
+  seed: number;
+}) {
+  log(
+    'running the negative control (PAYMENT_FENCING_ENABLED=false, RAIL_PROXY_FENCING_ENABLED=false)',
+  );
   const c = await runNegativeControl({ ...o, log });
   console.log(`\n== negative control: ${c.detected ? 'detected' : 'NOT DETECTED (FAIL)'}`);
   console.log(`evidence: ${JSON.stringify(c.evidence, null, 2)}`);
@@ -112,12 +142,23 @@ async function main(argv: string[]): Promise<number> {
     await pg.stop();
     rmSync(workDir, { recursive: true, force: true });
   };
-  process.once('SIGINT', () => {
-    void cleanup().finally(() => process.exit(130));
+  process.on('SIGINT', () => {
+    if (interrupt.signal.aborted) return;
+    log('interrupted: stopping (the soak still heals, drains and reports)');
+    interrupt.abort();
+    for (const stop of stopOnInterrupt) void stop();
   });
   try {
     if (command === 'soak') {
-      const result = await runSoak({ seed, minutes, backend, pg, workDir, log });
+      const result = await runSoak({
+        seed,
+        minutes,
+        backend,
+        pg,
+        workDir,
+        log,
+        signal: interrupt.signal,
+      });
       const report = soakReport(result);
       console.log(report);
       const out = values.out ?? path.join(repoRoot(), 'bench', 'reports', `soak-${backend}.md`);
@@ -140,7 +181,10 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (
+      err instanceof UsageError ||
+      (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
       console.error(`harness: ${(err as Error).message}\n${USAGE}`);
       process.exit(2);
     }

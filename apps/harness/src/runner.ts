@@ -27,7 +27,12 @@ export interface Harness {
 
 /** Starts a system and the context scenarios run in; the FenceWatch samples every `sampleMs`. */
 export async function startHarness(
-  o: Omit<SystemOptions, 'label'> & { label?: string; seed: number; scale: Scale; log?: (m: string) => void },
+  o: Omit<SystemOptions, 'label'> & {
+    label?: string;
+    seed: number;
+    scale: Scale;
+    log?: (m: string) => void;
+  },
 ): Promise<Harness> {
   const sys = await DlockSystem.start({ label: o.label ?? 'harness', ...o });
   const watch = new FenceWatch(sys.paydbUrl, sys.proxydbUrl);
@@ -51,7 +56,10 @@ export async function startHarness(
 }
 
 /** One scenario, then the checkers over the whole system; a failure in either fails it. */
-export async function runScenario(ctx: ScenarioContext, scenario: Scenario): Promise<ScenarioResult> {
+export async function runScenario(
+  ctx: ScenarioContext,
+  scenario: Scenario,
+): Promise<ScenarioResult> {
   const t0 = performance.now();
   await ctx.watch.trySample();
   let outcome;
@@ -62,7 +70,9 @@ export async function runScenario(ctx: ScenarioContext, scenario: Scenario): Pro
   }
   await ctx.watch.trySample();
   const invariants = await checkSystem(ctx.sys, ctx.watch);
-  ctx.log(`${scenario.id}: ${outcome.failures.length} evidence failures, ${invariants.total} invariant violations`);
+  ctx.log(
+    `${scenario.id}: ${outcome.failures.length} evidence failures, ${invariants.total} invariant violations`,
+  );
   return {
     id: scenario.id,
     title: scenario.title,
@@ -94,7 +104,13 @@ export async function runNegativeControl(o: {
   seed: number;
   log?: (m: string) => void;
 }): Promise<ControlResult> {
-  const h = await startHarness({ ...o, label: 'control', fencing: false, scale: 'short', reconciler: false });
+  const h = await startHarness({
+    ...o,
+    label: 'control',
+    fencing: false,
+    scale: 'short',
+    reconciler: false,
+  });
   try {
     let outcome;
     try {
@@ -107,7 +123,13 @@ export async function runNegativeControl(o: {
       .filter(([, list]) => list.length > 0)
       .map(([id]) => id);
     const detected = outcome.failures.length === 0 && invariants.total > 0;
-    return { detected, evidence: outcome.evidence, failures: outcome.failures, caughtBy, invariants };
+    return {
+      detected,
+      evidence: outcome.evidence,
+      failures: outcome.failures,
+      caughtBy,
+      invariants,
+    };
   } finally {
     await h.stop();
   }

@@ -127,13 +127,17 @@ export class DlockSystem {
     const stubPort = await freePort();
     const [lockServer, railStub, payment] = await Promise.all([
       AppProcess.start('lock-server', lockEnv),
-      AppProcess.start('rail-stub', {
-        RAIL_STUB_JOURNAL_PATH: path.join(workDir, `rail-${label}-${Date.now()}.jsonl`),
-        RAIL_STUB_JOURNAL_FSYNC: 'false',
-        RAIL_STUB_SETTLEMENT_WINDOW_MS: String(t.settlementMs),
-        RAIL_STUB_HOLD_MS: String(t.railHoldMs),
-        RAIL_STUB_SEED: String(this.opts.railSeed ?? 1),
-      }, { port: stubPort }),
+      AppProcess.start(
+        'rail-stub',
+        {
+          RAIL_STUB_JOURNAL_PATH: path.join(workDir, `rail-${label}-${Date.now()}.jsonl`),
+          RAIL_STUB_JOURNAL_FSYNC: 'false',
+          RAIL_STUB_SETTLEMENT_WINDOW_MS: String(t.settlementMs),
+          RAIL_STUB_HOLD_MS: String(t.railHoldMs),
+          RAIL_STUB_SEED: String(this.opts.railSeed ?? 1),
+        },
+        { port: stubPort },
+      ),
       AppProcess.start('payment-resource', {
         ...harness,
         PAYDB_URL: this.paydbUrl,
@@ -203,9 +207,7 @@ export class DlockSystem {
   }
 
   async stopExecutors(graceful = true): Promise<void> {
-    await Promise.all(
-      [...this.executors.values()].map((p) => (graceful ? p.stop() : p.kill())),
-    );
+    await Promise.all([...this.executors.values()].map((p) => (graceful ? p.stop() : p.kill())));
     this.retired.push(...this.executors.values());
     this.executors.clear();
   }
@@ -213,7 +215,11 @@ export class DlockSystem {
   /** Every app process ever started by this system, live or not. */
   allApps(): AppProcess[] {
     const live = [this.lockServer, this.payment, this.railProxy, this.railStub, this.reconciler];
-    return [...live.filter((p): p is AppProcess => !!p), ...this.executors.values(), ...this.retired];
+    return [
+      ...live.filter((p): p is AppProcess => !!p),
+      ...this.executors.values(),
+      ...this.retired,
+    ];
   }
 
   /** Safety events seen in every log so far, summed over processes and restarts. */

@@ -33,7 +33,10 @@ describe('harness negative control and etcd failover', () => {
       const result = await runScenario(h.ctx, uc07);
       log(JSON.stringify(result.evidence));
       expect(result.failures).toEqual([]);
-      expect(result.evidence.etcdLeader).toEqual({ killed: expect.any(String), elected: expect.any(String) });
+      expect(result.evidence.etcdLeader).toEqual({
+        killed: expect.any(String),
+        elected: expect.any(String),
+      });
       expect(summarize(result.invariants)).toEqual([]);
     } finally {
       await h.stop();

@@ -32,7 +32,10 @@ describe('harness scenarios (pg backend)', () => {
     async (_id, scenario) => {
       const result = await runScenario(h.ctx, scenario);
       log(JSON.stringify(result.evidence));
-      expect({ id: result.id, failures: result.failures }).toEqual({ id: scenario.id, failures: [] });
+      expect({ id: result.id, failures: result.failures }).toEqual({
+        id: scenario.id,
+        failures: [],
+      });
       expect(summarize(result.invariants)).toEqual([]);
     },
     120_000,

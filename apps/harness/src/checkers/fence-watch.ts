@@ -27,11 +27,13 @@ export class FenceWatch {
       const r = await c.query<{ account_id: string; highest_token: string }>(
         `SELECT account_id, highest_token::text AS highest_token FROM rail_high_water`,
       );
-      for (const x of r.rows) rows.push([`rail_high_water/${x.account_id}`, BigInt(x.highest_token)]);
+      for (const x of r.rows)
+        rows.push([`rail_high_water/${x.account_id}`, BigInt(x.highest_token)]);
     });
     for (const [k, v] of rows) {
       const prev = this.last.get(k);
-      if (prev !== undefined && v < prev) this.violations.push(`${k} went from ${prev} down to ${v}`);
+      if (prev !== undefined && v < prev)
+        this.violations.push(`${k} went from ${prev} down to ${v}`);
       this.last.set(k, v);
     }
     this.samples++;

@@ -67,7 +67,9 @@ export function checkRevocations(
     }
     for (const g of grants) {
       if (g.key === r.key && g.requestAt > r.at && g.token < r.newTokenFloor) {
-        out.push(`${r.key}: token ${g.token} granted after a revocation with floor ${r.newTokenFloor}`);
+        out.push(
+          `${r.key}: token ${g.token} granted after a revocation with floor ${r.newTokenFloor}`,
+        );
       }
     }
   }

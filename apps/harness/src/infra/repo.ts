@@ -14,7 +14,8 @@ export function repoRoot(): string {
     const pkg = path.join(dir, 'package.json');
     if (existsSync(pkg)) {
       try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'dlock') return dir;
+        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'dlock')
+          return dir;
       } catch {
         /* not ours; keep walking */
       }

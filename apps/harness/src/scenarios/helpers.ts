@@ -66,12 +66,22 @@ export async function railTransfers(sys: DlockSystem, payoutId: string): Promise
   return (res.body as { transfers: unknown[] }).transfers.length;
 }
 
-export async function stubStats(sys: DlockSystem): Promise<Record<string, any>> {
-  const res = await httpJson('GET', `${sys.railStub.url}/admin/stats`);
-  return res.body as Record<string, any>;
+/** rail-stub GET /admin/stats (the fields the scenarios use). */
+export interface StubStats {
+  submitsReceived: number;
+  transfersAccepted: number;
+  failures?: { error?: number; reset?: number; hold?: number };
 }
 
-export async function setStubFaults(sys: DlockSystem, patch: Record<string, unknown>): Promise<void> {
+export async function stubStats(sys: DlockSystem): Promise<StubStats> {
+  const res = await httpJson('GET', `${sys.railStub.url}/admin/stats`);
+  return res.body as StubStats;
+}
+
+export async function setStubFaults(
+  sys: DlockSystem,
+  patch: Record<string, unknown>,
+): Promise<void> {
   const res = await httpJson('POST', `${sys.railStub.url}/admin/faults`, { body: patch });
   if (res.status !== 200) throw new Error(`rail-stub faults ${res.status}: ${res.text}`);
 }
@@ -82,7 +92,12 @@ export async function transitionsOf(
   payoutId: string,
 ): Promise<Array<{ from: string; to: string; token: bigint | null; actor: string }>> {
   return withPg(sys.paydbUrl, async (c) => {
-    const r = await c.query<{ from_state: string; to_state: string; token: string | null; actor: string }>(
+    const r = await c.query<{
+      from_state: string;
+      to_state: string;
+      token: string | null;
+      actor: string;
+    }>(
       `SELECT from_state, to_state, token::text AS token, actor FROM payout_transition
         WHERE payout_id = $1 ORDER BY transition_id`,
       [payoutId],
@@ -98,7 +113,10 @@ export async function transitionsOf(
 
 /** L7 (advisory, for the harness only): is the key held right now? */
 export async function lockHeld(sys: DlockSystem, accountId: string): Promise<boolean> {
-  const res = await httpJson('GET', `${sys.lockServer.url}/v1/locks/${sys.lockKeyPrefix}${accountId}`);
+  const res = await httpJson(
+    'GET',
+    `${sys.lockServer.url}/v1/locks/${sys.lockKeyPrefix}${accountId}`,
+  );
   return res.status === 200 && (res.body as { held: boolean }).held;
 }
 

@@ -12,7 +12,10 @@ import type { Scenario } from './types';
 export const SCENARIOS: readonly Scenario[] = [uc01, uc02, uc03, uc04, uc05, uc06, uc08, uc07];
 
 export function scenarioById(id: string): Scenario | undefined {
-  const norm = id.toUpperCase().replace(/^UC-?/, 'UC-').replace(/^UC-(\d)$/, 'UC-0$1');
+  const norm = id
+    .toUpperCase()
+    .replace(/^UC-?/, 'UC-')
+    .replace(/^UC-(\d)$/, 'UC-0$1');
   return SCENARIOS.find((s) => s.id === norm);
 }
 

@@ -53,7 +53,11 @@ export class ManualWorker {
     };
   }
 
-  claim(payoutId: string, token: bigint, expectedState: 'PENDING' | 'CLAIMED' = 'PENDING'): Promise<HttpResult> {
+  claim(
+    payoutId: string,
+    token: bigint,
+    expectedState: 'PENDING' | 'CLAIMED' = 'PENDING',
+  ): Promise<HttpResult> {
     return httpJson('POST', `${this.sys.payment.url}/v1/payouts/${payoutId}/claim`, {
       headers: this.headers(token, payoutId),
       body: { expectedState },
@@ -83,7 +87,12 @@ export class ManualWorker {
     });
   }
 
-  post(payoutId: string, token: bigint, submissionId: string, railReference: string): Promise<HttpResult> {
+  post(
+    payoutId: string,
+    token: bigint,
+    submissionId: string,
+    railReference: string,
+  ): Promise<HttpResult> {
     return httpJson('POST', `${this.sys.payment.url}/v1/payouts/${payoutId}/post`, {
       headers: this.headers(token, payoutId),
       body: { railReference, submissionId, railOutcome: 'ACKED' },
@@ -98,8 +107,15 @@ export class ManualWorker {
     if (marked.status !== 200) return marked;
     const ack = await this.submit(payoutId, token);
     if (ack.status !== 200) return ack;
-    const { submissionId, railReference } = ack.body as { submissionId: string; railReference: string };
-    const acked = await this.railOutcome(payoutId, token, { outcome: 'ACKED', submissionId, railReference });
+    const { submissionId, railReference } = ack.body as {
+      submissionId: string;
+      railReference: string;
+    };
+    const acked = await this.railOutcome(payoutId, token, {
+      outcome: 'ACKED',
+      submissionId,
+      railReference,
+    });
     if (acked.status !== 200) return acked;
     return this.post(payoutId, token, submissionId, railReference);
   }

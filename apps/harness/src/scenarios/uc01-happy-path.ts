@@ -9,11 +9,21 @@ export const uc01: Scenario = {
   async run({ sys, scale }) {
     const ev = new Evidence();
     const n = scale === 'short' ? 3 : 10;
-    const fx = await createFixture(sys.paydbUrl, { prefix: 'uc01', accounts: 1, payoutsPerAccount: n });
+    const fx = await createFixture(sys.paydbUrl, {
+      prefix: 'uc01',
+      accounts: 1,
+      payoutsPerAccount: n,
+    });
     const before = await stubStats(sys);
     const worker = await sys.startExecutor('uc01-w1', { EXECUTOR_ACCOUNT_ID: fx.accountIds[0] });
     try {
-      const states = await waitForStates(sys, fx.payoutIds, (s) => s === 'POSTED', 30_000, 'UC-01 payouts POSTED');
+      const states = await waitForStates(
+        sys,
+        fx.payoutIds,
+        (s) => s === 'POSTED',
+        30_000,
+        'UC-01 payouts POSTED',
+      );
       ev.set('states', countStates(states));
     } finally {
       await worker.stop();
@@ -28,7 +38,10 @@ export const uc01: Scenario = {
     ev.set('ackedSubmissions', acked);
     ev.set('railCalls', after.submitsReceived - before.submitsReceived);
     ev.expect(acked === n, `expected ${n} ACKED submissions, saw ${acked}`);
-    ev.expect(after.submitsReceived - before.submitsReceived === n, 'the rail saw one call per payout');
+    ev.expect(
+      after.submitsReceived - before.submitsReceived === n,
+      'the rail saw one call per payout',
+    );
     ev.expect(worker.eventCount('fenced_out') === 0, 'no fenced write on the happy path');
     return ev.outcome();
   },

@@ -17,7 +17,11 @@ export const uc02: Scenario = {
   title: 'contended acquire: bounded wait, CONTENTION_EXCEEDED, then a larger token',
   async run({ sys }) {
     const ev = new Evidence();
-    const fx = await createFixture(sys.paydbUrl, { prefix: 'uc02', accounts: 1, payoutsPerAccount: 1 });
+    const fx = await createFixture(sys.paydbUrl, {
+      prefix: 'uc02',
+      accounts: 1,
+      payoutsPerAccount: 1,
+    });
     const [account] = fx.accountIds;
     const [payout] = fx.payoutIds;
     const w1 = new ManualWorker(sys, 'uc02-w1');
@@ -40,7 +44,10 @@ export const uc02: Scenario = {
       const waitedMs = Math.round(performance.now() - t0);
       ev.set('w2BoundedWaitMs', waitedMs);
       ev.expect(waited === null, 'W2 bounded wait ends without a grant');
-      ev.expect(waitedMs >= waitMs - 50 && waitedMs < waitMs + 2_000, `bounded wait took ${waitedMs} ms`);
+      ev.expect(
+        waitedMs >= waitMs - 50 && waitedMs < waitMs + 2_000,
+        `bounded wait took ${waitedMs} ms`,
+      );
 
       const t2 = performance.now();
       let code = 'granted';
@@ -52,13 +59,19 @@ export const uc02: Scenario = {
       }
       const budgetMs = Math.round(performance.now() - t2);
       ev.set('w2RetryBudget', { code, elapsedMs: budgetMs });
-      ev.expect(code === 'CONTENTION_EXCEEDED', `W2 retry budget ends in CONTENTION_EXCEEDED, got ${code}`);
+      ev.expect(
+        code === 'CONTENTION_EXCEEDED',
+        `W2 retry budget ends in CONTENTION_EXCEEDED, got ${code}`,
+      );
       ev.expect(budgetMs < 10_000, 'the retry budget is bounded');
 
       // W1 renews (same token) before finishing; the contention above took part of its lease.
       await h1.renew();
       const posted = await w1.runFlowA(payout, t1);
-      ev.expect(posted.status === 200 && posted.body?.state === 'POSTED', `W1 posts the payout (${posted.status})`);
+      ev.expect(
+        posted.status === 200 && posted.body?.state === 'POSTED',
+        `W1 posts the payout (${posted.status})`,
+      );
       ev.expect(await h1.release(), 'W1 releases');
 
       const h2 = await w2.tryAcquire(account);

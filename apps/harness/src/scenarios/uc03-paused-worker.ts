@@ -1,6 +1,13 @@
 import { createFixture, payoutStates } from '../fixtures';
 import { sleep, waitUntil } from '../infra/time';
-import { lockHeld, maxToken, railTransfers, submissionsOf, transitionsOf, waitForStates } from './helpers';
+import {
+  lockHeld,
+  maxToken,
+  railTransfers,
+  submissionsOf,
+  transitionsOf,
+  waitForStates,
+} from './helpers';
 import { ManualWorker } from './manual-worker';
 import { Evidence, type Scenario, type ScenarioContext, type ScenarioOutcome } from './types';
 
@@ -16,7 +23,10 @@ import { Evidence, type Scenario, type ScenarioContext, type ScenarioOutcome } f
  * With both fencing kill switches off the same run is the negative control:
  * the stale submit reaches the rail and pays twice.
  */
-export async function runPausedWorker(ctx: ScenarioContext, fencing: boolean): Promise<ScenarioOutcome> {
+export async function runPausedWorker(
+  ctx: ScenarioContext,
+  fencing: boolean,
+): Promise<ScenarioOutcome> {
   const { sys, log } = ctx;
   const ev = new Evidence();
   const tag = fencing ? 'uc03' : 'ctl';
@@ -31,7 +41,13 @@ export async function runPausedWorker(ctx: ScenarioContext, fencing: boolean): P
   });
   let w2: Awaited<ReturnType<typeof sys.startExecutor>> | null = null;
   try {
-    await waitForStates(sys, [payout], (s) => s === 'RAIL_SUBMITTED', 15_000, 'W1 inside the critical section');
+    await waitForStates(
+      sys,
+      [payout],
+      (s) => s === 'RAIL_SUBMITTED',
+      15_000,
+      'W1 inside the critical section',
+    );
     w1.pause();
     const pausedAt = Date.now();
     log(`${tag}: W1 stopped inside the critical section`);
@@ -62,21 +78,33 @@ export async function runPausedWorker(ctx: ScenarioContext, fencing: boolean): P
     const resourceAnswer = await stale.railOutcome(payout, t1, {
       outcome: 'SUBMITTED',
     });
-    ev.set('staleResourceWrite', { status: resourceAnswer.status, code: resourceAnswer.body?.code });
+    ev.set('staleResourceWrite', {
+      status: resourceAnswer.status,
+      code: resourceAnswer.body?.code,
+    });
     await w1.stop();
 
     const subs = await submissionsOf(sys, payout);
     const transfers = await railTransfers(sys, payout);
-    ev.set('submissions', subs.map((s) => `${s.presentedToken}:${s.outcome ?? 'unresolved'}`));
+    ev.set(
+      'submissions',
+      subs.map((s) => `${s.presentedToken}:${s.outcome ?? 'unresolved'}`),
+    );
     ev.set('railTransfers', transfers);
     ev.set('finalState', (await payoutStates(sys.paydbUrl, [payout])).get(payout));
-    ev.set('transitions', (await transitionsOf(sys, payout)).map((t) => `${t.from}→${t.to}@${t.token ?? '-'}`));
+    ev.set(
+      'transitions',
+      (await transitionsOf(sys, payout)).map((t) => `${t.from}→${t.to}@${t.token ?? '-'}`),
+    );
     const fencedRail = sys.railProxy.eventCount('fenced_out:rail');
     const fencedAccount = sys.payment.eventCount('fenced_out:account');
     ev.set('fencedOut', { rail: fencedRail, account: fencedAccount });
     const staleAtProxy = subs.find((s) => s.presentedToken === t1);
     if (fencing) {
-      ev.expect(staleAtProxy?.outcome === 'FENCED', `the proxy fenced W1's submit (${staleAtProxy?.outcome})`);
+      ev.expect(
+        staleAtProxy?.outcome === 'FENCED',
+        `the proxy fenced W1's submit (${staleAtProxy?.outcome})`,
+      );
       ev.expect(
         resourceAnswer.status === 409 && resourceAnswer.body?.code === 'FENCED_OUT',
         `the resource fenced W1's write (${resourceAnswer.status} ${resourceAnswer.body?.code})`,
@@ -84,7 +112,10 @@ export async function runPausedWorker(ctx: ScenarioContext, fencing: boolean): P
       ev.expect(fencedRail > 0 && fencedAccount > 0, 'fenced_out observed at both guards');
       ev.expect(transfers === 1, `the rail paid once (${transfers})`);
     } else {
-      ev.expect(staleAtProxy !== undefined && staleAtProxy.outcome !== 'FENCED', 'the stale submit was admitted');
+      ev.expect(
+        staleAtProxy !== undefined && staleAtProxy.outcome !== 'FENCED',
+        'the stale submit was admitted',
+      );
       ev.expect(transfers > 1, `with fencing off the rail paid twice (${transfers})`);
     }
   } finally {

@@ -22,7 +22,11 @@ export const uc04: Scenario = {
   async run({ sys, scale }) {
     const ev = new Evidence();
     const points = scale === 'short' ? ['after-submitted', 'after-submit'] : Object.keys(LEFT_IN);
-    const fx = await createFixture(sys.paydbUrl, { prefix: 'uc04', accounts: points.length, payoutsPerAccount: 1 });
+    const fx = await createFixture(sys.paydbUrl, {
+      prefix: 'uc04',
+      accounts: points.length,
+      payoutsPerAccount: 1,
+    });
     const crashers = await Promise.all(
       points.map((point, i) =>
         sys.startExecutor(`uc04-crash-${point}`, {
@@ -34,7 +38,9 @@ export const uc04: Scenario = {
     const exits: Record<string, string> = {};
     for (const [i, p] of crashers.entries()) {
       const exited = await p.waitExit(20_000);
-      exits[points[i]] = exited ? String(p.exitInfo()?.signal ?? p.exitInfo()?.code) : 'still running';
+      exits[points[i]] = exited
+        ? String(p.exitInfo()?.signal ?? p.exitInfo()?.code)
+        : 'still running';
       if (!exited) await p.kill();
     }
     ev.set('crashExits', exits);
@@ -42,27 +48,44 @@ export const uc04: Scenario = {
     const leftIn: Record<string, string> = {};
     points.forEach((point, i) => {
       leftIn[point] = left.get(fx.payoutIds[i]) ?? 'MISSING';
-      ev.expect(exits[point] === 'SIGKILL', `the worker died by SIGKILL at ${point} (${exits[point]})`);
-      ev.expect(leftIn[point] === LEFT_IN[point], `${point} left the payout ${LEFT_IN[point]} (${leftIn[point]})`);
+      ev.expect(
+        exits[point] === 'SIGKILL',
+        `the worker died by SIGKILL at ${point} (${exits[point]})`,
+      );
+      ev.expect(
+        leftIn[point] === LEFT_IN[point],
+        `${point} left the payout ${LEFT_IN[point]} (${leftIn[point]})`,
+      );
     });
     ev.set('leftIn', leftIn);
 
     const recoverer = await sys.startExecutor('uc04-recover');
     try {
-      await waitForStates(sys, fx.payoutIds, (s) => s === 'POSTED', 30_000, 'recovery to POST every payout');
+      await waitForStates(
+        sys,
+        fx.payoutIds,
+        (s) => s === 'POSTED',
+        30_000,
+        'recovery to POST every payout',
+      );
     } finally {
       await recoverer.stop();
     }
     for (const [i, id] of fx.payoutIds.entries()) {
       const transfers = await railTransfers(sys, id);
       const subs = await submissionsOf(sys, id);
-      const tokens = (await transitionsOf(sys, id)).map((t) => t.token).filter((t): t is bigint => t !== null);
+      const tokens = (await transitionsOf(sys, id))
+        .map((t) => t.token)
+        .filter((t): t is bigint => t !== null);
       ev.expect(transfers === 1, `${points[i]}: the rail paid once (${transfers})`);
       ev.expect(
         subs.filter((s) => s.outcome === 'ACKED').length === 1,
         `${points[i]}: one ACKED submission (${subs.map((s) => s.outcome).join(',')})`,
       );
-      ev.expect(new Set(tokens).size >= 2, `${points[i]}: a second holder with a new token finished it`);
+      ev.expect(
+        new Set(tokens).size >= 2,
+        `${points[i]}: a second holder with a new token finished it`,
+      );
     }
     return ev.outcome();
   },

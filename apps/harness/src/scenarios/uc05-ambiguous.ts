@@ -1,6 +1,13 @@
 import { createFixture } from '../fixtures';
 import { sleep } from '../infra/time';
-import { railTransfers, setStubFaults, stubStats, submissionsOf, transitionsOf, waitForStates } from './helpers';
+import {
+  railTransfers,
+  setStubFaults,
+  stubStats,
+  submissionsOf,
+  transitionsOf,
+  waitForStates,
+} from './helpers';
 import { Evidence, type Scenario } from './types';
 
 /**
@@ -16,20 +23,36 @@ export const uc05: Scenario = {
   title: 'ambiguous rail outcome: quarantined, then reconciled both ways',
   async run({ sys }) {
     const ev = new Evidence();
-    const fx = await createFixture(sys.paydbUrl, { prefix: 'uc05', accounts: 2, payoutsPerAccount: 1 });
+    const fx = await createFixture(sys.paydbUrl, {
+      prefix: 'uc05',
+      accounts: 2,
+      payoutsPerAccount: 1,
+    });
     const [p1, p2] = fx.payoutIds;
     const holdsBefore = (await stubStats(sys)).failures?.hold ?? 0;
     await setStubFaults(sys, { script: ['hold-accepted'] });
     const w1 = await sys.startExecutor('uc05-w1', { EXECUTOR_ACCOUNT_ID: fx.accountIds[0] });
     try {
-      await waitForStates(sys, [p1], (s) => s !== 'PENDING' && s !== 'CLAIMED' && s !== 'RAIL_SUBMITTED', 20_000, 'P1 to leave the critical section');
+      await waitForStates(
+        sys,
+        [p1],
+        (s) => s !== 'PENDING' && s !== 'CLAIMED' && s !== 'RAIL_SUBMITTED',
+        20_000,
+        'P1 to leave the critical section',
+      );
     } finally {
       await w1.stop();
     }
     sys.railNet.setFault({ kind: 'blackhole' });
     const w2 = await sys.startExecutor('uc05-w2', { EXECUTOR_ACCOUNT_ID: fx.accountIds[1] });
     try {
-      await waitForStates(sys, [p2], (s) => s !== 'PENDING' && s !== 'CLAIMED' && s !== 'RAIL_SUBMITTED', 20_000, 'P2 to leave the critical section');
+      await waitForStates(
+        sys,
+        [p2],
+        (s) => s !== 'PENDING' && s !== 'CLAIMED' && s !== 'RAIL_SUBMITTED',
+        20_000,
+        'P2 to leave the critical section',
+      );
       sys.railNet.setFault({ kind: 'none' });
       // Repeated passes must not touch a quarantined payout.
       await sleep(1_000);
@@ -37,12 +60,24 @@ export const uc05: Scenario = {
       sys.railNet.setFault({ kind: 'none' });
       await w2.stop();
     }
-    for (const [name, id] of [['P1', p1], ['P2', p2]]) {
+    for (const [name, id] of [
+      ['P1', p1],
+      ['P2', p2],
+    ]) {
       const path = (await transitionsOf(sys, id)).map((t) => t.to);
       const subs = await submissionsOf(sys, id);
-      ev.set(`${name}.submissions`, subs.map((s) => s.outcome));
-      ev.expect(path.includes('RAIL_AMBIGUOUS'), `${name} went through RAIL_AMBIGUOUS (${path.join('→')})`);
-      ev.expect(subs.length === 1 && subs[0].outcome === 'TIMEOUT', `${name} has exactly one TIMEOUT submission`);
+      ev.set(
+        `${name}.submissions`,
+        subs.map((s) => s.outcome),
+      );
+      ev.expect(
+        path.includes('RAIL_AMBIGUOUS'),
+        `${name} went through RAIL_AMBIGUOUS (${path.join('→')})`,
+      );
+      ev.expect(
+        subs.length === 1 && subs[0].outcome === 'TIMEOUT',
+        `${name} has exactly one TIMEOUT submission`,
+      );
     }
     ev.set('stubHolds', ((await stubStats(sys)).failures?.hold ?? 0) - holdsBefore);
     const final = await waitForStates(
@@ -54,7 +89,10 @@ export const uc05: Scenario = {
     );
     ev.set('resolved', { P1: final.get(p1), P2: final.get(p2) });
     ev.expect(final.get(p1) === 'POSTED', `P1 (money moved) resolved to POSTED (${final.get(p1)})`);
-    ev.expect(final.get(p2) === 'FAILED', `P2 (nothing moved) resolved to FAILED (${final.get(p2)})`);
+    ev.expect(
+      final.get(p2) === 'FAILED',
+      `P2 (nothing moved) resolved to FAILED (${final.get(p2)})`,
+    );
     const t1 = await railTransfers(sys, p1);
     const t2 = await railTransfers(sys, p2);
     ev.set('railTransfers', { P1: t1, P2: t2 });

@@ -16,7 +16,11 @@ export const uc06: Scenario = {
   title: 'operator force-revoke during a held lock',
   async run({ sys }) {
     const ev = new Evidence();
-    const fx = await createFixture(sys.paydbUrl, { prefix: 'uc06', accounts: 1, payoutsPerAccount: 1 });
+    const fx = await createFixture(sys.paydbUrl, {
+      prefix: 'uc06',
+      accounts: 1,
+      payoutsPerAccount: 1,
+    });
     const [account] = fx.accountIds;
     const [payout] = fx.payoutIds;
     const w1 = new ManualWorker(sys, 'uc06-w1');
@@ -29,9 +33,17 @@ export const uc06: Scenario = {
       const claim = await w1.claim(payout, t1);
       ev.expect(claim.status === 200, `W1 claimed (${claim.status})`);
 
-      const revoke = await httpJson('POST', `${sys.lockNet.url}/v1/locks/${sys.lockKeyPrefix}${account}/revoke`, {
-        body: { operator: 'harness-operator', reason: 'UC-06 stuck holder drill', expectedToken: t1.toString() },
-      });
+      const revoke = await httpJson(
+        'POST',
+        `${sys.lockNet.url}/v1/locks/${sys.lockKeyPrefix}${account}/revoke`,
+        {
+          body: {
+            operator: 'harness-operator',
+            reason: 'UC-06 stuck holder drill',
+            expectedToken: t1.toString(),
+          },
+        },
+      );
       ev.set('revoke', { status: revoke.status, body: revoke.body });
       ev.expect(revoke.status === 200, `revoke answered ${revoke.status}`);
       const floor = revoke.status === 200 ? BigInt(String(revoke.body.newTokenFloor)) : 0n;
@@ -48,13 +60,24 @@ export const uc06: Scenario = {
 
       const w2 = await sys.startExecutor('uc06-w2', { EXECUTOR_ACCOUNT_ID: account });
       try {
-        await waitForStates(sys, [payout], (s) => s === 'POSTED', 20_000, 'the new holder to finish');
+        await waitForStates(
+          sys,
+          [payout],
+          (s) => s === 'POSTED',
+          20_000,
+          'the new holder to finish',
+        );
       } finally {
         await w2.stop();
       }
-      const t2 = [...sys.recorder.tokensFor(`${sys.lockKeyPrefix}${account}`)].filter((t) => t > t1);
+      const t2 = [...sys.recorder.tokensFor(`${sys.lockKeyPrefix}${account}`)].filter(
+        (t) => t > t1,
+      );
       ev.set('newTokens', t2.map(String));
-      ev.expect(t2.length > 0 && t2.every((t) => t >= floor), 'the new holder’s token is at or above the floor');
+      ev.expect(
+        t2.length > 0 && t2.every((t) => t >= floor),
+        'the new holder’s token is at or above the floor',
+      );
 
       // The deposed holder carries on where it stopped.
       const marked = await w1.railOutcome(payout, t1, { outcome: 'SUBMITTED' });
@@ -63,8 +86,14 @@ export const uc06: Scenario = {
         resource: `${marked.status} ${marked.body?.code}`,
         proxy: `${submitted.status} ${submitted.body?.code}`,
       });
-      ev.expect(marked.status === 409 && marked.body?.code === 'FENCED_OUT', 'the resource fenced W1');
-      ev.expect(submitted.status === 409 && submitted.body?.code === 'FENCED_OUT', 'the proxy fenced W1');
+      ev.expect(
+        marked.status === 409 && marked.body?.code === 'FENCED_OUT',
+        'the resource fenced W1',
+      );
+      ev.expect(
+        submitted.status === 409 && submitted.body?.code === 'FENCED_OUT',
+        'the proxy fenced W1',
+      );
       const transfers = await railTransfers(sys, payout);
       ev.set('railTransfers', transfers);
       ev.expect(transfers === 1, 'the rail paid once');

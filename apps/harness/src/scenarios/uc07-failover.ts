@@ -19,13 +19,18 @@ export const uc07: Scenario = {
     const { sys, pg, scale, log } = ctx;
     const ev = new Evidence();
     const perAccount = scale === 'short' ? 3 : 8;
-    const fx = await createFixture(sys.paydbUrl, { prefix: 'uc07', accounts: 2, payoutsPerAccount: perAccount });
+    const fx = await createFixture(sys.paydbUrl, {
+      prefix: 'uc07',
+      accounts: 2,
+      payoutsPerAccount: perAccount,
+    });
     const worker = await sys.startExecutor('uc07-w1');
     const boundaries: Array<{ what: string; at: number }> = [];
     const now = () => performance.now();
     const ids = [...fx.payoutIds];
     // Fresh work after every fault, so grants must be made across the boundary.
-    const more = async () => ids.push(...(await addPayouts(sys.paydbUrl, fx.accountIds, perAccount, 500)));
+    const more = async () =>
+      ids.push(...(await addPayouts(sys.paydbUrl, fx.accountIds, perAccount, 500)));
     try {
       await sleep(400);
       // 1. lock-server SIGKILL + restart on the same port.
@@ -47,7 +52,10 @@ export const uc07: Scenario = {
         await more();
         ev.set('postgresRestarted', true);
       } else if (sys.opts.backend === 'pg') {
-        ev.set('postgresRestarted', 'skipped: the shared test server cannot be restarted (the CLI does it)');
+        ev.set(
+          'postgresRestarted',
+          'skipped: the shared test server cannot be restarted (the CLI does it)',
+        );
       }
 
       // 3. etcd leader kill in a three-member cluster.
@@ -62,7 +70,13 @@ export const uc07: Scenario = {
         log(`UC-07: etcd leader ${leader.name} killed, ${next.name} elected`);
         await more();
       }
-      const states = await waitForStates(sys, ids, (s) => s === 'POSTED', 60_000, 'payouts to finish after failover');
+      const states = await waitForStates(
+        sys,
+        ids,
+        (s) => s === 'POSTED',
+        60_000,
+        'payouts to finish after failover',
+      );
       ev.set('posted', [...states.values()].filter((s) => s === 'POSTED').length);
     } finally {
       await worker.stop();
@@ -73,9 +87,16 @@ export const uc07: Scenario = {
       const after = sys.recorder.grants.filter((g) => g.requestAt > b.at).map((g) => g.token);
       const maxBefore = before.reduce((m, t) => (t > m ? t : m), 0n);
       const minAfter = after.reduce<bigint | null>((m, t) => (m === null || t < m ? t : m), null);
-      ev.set(`tokens@${b.what}`, { maxBefore: maxBefore.toString(), minAfter: minAfter?.toString() ?? null, grantsAfter: after.length });
+      ev.set(`tokens@${b.what}`, {
+        maxBefore: maxBefore.toString(),
+        minAfter: minAfter?.toString() ?? null,
+        grantsAfter: after.length,
+      });
       ev.expect(after.length > 0, `grants continued after the ${b.what}`);
-      ev.expect(minAfter === null || minAfter > maxBefore, `tokens kept increasing across the ${b.what}`);
+      ev.expect(
+        minAfter === null || minAfter > maxBefore,
+        `tokens kept increasing across the ${b.what}`,
+      );
     }
     ev.set('lockCallsCutOff', sys.recorder.upstreamFailures);
     return ev.outcome();

@@ -20,7 +20,11 @@ export const uc08: Scenario = {
     try {
       sys.lockNet.setFault({ kind: 'reset' });
       const before = await stubStats(sys);
-      const outage = await createFixture(sys.paydbUrl, { prefix: 'uc08', accounts: 2, payoutsPerAccount: 2 });
+      const outage = await createFixture(sys.paydbUrl, {
+        prefix: 'uc08',
+        accounts: 2,
+        payoutsPerAccount: 2,
+      });
       const ids = outage.payoutIds;
       await sleep(outageMs);
       const during = await payoutStates(sys.paydbUrl, ids);
@@ -29,7 +33,10 @@ export const uc08: Scenario = {
       ev.set('duringOutage', countStates(during));
       ev.set('backlogAgeSeconds', backlog);
       ev.set('railCallsDuringOutage', after.submitsReceived - before.submitsReceived);
-      ev.expect([...during.values()].every((s) => s === 'PENDING'), 'no payout moved while the lock service was unreachable');
+      ev.expect(
+        [...during.values()].every((s) => s === 'PENDING'),
+        'no payout moved while the lock service was unreachable',
+      );
       ev.expect(after.submitsReceived === before.submitsReceived, 'the rail saw nothing');
       ev.expect(backlog > 0, `the backlog age grew (${backlog})`);
       ev.set('resetConnections', sys.lockNet.stats.connectionsAccepted);

@@ -45,7 +45,11 @@ export function applicableKinds(sys: DlockSystem, pg: PgServer): FaultKind[] {
 
 export function planFault(random: () => number, kinds: readonly FaultKind[]): PlannedFault {
   const kind = pick(random, kinds);
-  return { kind, durationMs: 1_000 + Math.floor(random() * 3_000), target: Math.floor(random() * 1_000) };
+  return {
+    kind,
+    durationMs: 1_000 + Math.floor(random() * 3_000),
+    target: Math.floor(random() * 1_000),
+  };
 }
 
 /**
@@ -59,7 +63,8 @@ export async function inject(
   state: { etcdKills: number },
 ): Promise<string | null> {
   const owners = [...sys.executors.keys()].sort();
-  const executor = owners.length > 0 ? sys.executors.get(owners[f.target % owners.length]) : undefined;
+  const executor =
+    owners.length > 0 ? sys.executors.get(owners[f.target % owners.length]) : undefined;
   switch (f.kind) {
     case 'executor-pause': {
       if (!executor?.running()) return null;

@@ -20,6 +20,8 @@ export interface SoakOptions {
   /** New payouts per second (spread over the accounts). */
   inflowPerSecond?: number;
   log?: (m: string) => void;
+  /** Aborts the fault phase early (Ctrl-C): the run still heals, drains and checks. */
+  signal?: AbortSignal;
 }
 
 export interface SoakResult {
@@ -32,7 +34,13 @@ export interface SoakResult {
   faults: Array<{ atMs: number; kind: FaultKind; what: string }>;
   faultsByKind: Record<string, number>;
   safetyEvents: Record<string, number>;
-  ambiguous: { total: number; resolvedPosted: number; resolvedFailed: number; abandoned: number; open: number };
+  ambiguous: {
+    total: number;
+    resolvedPosted: number;
+    resolvedFailed: number;
+    abandoned: number;
+    open: number;
+  };
   invariants: InvariantReport;
   railTransfers: number;
   grants: number;
@@ -60,7 +68,9 @@ const SAFETY_EVENTS = [
  */
 export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const log = o.log ?? (() => undefined);
+  // Separate streams: the fault schedule must not depend on how many payouts the inflow drew.
   const random = prng(o.seed);
+  const inflowRandom = prng(o.seed ^ 0x9e3779b9);
   const h = await startHarness({
     label: `soak${o.backend}`,
     backend: o.backend,
@@ -86,18 +96,22 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     });
     const nExec = o.executors ?? 3;
     for (let i = 0; i < nExec; i++) await sys.startExecutor(`soak-w${i + 1}`);
-    const endAt = t0 + o.minutes * 60_000;
+    let endAt = t0 + o.minutes * 60_000;
+    o.signal?.addEventListener('abort', () => (endAt = performance.now()));
     const kinds = applicableKinds(sys, o.pg);
     const state = { etcdKills: 0 };
 
     const inflow = async () => {
       const perSecond = o.inflowPerSecond ?? 4;
       while (performance.now() < endAt) {
-        const accounts = Array.from({ length: perSecond }, () =>
-          fx.accountIds[Math.floor(random() * fx.accountIds.length)],
+        const accounts = Array.from(
+          { length: perSecond },
+          () => fx.accountIds[Math.floor(inflowRandom() * fx.accountIds.length)],
         );
         try {
-          created += (await addPayouts(sys.paydbUrl, accounts, 1, 100 + Math.floor(random() * 10_000))).length;
+          created += (
+            await addPayouts(sys.paydbUrl, accounts, 1, 100 + Math.floor(inflowRandom() * 10_000))
+          ).length;
         } catch {
           /* paydb restarting: this second's payouts are skipped */
         }
@@ -116,7 +130,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
             log(`soak +${(at / 1000).toFixed(0)}s ${what}`);
           }
         } catch (err) {
-          faults.push({ atMs: at, kind: planned.kind, what: `injection failed: ${(err as Error).message}` });
+          faults.push({
+            atMs: at,
+            kind: planned.kind,
+            what: `injection failed: ${(err as Error).message}`,
+          });
         }
         await sleep(2_000 + Math.floor(random() * 4_000));
       }

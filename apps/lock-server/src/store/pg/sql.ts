@@ -78,7 +78,7 @@ WHERE NOT EXISTS (SELECT 1 FROM granted)`;
 
 /**
  * L5: extend the lease of the grant (key, token) held by this live session;
- * the token is never touched. $1 key, $2 token, $3 sessionId, $4 ttlMs|null.
+ * the token is never touched; the lease restarts with its granted TTL. $1 key, $2 token, $3 sessionId.
  */
 export const RENEW_SQL = `
 UPDATE lock_entry l SET
