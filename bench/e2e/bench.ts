@@ -7,13 +7,25 @@
  *
  *   npm run build && node dist/bench/e2e/bench.js          # writes bench/reports/e2e.md
  *   BENCH_PAYOUTS=600 BENCH_BACKENDS=pg node dist/bench/e2e/bench.js
+ *   BENCH_CONFIGS=1x32x64,1x64x128 BENCH_CLEARING_SHARDS=1 BENCH_LATENCY_PAYOUTS=0 ...
+ *     (executors x lanes x accounts per throughput run; clearing shards of
+ *      payment-resource; 0 skips the one-lane latency run)
+ *   BENCH_CPU_PROF=payment-resource,executor ...   # .cpuprofile files under .tmp/bench-e2e-prof/
  *
  * Starts its own embedded PostgreSQL (under .tmp/), its own etcd (Debian's
  * etcd-server) and every process; stops them all at the end.
  */
 import { spawn, execSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,12 +41,27 @@ const PAYOUTS = Number(process.env.BENCH_PAYOUTS ?? 600);
 const LATENCY_PAYOUTS = Number(process.env.BENCH_LATENCY_PAYOUTS ?? 30);
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'pg,etcd').split(',') as ('pg' | 'etcd')[];
 const RUN_TIMEOUT_MS = 60_000;
+/** Apps to run under --cpu-prof (profiles land in .tmp/bench-e2e-prof/ when they stop). */
+const PROFILE_APPS = (process.env.BENCH_CPU_PROF ?? '').split(',').filter(Boolean);
+/** payment-resource's PAYMENT_CLEARING_SHARDS (1 = the single clearing-EUR row). */
+const CLEARING_SHARDS = Number(process.env.BENCH_CLEARING_SHARDS ?? 16);
+
+interface Config {
+  executors: number;
+  concurrency: number;
+  accounts: number;
+}
 
 /** Throughput configurations: executor processes × lanes each, over accounts. */
-const CONFIGS = [
-  { executors: 1, concurrency: 32, accounts: 64 },
-  { executors: 2, concurrency: 32, accounts: 64 },
-];
+const CONFIGS: Config[] = (process.env.BENCH_CONFIGS ?? '1x32x64,1x64x128,2x32x128')
+  .split(',')
+  .map((c) => {
+    const [executors, concurrency, accounts] = c.split('x').map(Number);
+    if (![executors, concurrency, accounts].every((n) => Number.isInteger(n) && n > 0)) {
+      throw new Error(`BENCH_CONFIGS: "${c}" is not executors x lanes x accounts`);
+    }
+    return { executors, concurrency, accounts };
+  });
 
 // eslint-disable-next-line @typescript-eslint/no-implied-eval
 const importEsm = new Function('s', 'return import(s)') as (s: string) => Promise<any>;
@@ -49,6 +76,68 @@ function freePort(): Promise<number> {
       srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
     });
   });
+}
+
+/** CPU seconds (user + system) of one process, from /proc; 0 once it is gone. */
+const CLK_TCK = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
+function procCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  } catch {
+    return 0;
+  }
+}
+
+/** pid -> [ppid, comm] of every process on the machine. */
+function processTable(): Map<number, [number, string]> {
+  const table = new Map<number, [number, string]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      table.set(Number(name), [ppid, comm]);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return table;
+}
+
+/**
+ * CPU seconds by component: our node apps by name, and every postgres / etcd
+ * process descended from this bench (the embedded server and its backends).
+ */
+function cpuByComponent(apps: App[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const a of apps) {
+    if (a.proc.pid !== undefined) out[a.name] = (out[a.name] ?? 0) + procCpuSeconds(a.proc.pid);
+  }
+  const table = processTable();
+  const ours = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 10; hops++) {
+      if (p === process.pid) return true;
+      p = table.get(p)?.[0] ?? 0;
+    }
+    return false;
+  };
+  for (const [pid, [, comm]] of table) {
+    const kind = comm.startsWith('postgres') ? 'postgres' : comm === 'etcd' ? 'etcd' : null;
+    if (kind && ours(pid)) out[kind] = (out[kind] ?? 0) + procCpuSeconds(pid);
+  }
+  out.bench = procCpuSeconds(process.pid);
+  return out;
+}
+
+/** Machine-wide busy and total jiffies, from /proc/stat. */
+function machineTicks(): { busy: number; total: number } {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1).map(Number);
+  const total = cpu.reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0);
+  const idle = cpu[3] + cpu[4];
+  return { busy: total - idle, total };
 }
 
 interface Pg {
@@ -127,10 +216,17 @@ interface App {
 
 async function spawnApp(app: string, env: Record<string, string>): Promise<App> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [path.join(ROOT, 'dist', 'apps', app, 'main.js')], {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const profile = PROFILE_APPS.includes(app)
+    ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, '.tmp', 'bench-e2e-prof')}`]
+    : [];
+  const proc = spawn(
+    process.execPath,
+    [...profile, path.join(ROOT, 'dist', 'apps', app, 'main.js')],
+    {
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -207,7 +303,11 @@ async function startStack(
       : { LOCK_BACKEND: 'etcd', ETCD_ENDPOINTS: etcd!.endpoints.join(',') };
   const [lockServer, payments, stub] = await Promise.all([
     spawnApp('lock-server', lockEnv),
-    spawnApp('payment-resource', { PAYDB_URL: paydb, PAYDB_POOL_MAX: '32' }),
+    spawnApp('payment-resource', {
+      PAYDB_URL: paydb,
+      PAYDB_POOL_MAX: '32',
+      PAYMENT_CLEARING_SHARDS: String(CLEARING_SHARDS),
+    }),
     spawnApp('rail-stub', { RAIL_STUB_JOURNAL_PATH: journal, RAIL_STUB_JOURNAL_FSYNC: 'false' }),
   ]);
   const proxy = await spawnApp('rail-proxy', {
@@ -322,6 +422,16 @@ interface RunResult {
   fencedOut: number;
   duplicates: number;
   steps: Record<string, number>;
+  /** CPU ms per POSTED payout, by component. */
+  cpuMsPerPayout: Record<string, number>;
+  /** Share of the machine's CPU time that was busy during the run (all processes, ours or not). */
+  machineBusy: number;
+  /** Share of the machine's CPU time our processes used. */
+  oursBusy: number;
+  loadAvg1: number;
+  loadAvgMax: number;
+  /** Payouts whose credit leg went to each clearing account (count of distinct accounts). */
+  clearingAccounts: number;
 }
 
 const STEPS = [
@@ -335,11 +445,42 @@ const STEPS = [
   'release',
 ];
 
+async function clearingAccountsUsed(paydb: string): Promise<number> {
+  const c = new Client({ connectionString: paydb });
+  await c.connect();
+  try {
+    const res = await c.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM account WHERE kind = 'CLEARING'`,
+    );
+    return res.rows[0].n;
+  } finally {
+    await c.end();
+  }
+}
+
+/** The bench's own INV-03 check after each run: zero-sum groups, balance = ledger sum. */
+async function ledgerHolds(paydb: string): Promise<boolean> {
+  const c = new Client({ connectionString: paydb });
+  await c.connect();
+  try {
+    const groups = await c.query(
+      `SELECT 1 FROM ledger_entry GROUP BY txn_group_id HAVING sum(amount_minor) <> 0`,
+    );
+    const balances = await c.query(
+      `SELECT 1 FROM account a LEFT JOIN ledger_entry e USING (account_id)
+        GROUP BY a.account_id, a.balance_minor HAVING a.balance_minor <> COALESCE(sum(e.amount_minor), 0)`,
+    );
+    return groups.rowCount === 0 && balances.rowCount === 0;
+  } finally {
+    await c.end();
+  }
+}
+
 async function measure(
   s: Stack,
   backend: string,
   executors: App[],
-  cfg: { executors: number; concurrency: number; accounts: number },
+  cfg: Config,
   payouts: number,
 ): Promise<RunResult> {
   const accounts = Array.from(
@@ -348,17 +489,35 @@ async function measure(
   );
   const before = await countByState(s.paydb);
   const postedBefore = before.POSTED ?? 0;
+  const apps = [s.lockServer, s.payments, s.proxy, s.stub, ...executors];
+  const cpuBefore = cpuByComponent(apps);
+  const ticksBefore = machineTicks();
+  let loadAvgMax = 0;
   const started = performance.now();
   await seed(s.paydb, accounts, payouts);
   let states: Record<string, number>;
   for (;;) {
     states = await countByState(s.paydb);
+    loadAvgMax = Math.max(loadAvgMax, os.loadavg()[0]);
     if ((states.POSTED ?? 0) - postedBefore >= payouts) break;
     if (performance.now() - started > RUN_TIMEOUT_MS) break;
     await sleep(100);
   }
   const seconds = (performance.now() - started) / 1000;
+  const ticksAfter = machineTicks();
+  const cpuAfter = cpuByComponent(apps);
+  const loadAvg1 = os.loadavg()[0];
   const done = (states.POSTED ?? 0) - postedBefore;
+  const cpuMsPerPayout: Record<string, number> = {};
+  let oursSeconds = 0;
+  for (const [k, v] of Object.entries(cpuAfter)) {
+    const used = v - (cpuBefore[k] ?? 0);
+    oursSeconds += used;
+    cpuMsPerPayout[k] = done === 0 ? NaN : (used / done) * 1000;
+  }
+  const machineSeconds = (ticksAfter.total - ticksBefore.total) / CLK_TCK;
+  const machineBusy = (ticksAfter.busy - ticksBefore.busy) / (ticksAfter.total - ticksBefore.total);
+  if (!(await ledgerHolds(s.paydb))) throw new Error('INV-03 broken after the run');
   const mean = async (app: App[], name: string, labels: Record<string, string> = {}) => {
     const sum = await metricAll(app, `${name}_sum`, labels);
     const count = await metricAll(app, `${name}_count`, labels);
@@ -397,6 +556,12 @@ async function measure(
       (await metric(s.proxy.url, 'lock_fenced_out_total')),
     duplicates: await metric(s.proxy.url, 'rail_duplicate_attempted_total'),
     steps,
+    cpuMsPerPayout,
+    machineBusy,
+    oursBusy: machineSeconds > 0 ? oursSeconds / machineSeconds : NaN,
+    loadAvg1,
+    loadAvgMax,
+    clearingAccounts: await clearingAccountsUsed(s.paydb),
   };
 }
 
@@ -421,7 +586,7 @@ async function main(): Promise<void> {
         }
       }
       // Latency of one payout: one executor, one lane, payouts one after another on one account.
-      {
+      if (LATENCY_PAYOUTS > 0) {
         const s = await startStack(pg, backend, etcd);
         const [exec] = await startExecutors(s, 1, 1, `${backend}-lat`);
         try {
@@ -451,7 +616,13 @@ async function main(): Promise<void> {
           const r = await measure(s, backend, executors, cfg, PAYOUTS);
           results.push(r);
           console.log(
-            `[bench] ${backend} N=${cfg.executors}×${cfg.concurrency} M=${cfg.accounts}: ${r.payouts} payouts in ${f1(r.seconds)} s = ${f1(r.perSecond)}/s`,
+            `[bench] ${backend} N=${cfg.executors}×${cfg.concurrency} M=${cfg.accounts}: ${r.payouts} payouts in ${f1(r.seconds)} s = ${f1(r.perSecond)}/s; ` +
+              `steps ${STEPS.map((st) => `${st}=${f1(r.steps[st])}`).join(' ')}; ` +
+              `cpu ms/payout ${Object.entries(r.cpuMsPerPayout)
+                .map(([k, v]) => `${k}=${f2(v)}`)
+                .join(
+                  ' ',
+                )}; machine busy ${f1(r.machineBusy * 100)} % (ours ${f1(r.oursBusy * 100)} %), load ${f1(r.loadAvgMax)}`,
           );
         } finally {
           await Promise.all(executors.map((e) => e.stop()));
@@ -468,22 +639,38 @@ async function main(): Promise<void> {
     await pg.stop();
   }
   const cpu = os.cpus()[0]?.model ?? 'unknown';
+  const components = [
+    'executor',
+    'lock-server',
+    'payment-resource',
+    'rail-proxy',
+    'rail-stub',
+    'postgres',
+    'etcd',
+  ];
+  const envShown = [
+    `BENCH_PAYOUTS=${PAYOUTS}`,
+    `BENCH_BACKENDS=${BACKENDS.join(',')}`,
+    `BENCH_CONFIGS=${CONFIGS.map((c) => `${c.executors}x${c.concurrency}x${c.accounts}`).join(',')}`,
+    `BENCH_CLEARING_SHARDS=${CLEARING_SHARDS}`,
+    `BENCH_LATENCY_PAYOUTS=${LATENCY_PAYOUTS}`,
+  ].join(' ');
   const lines = [
     '# End-to-end payout benchmark',
     '',
-    `Machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. Everything on this one machine: embedded PostgreSQL (fsync on, defaults), etcd 3.4 (one member), lock-server, payment-resource, rail-proxy, rail-stub and the executors, each its own Node process.`,
+    `Machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. Everything on this one machine: embedded PostgreSQL (fsync on, defaults), etcd 3.4 (one member), lock-server, payment-resource, rail-proxy, rail-stub and the executors, each its own Node process, LOG_LEVEL=warn.`,
     '',
-    `Command: \`npm run build && node dist/bench/e2e/bench.js\` (${PAYOUTS} payouts per throughput run; took ${Math.round((Date.now() - t0) / 1000)} s).`,
+    `Command: \`npm run build && ${envShown} node dist/bench/e2e/bench.js\` (took ${Math.round((Date.now() - t0) / 1000)} s; the variables shown are the defaults).`,
     '',
-    'Every guard on: fenced claim/outcome/post at payment-resource, high-water + one-submission-per-payout at the proxy, intent row committed before the rail, SDK session heartbeating, checkStillHeld and lease check before each side effect. Per payout: L4 acquire, P4 re-read, P2 claim, P6 SUBMITTED, proxy submit (→ stub), P6 ACKED, P3 post, L6 release.',
+    `payment-resource runs with PAYMENT_CLEARING_SHARDS=${CLEARING_SHARDS}; every guard on: fenced claim/outcome/post at payment-resource, high-water + one-submission-per-payout at the proxy, intent row committed before the rail, SDK session heartbeating, checkStillHeld and lease check before each side effect. Per payout: L4 acquire, P4 re-read, P2 claim, P6 SUBMITTED, proxy submit (→ stub), P6 ACKED, P3 post, L6 release. After every run the bench checks INV-03 in paydb (every group sums to zero, every balance equals its ledger sum).`,
     '',
     '## Throughput',
     '',
-    '| backend | executors × lanes | accounts | payouts POSTED | wall s | payouts/s | mean payout ms (acquire→release) | lock acquire+release share | contended attempts | fenced writes | duplicate submits |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| backend | executors × lanes | accounts | payouts POSTED | wall s | payouts/s | mean payout ms (acquire→release) | lock acquire+release share | contended attempts | fenced writes | duplicate submits | clearing accounts | load avg (1 min, max during run) | machine CPU busy (ours) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...results.map(
       (r) =>
-        `| ${r.backend} | ${r.executors} × ${r.concurrency} | ${r.accounts} | ${r.payouts} | ${f1(r.seconds)} | **${f1(r.perSecond)}** | ${f1(r.executeMeanMs)} | ${f1(r.lockShare * 100)} % | ${r.contended} | ${r.fencedOut} | ${r.duplicates} |`,
+        `| ${r.backend} | ${r.executors} × ${r.concurrency} | ${r.accounts} | ${r.payouts} | ${f1(r.seconds)} | **${f1(r.perSecond)}** | ${f1(r.executeMeanMs)} | ${f1(r.lockShare * 100)} % | ${r.contended} | ${r.fencedOut} | ${r.duplicates} | ${r.clearingAccounts} | ${f1(r.loadAvgMax)} | ${f1(r.machineBusy * 100)} % (${f1(r.oursBusy * 100)} %) |`,
     ),
     '',
     'Wall time runs from inserting the payouts until the last one is POSTED (it includes the polling delay of 20 ms and the ramp-up).',
@@ -494,18 +681,31 @@ async function main(): Promise<void> {
     `| --- | ${STEPS.map(() => '---').join(' | ')} | --- | --- |`,
     ...results.map(
       (r) =>
-        `| ${r.backend} ${r.executors}×${r.concurrency} | ${STEPS.map((st) => f2(r.steps[st])).join(' | ')} | ${f2(r.serverAcquireMeanMs)} | ${f2(r.serverReleaseMeanMs)} |`,
+        `| ${r.backend} ${r.executors}×${r.concurrency}×${r.accounts} | ${STEPS.map((st) => f2(r.steps[st])).join(' | ')} | ${f2(r.serverAcquireMeanMs)} | ${f2(r.serverReleaseMeanMs)} |`,
     ),
     '',
-    '## Latency of one payout (idle system, one executor, one lane)',
+    '## CPU per payout (ms of CPU time per POSTED payout, by process, from /proc)',
     '',
-    `| backend | mean ms (acquire→release) | ${STEPS.join(' | ')} |`,
-    `| --- | --- | ${STEPS.map(() => '---').join(' | ')} |`,
-    ...latency.map(
-      (l) =>
-        `| ${l.backend} | **${f1(l.meanMs)}** | ${STEPS.map((st) => f2(l.steps[st])).join(' | ')} |`,
-    ),
+    `| backend / run | ${components.join(' | ')} | total |`,
+    `| --- | ${components.map(() => '---').join(' | ')} | --- |`,
+    ...results.map((r) => {
+      const total = components.reduce((a, c) => a + (r.cpuMsPerPayout[c] ?? 0), 0);
+      return `| ${r.backend} ${r.executors}×${r.concurrency}×${r.accounts} | ${components.map((c) => f2(r.cpuMsPerPayout[c] ?? NaN)).join(' | ')} | ${f2(total)} |`;
+    }),
     '',
+    ...(latency.length
+      ? [
+          '## Latency of one payout (idle system, one executor, one lane)',
+          '',
+          `| backend | mean ms (acquire→release) | ${STEPS.join(' | ')} |`,
+          `| --- | --- | ${STEPS.map(() => '---').join(' | ')} |`,
+          ...latency.map(
+            (l) =>
+              `| ${l.backend} | **${f1(l.meanMs)}** | ${STEPS.map((st) => f2(l.steps[st])).join(' | ')} |`,
+          ),
+          '',
+        ]
+      : []),
     ...(notes.length ? ['## Notes', '', ...notes.map((n) => `- ${n}`), ''] : []),
   ];
   writeFileSync(REPORT, `${lines.join('\n')}\n`);

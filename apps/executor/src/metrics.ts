@@ -62,7 +62,7 @@ export class ExecutorMetrics {
     existing<Counter<'result'>>('executor_poll_passes_total') ??
     new Counter({
       name: 'executor_poll_passes_total',
-      help: 'Polling passes by result (ok, no_session, lock_server_unavailable, error)',
+      help: 'Polling passes by result (ok, idle, full, no_session, error)',
       labelNames: ['result'],
     });
 

@@ -36,7 +36,11 @@ export async function startHarness(
 ): Promise<Harness> {
   const sys = await DlockSystem.start({ label: o.label ?? 'harness', ...o });
   const watch = new FenceWatch(sys.paydbUrl, sys.proxydbUrl);
-  const timer = setInterval(() => void watch.trySample(), 500);
+  // One sample at a time; stop() waits for the one in flight.
+  let inflight: Promise<void> | null = null;
+  const timer = setInterval(() => {
+    inflight ??= watch.trySample().finally(() => (inflight = null));
+  }, 500);
   const ctx: ScenarioContext = {
     sys,
     watch,
@@ -50,6 +54,7 @@ export async function startHarness(
     ctx,
     async stop() {
       clearInterval(timer);
+      await inflight;
       await sys.stop();
     },
   };

@@ -1,9 +1,14 @@
 import { summarize } from '../src/checkers/invariants';
 import { runNegativeControl, runScenario, startHarness } from '../src/runner';
 import { uc07 } from '../src/scenarios';
-import { log, TEST_SEED, testPg, testWorkDir } from './support';
+import { log, removeWorkDir, TEST_SEED, testPg, testWorkDir } from './support';
 
 describe('harness negative control and etcd failover', () => {
+  afterAll(() => {
+    removeWorkDir(testWorkDir('control'));
+    removeWorkDir(testWorkDir('etcd'));
+  });
+
   it('the negative control (both fencing switches off) corrupts, and the checkers catch it', async () => {
     const control = await runNegativeControl({
       pg: testPg(),

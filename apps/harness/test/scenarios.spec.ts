@@ -1,7 +1,7 @@
 import { summarize } from '../src/checkers/invariants';
 import { runScenario, startHarness, type Harness } from '../src/runner';
 import { SCENARIOS } from '../src/scenarios';
-import { log, TEST_SEED, testPg, testWorkDir } from './support';
+import { log, removeWorkDir, TEST_SEED, testPg, testWorkDir } from './support';
 
 /**
  * The short, seeded version of UC-01..08 on ONE shared system (pg backend):
@@ -11,12 +11,13 @@ import { log, TEST_SEED, testPg, testWorkDir } from './support';
  */
 describe('harness scenarios (pg backend)', () => {
   let h: Harness;
+  const workDir = testWorkDir('scenarios');
 
   beforeAll(async () => {
     h = await startHarness({
       backend: 'pg',
       pg: testPg(),
-      workDir: testWorkDir('scenarios'),
+      workDir,
       seed: TEST_SEED,
       scale: 'short',
       log,
@@ -25,6 +26,7 @@ describe('harness scenarios (pg backend)', () => {
 
   afterAll(async () => {
     await h?.stop();
+    removeWorkDir(workDir);
   }, 30_000);
 
   it.each(SCENARIOS.map((s) => [s.id, s] as const))(

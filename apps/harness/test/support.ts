@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { externalPg, type PgServer } from '../src/infra/postgres';
 import { repoRoot } from '../src/infra/repo';
@@ -19,3 +20,8 @@ export const TEST_SEED = 7;
 export const log = (m: string): void => {
   if (process.env.HARNESS_VERBOSE) console.log(m);
 };
+
+/** Rail journals and etcd data of a jest run; the databases stay on the shared server. */
+export function removeWorkDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -13,6 +13,7 @@ describe('payment-resource config', () => {
       PAYDB_STATEMENT_TIMEOUT_MS: 5_000,
       PAYMENT_FENCING_ENABLED: true,
       PAYOUT_AMBIGUOUS_SLA_MS: 14_400_000,
+      PAYMENT_CLEARING_SHARDS: 1,
     });
   });
 
@@ -37,6 +38,8 @@ describe('payment-resource config', () => {
     [{ PAYDB_URL: DB, PAYDB_POOL_MAX: '0' }, 'PAYDB_POOL_MAX'],
     [{ PAYDB_URL: DB, PAYMENT_FENCING_ENABLED: 'maybe' }, 'PAYMENT_FENCING_ENABLED'],
     [{ PAYDB_URL: DB, LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ PAYDB_URL: DB, PAYMENT_CLEARING_SHARDS: '0' }, 'PAYMENT_CLEARING_SHARDS'],
+    [{ PAYDB_URL: DB, PAYMENT_CLEARING_SHARDS: '65' }, 'PAYMENT_CLEARING_SHARDS'],
   ])('rejects %p naming %s', (source, name) => {
     expect(() => readPaymentConfig(source)).toThrow(new RegExp(name));
   });

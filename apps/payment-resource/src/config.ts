@@ -1,4 +1,5 @@
 import { assertKillSwitchAllowed, env, readEnv, type EnvOf } from '@dlock/config';
+import { CLEARING_SHARDS_MAX } from './domain/ledger';
 
 export const PAYMENT_CONFIG = Symbol('PAYMENT_CONFIG');
 
@@ -15,6 +16,8 @@ const schema = {
   PAYMENT_FENCING_ENABLED: env.bool({ default: true }),
   // an ambiguous payout may be abandoned by an operator after this long.
   PAYOUT_AMBIGUOUS_SLA_MS: env.int({ default: 4 * 60 * 60 * 1000, min: 0, max: 30 * 86_400_000 }),
+  // Clearing accounts per currency that take payout credit legs (1 = the single clearing-<CUR>).
+  PAYMENT_CLEARING_SHARDS: env.int({ default: 1, min: 1, max: CLEARING_SHARDS_MAX }),
 };
 
 export type PaymentConfig = EnvOf<typeof schema>;

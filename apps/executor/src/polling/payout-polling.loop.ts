@@ -22,6 +22,9 @@ import { backlogAgeSeconds, lanesByAccount, shuffled } from './lanes';
  */
 const RECOVERY_STATES: readonly PayoutState[] = ['RAIL_ACKED', 'RAIL_SUBMITTED', 'CLAIMED'];
 
+/** How often a pass with every lane busy still refreshes payout_backlog_age_seconds. */
+const BACKLOG_REFRESH_MS = 1_000;
+
 /**
  * The polling loop: a fixed delay between passes; each pass lists PENDING
  * payouts (and, every EXECUTOR_RECOVERY_INTERVAL_MS, the recovery states),
@@ -37,6 +40,7 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
   private readonly busyAccounts = new Set<string>();
   private loop: Promise<void> | undefined;
   private lastRecoveryMs = -Infinity;
+  private lastBacklogMs = -Infinity;
 
   constructor(
     @Inject(EXECUTOR_CONFIG) private readonly config: ExecutorConfig,
@@ -84,8 +88,17 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
   }
 
   private async pass(): Promise<void> {
+    if (this.lanes.size >= this.config.EXECUTOR_CONCURRENCY) {
+      // Every lane is busy: this pass could start nothing, so it lists nothing (a full P1
+      // page per pass costs payment-resource and paydb CPU at short poll intervals). The
+      // backlog gauge stays fresh from the oldest PENDING payout alone.
+      await this.refreshBacklogGauge();
+      this.metrics.passesTotal.inc({ result: 'full' });
+      return;
+    }
     const pending = await this.payments.list('PENDING', this.listOptions());
     this.metrics.backlogAgeSeconds.set(backlogAgeSeconds(pending, Date.now()));
+    this.lastBacklogMs = performance.now();
     let recovery: PayoutSummary[] = [];
     const nowMs = performance.now();
     if (nowMs - this.lastRecoveryMs >= this.config.EXECUTOR_RECOVERY_INTERVAL_MS) {
@@ -155,6 +168,15 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
       // FENCED_OUT: a newer holder exists; this worker must not come back to the account this pass.
       if (kind === 'contended' || kind === 'fenced') return;
     }
+  }
+
+  /** P1 with limit 1 (the list is oldest first), at most once per BACKLOG_REFRESH_MS. */
+  private async refreshBacklogGauge(): Promise<void> {
+    const nowMs = performance.now();
+    if (nowMs - this.lastBacklogMs < BACKLOG_REFRESH_MS) return;
+    this.lastBacklogMs = nowMs;
+    const oldest = await this.payments.list('PENDING', { ...this.listOptions(), limit: 1 });
+    this.metrics.backlogAgeSeconds.set(backlogAgeSeconds(oldest, Date.now()));
   }
 
   private listOptions(): { limit: number; accountId?: string } {

@@ -22,6 +22,16 @@ export class LocksController {
     @Res({ passthrough: true }) res: Response,
   ) {
     const key = parseLockKey(rawKey);
+    const command = {
+      key,
+      sessionId: body.sessionId.toLowerCase(),
+      ownerId,
+      ttlMillis: body.ttlMillis ?? undefined,
+      waitMillis: body.waitMillis ?? undefined,
+    };
+    // Only a server-side wait can outlive its caller; a plain attempt needs no
+    // abort wiring (it is the hot path: an AbortController per request costs).
+    if (!command.waitMillis) return grantView(await this.locks.acquire(command));
     // A caller that hangs up stops its server-side wait.
     const gone = new AbortController();
     const onClose = () => {
@@ -29,15 +39,7 @@ export class LocksController {
     };
     res.once('close', onClose);
     try {
-      const grant = await this.locks.acquire({
-        key,
-        sessionId: body.sessionId.toLowerCase(),
-        ownerId,
-        ttlMillis: body.ttlMillis ?? undefined,
-        waitMillis: body.waitMillis ?? undefined,
-        signal: gone.signal,
-      });
-      return grantView(grant);
+      return grantView(await this.locks.acquire({ ...command, signal: gone.signal }));
     } finally {
       res.off('close', onClose);
     }

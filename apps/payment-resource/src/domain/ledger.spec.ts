@@ -1,4 +1,5 @@
-import { balancedPair, clientRefFor, directionOf } from './ledger';
+import { randomUUID } from 'node:crypto';
+import { balancedPair, clearingAccountFor, clientRefFor, directionOf } from './ledger';
 
 describe('ledger legs', () => {
   it('debits the source and credits the target by the same amount', () => {
@@ -21,5 +22,21 @@ describe('ledger legs', () => {
     const id = '0b6f3c1e-8d1a-4a4e-9f00-2f1f6a7f0c11';
     expect(clientRefFor(id)).toBe(`po-${id}`);
     expect(clientRefFor(id)).toBe(clientRefFor(id));
+  });
+
+  it('picks one clearing account per currency, or a stable shard of it by payout id', () => {
+    const id = '0b6f3c1e-8d1a-4a4e-9f00-2f1f6a7f0c11';
+    expect(clearingAccountFor('EUR', id, 1)).toBe('clearing-EUR');
+    const shard = clearingAccountFor('EUR', id, 16);
+    expect(shard).toMatch(/^clearing-EUR-(0\d|1[0-5])$/);
+    expect(clearingAccountFor('EUR', id.toUpperCase(), 16)).toBe(shard);
+    expect(clearingAccountFor('GBP', id, 16)).toBe(shard.replace('EUR', 'GBP'));
+    // Spread: 2 000 random payouts reach every one of 16 shards.
+    const seen = new Set(
+      Array.from({ length: 2_000 }, () => clearingAccountFor('EUR', randomUUID(), 16)),
+    );
+    expect(seen.size).toBe(16);
+    expect(() => clearingAccountFor('EUR', id, 0)).toThrow();
+    expect(() => clearingAccountFor('EUR', id, 65)).toThrow();
   });
 });

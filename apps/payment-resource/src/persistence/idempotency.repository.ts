@@ -34,6 +34,41 @@ export class IdempotencyRepository {
   }
 
   /**
+   * The read before a fenced write, in one round trip: the payout's (immutable)
+   * account, and a completed record of this scope if one exists. Null when the
+   * payout does not exist.
+   */
+  async lookup(
+    db: Db,
+    scope: IdempotencyScope,
+    payoutId: string,
+  ): Promise<{ accountId: string; earlier: StoredResponse | null } | null> {
+    const rows: {
+      account_id: string;
+      request_hash: string | null;
+      status_code: number | null;
+      response_body: string | null;
+    }[] = await db.query(
+      `SELECT p.account_id, i.request_hash, i.status_code, i.response_body
+         FROM payout p
+         LEFT JOIN idempotency_record i
+           ON i.operation = $2 AND i.idempotency_key = $3 AND i.token = $4::bigint
+        WHERE p.payout_id = $1`,
+      [payoutId, scope.operation, scope.key, scope.token.toString()],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    const complete =
+      row.request_hash !== null && row.status_code !== null && row.response_body !== null;
+    return {
+      accountId: row.account_id,
+      earlier: complete
+        ? { requestHash: row.request_hash!, statusCode: row.status_code!, body: row.response_body! }
+        : null,
+    };
+  }
+
+  /**
    * Claims the scope inside the write's transaction. False means a duplicate
    * already committed it (the insert waited for that transaction to finish).
    */

@@ -18,23 +18,28 @@ export class LedgerRepository {
   ): Promise<LedgerEntry[]> {
     const txnGroupId = randomUUID();
     const entries = legs.map((leg) => ({ ...leg, entryId: randomUUID(), txnGroupId }));
-    for (const e of entries) {
-      await tx.query(
-        `INSERT INTO ledger_entry
-           (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, payout_id, fence, kind)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [
-          e.entryId,
-          txnGroupId,
-          e.accountId,
-          e.amountMinor,
-          e.counterpartyAccountId,
-          meta.payoutId ?? null,
-          meta.fence?.toString() ?? null,
-          meta.kind,
-        ],
+    // One statement for all legs: one round trip inside the transaction.
+    const values: unknown[] = [];
+    const rows = entries.map((e, i) => {
+      values.push(
+        e.entryId,
+        txnGroupId,
+        e.accountId,
+        e.amountMinor,
+        e.counterpartyAccountId,
+        meta.payoutId ?? null,
+        meta.fence?.toString() ?? null,
+        meta.kind,
       );
-    }
+      const at = i * 8;
+      return `($${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}, $${at + 6}, $${at + 7}, $${at + 8})`;
+    });
+    await tx.query(
+      `INSERT INTO ledger_entry
+         (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, payout_id, fence, kind)
+       VALUES ${rows.join(', ')}`,
+      values,
+    );
     return entries;
   }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import type { PayoutState } from '@dlock/lock-api';
 import { toBigintOrNull, toMinor, updatedRows, type Db } from './db';
+import type { TransitionRecord } from './transition-log.repository';
 
 export interface Payout {
   payoutId: string;
@@ -95,6 +96,27 @@ export interface ListFilter {
 
 const NOW = `date_trunc('milliseconds', clock_timestamp())`;
 
+/** `UPDATE payout SET … WHERE payout_id = $1` for a patch, without its RETURNING clause. */
+function updateStatement(payoutId: string, patch: PayoutPatch): { sql: string; params: unknown[] } {
+  const sets = ['state = $2', `updated_at = ${NOW}`];
+  const params: unknown[] = [payoutId, patch.state];
+  const set = (column: string, value: unknown) => {
+    params.push(value);
+    sets.push(`${column} = $${params.length}`);
+  };
+  if (patch.tokenStamp !== undefined) set('token_stamp', patch.tokenStamp.toString());
+  if (patch.claimedBy !== undefined) set('claimed_by', patch.claimedBy);
+  if (patch.submissionId !== undefined) set('submission_id', patch.submissionId);
+  if (patch.railReference !== undefined) set('rail_reference', patch.railReference);
+  if (patch.failureReason !== undefined) set('failure_reason', patch.failureReason);
+  if (patch.incrementAttempts) sets.push('attempt_count = attempt_count + 1');
+  if (patch.stampClaimedAt) sets.push(`claimed_at = ${NOW}`);
+  if (patch.stampSubmittedAt) sets.push(`submitted_at = ${NOW}`);
+  if (patch.stampAmbiguousAt) sets.push(`ambiguous_at = ${NOW}`);
+  if (patch.stampSettledAt) sets.push(`settled_at = ${NOW}`);
+  return { sql: `UPDATE payout SET ${sets.join(', ')} WHERE payout_id = $1`, params };
+}
+
 @Injectable()
 export class PayoutRepository {
   /** The owning account (immutable), read before the transaction to know which fence guards it. */
@@ -124,27 +146,44 @@ export class PayoutRepository {
   }
 
   async apply(tx: Db, payoutId: string, patch: PayoutPatch): Promise<Payout> {
-    const sets = ['state = $2', `updated_at = ${NOW}`];
-    const params: unknown[] = [payoutId, patch.state];
-    const set = (column: string, value: unknown) => {
-      params.push(value);
-      sets.push(`${column} = $${params.length}`);
-    };
-    if (patch.tokenStamp !== undefined) set('token_stamp', patch.tokenStamp.toString());
-    if (patch.claimedBy !== undefined) set('claimed_by', patch.claimedBy);
-    if (patch.submissionId !== undefined) set('submission_id', patch.submissionId);
-    if (patch.railReference !== undefined) set('rail_reference', patch.railReference);
-    if (patch.failureReason !== undefined) set('failure_reason', patch.failureReason);
-    if (patch.incrementAttempts) sets.push('attempt_count = attempt_count + 1');
-    if (patch.stampClaimedAt) sets.push(`claimed_at = ${NOW}`);
-    if (patch.stampSubmittedAt) sets.push(`submitted_at = ${NOW}`);
-    if (patch.stampAmbiguousAt) sets.push(`ambiguous_at = ${NOW}`);
-    if (patch.stampSettledAt) sets.push(`settled_at = ${NOW}`);
-    const rows = updatedRows<PayoutRow>(
-      await tx.query(
-        `UPDATE payout SET ${sets.join(', ')} WHERE payout_id = $1 RETURNING *`,
-        params,
-      ),
+    const { sql, params } = updateStatement(payoutId, patch);
+    const rows = updatedRows<PayoutRow>(await tx.query(`${sql} RETURNING *`, params));
+    assert.equal(rows.length, 1);
+    return fromRow(rows[0]);
+  }
+
+  /**
+   * A fenced write's transition and its audit row (FR-30) in one statement: the
+   * insert takes its row from the update, so one without the other cannot happen.
+   * The audit columns are those of TransitionLogRepository.record.
+   */
+  async applyAndLog(
+    tx: Db,
+    payoutId: string,
+    patch: PayoutPatch,
+    t: Omit<TransitionRecord, 'payoutId' | 'to'>,
+  ): Promise<Payout> {
+    const { sql, params } = updateStatement(payoutId, patch);
+    const n = params.length;
+    params.push(
+      t.from,
+      t.event,
+      t.actor,
+      t.token?.toString() ?? null,
+      t.submissionId ?? null,
+      t.railReference ?? null,
+      t.reason ?? null,
+    );
+    const rows: PayoutRow[] = await tx.query(
+      `WITH moved AS (${sql} RETURNING *),
+            logged AS (
+              INSERT INTO payout_transition
+                (payout_id, from_state, to_state, event, actor, token, submission_id, rail_reference, reason)
+              SELECT payout_id, $${n + 1}, state, $${n + 2}, $${n + 3}, $${n + 4}::bigint, $${n + 5}::uuid,
+                     $${n + 6}, $${n + 7}
+                FROM moved)
+       SELECT * FROM moved`,
+      params,
     );
     assert.equal(rows.length, 1);
     return fromRow(rows[0]);

@@ -12,7 +12,6 @@ import {
   type IdempotencyScope,
   type StoredResponse,
 } from '../persistence/idempotency.repository';
-import { PayoutRepository } from '../persistence/payout.repository';
 import { asUnavailable } from './paydb-errors';
 
 export interface FencedCommand {
@@ -54,7 +53,7 @@ class Replay extends Error {
 
 /**
  * The shape of every fenced write (FR-15, 02 §2.6 step 5):
- *   idempotent replay check (a read) → BEGIN → the conditional fence advance as
+ *   the payout's account + idempotent replay check (one read) → BEGIN → the conditional fence advance as
  *   the first statement → reserve the idempotency scope → the work → store the
  *   response → COMMIT.
  * A fenced-out or rejected request rolls back whole: nothing changes.
@@ -65,7 +64,6 @@ export class FencedWriter {
     private readonly dataSource: DataSource,
     private readonly fences: FenceRepository,
     private readonly idempotency: IdempotencyRepository,
-    private readonly payouts: PayoutRepository,
     private readonly safety: SafetyEvents,
     private readonly metrics: PaymentMetrics,
     @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
@@ -102,15 +100,14 @@ export class FencedWriter {
       key: cmd.idempotencyKey,
       token: cmd.token,
     };
-    const manager = this.dataSource.manager;
-    const accountId = await this.payouts.accountOf(manager, cmd.payoutId);
-    if (accountId === null) {
+    const found = await this.idempotency.lookup(this.dataSource.manager, scope, cmd.payoutId);
+    if (found === null) {
       setResult('rejected');
       throw new DlockError('NOT_FOUND', 'no such payout', {
         details: { payoutId: cmd.payoutId },
       });
     }
-    const earlier = await this.idempotency.find(manager, scope);
+    const { accountId, earlier } = found;
     if (earlier) {
       setResult('replayed');
       return this.replay(earlier, cmd);

@@ -10,7 +10,7 @@ import {
 } from '@dlock/lock-api';
 import { SafetyEvents } from '@dlock/observability';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
-import { balancedPair, clearingAccountId, directionOf } from '../domain/ledger';
+import { balancedPair, clearingAccountFor, directionOf } from '../domain/ledger';
 import { transition, type PayoutEvent } from '../domain/transition-table';
 import { PaymentMetrics } from '../metrics';
 import { AccountRepository } from '../persistence/account.repository';
@@ -61,6 +61,9 @@ const RAIL_EVENT: Record<RailOutcomeKind, PayoutEvent> = {
 /** Rules of every payout write: which transition, what it records, what it answers. */
 @Injectable()
 export class PayoutCommands {
+  /** Clearing accounts this process has seen committed; spares the per-post existence insert. */
+  private readonly knownClearing = new Set<string>();
+
   constructor(
     private readonly writer: FencedWriter,
     private readonly dataSource: DataSource,
@@ -179,16 +182,28 @@ export class PayoutCommands {
     );
   }
 
-  /** P3: both ledger legs, both balances and the state change, in one transaction (INV-03). */
-  post(payoutId: string, grant: Grant, body: PostInput): Promise<Record<string, unknown>> {
-    return this.writer.run(
+  /**
+   * P3: both ledger legs, both balances and the state change, in one
+   * transaction (INV-03). The clearing balance is the last row touched, so its
+   * row lock is held only from that update to the commit.
+   */
+  async post(payoutId: string, grant: Grant, body: PostInput): Promise<Record<string, unknown>> {
+    let created: string | undefined;
+    const answer = await this.writer.run(
       this.command('post', 'post', payoutId, grant, body, true),
       async (tx, ctx) => {
         const payout = await this.payouts.lock(tx, payoutId);
         this.allowed(payout, 'POST', grant.ownerId, grant.token);
         this.sameSubmission(payout, body.submissionId);
-        const clearing = clearingAccountId(payout.currency);
-        await this.accounts.ensureSystem(tx, clearing, 'CLEARING', payout.currency);
+        const clearing = clearingAccountFor(
+          payout.currency,
+          payoutId,
+          this.config.PAYMENT_CLEARING_SHARDS,
+        );
+        if (!this.knownClearing.has(clearing)) {
+          await this.accounts.ensureSystem(tx, clearing, 'CLEARING', payout.currency);
+          created = clearing;
+        }
         const before = await this.accounts.find(tx, ctx.accountId);
         assert.ok(before);
         assert.equal(before.currency, payout.currency, 'payout currency must match its account');
@@ -203,12 +218,12 @@ export class PayoutCommands {
           -payout.amountMinor,
         );
         assert.equal(balanceMinor, before.balanceMinor - payout.amountMinor, 'INV-03 balance');
-        await this.accounts.addToBalance(tx, clearing, payout.amountMinor);
         const updated = await this.apply(tx, payout, 'POST', grant, {
           submissionId: body.submissionId,
           railReference: body.railReference,
           stampSettledAt: true,
         });
+        await this.accounts.addToBalance(tx, clearing, payout.amountMinor);
         this.metrics.ledgerPostingsTotal.inc();
         return this.ok({
           payoutId,
@@ -224,6 +239,9 @@ export class PayoutCommands {
         });
       },
     );
+    // Committed: the clearing account exists for good (accounts are never deleted).
+    if (created !== undefined) this.knownClearing.add(created);
+    return answer;
   }
 
   /** P8: the reconciler's only way out of RAIL_AMBIGUOUS, on the rail's evidence. */
@@ -392,22 +410,20 @@ export class PayoutCommands {
     reason?: string,
   ): Promise<Payout> {
     const to = this.next(payout, event);
-    const updated = await this.payouts.apply(tx, payout.payoutId, {
-      ...patch,
-      state: to,
-      tokenStamp: grant.token,
-    });
-    await this.log.record(tx, {
-      payoutId: payout.payoutId,
-      from: payout.state,
-      to,
-      event,
-      actor: grant.ownerId,
-      token: grant.token,
-      submissionId: patch.submissionId ?? null,
-      railReference: patch.railReference ?? null,
-      reason: reason ?? null,
-    });
+    const updated = await this.payouts.applyAndLog(
+      tx,
+      payout.payoutId,
+      { ...patch, state: to, tokenStamp: grant.token },
+      {
+        from: payout.state,
+        event,
+        actor: grant.ownerId,
+        token: grant.token,
+        submissionId: patch.submissionId ?? null,
+        railReference: patch.railReference ?? null,
+        reason: reason ?? null,
+      },
+    );
     this.metrics.transitionsTotal.inc({ to_state: to });
     return updated;
   }

@@ -1,6 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
-import type { DataSource } from 'typeorm';
+import type { Pool } from 'pg';
+import { QueryFailedError, type DataSource } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { DlockError } from '@dlock/lock-api';
 import type { LockServerConfig } from '../../config';
 import { isUnavailable } from './pg-errors';
@@ -64,20 +66,30 @@ export class PgDatabase {
     this.assertWritable(await this.rows<{ in_recovery: boolean; read_only: boolean }>(PROBE_SQL));
   }
 
+  /**
+   * One statement on the pool TypeORM created and owns (same size, timeouts
+   * and lifecycle). It skips TypeORM's per-call query runner (its own
+   * checkout, subscriber broadcast and result wrapping): every statement
+   * here is a single autocommit statement, so the runner added nothing but
+   * per-request CPU on the hot path (bench/reports/lock-server-pg.md).
+   */
   private async raw<T>(sql: string, params: unknown[]): Promise<T[]> {
-    const runner = this.ds.createQueryRunner();
+    let rows: T[];
     try {
-      const result = await runner.query(sql, params, true);
-      return (result.records ?? []) as T[];
+      rows = (await this.pool.query(sql, params)).rows as T[];
     } catch (err) {
       if (isUnavailable(err)) {
         this.markOutage(err);
         throw this.notLeader(err);
       }
-      throw err;
-    } finally {
-      await runner.release();
+      // The same error type the query runner threw, for the filter and the logs.
+      throw err instanceof Error ? new QueryFailedError(sql, params, err) : err;
     }
+    return rows;
+  }
+
+  private get pool(): Pool {
+    return (this.ds.driver as PostgresDriver).master as Pool;
   }
 
   private assertWritable(rows: { in_recovery: boolean; read_only: boolean }[]): void {
