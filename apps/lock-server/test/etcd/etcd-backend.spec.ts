@@ -195,7 +195,8 @@ describe('etcd backend specifics (single member)', () => {
     const verdict = checkHistory(workload.history.records);
     expect(verdict.grants).toBeGreaterThan(20);
     expect(verdict.violations).toEqual([]);
-    expect(workload.errors).toEqual([]);
+    // Under CPU starvation a call may miss its deadline: that must fail closed (NOT_LEADER), never anything else.
+    expect(workload.errors.filter((e) => e.code !== 'NOT_LEADER')).toEqual([]);
   });
 
   it('fails closed with 503 NOT_LEADER while etcd cannot answer, and resumes', async () => {
