@@ -686,16 +686,16 @@ async function main(): Promise<void> {
     '',
     '## CPU per payout (ms of CPU time per POSTED payout, by process, from /proc)',
     '',
-    `| backend / run | ${components.join(' | ')} | total |`,
-    `| --- | ${components.map(() => '---').join(' | ')} | --- |`,
+    `| backend / run | ${components.join(' | ')} | total | CPU-bound ceiling: ${os.cpus().length} × 1000 / total (payouts/s) |`,
+    `| --- | ${components.map(() => '---').join(' | ')} | --- | --- |`,
     ...results.map((r) => {
       const total = components.reduce((a, c) => a + (r.cpuMsPerPayout[c] ?? 0), 0);
-      return `| ${r.backend} ${r.executors}×${r.concurrency}×${r.accounts} | ${components.map((c) => f2(r.cpuMsPerPayout[c] ?? NaN)).join(' | ')} | ${f2(total)} |`;
+      return `| ${r.backend} ${r.executors}×${r.concurrency}×${r.accounts} | ${components.map((c) => f2(r.cpuMsPerPayout[c] ?? NaN)).join(' | ')} | ${f2(total)} | ${f1((os.cpus().length * 1000) / total)} |`;
     }),
     '',
     ...(latency.length
       ? [
-          '## Latency of one payout (idle system, one executor, one lane)',
+          '## Latency of one payout (one executor, one lane, one account; the rest of the machine as it was)',
           '',
           `| backend | mean ms (acquire→release) | ${STEPS.join(' | ')} |`,
           `| --- | --- | ${STEPS.map(() => '---').join(' | ')} |`,
