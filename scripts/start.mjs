@@ -14,6 +14,7 @@ const stateDir = path.join(root, '.dlock');
 const args = new Set(process.argv.slice(2));
 const PG_PORT = Number(process.env.DLOCK_PG_PORT ?? 54329);
 const EXECUTORS = Number(process.env.DLOCK_EXECUTORS ?? 3);
+const FEED_RATE = Number(process.env.DLOCK_FEED_RATE ?? 5);
 const once = args.has('--once'); // run until the demo backlog drains, then stop (smoke test)
 
 if (args.has('--reset')) {
@@ -105,16 +106,11 @@ function node(script, scriptArgs, env) {
   });
 }
 
-function startService(name, app, port, env) {
-  const main = path.join(root, 'dist', 'apps', app, 'main.js');
-  if (!existsSync(main)) {
-    console.log(`[dlock] ${name}: not built (dist/apps/${app}/main.js missing), skipped`);
-    return;
-  }
+function spawnLogged(name, script, scriptArgs, env) {
   const log = createWriteStream(path.join(stateDir, 'logs', `${name}.log`), { flags: 'a' });
-  const proc = spawn(process.execPath, [main], {
+  const proc = spawn(process.execPath, [script, ...scriptArgs], {
     cwd: root,
-    env: { ...process.env, ...env, PORT: String(port) },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   proc.stdout.pipe(log);
@@ -123,7 +119,16 @@ function startService(name, app, port, env) {
     if (!stopping)
       console.log(`[dlock] ${name} exited (${signal ?? code}); see .dlock/logs/${name}.log`);
   });
-  children.push({ name, proc, port });
+  children.push({ name, proc });
+}
+
+function startService(name, app, port, env) {
+  const main = path.join(root, 'dist', 'apps', app, 'main.js');
+  if (!existsSync(main)) {
+    console.log(`[dlock] ${name}: not built (dist/apps/${app}/main.js missing), skipped`);
+    return;
+  }
+  spawnLogged(name, main, [], { ...env, PORT: String(port) });
   console.log(`[dlock] ${name.padEnd(18)} http://127.0.0.1:${port}  (log .dlock/logs/${name}.log)`);
 }
 
@@ -243,6 +248,15 @@ async function main() {
     PAYDB_URL: dbs.PAYDB_URL,
     PROXYDB_URL: dbs.PROXYDB_URL,
   });
+  if (!once && FEED_RATE > 0 && existsSync(path.join(root, fixtures))) {
+    // New payouts keep arriving after the seeded backlog drains.
+    spawnLogged('feed', path.join(root, fixtures), ['feed', '--rate', String(FEED_RATE)], {
+      PAYDB_URL: dbs.PAYDB_URL,
+    });
+    console.log(
+      `[dlock] feed               ${FEED_RATE} new payouts/s (DLOCK_FEED_RATE; 0 turns it off)`,
+    );
+  }
   console.log('[dlock] up. Payouts by state every 2 s; Ctrl-C stops everything.');
   await view(Date.now());
 }

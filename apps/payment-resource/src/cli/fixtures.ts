@@ -13,6 +13,9 @@ const USAGE = `usage (PAYDB_URL must be set):
       does nothing if customer accounts already exist
   fixtures create-account [--id ID] [--currency EUR] [--opening-balance 1000000] [--migrate]
   fixtures create-payout --account ID --amount N [--id UUID] [--beneficiary REF]
+  fixtures feed [--rate 2] [--min-amount 100] [--max-amount 50000] [--seed 7]
+      keeps creating PENDING payouts on existing customer accounts, --rate per second,
+      until SIGINT/SIGTERM
 Output: one JSON line on stdout.`;
 
 class UsageError extends Error {}
@@ -51,10 +54,16 @@ async function main(argv: string[]): Promise<void> {
       account: { type: 'string' },
       amount: { type: 'string' },
       beneficiary: { type: 'string' },
+      rate: { type: 'string' },
       migrate: { type: 'boolean' },
     },
   });
-  if (command !== 'seed' && command !== 'create-account' && command !== 'create-payout') {
+  if (
+    command !== 'seed' &&
+    command !== 'create-account' &&
+    command !== 'create-payout' &&
+    command !== 'feed'
+  ) {
     throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
   }
   const { PAYDB_URL } = readEnv({ PAYDB_URL: env.url() });
@@ -99,6 +108,23 @@ async function main(argv: string[]): Promise<void> {
           }),
         };
         break;
+      case 'feed': {
+        const min = int('min-amount', values['min-amount'], 100, 1);
+        const stop = new AbortController();
+        process.once('SIGINT', () => stop.abort());
+        process.once('SIGTERM', () => stop.abort());
+        const created = await fixtures.feed(
+          {
+            ratePerSec: int('rate', values.rate, 2, 1),
+            minAmountMinor: min,
+            maxAmountMinor: int('max-amount', values['max-amount'], 50_000, min),
+            seed: int('seed', values.seed, 7, 0),
+          },
+          stop.signal,
+        );
+        out = { command, created };
+        break;
+      }
       case 'create-payout':
         if (!values.account) throw new UsageError('--account is required');
         out = {

@@ -66,6 +66,15 @@ export class AccountRepository {
     return rows[0].n;
   }
 
+  /** Ids of accounts of one kind, oldest first (fixtures only; bounded by `limit`). */
+  async listIds(db: Db, kind: AccountKind, limit: number): Promise<string[]> {
+    const rows: { account_id: string }[] = await db.query(
+      `SELECT account_id FROM account WHERE kind = $1 ORDER BY account_id LIMIT $2`,
+      [kind, limit],
+    );
+    return rows.map((r) => r.account_id);
+  }
+
   async insert(tx: Db, a: { accountId: string; kind: AccountKind; currency: string }) {
     await tx.query(`INSERT INTO account (account_id, kind, currency) VALUES ($1, $2, $3)`, [
       a.accountId,
