@@ -17,15 +17,7 @@
  */
 import { spawn, execSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import {
-  chownSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,6 +26,7 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
+import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const REPORT = path.join(ROOT, 'bench', 'reports', 'e2e.md');
@@ -63,8 +56,6 @@ const CONFIGS: Config[] = (process.env.BENCH_CONFIGS ?? '1x32x64,1x64x128,2x32x1
     return { executors, concurrency, accounts };
   });
 
-// eslint-disable-next-line @typescript-eslint/no-implied-eval
-const importEsm = new Function('s', 'return import(s)') as (s: string) => Promise<any>;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function freePort(): Promise<number> {
@@ -146,51 +137,12 @@ interface Pg {
 }
 
 async function startPostgres(): Promise<Pg> {
-  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
-  const base = path.join(ROOT, '.tmp');
-  const dir = path.join(base, `bench-e2e-pg-${process.pid}`);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (isRoot) {
-    try {
-      execSync('id postgres', { stdio: 'ignore' });
-    } catch {
-      execSync('useradd --system --no-create-home postgres', { stdio: 'ignore' });
-    }
-    const uid = Number(execSync('id -u postgres').toString().trim());
-    const gid = Number(execSync('id -g postgres').toString().trim());
-    chownSync(base, uid, gid);
-    chownSync(dir, uid, gid);
-  }
-  const port = await freePort();
-  const logs: string[] = [];
-  const pg = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'data'),
-    user: 'postgres',
-    password: 'postgres',
-    port,
-    persistent: false,
-    createPostgresUser: isRoot,
-    onLog: (m: unknown) => logs.push(String(m)),
-    onError: (m: unknown) => logs.push(String(m)),
-    postgresFlags: ['-c', 'max_connections=300', '-c', `unix_socket_directories=${dir}`],
+  // fsync on: the bench measures the real durability cost of each commit.
+  const pg = await startEmbeddedPostgres({
+    dir: path.join(ROOT, '.tmp', `bench-e2e-pg-${process.pid}`),
+    fsync: true,
   });
-  try {
-    await pg.initialise();
-    await pg.start();
-  } catch (err) {
-    throw new Error(`embedded PostgreSQL failed: ${String(err)}\n${logs.slice(-20).join('\n')}`, {
-      cause: err,
-    });
-  }
-  return {
-    admin: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
-    async stop() {
-      await pg.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return { admin: pg.adminUrl, stop: pg.stop };
 }
 
 async function database(pg: Pg, db: DatabaseName, suffix: string): Promise<string> {

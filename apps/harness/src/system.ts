@@ -4,7 +4,7 @@ import { startEtcdCluster, TcpProxy, type EtcdCluster } from '@dlock/testing';
 import { AppProcess } from './infra/app-process';
 import { LockRecorder } from './infra/lock-recorder';
 import { createMigratedDatabase, type PgServer } from './infra/postgres';
-import { freePort } from './infra/ports';
+import { freePort } from '@dlock/testing';
 
 /**
  * Timing of a harness system. Short on purpose (scenarios must run in

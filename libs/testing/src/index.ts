@@ -3,3 +3,4 @@ export * from './postgres';
 export * from './process';
 export * from './etcd';
 export * from './tcp-proxy';
+export * from './embedded-postgres';

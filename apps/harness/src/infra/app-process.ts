@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appMain } from './repo';
-import { freePort } from './ports';
+import { freePort } from '@dlock/testing';
 import { sleep } from './time';
 
 const OUTPUT_KEEP_CHARS = 200_000;

