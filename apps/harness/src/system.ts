@@ -195,12 +195,21 @@ export class DlockSystem {
     };
   }
 
-  async startExecutor(ownerId: string, extra: Record<string, string> = {}): Promise<AppProcess> {
+  /**
+   * `wait: false` for a worker that is meant to die soon (a crash point): it
+   * may be gone before it would ever have answered a readiness probe.
+   */
+  async startExecutor(
+    ownerId: string,
+    extra: Record<string, string> = {},
+    opts: { wait?: boolean } = {},
+  ): Promise<AppProcess> {
     const existing = this.executors.get(ownerId);
     if (existing?.running()) throw new Error(`executor ${ownerId} is already running`);
     if (existing) this.retired.push(existing);
     const p = await AppProcess.start('executor', this.executorEnv(ownerId, extra), {
       name: `executor:${ownerId}`,
+      wait: opts.wait,
     });
     this.executors.set(ownerId, p);
     return p;

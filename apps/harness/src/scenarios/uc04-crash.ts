@@ -29,10 +29,11 @@ export const uc04: Scenario = {
     });
     const crashers = await Promise.all(
       points.map((point, i) =>
-        sys.startExecutor(`uc04-crash-${point}`, {
-          EXECUTOR_ACCOUNT_ID: fx.accountIds[i],
-          EXECUTOR_CRASH_AT: point,
-        }),
+        sys.startExecutor(
+          `uc04-crash-${point}`,
+          { EXECUTOR_ACCOUNT_ID: fx.accountIds[i], EXECUTOR_CRASH_AT: point },
+          { wait: false },
+        ),
       ),
     );
     const exits: Record<string, string> = {};
