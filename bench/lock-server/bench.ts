@@ -17,16 +17,8 @@
  * pair, because all three share the machine's cores.
  * Text after the NOTES_MARKER line of an existing report is kept on rewrite.
  */
-import { spawn, execSync, type ChildProcess } from 'node:child_process';
-import {
-  chownSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +27,8 @@ import { Client, Pool } from 'pg';
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
+import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
+import { freePort } from '../../libs/testing/src/process';
 import {
   ACQUIRE_SQL,
   OPEN_SESSION_SQL,
@@ -55,22 +49,6 @@ const POOL_MAX = process.env.BENCH_LOCKDB_POOL_MAX;
 const REPORT = path.join(ROOT, 'bench', 'reports', 'lock-server-pg.md');
 const NOTES_MARKER = '<!-- notes: kept when the bench rewrites this report -->';
 
-// embedded-postgres is ESM-only; a real dynamic import from this CommonJS file
-// (tsc would otherwise compile `import()` to require()).
-// eslint-disable-next-line @typescript-eslint/no-implied-eval
-const importEsm = new Function('s', 'return import(s)') as (s: string) => Promise<any>;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Postgres {
@@ -81,43 +59,10 @@ interface Postgres {
 }
 
 async function startPostgres(): Promise<Postgres> {
-  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
-  const base = path.join(ROOT, '.tmp');
-  const dir = path.join(base, `bench-pg-${process.pid}`);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (isRoot) {
-    try {
-      execSync('id postgres', { stdio: 'ignore' });
-    } catch {
-      execSync('useradd --system --no-create-home postgres', { stdio: 'ignore' });
-    }
-    const uid = Number(execSync('id -u postgres').toString().trim());
-    const gid = Number(execSync('id -g postgres').toString().trim());
-    chownSync(base, uid, gid);
-    chownSync(dir, uid, gid);
-  }
-  const port = await freePort();
-  const logs: string[] = [];
-  const pg = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'data'),
-    user: 'postgres',
-    password: 'postgres',
-    port,
-    persistent: false,
-    createPostgresUser: isRoot,
-    onLog: (m: unknown) => logs.push(String(m)),
-    onError: (m: unknown) => logs.push(String(m)),
-    postgresFlags: ['-c', 'max_connections=300', '-c', `unix_socket_directories=${dir}`],
-  });
-  try {
-    await pg.initialise();
-    await pg.start();
-  } catch (err) {
-    const tail = logs.slice(-20).join('\n');
-    throw new Error(`embedded PostgreSQL failed: ${String(err)}\n${tail}`, { cause: err });
-  }
+  // fsync on: the bench compares against the backend's real commit cost.
+  const dir = path.join(ROOT, '.tmp', `bench-pg-${process.pid}`);
+  const pg = await startEmbeddedPostgres({ dir, fsync: true });
+  const port = pg.port;
   const admin = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
   const c = new Client({ connectionString: admin });
   await c.connect();
@@ -143,10 +88,7 @@ async function startPostgres(): Promise<Postgres> {
         return null;
       }
     },
-    async stop() {
-      await pg.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
+    stop: pg.stop,
   };
 }
 
