@@ -1,4 +1,5 @@
-import { Module, type DynamicModule, type Type } from '@nestjs/common';
+import { Module, RequestMethod, type DynamicModule, type Type } from '@nestjs/common';
+import type { RouteInfo } from '@nestjs/common/interfaces';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
 import { LockService } from './core/lock.service';
@@ -8,6 +9,14 @@ import { SessionsController } from './http/sessions.controller';
 import { LockBackendReadiness } from './readiness';
 import { StoreModule } from './store/store.factory';
 
+/** The per-grant path: acquire, renew, release, heartbeat (see ObservabilityOptions.untracedRoutes). */
+const HOT_ROUTES: RouteInfo[] = [
+  { path: 'v1/locks/:key/acquire', method: RequestMethod.POST },
+  { path: 'v1/locks/:key/renew', method: RequestMethod.POST },
+  { path: 'v1/locks/:key', method: RequestMethod.DELETE },
+  { path: 'v1/sessions/:sessionId/heartbeat', method: RequestMethod.POST },
+];
+
 @Module({})
 export class LockServerModule {
   static forRoot(config: LockServerConfig): DynamicModule {
@@ -16,7 +25,11 @@ export class LockServerModule {
     return {
       module: LockServerModule,
       imports: [
-        ObservabilityModule.forRoot({ app: 'lock-server', logLevel: config.LOG_LEVEL }),
+        ObservabilityModule.forRoot({
+          app: 'lock-server',
+          logLevel: config.LOG_LEVEL,
+          untracedRoutes: HOT_ROUTES,
+        }),
         store,
         HealthModule.register(LockBackendReadiness, [store]),
       ],

@@ -1,4 +1,5 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
+import type { RouteInfo } from '@nestjs/common/interfaces';
 import { PrometheusModule } from '@willsoto/nestjs-prometheus';
 import { register } from 'prom-client';
 import { LoggerModule } from 'nestjs-pino';
@@ -9,6 +10,13 @@ import { SafetyEvents } from './safety-events';
 export interface ObservabilityOptions {
   app: string;
   logLevel?: string;
+  /**
+   * Hot routes served without the per-request logger context (its async
+   * context costs more than the request's own work on the lock-server's
+   * acquire/release path). Their errors still carry `traceId`: the envelope
+   * and the error log take it from the request explicitly.
+   */
+  untracedRoutes?: RouteInfo[];
 }
 
 /** pino JSON logs carrying `traceId`, Prometheus `/metrics`, and the safety events. */
@@ -20,6 +28,7 @@ export class ObservabilityModule {
       module: ObservabilityModule,
       imports: [
         LoggerModule.forRoot({
+          ...(options.untracedRoutes?.length ? { exclude: options.untracedRoutes } : {}),
           pinoHttp: {
             level: options.logLevel ?? 'info',
             base: { app: options.app },
