@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
   http,
   migratedDatabase,
+  seedFundedAccount,
+  seedPendingPayout,
   spawnApp,
   waitFor,
   withClient,
@@ -89,58 +90,9 @@ export function startExecutor(
   });
 }
 
-/**
- * A customer account with an opening balance, exactly as the payment-resource
- * fixtures make one: a balanced OPENING_BALANCE pair from the funding account.
- */
-export async function seedAccount(paydb: string, balanceMinor = 1_000_000): Promise<string> {
-  const accountId = `acct-${randomUUID().slice(0, 8)}`;
-  await withClient(paydb, async (c) => {
-    await c.query('BEGIN');
-    await c.query(
-      `INSERT INTO account (account_id, kind, currency) VALUES ('funding-EUR', 'FUNDING', 'EUR')
-       ON CONFLICT DO NOTHING`,
-    );
-    await c.query(
-      `INSERT INTO account (account_id, kind, currency) VALUES ($1, 'CUSTOMER', 'EUR')`,
-      [accountId],
-    );
-    const group = randomUUID();
-    await c.query(
-      `INSERT INTO ledger_entry (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, kind)
-       VALUES ($1, $3, 'funding-EUR', -$4::bigint, $2, 'OPENING_BALANCE'),
-              ($5, $3, $2, $4::bigint, 'funding-EUR', 'OPENING_BALANCE')`,
-      [randomUUID(), accountId, group, balanceMinor, randomUUID()],
-    );
-    await c.query(
-      `UPDATE account SET balance_minor = balance_minor - $1 WHERE account_id = 'funding-EUR'`,
-      [balanceMinor],
-    );
-    await c.query(`UPDATE account SET balance_minor = balance_minor + $1 WHERE account_id = $2`, [
-      balanceMinor,
-      accountId,
-    ]);
-    await c.query('COMMIT');
-  });
-  return accountId;
-}
-
-/** A PENDING payout as the fixtures make one (client_ref derived from the id). */
-export async function seedPayout(
-  paydb: string,
-  accountId: string,
-  amountMinor = 1_000,
-): Promise<string> {
-  const payoutId = randomUUID();
-  await withClient(paydb, (c) =>
-    c.query(
-      `INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref)
-       VALUES ($1, $2, $3, 'EUR', $4, $5)`,
-      [payoutId, accountId, amountMinor, `ben-${payoutId.slice(0, 8)}`, `po-${payoutId}`],
-    ),
-  );
-  return payoutId;
-}
+/** Seeds as the payment-resource fixtures make them (shared with the reconciler tests). */
+export const seedAccount = seedFundedAccount;
+export const seedPayout = seedPendingPayout;
 
 export async function payoutState(paydb: string, payoutId: string): Promise<string> {
   const rows = await withClient(paydb, (c) =>

@@ -7,6 +7,8 @@ import { LockClient, type LockSession } from '@dlock/lock-client';
 import {
   http,
   migratedDatabase,
+  seedFundedAccount,
+  seedPendingPayout,
   REPO_ROOT,
   spawnApp,
   waitFor,
@@ -40,48 +42,9 @@ async function sql<T = Record<string, unknown>>(url: string, text: string, param
 }
 
 /** Out-of-band fixture data (02 §2.2): a customer account funded through the ledger. */
-async function newAccount(): Promise<string> {
-  const accountId = `acct-${randomUUID().slice(0, 8)}`;
-  await withClient(paydb, async (c) => {
-    await c.query('BEGIN');
-    await c.query(
-      `INSERT INTO account (account_id, kind, currency) VALUES ('funding-EUR', 'FUNDING', 'EUR')
-       ON CONFLICT DO NOTHING`,
-    );
-    await c.query(
-      `INSERT INTO account (account_id, kind, currency) VALUES ($1, 'CUSTOMER', 'EUR')`,
-      [accountId],
-    );
-    const group = randomUUID();
-    await c.query(
-      `INSERT INTO ledger_entry (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, kind)
-       VALUES ($1, $3, 'funding-EUR', -$4::bigint, $2, 'OPENING_BALANCE'),
-              ($5, $3, $2, $4::bigint, 'funding-EUR', 'OPENING_BALANCE')`,
-      [randomUUID(), accountId, group, OPENING_MINOR, randomUUID()],
-    );
-    await c.query(
-      `UPDATE account SET balance_minor = balance_minor - $1 WHERE account_id = 'funding-EUR'`,
-      [OPENING_MINOR],
-    );
-    await c.query(`UPDATE account SET balance_minor = $1 WHERE account_id = $2`, [
-      OPENING_MINOR,
-      accountId,
-    ]);
-    await c.query('COMMIT');
-  });
-  return accountId;
-}
-
-async function newPayout(accountId: string, amountMinor: number): Promise<string> {
-  const payoutId = randomUUID();
-  await sql(
-    paydb,
-    `INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref)
-     VALUES ($1, $2, $3, 'EUR', 'ben-synthetic', $4)`,
-    [payoutId, accountId, amountMinor, `po-${payoutId}`],
-  );
-  return payoutId;
-}
+const newAccount = () => seedFundedAccount(paydb, OPENING_MINOR);
+const newPayout = (accountId: string, amountMinor: number) =>
+  seedPendingPayout(paydb, accountId, amountMinor);
 
 async function write(payoutId: string, op: string, token: bigint, body: unknown) {
   const res = await http('POST', `${payments.url}/v1/payouts/${payoutId}/${op}`, {

@@ -4,3 +4,4 @@ export * from './process';
 export * from './etcd';
 export * from './tcp-proxy';
 export * from './embedded-postgres';
+export * from './paydb-fixtures';
