@@ -17,7 +17,6 @@
  * pair, because all three share the machine's cores.
  * Text after the NOTES_MARKER line of an existing report is kept on rewrite.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -28,7 +27,7 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
-import { freePort } from '../../libs/testing/src/process';
+import { startLockServerProcess } from './etcd-common';
 import {
   ACQUIRE_SQL,
   OPEN_SESSION_SQL,
@@ -99,41 +98,12 @@ interface LockServer {
 }
 
 async function startLockServer(dbUrl: string): Promise<LockServer> {
-  const port = await freePort();
-  const main = path.join(ROOT, 'dist', 'apps', 'lock-server', 'main.js');
-  const proc: ChildProcess = spawn(process.execPath, [main], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: String(port),
-      LOCKDB_URL: dbUrl,
-      ...(POOL_MAX ? { LOCKDB_POOL_MAX: POOL_MAX } : {}),
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
-      LOCK_WAITERS_MAX: '1000',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
+  const server = await startLockServerProcess({
+    LOCK_BACKEND: 'pg',
+    LOCKDB_URL: dbUrl,
+    ...(POOL_MAX ? { LOCKDB_POOL_MAX: POOL_MAX } : {}),
   });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      const res = await fetch(`${url}/health/ready`);
-      if (res.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline || proc.exitCode !== null)
-      throw new Error('lock-server did not start');
-    await sleep(100);
-  }
-  return {
-    url,
-    pid: proc.pid ?? 0,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        proc.once('exit', () => resolve());
-        proc.kill('SIGTERM');
-      }),
-  };
+  return { url: server.url, pid: server.proc.pid ?? 0, stop: server.stop };
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux); null elsewhere. */

@@ -5,25 +5,16 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../../libs/testing/src/process';
 
 export const ROOT = path.resolve(__dirname, '..', '..', '..');
 export const DATA_ROOT = path.join(ROOT, '.tmp');
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
+export { freePort };
 
 export interface LockServerProcess {
   url: string;
@@ -32,9 +23,20 @@ export interface LockServerProcess {
 }
 
 /** `dist/apps/lock-server/main.js` on LOCK_BACKEND=etcd, ready when /health/ready says so. */
-export async function startEtcdLockServer(
+export function startEtcdLockServer(
   endpoints: string[],
   env: Record<string, string> = {},
+): Promise<LockServerProcess> {
+  return startLockServerProcess({
+    LOCK_BACKEND: 'etcd',
+    ETCD_ENDPOINTS: endpoints.join(','),
+    ...env,
+  });
+}
+
+/** The built lock-server with the given backend settings, ready when /health/ready says so. */
+export async function startLockServerProcess(
+  env: Record<string, string>,
 ): Promise<LockServerProcess> {
   const port = await freePort();
   const main = path.join(ROOT, 'dist', 'apps', 'lock-server', 'main.js');
@@ -42,8 +44,6 @@ export async function startEtcdLockServer(
     env: {
       PATH: process.env.PATH ?? '',
       PORT: String(port),
-      LOCK_BACKEND: 'etcd',
-      ETCD_ENDPOINTS: endpoints.join(','),
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       LOCK_WAITERS_MAX: '1000',
       ...env,
