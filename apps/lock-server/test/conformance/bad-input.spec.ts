@@ -22,6 +22,11 @@ describe.each(BACKENDS)('bad input changes nothing and is never a 500 [$name]', 
     const grant = await api.acquire(key, session, 'owner', { ttlMillis: 30_000 });
     token = grant.body.fencingToken;
   });
+  // Keep the fixture grant alive however slow the run is (nothing here may change it).
+  beforeEach(async () => {
+    expect((await api.heartbeat(session)).status).toBe(200);
+    expect((await api.renew(key, session, token)).status).toBe(200);
+  });
   afterAll(() => server.stop());
 
   async function expectUnchanged(): Promise<void> {

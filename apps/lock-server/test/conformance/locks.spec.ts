@@ -15,6 +15,11 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     alice = await api.session('alice', 30_000);
     bob = await api.session('bob', 30_000);
   });
+  // The fixture sessions outlive a slow run only if someone heartbeats them.
+  beforeEach(async () => {
+    expect((await api.heartbeat(alice, 'alice')).status).toBe(200);
+    expect((await api.heartbeat(bob, 'bob')).status).toBe(200);
+  });
   afterAll(() => server.stop());
 
   it('L4 grants a free key with a fresh token, and L7 shows the holder', async () => {
@@ -119,7 +124,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
   });
 
   it('L4 waitMillis gives up with 409 LOCK_CONTENDED at the deadline', async () => {
-    await api.acquire('wait:timeout', alice, 'alice');
+    expect((await api.acquire('wait:timeout', alice, 'alice')).status).toBe(200);
     const started = Date.now();
     const res = await api.acquire('wait:timeout', bob, 'bob', { waitMillis: 400 });
     const elapsed = Date.now() - started;
@@ -130,7 +135,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
   });
 
   it('L4 beyond the per-key waiter cap answers 429 CONTENTION_EXCEEDED', async () => {
-    await api.acquire('wait:cap', alice, 'alice');
+    expect((await api.acquire('wait:cap', alice, 'alice')).status).toBe(200);
     const carol = await api.session('carol');
     const first = api.acquire('wait:cap', bob, 'bob', { waitMillis: 1000 });
     await sleep(150);
