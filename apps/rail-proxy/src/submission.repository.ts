@@ -146,19 +146,7 @@ export class SubmissionRepository {
          idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, fencing_enforced)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
        RETURNING ${COLUMNS}`,
-      [
-        randomUUID(),
-        req.payoutId,
-        req.accountId,
-        req.presentedToken.toString(),
-        req.ownerId,
-        req.idempotencyKey,
-        req.clientRef,
-        req.amountMinor,
-        req.currency,
-        req.beneficiaryRef,
-        fencingEnforced,
-      ],
+      [...requestColumns(req), fencingEnforced],
     );
     return toRecord(rows[0]);
   }
@@ -176,19 +164,7 @@ export class SubmissionRepository {
          highest_token_seen, resolved_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'FENCED', 'STALE_TOKEN', $11, now())
        RETURNING ${COLUMNS}`,
-      [
-        randomUUID(),
-        req.payoutId,
-        req.accountId,
-        req.presentedToken.toString(),
-        req.ownerId,
-        req.idempotencyKey,
-        req.clientRef,
-        req.amountMinor,
-        req.currency,
-        req.beneficiaryRef,
-        highest.toString(),
-      ],
+      [...requestColumns(req), highest.toString()],
     );
     return toRecord(rows[0]);
   }
@@ -231,4 +207,20 @@ export class SubmissionRepository {
     );
     return rows.map(toRecord);
   }
+}
+
+/** $1..$10 of both inserts: a fresh submission id and the request as presented. */
+function requestColumns(req: SubmissionRequest): unknown[] {
+  return [
+    randomUUID(),
+    req.payoutId,
+    req.accountId,
+    req.presentedToken.toString(),
+    req.ownerId,
+    req.idempotencyKey,
+    req.clientRef,
+    req.amountMinor,
+    req.currency,
+    req.beneficiaryRef,
+  ];
 }
