@@ -11,6 +11,7 @@
  *     (executors x lanes x accounts per throughput run; clearing shards of
  *      payment-resource; 0 skips the one-lane latency run)
  *   BENCH_CPU_PROF=payment-resource,executor ...   # .cpuprofile files under .tmp/bench-e2e-prof/
+ *   BENCH_PG_STATEMENTS=1 ...   # prints SQL statements per payout by database (pg_stat_statements)
  *
  * Starts its own embedded PostgreSQL (under .tmp/), its own etcd (Debian's
  * etcd-server) and every process; stops them all at the end.
@@ -36,6 +37,8 @@ const BACKENDS = (process.env.BENCH_BACKENDS ?? 'pg,etcd').split(',') as ('pg' |
 const RUN_TIMEOUT_MS = 60_000;
 /** Apps to run under --cpu-prof (profiles land in .tmp/bench-e2e-prof/ when they stop). */
 const PROFILE_APPS = (process.env.BENCH_CPU_PROF ?? '').split(',').filter(Boolean);
+/** Off by default: the extension costs PostgreSQL CPU the throughput runs should not pay. */
+const PG_STATEMENTS = process.env.BENCH_PG_STATEMENTS === '1';
 /** payment-resource's PAYMENT_CLEARING_SHARDS (1 = the single clearing-EUR row). */
 const CLEARING_SHARDS = Number(process.env.BENCH_CLEARING_SHARDS ?? 16);
 
@@ -141,7 +144,14 @@ async function startPostgres(): Promise<Pg> {
   const pg = await startEmbeddedPostgres({
     dir: path.join(ROOT, '.tmp', `bench-e2e-pg-${process.pid}`),
     fsync: true,
+    settings: PG_STATEMENTS ? ['shared_preload_libraries=pg_stat_statements'] : [],
   });
+  if (PG_STATEMENTS) {
+    const c = new Client({ connectionString: pg.adminUrl });
+    await c.connect();
+    await c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    await c.end();
+  }
   return { admin: pg.adminUrl, stop: pg.stop };
 }
 
@@ -228,6 +238,7 @@ async function metricAll(apps: App[], name: string, labels: Record<string, strin
 }
 
 interface Stack {
+  pgAdmin: string;
   paydb: string;
   proxydb: string;
   lockServer: App;
@@ -268,6 +279,7 @@ async function startStack(
     PROXYDB_POOL_MAX: '32',
   });
   return {
+    pgAdmin: pg.admin,
     paydb,
     proxydb,
     lockServer,
@@ -397,6 +409,35 @@ const STEPS = [
   'release',
 ];
 
+/** payouts = 0 resets the counters; otherwise prints statements per payout by database, busiest first. */
+async function statementStats(admin: string, payouts: number): Promise<void> {
+  const c = new Client({ connectionString: admin });
+  await c.connect();
+  try {
+    if (payouts === 0) {
+      await c.query('SELECT pg_stat_statements_reset()');
+      return;
+    }
+    const res = await c.query<{ db: string; calls: string; ms: number; query: string }>(
+      `SELECT d.datname AS db, s.calls::text AS calls, s.total_exec_time AS ms, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) AS query
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+        WHERE d.datname <> 'postgres' ORDER BY s.calls DESC`,
+    );
+    const byDb = new Map<string, number>();
+    for (const r of res.rows) byDb.set(r.db, (byDb.get(r.db) ?? 0) + Number(r.calls));
+    console.log(
+      `[bench] statements per payout: ${[...byDb].map(([db, n]) => `${db}=${f1(n / payouts)}`).join(' ')}`,
+    );
+    for (const r of res.rows.slice(0, 40)) {
+      console.log(
+        `  ${f2(Number(r.calls) / payouts).padStart(6)}/payout ${f2(r.ms / Number(r.calls)).padStart(6)} ms  ${r.db.split('_')[0]}: ${r.query}`,
+      );
+    }
+  } finally {
+    await c.end();
+  }
+}
+
 async function clearingAccountsUsed(paydb: string): Promise<number> {
   const c = new Client({ connectionString: paydb });
   await c.connect();
@@ -445,6 +486,7 @@ async function measure(
   const cpuBefore = cpuByComponent(apps);
   const ticksBefore = machineTicks();
   let loadAvgMax = 0;
+  if (PG_STATEMENTS) await statementStats(s.pgAdmin, 0);
   const started = performance.now();
   await seed(s.paydb, accounts, payouts);
   let states: Record<string, number>;
@@ -469,6 +511,7 @@ async function measure(
   }
   const machineSeconds = (ticksAfter.total - ticksBefore.total) / CLK_TCK;
   const machineBusy = (ticksAfter.busy - ticksBefore.busy) / (ticksAfter.total - ticksBefore.total);
+  if (PG_STATEMENTS) await statementStats(s.pgAdmin, done);
   if (!(await ledgerHolds(s.paydb))) throw new Error('INV-03 broken after the run');
   const mean = async (app: App[], name: string, labels: Record<string, string> = {}) => {
     const sum = await metricAll(app, `${name}_sum`, labels);

@@ -189,6 +189,7 @@ describe('P1 pagination', () => {
           accountId: a,
           amountMinor: expect.any(Number),
           currency: 'EUR',
+          beneficiaryRef: expect.stringMatching(/^ben-/),
           state: 'PENDING',
           attemptCount: 0,
           createdAt: expect.stringMatching(/Z$/),

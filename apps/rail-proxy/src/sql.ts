@@ -1,16 +1,21 @@
-import type { EntityManager } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { preparedManager } from '@dlock/persistence';
 
 /**
- * Runs one SQL statement and returns its rows. TypeORM's postgres driver hands
- * back `[rows, rowCount]` for UPDATE and DELETE and plain rows otherwise; this
- * is the one place that knows.
+ * Runs one SQL statement, prepared (see @dlock/persistence), on a transaction's
+ * manager or on the pool, and returns its rows. TypeORM's shapes give back
+ * `[rows, rowCount]` for UPDATE and DELETE and plain rows otherwise; this is
+ * the one place that knows.
  */
 export async function sqlRows<T>(
-  m: Pick<EntityManager, 'query'>,
+  m: EntityManager | DataSource,
   sql: string,
   params: unknown[],
 ): Promise<T[]> {
-  const result: unknown = await m.query(sql, params);
+  const result: unknown = await preparedManager(m instanceof DataSource ? m.manager : m).query(
+    sql,
+    params,
+  );
   if (
     Array.isArray(result) &&
     result.length === 2 &&

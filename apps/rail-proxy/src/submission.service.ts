@@ -37,7 +37,7 @@ export interface AckedSubmission {
 type Admission =
   | { kind: 'admitted'; intent: SubmissionRecord; connection: RailConnection }
   | { kind: 'refused'; error: DlockError }
-  /** A concurrent request with the same key and token got there first. */
+  /** A request with the same key and token got there first: a replay, or a concurrent twin. */
   | { kind: 'twin' };
 
 const REPLAY_POLL_MS = 100;
@@ -63,10 +63,7 @@ export class SubmissionService {
 
   async submit(req: SubmissionRequest): Promise<AckedSubmission> {
     const hash = requestHash(req);
-    const prior = await this.guardDb(() =>
-      this.idempotency.find(req.idempotencyKey, req.presentedToken),
-    );
-    if (prior) return this.replay(prior, hash, req);
+    // A replay finds its scope taken by the reservation and is answered as a twin.
     const admission = await this.admit(req, hash);
     switch (admission.kind) {
       case 'refused':
@@ -100,7 +97,7 @@ export class SubmissionService {
     let connection: RailConnection | undefined;
     try {
       await qr.connect();
-      await qr.startTransaction('READ COMMITTED');
+      await qr.startTransaction(); // PostgreSQL's default, READ COMMITTED
       const m = qr.manager;
       if (!(await this.idempotency.reserve(m, req.idempotencyKey, req.presentedToken, hash))) {
         await qr.rollbackTransaction();

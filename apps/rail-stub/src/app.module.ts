@@ -1,4 +1,4 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import { AlwaysReady, HealthModule, ObservabilityModule } from '@dlock/observability';
 import { AdminController } from './admin.controller';
 import { RAIL_STUB_CONFIG, type RailStubConfig } from './config';
@@ -11,7 +11,11 @@ export class RailStubModule {
     return {
       module: RailStubModule,
       imports: [
-        ObservabilityModule.forRoot({ app: 'rail-stub', logLevel: config.LOG_LEVEL }),
+        ObservabilityModule.forRoot({
+          app: 'rail-stub',
+          logLevel: config.LOG_LEVEL,
+          untracedRoutes: [{ path: 'submit', method: RequestMethod.POST }],
+        }),
         HealthModule.register(AlwaysReady),
       ],
       controllers: [RailController, AdminController],

@@ -47,6 +47,8 @@ export async function startEmbeddedPostgres(opts: {
   dir: string;
   fsync?: boolean;
   maxConnections?: number;
+  /** Extra server settings, e.g. ['shared_preload_libraries=pg_stat_statements']. */
+  settings?: string[];
 }): Promise<EmbeddedPg> {
   rmSync(opts.dir, { recursive: true, force: true });
   mkdirSync(opts.dir, { recursive: true });
@@ -70,6 +72,7 @@ export async function startEmbeddedPostgres(opts: {
       `fsync=${opts.fsync ? 'on' : 'off'}`,
       '-c',
       `unix_socket_directories=${opts.dir}`,
+      ...(opts.settings ?? []).flatMap((setting) => ['-c', setting]),
     ],
   });
   try {

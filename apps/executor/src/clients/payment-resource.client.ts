@@ -13,12 +13,13 @@ import {
 } from './hop-policy';
 import { HopProtocolError, JsonHop } from './json-hop';
 
-/** One P1 item. */
+/** One P1 item (beneficiaryRef is this project's addition: the submit needs it). */
 export interface PayoutSummary {
   payoutId: string;
   accountId: string;
   amountMinor: number;
   currency: string;
+  beneficiaryRef: string;
   state: PayoutState;
   attemptCount: number;
   createdAt: string;
@@ -85,7 +86,7 @@ export class PaymentResourceClient {
     return body.items.map((item) => ({ ...item, state: state(this.hop.name, item.state) }));
   }
 
-  /** P4 (advisory): the re-read after acquire (FR-14). */
+  /** P4 (advisory): the re-read after acquire when the poll's state is not enough (FR-14). */
   async get(payoutId: string): Promise<PayoutView> {
     const body = await advisoryRead(() =>
       this.hop.call<PayoutView>({

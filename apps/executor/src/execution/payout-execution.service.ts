@@ -84,7 +84,10 @@ export class PayoutExecutionService {
     };
     let result: AttemptResult;
     try {
-      result = await this.fromState(attempt);
+      result =
+        payout.state === 'PENDING'
+          ? await this.claimPolled(attempt, payout)
+          : await this.fromState(attempt);
     } catch (err) {
       result = this.gaveUp(attempt, err);
     } finally {
@@ -92,6 +95,20 @@ export class PayoutExecutionService {
       await this.metrics.step('release', () => handle.release());
     }
     return this.done(result, startedMs);
+  }
+
+  /**
+   * A payout polled as PENDING is claimed at once (T-025's order has no read
+   * between acquire and claim). Amount, currency and beneficiary never change;
+   * the state might have, and the claim's expectedState checks it under the
+   * row lock, which is the re-read of FR-14 without its race. Only a claim
+   * that finds another state costs the P4 read, and recovery goes by state.
+   */
+  private async claimPolled(a: Attempt, payout: PayoutSummary): Promise<AttemptResult> {
+    const view: PayoutView = { ...payout, submissionId: null, railReference: null };
+    const result = await this.claim(a, view, 'PENDING');
+    if (result.kind === 'skipped' && result.reason === 'not-claimable') return this.fromState(a);
+    return result;
   }
 
   /** FR-14: re-read after acquiring; the state picks the next conditional write, the write decides. */

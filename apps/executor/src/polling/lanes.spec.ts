@@ -11,6 +11,7 @@ function p(
     accountId,
     amountMinor: 1,
     currency: 'EUR',
+    beneficiaryRef: 'ben-1',
     state: 'PENDING',
     attemptCount: 0,
     createdAt,

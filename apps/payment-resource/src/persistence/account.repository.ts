@@ -48,6 +48,24 @@ export class AccountRepository {
     return rows.length === 1 ? fromRow(rows[0]) : null;
   }
 
+  /**
+   * What the account can still pay (A-09): its balance less the payouts that
+   * may still leave it (claimed, at the rail, or ambiguous), this one excepted.
+   */
+  async availableMinor(tx: Db, accountId: string, exceptPayoutId: string): Promise<number> {
+    const rows: { available: string }[] = await tx.query(
+      `SELECT a.balance_minor - COALESCE(
+                (SELECT sum(p.amount_minor) FROM payout p
+                  WHERE p.account_id = a.account_id AND p.payout_id <> $2
+                    AND p.state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS')),
+                0)::bigint AS available
+         FROM account a WHERE a.account_id = $1`,
+      [accountId, exceptPayoutId],
+    );
+    assert.equal(rows.length, 1, `account ${accountId} vanished`);
+    return toMinor(rows[0].available);
+  }
+
   /** Serialises an unfenced write (operator abandon) with every fenced writer of the account. */
   async lock(tx: Db, accountId: string): Promise<Account> {
     const rows: AccountRow[] = await tx.query(
@@ -89,6 +107,33 @@ export class AccountRepository {
       `INSERT INTO account (account_id, kind, currency) VALUES ($1, $2, $3)
        ON CONFLICT DO NOTHING`,
       [accountId, kind, currency],
+    );
+  }
+
+  /**
+   * Both legs of a movement in one statement (INV-03: in the same transaction
+   * as their ledger entries). Answers each account's balance and currency after.
+   */
+  async addToBalances(
+    tx: Db,
+    deltas: readonly { accountId: string; deltaMinor: number }[],
+  ): Promise<Map<string, { balanceMinor: number; currency: string }>> {
+    const rows = updatedRows<{ account_id: string; balance_minor: string; currency: string }>(
+      await tx.query(
+        `UPDATE account a SET balance_minor = a.balance_minor + d.delta, version = a.version + 1,
+                updated_at = date_trunc('milliseconds', clock_timestamp())
+           FROM unnest($1::text[], $2::bigint[]) AS d(account_id, delta)
+          WHERE a.account_id = d.account_id
+          RETURNING a.account_id, a.balance_minor, a.currency`,
+        [deltas.map((d) => d.accountId), deltas.map((d) => d.deltaMinor)],
+      ),
+    );
+    assert.equal(rows.length, deltas.length, 'an account is missing for a ledger movement');
+    return new Map(
+      rows.map((r) => [
+        r.account_id,
+        { balanceMinor: toMinor(r.balance_minor), currency: r.currency },
+      ]),
     );
   }
 

@@ -4,12 +4,11 @@ import { toBigint, updatedRows, type Db } from './db';
 
 export type FenceAdvance =
   /** The write may proceed; `fence` is the account's fence after the statement. */
-  | { admitted: true; fence: bigint }
-  /** Zero rows: a token at least this high was already accepted (INV-05). */
+  | { admitted: true; accountId: string; fence: bigint }
+  /** Zero rows: no such payout, or a token at least this high was already accepted (INV-05). */
   | { admitted: false };
 
 export interface FenceRequest {
-  accountId: string;
   payoutId: string;
   token: FencingToken;
   /**
@@ -23,47 +22,55 @@ export interface FenceRequest {
 /**
  * Enforcement point (a): the conditional fence advance (02 §2.6 step 5). It is
  * the first statement of every fenced transaction and one statement only; the
- * row lock it takes serialises every writer of the account (INV-01).
+ * row lock it takes serialises every writer of the account (INV-01). The
+ * account is the payout's (immutable) owner, found in the same statement.
  */
 @Injectable()
 export class FenceRepository {
   async advance(tx: Db, req: FenceRequest): Promise<FenceAdvance> {
-    const rows = updatedRows<{ fence: string }>(
+    const rows = updatedRows<{ account_id: string; fence: string }>(
       await tx.query(
-        `UPDATE account
-            SET fence = $2::bigint, fence_payout_id = $3::uuid, version = version + 1,
+        `UPDATE account a
+            SET fence = $2::bigint, fence_payout_id = $1::uuid, version = a.version + 1,
                 updated_at = date_trunc('milliseconds', clock_timestamp())
-          WHERE account_id = $1
-            AND (fence < $2::bigint
-                 OR ($4::boolean AND fence = $2::bigint AND fence_payout_id = $3::uuid))
-          RETURNING fence`,
-        [req.accountId, req.token.toString(), req.payoutId, req.continuation],
+           FROM payout p
+          WHERE p.payout_id = $1::uuid AND a.account_id = p.account_id
+            AND (a.fence < $2::bigint
+                 OR ($3::boolean AND a.fence = $2::bigint AND a.fence_payout_id = $1::uuid))
+          RETURNING a.account_id, a.fence`,
+        [req.payoutId, req.token.toString(), req.continuation],
       ),
     );
     return rows.length === 1
-      ? { admitted: true, fence: toBigint(rows[0].fence) }
+      ? { admitted: true, accountId: rows[0].account_id, fence: toBigint(rows[0].fence) }
       : { admitted: false };
   }
 
   /**
    * Harness negative control only (PAYMENT_FENCING_ENABLED=false): the row is
    * still touched and locked, the fence never goes backwards, but nothing is
-   * rejected, so a stale holder's write lands.
+   * rejected, so a stale holder's write lands. Null: no such payout.
    */
-  async advanceUnguarded(tx: Db, req: FenceRequest): Promise<{ fence: bigint }> {
-    const rows = updatedRows<{ fence: string }>(
+  async advanceUnguarded(
+    tx: Db,
+    req: FenceRequest,
+  ): Promise<{ accountId: string; fence: bigint } | null> {
+    const rows = updatedRows<{ account_id: string; fence: string }>(
       await tx.query(
-        `UPDATE account
-            SET fence = GREATEST(fence, $2::bigint),
-                fence_payout_id = CASE WHEN fence <= $2::bigint THEN $3::uuid ELSE fence_payout_id END,
-                version = version + 1,
+        `UPDATE account a
+            SET fence = GREATEST(a.fence, $2::bigint),
+                fence_payout_id = CASE WHEN a.fence <= $2::bigint THEN $1::uuid ELSE a.fence_payout_id END,
+                version = a.version + 1,
                 updated_at = date_trunc('milliseconds', clock_timestamp())
-          WHERE account_id = $1
-          RETURNING fence`,
-        [req.accountId, req.token.toString(), req.payoutId],
+           FROM payout p
+          WHERE p.payout_id = $1::uuid AND a.account_id = p.account_id
+          RETURNING a.account_id, a.fence`,
+        [req.payoutId, req.token.toString()],
       ),
     );
-    return { fence: toBigint(rows[0].fence) };
+    return rows.length === 1
+      ? { accountId: rows[0].account_id, fence: toBigint(rows[0].fence) }
+      : null;
   }
 
   /** The fence that beat a rejected token, for the FENCED_OUT body. */

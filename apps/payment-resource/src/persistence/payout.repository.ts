@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import type { PayoutState } from '@dlock/lock-api';
 import { toBigintOrNull, toMinor, updatedRows, type Db } from './db';
+import type { IdempotencyScope, StoredResponse } from './idempotency.repository';
 import type { TransitionRecord } from './transition-log.repository';
 
 export interface Payout {
@@ -96,6 +97,31 @@ export interface ListFilter {
 
 const NOW = `date_trunc('milliseconds', clock_timestamp())`;
 
+/** Every column of PayoutRow, named: statements are prepared (see @dlock/persistence). */
+const COLUMNS = [
+  'payout_id',
+  'account_id',
+  'amount_minor',
+  'currency',
+  'beneficiary_ref',
+  'client_ref',
+  'state',
+  'attempt_count',
+  'claimed_by',
+  'token_stamp',
+  'submission_id',
+  'rail_reference',
+  'failure_reason',
+  'created_at',
+  'claimed_at',
+  'submitted_at',
+  'ambiguous_at',
+  'settled_at',
+  'updated_at',
+] as const satisfies readonly (keyof PayoutRow)[];
+const PAYOUT_COLUMNS = COLUMNS.join(', ');
+const P_COLUMNS = COLUMNS.map((c) => `p.${c}`).join(', ');
+
 /** `UPDATE payout SET … WHERE payout_id = $1` for a patch, without its RETURNING clause. */
 function updateStatement(payoutId: string, patch: PayoutPatch): { sql: string; params: unknown[] } {
   const sets = ['state = $2', `updated_at = ${NOW}`];
@@ -129,16 +155,54 @@ export class PayoutRepository {
   }
 
   async find(db: Db, payoutId: string): Promise<Payout | null> {
-    const rows: PayoutRow[] = await db.query(`SELECT * FROM payout WHERE payout_id = $1`, [
-      payoutId,
-    ]);
+    const rows: PayoutRow[] = await db.query(
+      `SELECT ${PAYOUT_COLUMNS} FROM payout WHERE payout_id = $1`,
+      [payoutId],
+    );
     return rows.length === 1 ? fromRow(rows[0]) : null;
   }
 
-  /** Inside a fenced transaction the account row lock already serialises writers; this pins the row. */
+  /**
+   * A fenced write's second statement: pins the payout and, in the same read,
+   * finds this request's answer if a duplicate committed it while this one
+   * waited for the account's row lock (a fresh snapshot sees it).
+   */
+  async lockForWrite(
+    tx: Db,
+    payoutId: string,
+    scope: IdempotencyScope,
+  ): Promise<{ payout: Payout; earlier: StoredResponse | null }> {
+    const rows: (PayoutRow & {
+      idem_request_hash: string | null;
+      idem_status_code: number | null;
+      idem_response_body: string | null;
+    })[] = await tx.query(
+      `SELECT ${P_COLUMNS}, i.request_hash AS idem_request_hash, i.status_code AS idem_status_code,
+              i.response_body AS idem_response_body
+         FROM payout p
+         LEFT JOIN idempotency_record i
+           ON i.operation = $2 AND i.idempotency_key = $3 AND i.token = $4::bigint
+        WHERE p.payout_id = $1
+          FOR UPDATE OF p`,
+      [payoutId, scope.operation, scope.key, scope.token.toString()],
+    );
+    assert.equal(rows.length, 1, `payout ${payoutId} vanished inside its transaction`);
+    const r = rows[0];
+    const earlier =
+      r.idem_request_hash !== null && r.idem_status_code !== null && r.idem_response_body !== null
+        ? {
+            requestHash: r.idem_request_hash,
+            statusCode: r.idem_status_code,
+            body: r.idem_response_body,
+          }
+        : null;
+    return { payout: fromRow(r), earlier };
+  }
+
+  /** Pins the row for an unfenced write (abandon), after the account's row lock. */
   async lock(tx: Db, payoutId: string): Promise<Payout> {
     const rows: PayoutRow[] = await tx.query(
-      `SELECT * FROM payout WHERE payout_id = $1 FOR UPDATE`,
+      `SELECT ${PAYOUT_COLUMNS} FROM payout WHERE payout_id = $1 FOR UPDATE`,
       [payoutId],
     );
     assert.equal(rows.length, 1, `payout ${payoutId} vanished inside its transaction`);
@@ -147,7 +211,9 @@ export class PayoutRepository {
 
   async apply(tx: Db, payoutId: string, patch: PayoutPatch): Promise<Payout> {
     const { sql, params } = updateStatement(payoutId, patch);
-    const rows = updatedRows<PayoutRow>(await tx.query(`${sql} RETURNING *`, params));
+    const rows = updatedRows<PayoutRow>(
+      await tx.query(`${sql} RETURNING ${PAYOUT_COLUMNS}`, params),
+    );
     assert.equal(rows.length, 1);
     return fromRow(rows[0]);
   }
@@ -175,29 +241,18 @@ export class PayoutRepository {
       t.reason ?? null,
     );
     const rows: PayoutRow[] = await tx.query(
-      `WITH moved AS (${sql} RETURNING *),
+      `WITH moved AS (${sql} RETURNING ${PAYOUT_COLUMNS}),
             logged AS (
               INSERT INTO payout_transition
                 (payout_id, from_state, to_state, event, actor, token, submission_id, rail_reference, reason)
               SELECT payout_id, $${n + 1}, state, $${n + 2}, $${n + 3}, $${n + 4}::bigint, $${n + 5}::uuid,
                      $${n + 6}, $${n + 7}
                 FROM moved)
-       SELECT * FROM moved`,
+       SELECT ${PAYOUT_COLUMNS} FROM moved`,
       params,
     );
     assert.equal(rows.length, 1);
     return fromRow(rows[0]);
-  }
-
-  /** Funds promised to the account's other payouts that may still leave (A-09). */
-  async inFlightMinor(tx: Db, accountId: string, exceptPayoutId: string): Promise<number> {
-    const rows: { total: string }[] = await tx.query(
-      `SELECT COALESCE(sum(amount_minor), 0)::bigint AS total FROM payout
-        WHERE account_id = $1 AND payout_id <> $2
-          AND state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS')`,
-      [accountId, exceptPayoutId],
-    );
-    return toMinor(rows[0].total);
   }
 
   /** Is the ambiguity older than the SLA, by the database's clock? */
@@ -225,7 +280,7 @@ export class PayoutRepository {
     }
     params.push(filter.limit);
     const rows: PayoutRow[] = await db.query(
-      `SELECT * FROM payout WHERE ${where.join(' AND ')}
+      `SELECT ${PAYOUT_COLUMNS} FROM payout WHERE ${where.join(' AND ')}
         ORDER BY created_at, payout_id LIMIT $${params.length}`,
       params,
     );

@@ -2,11 +2,13 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DlockError, formatFencingToken, type FencingToken } from '@dlock/lock-api';
 import { int64Replacer } from '@dlock/http-contract';
+import { preparedManager } from '@dlock/persistence';
 import { SafetyEvents } from '@dlock/observability';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
 import { PaymentMetrics, type WriteOperation, type WriteResult } from '../metrics';
 import type { Db } from '../persistence/db';
 import { FenceRepository } from '../persistence/fence.repository';
+import { PayoutRepository, type Payout } from '../persistence/payout.repository';
 import {
   IdempotencyRepository,
   type IdempotencyScope,
@@ -31,6 +33,8 @@ export interface FenceContext {
   accountId: string;
   /** The account's fence after the advance. */
   fence: bigint;
+  /** The payout, row-locked, as this transaction found it. */
+  payout: Payout;
 }
 
 export type WriteOutcome =
@@ -63,6 +67,7 @@ export class FencedWriter {
   constructor(
     private readonly dataSource: DataSource,
     private readonly fences: FenceRepository,
+    private readonly payouts: PayoutRepository,
     private readonly idempotency: IdempotencyRepository,
     private readonly safety: SafetyEvents,
     private readonly metrics: PaymentMetrics,
@@ -100,26 +105,13 @@ export class FencedWriter {
       key: cmd.idempotencyKey,
       token: cmd.token,
     };
-    const found = await this.idempotency.lookup(this.dataSource.manager, scope, cmd.payoutId);
-    if (found === null) {
-      setResult('rejected');
-      throw new DlockError('NOT_FOUND', 'no such payout', {
-        details: { payoutId: cmd.payoutId },
-      });
-    }
-    const { accountId, earlier } = found;
-    if (earlier) {
-      setResult('replayed');
-      return this.replay(earlier, cmd);
-    }
-
     const qr = this.dataSource.createQueryRunner();
     await qr.connect();
     let outcome: WriteOutcome;
     try {
       await qr.startTransaction();
       try {
-        outcome = await this.inTransaction(qr.manager, cmd, scope, accountId, work);
+        outcome = await this.inTransaction(preparedManager(qr.manager), cmd, scope, work);
         await qr.commitTransaction();
       } catch (err) {
         if (qr.isTransactionActive) await qr.rollbackTransaction();
@@ -149,27 +141,19 @@ export class FencedWriter {
     tx: Db,
     cmd: FencedCommand,
     scope: IdempotencyScope,
-    accountId: string,
     work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome>,
   ): Promise<WriteOutcome> {
-    const request = {
-      accountId,
-      payoutId: cmd.payoutId,
-      token: cmd.token,
-      continuation: cmd.continuation,
-    };
+    const request = { payoutId: cmd.payoutId, token: cmd.token, continuation: cmd.continuation };
+    let accountId: string;
     let fence: bigint;
     if (this.config.PAYMENT_FENCING_ENABLED) {
       const advance = await this.fences.advance(tx, request);
-      if (!advance.admitted) {
-        // A concurrent duplicate of this very request may have committed first.
-        const duplicate = await this.idempotency.find(tx, scope);
-        if (duplicate) throw new Replay(duplicate);
-        throw await this.fencedOut(tx, cmd, accountId);
-      }
-      fence = advance.fence;
+      if (!advance.admitted) throw await this.notAdmitted(tx, cmd, scope);
+      ({ accountId, fence } = advance);
     } else {
-      fence = (await this.fences.advanceUnguarded(tx, request)).fence;
+      const advance = await this.fences.advanceUnguarded(tx, request);
+      if (advance === null) throw notFound(cmd.payoutId);
+      ({ accountId, fence } = advance);
       if (fence > cmd.token) {
         // Detective control only: the guard is switched off, the write lands.
         this.safety.tokenRegression({
@@ -182,12 +166,9 @@ export class FencedWriter {
         });
       }
     }
-    if (!(await this.idempotency.reserve(tx, scope, cmd.requestHash, cmd.payoutId))) {
-      const duplicate = await this.idempotency.find(tx, scope);
-      if (duplicate) throw new Replay(duplicate);
-      throw new DlockError('UNAVAILABLE', 'idempotency record contended; retry');
-    }
-    const outcome = await work(tx, { accountId, fence });
+    const { payout, earlier } = await this.payouts.lockForWrite(tx, cmd.payoutId, scope);
+    if (earlier) throw new Replay(earlier);
+    const outcome = await work(tx, { accountId, fence, payout });
     const stored =
       outcome.kind === 'ok'
         ? { status: 200, body: outcome.body }
@@ -199,13 +180,28 @@ export class FencedWriter {
               details: outcome.error.details,
             } satisfies StoredError,
           };
-    await this.idempotency.complete(
-      tx,
-      scope,
-      stored.status,
-      JSON.stringify(stored.body, int64Replacer),
-    );
+    const recorded = await this.idempotency.record(tx, scope, {
+      requestHash: cmd.requestHash,
+      payoutId: cmd.payoutId,
+      statusCode: stored.status,
+      body: JSON.stringify(stored.body, int64Replacer),
+    });
+    // The account's row lock makes this unreachable; if it happens, the earlier answer stands.
+    if (!recorded) {
+      const duplicate = await this.idempotency.find(tx, scope);
+      if (duplicate) throw new Replay(duplicate);
+      throw new DlockError('UNAVAILABLE', 'idempotency record contended; retry');
+    }
     return outcome;
+  }
+
+  /** Zero rows from the advance: no such payout, a replay of a committed request, or fenced out. */
+  private async notAdmitted(tx: Db, cmd: FencedCommand, scope: IdempotencyScope): Promise<Error> {
+    const accountId = await this.payouts.accountOf(tx, cmd.payoutId);
+    if (accountId === null) return notFound(cmd.payoutId);
+    const duplicate = await this.idempotency.find(tx, scope);
+    if (duplicate) return new Replay(duplicate);
+    return this.fencedOut(tx, cmd, accountId);
   }
 
   private async fencedOut(tx: Db, cmd: FencedCommand, accountId: string): Promise<DlockError> {
@@ -245,4 +241,8 @@ export class FencedWriter {
     const e = body as unknown as StoredError;
     throw new DlockError(e.code, e.message, { details: e.details });
   }
+}
+
+function notFound(payoutId: string): DlockError {
+  return new DlockError('NOT_FOUND', 'no such payout', { details: { payoutId } });
 }

@@ -9,6 +9,7 @@ import {
   type PayoutState,
 } from '@dlock/lock-api';
 import { SafetyEvents } from '@dlock/observability';
+import { preparedManager } from '@dlock/persistence';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
 import { balancedPair, clearingAccountFor, directionOf } from '../domain/ledger';
 import { transition, type PayoutEvent } from '../domain/transition-table';
@@ -85,7 +86,7 @@ export class PayoutCommands {
     return this.writer.run(
       this.command('claim', 'claim', payoutId, grant, body, false),
       async (tx, ctx) => {
-        const payout = await this.payouts.lock(tx, payoutId);
+        const payout = ctx.payout;
         this.allowed(payout, 'CLAIM', grant.ownerId, grant.token);
         if (payout.state !== body.expectedState) {
           throw new DlockError(
@@ -97,10 +98,7 @@ export class PayoutCommands {
         let event: PayoutEvent = 'CLAIM';
         let availableMinor: number | undefined;
         if (payout.state === 'PENDING') {
-          const account = await this.accounts.find(tx, ctx.accountId);
-          assert.ok(account);
-          availableMinor =
-            account.balanceMinor - (await this.payouts.inFlightMinor(tx, ctx.accountId, payoutId));
+          availableMinor = await this.accounts.availableMinor(tx, ctx.accountId, payoutId);
           if (availableMinor < payout.amountMinor) event = 'CLAIM_INSUFFICIENT_FUNDS';
         }
         const insufficient = event === 'CLAIM_INSUFFICIENT_FUNDS';
@@ -154,7 +152,7 @@ export class PayoutCommands {
     return this.writer.run(
       this.command('rail_outcome', `rail-outcome:${body.outcome}`, payoutId, grant, body, true),
       async (tx, ctx) => {
-        const payout = await this.payouts.lock(tx, payoutId);
+        const payout = ctx.payout;
         const event = RAIL_EVENT[body.outcome];
         this.allowed(payout, event, grant.ownerId, grant.token);
         this.sameSubmission(payout, body.submissionId);
@@ -192,7 +190,7 @@ export class PayoutCommands {
     const answer = await this.writer.run(
       this.command('post', 'post', payoutId, grant, body, true),
       async (tx, ctx) => {
-        const payout = await this.payouts.lock(tx, payoutId);
+        const payout = ctx.payout;
         this.allowed(payout, 'POST', grant.ownerId, grant.token);
         this.sameSubmission(payout, body.submissionId);
         const clearing = clearingAccountFor(
@@ -204,26 +202,25 @@ export class PayoutCommands {
           await this.accounts.ensureSystem(tx, clearing, 'CLEARING', payout.currency);
           created = clearing;
         }
-        const before = await this.accounts.find(tx, ctx.accountId);
-        assert.ok(before);
-        assert.equal(before.currency, payout.currency, 'payout currency must match its account');
         const entries = await this.ledger.append(
           tx,
           balancedPair(ctx.accountId, clearing, payout.amountMinor),
           { kind: 'PAYOUT', payoutId, fence: grant.token },
         );
-        const balanceMinor = await this.accounts.addToBalance(
-          tx,
-          ctx.accountId,
-          -payout.amountMinor,
-        );
-        assert.equal(balanceMinor, before.balanceMinor - payout.amountMinor, 'INV-03 balance');
         const updated = await this.apply(tx, payout, 'POST', grant, {
           submissionId: body.submissionId,
           railReference: body.railReference,
           stampSettledAt: true,
         });
-        await this.accounts.addToBalance(tx, clearing, payout.amountMinor);
+        // Last: the shared clearing row stays locked only from here to the commit.
+        const balances = await this.accounts.addToBalances(tx, [
+          { accountId: ctx.accountId, deltaMinor: -payout.amountMinor },
+          { accountId: clearing, deltaMinor: payout.amountMinor },
+        ]);
+        const account = balances.get(ctx.accountId);
+        assert.ok(account);
+        assert.equal(account.currency, payout.currency, 'payout currency must match its account');
+        const balanceMinor = account.balanceMinor;
         this.metrics.ledgerPostingsTotal.inc();
         return this.ok({
           payoutId,
@@ -249,7 +246,7 @@ export class PayoutCommands {
     return this.writer.run(
       this.command('resolve', 'resolve', payoutId, grant, body, true),
       async (tx, ctx) => {
-        const payout = await this.payouts.lock(tx, payoutId);
+        const payout = ctx.payout;
         const event: PayoutEvent =
           body.resolution === 'ACKED' ? 'RESOLVE_ACKED' : 'RESOLVE_NOT_FOUND';
         this.allowed(payout, event, grant.ownerId, grant.token);
@@ -279,7 +276,8 @@ export class PayoutCommands {
     const started = process.hrtime.bigint();
     let result: 'ok' | 'rejected' | 'error' = 'error';
     try {
-      const out = await this.dataSource.transaction(async (manager) => {
+      const out = await this.dataSource.transaction(async (entityManager) => {
+        const manager = preparedManager(entityManager);
         const accountId = await this.payouts.accountOf(manager, payoutId);
         if (accountId === null) {
           throw new DlockError('NOT_FOUND', 'no such payout', { details: { payoutId } });

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DlockError, formatFencingToken, type PayoutState } from '@dlock/lock-api';
+import { preparedManager } from '@dlock/persistence';
 import { AccountRepository } from '../persistence/account.repository';
 import { LedgerRepository } from '../persistence/ledger.repository';
 import { PayoutRepository, type Payout } from '../persistence/payout.repository';
+import type { Db } from '../persistence/db';
 import { TransitionLogRepository } from '../persistence/transition-log.repository';
 import { encodeCursor, type Cursor } from './cursor';
 
@@ -31,8 +33,12 @@ export class PayoutQueries {
     private readonly log: TransitionLogRepository,
   ) {}
 
+  private get db(): Db {
+    return preparedManager(this.dataSource.manager);
+  }
+
   async list(filter: { state: PayoutState; accountId?: string; limit: number; after?: Cursor }) {
-    const rows = await this.payouts.list(this.dataSource.manager, {
+    const rows = await this.payouts.list(this.db, {
       ...filter,
       limit: filter.limit + 1,
     });
@@ -44,6 +50,7 @@ export class PayoutQueries {
         accountId: p.accountId,
         amountMinor: p.amountMinor,
         currency: p.currency,
+        beneficiaryRef: p.beneficiaryRef,
         state: p.state,
         attemptCount: p.attemptCount,
         createdAt: p.createdAt.toISOString(),
@@ -56,7 +63,7 @@ export class PayoutQueries {
   }
 
   async get(payoutId: string) {
-    const manager = this.dataSource.manager;
+    const manager = this.db;
     const payout = await this.payouts.find(manager, payoutId);
     if (!payout) throw new DlockError('NOT_FOUND', 'no such payout', { details: { payoutId } });
     const records = await this.log.railRecords(manager, payoutId);
@@ -75,7 +82,8 @@ export class PayoutQueries {
 
   async account(accountId: string) {
     // One snapshot for both numbers, so a concurrent posting cannot make them disagree.
-    return this.dataSource.transaction('REPEATABLE READ', async (tx) => {
+    return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
+      const tx = preparedManager(manager);
       const account = await this.accounts.find(tx, accountId);
       if (!account)
         throw new DlockError('NOT_FOUND', 'no such account', { details: { accountId } });

@@ -4,6 +4,7 @@ import type { Pool } from 'pg';
 import { QueryFailedError, type DataSource } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { DlockError } from '@dlock/lock-api';
+import { preparedStatement } from '@dlock/persistence';
 import type { LockServerConfig } from '../../config';
 import { isUnavailable } from './pg-errors';
 import { GRACE_SQL, PROBE_SQL, REAP_SESSIONS_SQL } from './sql';
@@ -67,16 +68,16 @@ export class PgDatabase {
   }
 
   /**
-   * One statement on the pool TypeORM created and owns (same size, timeouts
-   * and lifecycle). It skips TypeORM's per-call query runner (its own
-   * checkout, subscriber broadcast and result wrapping): every statement
+   * One statement, prepared, on the pool TypeORM created and owns (same size,
+   * timeouts and lifecycle). It skips TypeORM's per-call query runner (its
+   * own checkout, subscriber broadcast and result wrapping): every statement
    * here is a single autocommit statement, so the runner added nothing but
    * per-request CPU on the hot path (bench/reports/lock-server-pg.md).
    */
   private async raw<T>(sql: string, params: unknown[]): Promise<T[]> {
     let rows: T[];
     try {
-      rows = (await this.pool.query(sql, params)).rows as T[];
+      rows = (await this.pool.query(preparedStatement(sql, params))).rows as T[];
     } catch (err) {
       if (isUnavailable(err)) {
         this.markOutage(err);

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import type { Pool, PoolClient, QueryConfig, QueryResult } from 'pg';
+import { QueryFailedError, type EntityManager, type ObjectLiteral } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+
+/**
+ * One statement as a named prepared statement: PostgreSQL parses and plans it
+ * once per connection and afterwards only binds and runs it. On the payout
+ * path that is a third of the database's CPU (bench/reports/e2e.md). The name
+ * comes from the text, so a text has one name on every connection and two
+ * texts never share one. Statements name their columns (no `*`): an added
+ * column must not change the result type of a statement already prepared.
+ */
+export function preparedStatement(sql: string, params: readonly unknown[] = []): QueryConfig {
+  const name = `dlock_${createHash('sha1').update(sql).digest('hex').slice(0, 24)}`;
+  return { name, text: sql, values: [...params] };
+}
+
+/**
+ * `EntityManager.query` with every statement prepared, on the manager's own
+ * connection (its transaction, when it has one) or on TypeORM's pool. TypeORM
+ * still owns the connections and the transactions; this replaces only its
+ * per-call wrapper, and answers in that wrapper's shapes: rows, or
+ * `[rows, rowCount]` for UPDATE and DELETE; a failure is a QueryFailedError.
+ */
+export function preparedManager(manager: EntityManager): Pick<EntityManager, 'query'> {
+  return {
+    async query<T>(sql: string, parameters?: unknown[] | ObjectLiteral): Promise<T> {
+      assert.ok(
+        parameters === undefined || Array.isArray(parameters),
+        'positional parameters only',
+      );
+      const params = parameters ?? [];
+      const client: Pool | PoolClient = manager.queryRunner
+        ? ((await manager.queryRunner.connect()) as PoolClient)
+        : ((manager.connection.driver as PostgresDriver).master as Pool);
+      let result: QueryResult;
+      try {
+        result = await client.query(preparedStatement(sql, params));
+      } catch (err) {
+        throw err instanceof Error ? new QueryFailedError(sql, params, err) : err;
+      }
+      return (
+        result.command === 'UPDATE' || result.command === 'DELETE'
+          ? [result.rows, result.rowCount]
+          : result.rows
+      ) as T;
+    },
+  };
+}
