@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { LockClient } from './lock-client';
 import { LockHandle } from './lock-handle';
 import { LockSession } from './lock-session';
-import { nodeHttpTransport } from './transport';
+import { IDLE_SOCKET_MS, nodeHttpTransport } from './transport';
 import { LockServerApi } from './wire';
 import { LockServerUnavailableError } from './errors';
 import { CALL_BUDGETS } from './options';
@@ -190,6 +190,72 @@ describe('every protected call carries the explicit token of its grant', () => {
       expect(server.seen.filter((s) => s.path.endsWith('/renew'))).toHaveLength(1);
       expect(lock.signal.aborted).toBe(true);
       await session.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('node:http transport: kept-alive connections', () => {
+  async function okServer(keepAliveTimeoutMs: number) {
+    const server = http.createServer((_req, res) => res.end('{}'));
+    server.keepAliveTimeout = keepAliveTimeoutMs;
+    const connections: import('node:net').Socket[] = [];
+    server.on('connection', (s) => connections.push(s));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    return {
+      connections,
+      url: new URL(`http://127.0.0.1:${port}/v1/sessions`),
+      close: async () => {
+        server.closeAllConnections();
+        await new Promise<void>((r) => server.close(() => r()));
+      },
+    };
+  }
+  const call = (send: ReturnType<typeof nodeHttpTransport>, url: URL) =>
+    send({
+      method: 'POST',
+      url,
+      headers: {},
+      body: '{}',
+      connectTimeoutMs: 300,
+      readTimeoutMs: 1_000,
+    });
+
+  it('sequential calls share one connection', async () => {
+    const server = await okServer(5_000);
+    try {
+      const send = nodeHttpTransport();
+      for (let i = 0; i < 3; i++) expect((await call(send, server.url)).status).toBe(200);
+      expect(server.connections).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a connection the server closed while idle is not reused: the next call connects anew', async () => {
+    const server = await okServer(100);
+    try {
+      const send = nodeHttpTransport();
+      await call(send, server.url);
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await call(send, server.url)).status).toBe(200);
+      expect(server.connections).toHaveLength(2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('the client closes an idle connection after IDLE_SOCKET_MS, before a node server would (5 s)', async () => {
+    const server = await okServer(60_000);
+    try {
+      await call(nodeHttpTransport(), server.url);
+      const started = performance.now();
+      await new Promise((r) => server.connections[0].once('close', r));
+      const idleMs = performance.now() - started;
+      expect(idleMs).toBeGreaterThanOrEqual(IDLE_SOCKET_MS - 100);
+      expect(idleMs).toBeLessThan(5_000);
     } finally {
       await server.close();
     }

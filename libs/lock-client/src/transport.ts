@@ -23,16 +23,21 @@ export interface WireResponse {
 export type Transport = (request: WireRequest) => Promise<WireResponse>;
 
 const RESPONSE_BYTES_MAX = 64 * 1024;
+/** Below node:http's server keepAliveTimeout (5 s): the client closes an idle connection first. */
+export const IDLE_SOCKET_MS = 4_000;
 
 /**
  * node:http with the two timeouts of C3 §3.8 enforced separately: the connect
  * timer runs until the TCP connection is up, the read timer from then until
- * the whole response has arrived. A fresh connection per call (no keep-alive)
- * so a failure is always attributable to one phase: a stale pooled socket
- * would otherwise turn "never reached the server" into "maybe reached it".
+ * the whole response has arrived. Connections are kept alive (a connection
+ * per call cost the lock-server a third of its CPU per grant). A failure on a
+ * reused connection counts as "maybe reached the server" (phase `response`,
+ * never retried), which is the safe reading; the client drops an idle
+ * connection before Node's server would (IDLE_SOCKET_MS), so a call does not
+ * meet a connection the server is closing.
  */
 export function nodeHttpTransport(): Transport {
-  const agent = new http.Agent({ keepAlive: false });
+  const agent = new http.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS });
   return (request) =>
     new Promise<WireResponse>((resolve, reject) => {
       const { signal } = request;

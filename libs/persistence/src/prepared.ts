@@ -13,8 +13,20 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
  * column must not change the result type of a statement already prepared.
  */
 export function preparedStatement(sql: string, params: readonly unknown[] = []): QueryConfig {
-  const name = `dlock_${createHash('sha1').update(sql).digest('hex').slice(0, 24)}`;
-  return { name, text: sql, values: [...params] };
+  return { name: statementName(sql), text: sql, values: [...params] };
+}
+
+/** Texts are few and fixed (a repository's statements); the cap only bounds a mistake. */
+const NAMES_MAX = 2_000;
+const names = new Map<string, string>();
+
+function statementName(sql: string): string {
+  let name = names.get(sql);
+  if (name === undefined) {
+    name = `dlock_${createHash('sha1').update(sql).digest('hex').slice(0, 24)}`;
+    if (names.size < NAMES_MAX) names.set(sql, name);
+  }
+  return name;
 }
 
 /**

@@ -2,6 +2,9 @@ import http from 'node:http';
 import { DlockError, errorFromEnvelope, isErrorCode, type ErrorEnvelope } from '@dlock/lock-api';
 import { int64Replacer, parseJsonPreservingInt64 } from '@dlock/http-contract';
 
+/** Below node:http's server keepAliveTimeout (5 s): this side closes an idle connection first. */
+const IDLE_SOCKET_MS = 4_000;
+
 /** Connect and read timeouts of one call (C3 §3.8). */
 export interface HopBudget {
   connectTimeoutMs: number;
@@ -62,17 +65,19 @@ export class JsonHop {
   private readonly base: URL;
 
   /**
-   * @param keepAlive false for a hop whose failures must be attributable to a
-   *   phase (the submit): a stale pooled socket can fail after the peer got the request.
+   * Connections are kept alive and dropped after IDLE_SOCKET_MS idle, before
+   * the peer's server would close them. A failure on a reused connection is a
+   * read-phase failure ("may have reached the peer"), which every caller
+   * already treats safely: the submit leaves the payout RAIL_SUBMITTED for
+   * recovery from the proxy's record.
    */
   constructor(
     readonly name: string,
     baseUrl: string,
-    keepAlive: boolean,
   ) {
     this.base = new URL(baseUrl);
     if (this.base.protocol !== 'http:') throw new RangeError(`${name}: only http:// is supported`);
-    this.agent = new http.Agent({ keepAlive, maxSockets: 64 });
+    this.agent = new http.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS, maxSockets: 64 });
   }
 
   /** Sends the request; resolves to the parsed 2xx body, rejects with a typed error otherwise. */

@@ -66,7 +66,7 @@ export class PaymentResourceClient {
     baseUrl: string,
     private readonly ownerId: string,
   ) {
-    this.hop = new JsonHop('payment-resource', baseUrl, true);
+    this.hop = new JsonHop('payment-resource', baseUrl);
   }
 
   /** P1 (advisory). */

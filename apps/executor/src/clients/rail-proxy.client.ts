@@ -42,7 +42,7 @@ export class RailProxyClient {
     private readonly ownerId: string,
     railReadTimeoutMs: number,
   ) {
-    this.hop = new JsonHop('rail-proxy', baseUrl, false);
+    this.hop = new JsonHop('rail-proxy', baseUrl);
     this.submitBudget = {
       connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
       readTimeoutMs: submitReadTimeoutMs(railReadTimeoutMs),
