@@ -6,8 +6,8 @@
  * payout on an idle system, and the lock-server's share of the time.
  *
  *   npm run build && node dist/bench/e2e/bench.js          # writes bench/reports/e2e.md
- *   BENCH_PAYOUTS=600 BENCH_BACKENDS=pg node dist/bench/e2e/bench.js
- *   BENCH_CONFIGS=1x32x64,1x64x128 BENCH_CLEARING_SHARDS=1 BENCH_LATENCY_PAYOUTS=0 ...
+ *   BENCH_PAYOUTS=1500 BENCH_BACKENDS=pg node dist/bench/e2e/bench.js
+ *   BENCH_CONFIGS=1x16x64,1x64x128 BENCH_CLEARING_SHARDS=1 BENCH_LATENCY_PAYOUTS=0 ...
  *     (executors x lanes x accounts per throughput run; clearing shards of
  *      payment-resource; 0 skips the one-lane latency run)
  *   BENCH_CPU_PROF=payment-resource,executor ...   # .cpuprofile files under .tmp/bench-e2e-prof/
@@ -31,7 +31,7 @@ import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres'
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const REPORT = path.join(ROOT, 'bench', 'reports', 'e2e.md');
-const PAYOUTS = Number(process.env.BENCH_PAYOUTS ?? 600);
+const PAYOUTS = Number(process.env.BENCH_PAYOUTS ?? 1500);
 const LATENCY_PAYOUTS = Number(process.env.BENCH_LATENCY_PAYOUTS ?? 30);
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'pg,etcd').split(',') as ('pg' | 'etcd')[];
 const RUN_TIMEOUT_MS = 60_000;
@@ -49,7 +49,7 @@ interface Config {
 }
 
 /** Throughput configurations: executor processes × lanes each, over accounts. */
-const CONFIGS: Config[] = (process.env.BENCH_CONFIGS ?? '1x32x64,1x64x128,2x32x128')
+const CONFIGS: Config[] = (process.env.BENCH_CONFIGS ?? '1x16x64,1x32x64,2x16x128')
   .split(',')
   .map((c) => {
     const [executors, concurrency, accounts] = c.split('x').map(Number);
@@ -657,7 +657,7 @@ async function main(): Promise<void> {
     '',
     `Command: \`npm run build && ${envShown} node dist/bench/e2e/bench.js\` (took ${Math.round((Date.now() - t0) / 1000)} s; the variables shown are the defaults).`,
     '',
-    `payment-resource runs with PAYMENT_CLEARING_SHARDS=${CLEARING_SHARDS}; every guard on: fenced claim/outcome/post at payment-resource, high-water + one-submission-per-payout at the proxy, intent row committed before the rail, SDK session heartbeating, checkStillHeld and lease check before each side effect. Per payout: L4 acquire, P4 re-read, P2 claim, P6 SUBMITTED, proxy submit (→ stub), P6 ACKED, P3 post, L6 release. After every run the bench checks INV-03 in paydb (every group sums to zero, every balance equals its ledger sum).`,
+    `payment-resource runs with PAYMENT_CLEARING_SHARDS=${CLEARING_SHARDS}; every guard on: fenced claim/outcome/post at payment-resource, high-water + one-submission-per-payout at the proxy, intent row committed before the rail, SDK session heartbeating, checkStillHeld and lease check before each side effect. Per payout: L4 acquire, P2 claim (a P4 read only when the claim finds the payout in another state), P6 SUBMITTED, proxy submit (→ stub over a fresh connection), P6 ACKED, P3 post, L6 release; the other hops keep their connections alive; every SQL statement is a named prepared statement. After every run the bench checks INV-03 in paydb (every group sums to zero, every balance equals its ledger sum).`,
     '',
     '## Throughput',
     '',

@@ -10,9 +10,9 @@
  *
  * Starts its own embedded PostgreSQL (under .tmp/) and lock-server process.
  * Both load generators are lean and keep their connections: the HTTP side
- * uses one kept-alive socket per worker with a minimal HTTP/1.1 client (the
- * SDK deliberately does not keep connections alive; that is not what is
- * measured here), the raw side one pg connection per worker. Each row also
+ * uses one kept-alive socket per worker with a minimal HTTP/1.1 client (what
+ * is measured is the server, not the SDK), the raw side one pg connection per
+ * worker running the same prepared statements. Each row also
  * records the CPU the bench client, the lock-server and PostgreSQL spent per
  * pair, because all three share the machine's cores.
  * Text after the NOTES_MARKER line of an existing report is kept on rewrite.
@@ -27,6 +27,7 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
+import { preparedStatement } from '../../libs/persistence/src/prepared';
 import { startLockServerProcess } from './etcd-common';
 import {
   ACQUIRE_SQL,
@@ -330,18 +331,19 @@ function sqlSide(dbUrl: string): Side {
     name: 'raw SQL',
     async prepare(workers) {
       // One connection per worker: the database's own ceiling for this concurrency.
+      // The same prepared statements the lock-server runs, so the ratio compares like with like.
       pool = new Pool({ connectionString: dbUrl, max: workers });
     },
     async session(owner) {
-      const r = await pool!.query(OPEN_SESSION_SQL, [owner, 60_000]);
+      const r = await pool!.query(preparedStatement(OPEN_SESSION_SQL, [owner, 60_000]));
       return r.rows[0].session_id as string;
     },
     async acquire(key, session, owner) {
-      const r = await pool!.query(ACQUIRE_SQL, [key, session, owner, LEASE_MS]);
+      const r = await pool!.query(preparedStatement(ACQUIRE_SQL, [key, session, owner, LEASE_MS]));
       return r.rows[0].outcome === 'granted' ? (r.rows[0].fencing_token as string) : null;
     },
     async release(key, _session, token) {
-      const r = await pool!.query(RELEASE_SQL, [key, token]);
+      const r = await pool!.query(preparedStatement(RELEASE_SQL, [key, token]));
       if (r.rowCount !== 1) throw new Error('raw release matched nothing');
     },
     async finish() {
@@ -515,8 +517,8 @@ function report(results: Result[], seconds: number): string {
     '',
     `- command: \`npm run build && npm run bench:lock\`${process.env.BENCH_DURATION_MS ? ` (BENCH_DURATION_MS=${process.env.BENCH_DURATION_MS})` : ''}${process.env.BENCH_ROUNDS ? ` (BENCH_ROUNDS=${ROUNDS})` : ''}`,
     `- machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB memory, Node ${process.version}, ${os.platform()} ${os.release()}`,
-    `- PostgreSQL: embedded-postgres (fsync on, defaults) on the same machine; lock-server pool ${POOL_MAX ?? 'default (LOCKDB_POOL_MAX 20)'}, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'}; raw SQL: one connection per worker`,
-    '- clients: lock-server side one kept-alive HTTP/1.1 connection per worker (a minimal client; the SDK itself does not keep connections alive), raw SQL side one pg connection per worker',
+    `- PostgreSQL: embedded-postgres (fsync on, defaults) on the same machine; lock-server pool ${POOL_MAX ?? 'default (LOCKDB_POOL_MAX 20)'}, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'}; raw SQL: one connection per worker, the same named prepared statements as the lock-server`,
+    '- clients: lock-server side one kept-alive HTTP/1.1 connection per worker (a minimal client), raw SQL side one pg connection per worker',
     `- the load generator, the lock-server and PostgreSQL share the same CPUs with whatever else runs; 1-min load average at the start ${startLoad.toFixed(1)}, at the end ${os.loadavg()[0].toFixed(1)} (per row: the load column)`,
     `- contention: ${CONTENDERS} workers on one key; lock-server waits server-side (waitMillis), raw SQL retries after 1 ms`,
     '- CPU columns: milliseconds of CPU per pair (warm-up included) spent by the bench process, the lock-server process and the PostgreSQL backends, from /proc',
