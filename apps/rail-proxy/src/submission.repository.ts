@@ -52,12 +52,6 @@ function toRecord(row: SubmissionRow): SubmissionRecord {
   };
 }
 
-/** pg unique_violation: the partial unique index on payout_id fired (FR-18). */
-export function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: unknown; driverError?: { code?: unknown } } | null;
-  return e?.code === '23505' || e?.driverError?.code === '23505';
-}
-
 /**
  * proxydb I/O for the high-water mark and the submission record. Every guard
  * is one SQL statement here; the rules that combine them live in the service.
@@ -122,7 +116,7 @@ export class SubmissionRepository {
       : parseFencingToken(rows[0].highest_token, 'rail_high_water.highest_token');
   }
 
-  /** Step 2: the live (non-FENCED) submission of the payout, if any. */
+  /** The live (non-FENCED) submission of the payout, if any. */
   async findLive(m: EntityManager, payoutId: string): Promise<SubmissionRecord | null> {
     const rows: SubmissionRow[] = await sqlRows(
       m,
@@ -134,21 +128,27 @@ export class SubmissionRepository {
     return rows.length === 0 ? null : toRecord(rows[0]);
   }
 
-  /** Step 3: the intent row, outcome NULL. Throws unique_violation on a racing duplicate. */
+  /**
+   * Steps 2 and 3 in one statement: the intent row, outcome NULL, unless the
+   * payout already has a live submission (the FR-18 index decides; null then).
+   * A duplicate racing in another transaction waits for it here, then gets null.
+   */
   async insertIntent(
     m: EntityManager,
     req: SubmissionRequest,
     fencingEnforced: boolean,
-  ): Promise<SubmissionRecord> {
+  ): Promise<SubmissionRecord | null> {
     const rows: SubmissionRow[] = await sqlRows(
       m,
       `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
          idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, fencing_enforced)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (payout_id) WHERE outcome IS DISTINCT FROM 'FENCED' AND fencing_enforced
+       DO NOTHING
        RETURNING ${COLUMNS}`,
       [...requestColumns(req), fencingEnforced],
     );
-    return toRecord(rows[0]);
+    return rows.length === 0 ? null : toRecord(rows[0]);
   }
 
   /** A stale attempt, recorded resolved as FENCED; never presented to the rail. */

@@ -20,7 +20,7 @@ import {
   storedError,
   type AmbiguousReason,
 } from './submission.errors';
-import { SubmissionRepository, isUniqueViolation } from './submission.repository';
+import { SubmissionRepository } from './submission.repository';
 import type { SubmissionRecord, SubmissionRequest } from './submission.types';
 
 /** 200 body of POST /v1/rail/submissions (C3 §3.5). */
@@ -128,27 +128,29 @@ export class SubmissionService {
           });
           return { kind: 'refused', error };
         }
-        // (2) at most one live submission per payout, whatever the token (FR-18).
-        const live = await this.submissions.findLive(m, req.payoutId);
-        if (live) {
-          const error = duplicateSubmissionError(req, live);
-          await this.idempotency.complete(
-            m,
-            req.idempotencyKey,
-            req.presentedToken,
-            live.submissionId,
-            storedError(error),
-          );
-          await qr.commitTransaction();
-          this.duplicate(req, live);
-          return { kind: 'refused', error };
-        }
       } else {
         // Harness negative control only (DECISIONS §7): neither (1) nor (2) rejects.
         await this.submissions.raiseHighWaterUnchecked(m, req.accountId, req.presentedToken);
       }
-      // (3) the intent row, outcome NULL.
+      // (2) + (3): the intent row, outcome NULL, unless the payout already has a
+      // live submission, whatever its token (FR-18).
       const intent = await this.submissions.insertIntent(m, req, fencing);
+      if (intent === null) {
+        const live = await this.submissions.findLive(m, req.payoutId);
+        // Withdrawn since the insert looked: nothing is live now; the caller may retry.
+        if (!live) throw new Error('the live submission this intent met was withdrawn');
+        const error = duplicateSubmissionError(req, live);
+        await this.idempotency.complete(
+          m,
+          req.idempotencyKey,
+          req.presentedToken,
+          live.submissionId,
+          storedError(error),
+        );
+        await qr.commitTransaction();
+        this.duplicate(req, live);
+        return { kind: 'refused', error };
+      }
       const connect = await this.rail.connect();
       if (!connect.ok) {
         await qr.rollbackTransaction();
@@ -164,16 +166,6 @@ export class SubmissionService {
     } catch (err) {
       connection?.abandon();
       if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => undefined);
-      if (isUniqueViolation(err)) {
-        // A racing request for the same payout committed first: the index is the backstop.
-        const live = await this.guardDb(() =>
-          this.db.transaction((m) => this.submissions.findLive(m, req.payoutId)),
-        );
-        if (live) {
-          this.duplicate(req, live);
-          return { kind: 'refused', error: duplicateSubmissionError(req, live) };
-        }
-      }
       this.logger.error({ err, payoutId: req.payoutId }, 'intent not committed');
       this.metrics.outcome('unavailable');
       return { kind: 'refused', error: this.unavailable('intent-not-committed', errorName(err)) };
