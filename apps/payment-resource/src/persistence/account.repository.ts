@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
-import { toBigint, toMinor, updatedRows, type Db } from './db';
+import { toBigint, toMinor, type Db } from './db';
 
 export type AccountKind = 'CUSTOMER' | 'CLEARING' | 'FUNDING';
 
@@ -108,46 +108,5 @@ export class AccountRepository {
        ON CONFLICT DO NOTHING`,
       [accountId, kind, currency],
     );
-  }
-
-  /**
-   * Both legs of a movement in one statement (INV-03: in the same transaction
-   * as their ledger entries). Answers each account's balance and currency after.
-   */
-  async addToBalances(
-    tx: Db,
-    deltas: readonly { accountId: string; deltaMinor: number }[],
-  ): Promise<Map<string, { balanceMinor: number; currency: string }>> {
-    const rows = updatedRows<{ account_id: string; balance_minor: string; currency: string }>(
-      await tx.query(
-        `UPDATE account a SET balance_minor = a.balance_minor + d.delta, version = a.version + 1,
-                updated_at = date_trunc('milliseconds', clock_timestamp())
-           FROM unnest($1::text[], $2::bigint[]) AS d(account_id, delta)
-          WHERE a.account_id = d.account_id
-          RETURNING a.account_id, a.balance_minor, a.currency`,
-        [deltas.map((d) => d.accountId), deltas.map((d) => d.deltaMinor)],
-      ),
-    );
-    assert.equal(rows.length, deltas.length, 'an account is missing for a ledger movement');
-    return new Map(
-      rows.map((r) => [
-        r.account_id,
-        { balanceMinor: toMinor(r.balance_minor), currency: r.currency },
-      ]),
-    );
-  }
-
-  /** The balance projection moves in the same transaction as its ledger entries (INV-03). */
-  async addToBalance(tx: Db, accountId: string, deltaMinor: number): Promise<number> {
-    const rows = updatedRows<{ balance_minor: string }>(
-      await tx.query(
-        `UPDATE account SET balance_minor = balance_minor + $2::bigint, version = version + 1,
-                updated_at = date_trunc('milliseconds', clock_timestamp())
-          WHERE account_id = $1 RETURNING balance_minor`,
-        [accountId, deltaMinor],
-      ),
-    );
-    assert.equal(rows.length, 1, `account ${accountId} missing for a ledger movement`);
-    return toMinor(rows[0].balance_minor);
   }
 }

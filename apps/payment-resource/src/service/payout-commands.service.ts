@@ -202,21 +202,17 @@ export class PayoutCommands {
           await this.accounts.ensureSystem(tx, clearing, 'CLEARING', payout.currency);
           created = clearing;
         }
-        const entries = await this.ledger.append(
-          tx,
-          balancedPair(ctx.accountId, clearing, payout.amountMinor),
-          { kind: 'PAYOUT', payoutId, fence: grant.token },
-        );
         const updated = await this.apply(tx, payout, 'POST', grant, {
           submissionId: body.submissionId,
           railReference: body.railReference,
           stampSettledAt: true,
         });
         // Last: the shared clearing row stays locked only from here to the commit.
-        const balances = await this.accounts.addToBalances(tx, [
-          { accountId: ctx.accountId, deltaMinor: -payout.amountMinor },
-          { accountId: clearing, deltaMinor: payout.amountMinor },
-        ]);
+        const { entries, balances } = await this.ledger.post(
+          tx,
+          balancedPair(ctx.accountId, clearing, payout.amountMinor),
+          { kind: 'PAYOUT', payoutId, fence: grant.token },
+        );
         const account = balances.get(ctx.accountId);
         assert.ok(account);
         assert.equal(account.currency, payout.currency, 'payout currency must match its account');
