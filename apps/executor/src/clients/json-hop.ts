@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { DlockError, errorFromEnvelope, isErrorCode, type ErrorEnvelope } from '@dlock/lock-api';
-import { int64Replacer, parseJsonPreservingInt64 } from '@dlock/http-contract';
+import { int64Replacer, parsePeerJson } from '@dlock/http-contract';
 
 /** Below node:http's server keepAliveTimeout (5 s): this side closes an idle connection first. */
 const IDLE_SOCKET_MS = 4_000;
@@ -85,7 +85,7 @@ export class JsonHop {
     const { status, text } = await this.exchange(req);
     let body: unknown;
     try {
-      body = text === '' ? undefined : parseJsonPreservingInt64(text);
+      body = text === '' ? undefined : parsePeerJson(text);
     } catch {
       throw new HopProtocolError(this.name, `unparseable body (HTTP ${status})`, status);
     }
