@@ -1,4 +1,5 @@
-import { Module, type OnApplicationShutdown, type Type } from '@nestjs/common';
+import { Module, RequestMethod, type OnApplicationShutdown, type Type } from '@nestjs/common';
+import type { RouteInfo } from '@nestjs/common/interfaces';
 import { DataSource } from 'typeorm';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PAYMENT_CONFIG, type PaymentConfig } from './config';
@@ -16,6 +17,17 @@ import { TransitionLogRepository } from './persistence/transition-log.repository
 import { FencedWriter } from './service/fenced-writer';
 import { PayoutCommands } from './service/payout-commands.service';
 import { PayoutQueries } from './service/payout-queries.service';
+
+/**
+ * The executor's writes on every payout, served without the per-request logger
+ * context (see ObservabilityOptions.untracedRoutes): their safety events and
+ * errors carry `traceId` explicitly; payout_transition is their audit trail.
+ */
+const PER_PAYOUT_ROUTES: RouteInfo[] = [
+  { path: 'v1/payouts/:payoutId/claim', method: RequestMethod.POST },
+  { path: 'v1/payouts/:payoutId/rail-outcome', method: RequestMethod.POST },
+  { path: 'v1/payouts/:payoutId/post', method: RequestMethod.POST },
+];
 
 const dataSourceProvider = {
   provide: DataSource,
@@ -49,7 +61,11 @@ export function createAppModule(config: PaymentConfig): Type<unknown> {
     imports: [
       ConfigModule,
       PaydbModule,
-      ObservabilityModule.forRoot({ app: 'payment-resource', logLevel: config.LOG_LEVEL }),
+      ObservabilityModule.forRoot({
+        app: 'payment-resource',
+        logLevel: config.LOG_LEVEL,
+        untracedRoutes: PER_PAYOUT_ROUTES,
+      }),
       HealthModule.register(PaydbReadiness, [PaydbModule]),
     ],
     controllers: [PayoutsController, AccountsController],

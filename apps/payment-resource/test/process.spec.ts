@@ -136,7 +136,10 @@ describe('payment-resource as a real process, and the fixture CLI', () => {
       presentedToken: '6',
       highestToken: '7',
       ownerId: 'zombie',
+      // The route runs without the request logger context; the trace id is passed explicitly.
+      traceId: stale.body.traceId,
     });
+    expect(stale.body.traceId).toMatch(/^[0-9a-f]{32}$/);
     await withClient(dbUrl, async (c) => {
       const r = await c.query(`SELECT state FROM payout WHERE payout_id = $1`, [payoutId]);
       expect(r.rows[0].state).toBe('CLAIMED');

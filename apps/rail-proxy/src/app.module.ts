@@ -1,4 +1,4 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
@@ -38,7 +38,12 @@ export class RailProxyModule {
     return {
       module: RailProxyModule,
       imports: [
-        ObservabilityModule.forRoot({ app: 'rail-proxy', logLevel: config.LOG_LEVEL }),
+        ObservabilityModule.forRoot({
+          app: 'rail-proxy',
+          logLevel: config.LOG_LEVEL,
+          // R1, once per payout: its log lines and safety events carry traceId explicitly.
+          untracedRoutes: [{ path: 'v1/rail/submissions', method: RequestMethod.POST }],
+        }),
         db,
         HealthModule.register(ProxydbReadiness),
       ],

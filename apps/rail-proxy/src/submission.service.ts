@@ -69,7 +69,7 @@ export class SubmissionService {
       case 'refused':
         throw admission.error;
       case 'twin': {
-        const twin = await this.guardDb(() =>
+        const twin = await this.guardDb(req.traceId, () =>
           this.idempotency.find(req.idempotencyKey, req.presentedToken),
         );
         if (!twin) throw this.unavailable('intent-not-committed', 'concurrent twin withdrew');
@@ -125,6 +125,7 @@ export class SubmissionService {
             presentedToken: req.presentedToken,
             highestToken: mark.highest,
             ownerId: req.ownerId,
+            traceId: req.traceId,
           });
           return { kind: 'refused', error };
         }
@@ -166,7 +167,10 @@ export class SubmissionService {
     } catch (err) {
       connection?.abandon();
       if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => undefined);
-      this.logger.error({ err, payoutId: req.payoutId }, 'intent not committed');
+      this.logger.error(
+        { err, payoutId: req.payoutId, traceId: req.traceId },
+        'intent not committed',
+      );
       this.metrics.outcome('unavailable');
       return { kind: 'refused', error: this.unavailable('intent-not-committed', errorName(err)) };
     } finally {
@@ -182,7 +186,10 @@ export class SubmissionService {
   ): Promise<AckedSubmission> {
     const pauseMs = this.config.RAIL_PROXY_TEST_PAUSE_AFTER_INTENT_MS;
     if (pauseMs > 0) {
-      this.logger.warn({ submissionId: intent.submissionId, pauseMs }, 'test pause after intent');
+      this.logger.warn(
+        { submissionId: intent.submissionId, pauseMs, traceId: req.traceId },
+        'test pause after intent',
+      );
       await sleep(pauseMs);
     }
     const stopTimer = this.metrics.forwardSeconds.startTimer();
@@ -263,7 +270,7 @@ export class SubmissionService {
       });
     } catch (err) {
       this.logger.error(
-        { err, submissionId: intent.submissionId, outcome },
+        { err, submissionId: intent.submissionId, outcome, traceId: req.traceId },
         'outcome not recorded',
       );
       this.ambiguous(req, intent.submissionId, 'outcome-not-recorded');
@@ -283,7 +290,10 @@ export class SubmissionService {
         await this.idempotency.release(m, req.idempotencyKey, req.presentedToken);
       });
     } catch (err) {
-      this.logger.error({ err, submissionId: intent.submissionId }, 'intent withdrawal failed');
+      this.logger.error(
+        { err, submissionId: intent.submissionId, traceId: req.traceId },
+        'intent withdrawal failed',
+      );
       this.ambiguous(req, intent.submissionId, 'intent-withdrawal-failed');
       throw railAmbiguousError(req, intent.submissionId, 'intent-withdrawal-failed', null);
     }
@@ -306,7 +316,7 @@ export class SubmissionService {
     let current: IdempotencyRecord | null = prior;
     while (current && current.response === null && Date.now() < deadline) {
       await sleep(REPLAY_POLL_MS);
-      current = await this.guardDb(() =>
+      current = await this.guardDb(req.traceId, () =>
         this.idempotency.find(req.idempotencyKey, req.presentedToken),
       );
     }
@@ -317,7 +327,10 @@ export class SubmissionService {
       throw railAmbiguousError(req, current.submissionId, 'original-attempt-unresolved', null);
     }
     this.metrics.replays.inc();
-    this.logger.log({ payoutId: req.payoutId, status: stored.status }, 'idempotent replay');
+    this.logger.log(
+      { payoutId: req.payoutId, status: stored.status, traceId: req.traceId },
+      'idempotent replay',
+    );
     if ('error' in stored) throw replayedError(stored);
     return stored.body as unknown as AckedSubmission;
   }
@@ -331,6 +344,7 @@ export class SubmissionService {
       existingSubmissionId: existing.submissionId,
       existingOutcome: existing.outcome,
       existingPresentedToken: existing.presentedToken,
+      traceId: req.traceId,
     });
   }
 
@@ -343,6 +357,7 @@ export class SubmissionService {
       presentedToken: req.presentedToken,
       ownerId: req.ownerId,
       reason,
+      traceId: req.traceId,
     });
   }
 
@@ -354,11 +369,11 @@ export class SubmissionService {
   }
 
   /** A database failure before anything was presented is RAIL_UNAVAILABLE, never a 500. */
-  private async guardDb<T>(fn: () => Promise<T>): Promise<T> {
+  private async guardDb<T>(traceId: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
-      this.logger.error({ err }, 'proxydb unavailable');
+      this.logger.error({ err, traceId }, 'proxydb unavailable');
       throw this.unavailable('intent-not-committed', errorName(err));
     }
   }

@@ -32,6 +32,8 @@ export interface SubmissionRequest {
   currency: string;
   beneficiaryRef: string;
   clientRef: string;
+  /** For log lines (not part of the request's identity): the route runs without the request logger context. */
+  traceId: string;
 }
 
 /** The client reference the rail sees: stable for the payout's life (02 §2.2). */

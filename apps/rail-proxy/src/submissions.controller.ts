@@ -1,6 +1,11 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { DlockError, formatFencingToken, formatInstant, type FencingToken } from '@dlock/lock-api';
-import { FencingTokenParam, IdempotencyKeyParam, OwnerIdParam } from '@dlock/http-contract';
+import {
+  FencingTokenParam,
+  IdempotencyKeyParam,
+  OwnerIdParam,
+  TraceIdParam,
+} from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
 import { SubmissionService, type AckedSubmission } from './submission.service';
 import { clientRefFor, type SubmissionRecord } from './submission.types';
@@ -33,6 +38,7 @@ export class SubmissionsController {
     @FencingTokenParam() token: FencingToken,
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() idempotencyKey: string,
+    @TraceIdParam() traceId: string,
     @Body() body: SubmissionBody,
   ): Promise<AckedSubmission> {
     const payoutId = body.payoutId.toLowerCase();
@@ -46,6 +52,7 @@ export class SubmissionsController {
       currency: body.currency,
       beneficiaryRef: body.beneficiaryRef,
       clientRef: body.clientRef ?? clientRefFor(payoutId),
+      traceId,
     });
   }
 

@@ -263,7 +263,16 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       fencedBefore + 2,
     );
     expect(await metric(proxy.url, 'rail_submission_total{outcome="fenced"}')).toBeGreaterThan(0);
-    expect(proxy.output()).toContain('"event":"fenced_out"');
+    // R1 runs without the request logger context; the trace id is passed explicitly.
+    const fencedLine = proxy
+      .output()
+      .split('\n')
+      .find((l) => l.includes('"event":"fenced_out"') && l.includes('"presentedToken":"15"'));
+    expect(JSON.parse(fencedLine!)).toMatchObject({
+      event: 'fenced_out',
+      ownerId: 'worker-stale',
+      traceId: stale.body.traceId,
+    });
   });
 
   it('bad input is a 4xx envelope on every endpoint, never a 500, and changes nothing', async () => {

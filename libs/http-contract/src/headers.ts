@@ -6,6 +6,7 @@ import {
   parseFencingToken,
   type FencingToken,
 } from '@dlock/lock-api';
+import { requestTraceId, type TracedRequest } from './trace';
 
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 128;
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]+$/;
@@ -69,4 +70,8 @@ export const OptionalOwnerIdParam = createParamDecorator((_: unknown, ctx: Execu
 );
 export const IdempotencyKeyParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
   idempotencyKeyHeader(ctx.switchToHttp().getRequest<Request>()),
+);
+/** The request's trace id, for log lines on routes served without the request logger context. */
+export const TraceIdParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
+  requestTraceId(ctx.switchToHttp().getRequest<TracedRequest>()),
 );

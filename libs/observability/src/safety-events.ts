@@ -85,6 +85,8 @@ export class SafetyEvents {
     presentedToken: bigint;
     highestToken: bigint | null;
     ownerId: string;
+    /** Given explicitly where the route runs without the request logger context. */
+    traceId?: string;
   }): void {
     this.fencedOutTotal.inc({ resource: fields.resource });
     this.emit('fenced_out', 'stale fencing token rejected', {

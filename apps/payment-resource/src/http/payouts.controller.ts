@@ -1,13 +1,23 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import type { FencingToken } from '@dlock/lock-api';
-import { FencingTokenParam, IdempotencyKeyParam, OwnerIdParam } from '@dlock/http-contract';
+import {
+  FencingTokenParam,
+  IdempotencyKeyParam,
+  OwnerIdParam,
+  TraceIdParam,
+} from '@dlock/http-contract';
 import { PayoutCommands, type Grant } from '../service/payout-commands.service';
 import { PayoutQueries } from '../service/payout-queries.service';
 import { AbandonBody, ClaimBody, PostBody, RailOutcomeBody, ResolveBody } from './dto';
 import { parseListQuery, payoutIdParam } from './params';
 
-function grant(token: FencingToken, ownerId: string, idempotencyKey: string): Grant {
-  return { token, ownerId, idempotencyKey };
+function grant(
+  token: FencingToken,
+  ownerId: string,
+  idempotencyKey: string,
+  traceId: string,
+): Grant {
+  return { token, ownerId, idempotencyKey, traceId };
 }
 
 /** C3 §3.4 P1–P4 and DECISIONS §4 P6–P8. Parses and maps; the services hold the rules. */
@@ -38,9 +48,10 @@ export class PayoutsController {
     @FencingTokenParam() token: FencingToken,
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
+    @TraceIdParam() traceId: string,
     @Body() body: ClaimBody,
   ) {
-    return this.commands.claim(payoutIdParam(payoutId), grant(token, ownerId, key), body);
+    return this.commands.claim(payoutIdParam(payoutId), grant(token, ownerId, key, traceId), body);
   }
 
   /** P3. */
@@ -51,9 +62,10 @@ export class PayoutsController {
     @FencingTokenParam() token: FencingToken,
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
+    @TraceIdParam() traceId: string,
     @Body() body: PostBody,
   ) {
-    return this.commands.post(payoutIdParam(payoutId), grant(token, ownerId, key), body);
+    return this.commands.post(payoutIdParam(payoutId), grant(token, ownerId, key, traceId), body);
   }
 
   /** P6. */
@@ -64,9 +76,14 @@ export class PayoutsController {
     @FencingTokenParam() token: FencingToken,
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
+    @TraceIdParam() traceId: string,
     @Body() body: RailOutcomeBody,
   ) {
-    return this.commands.railOutcome(payoutIdParam(payoutId), grant(token, ownerId, key), body);
+    return this.commands.railOutcome(
+      payoutIdParam(payoutId),
+      grant(token, ownerId, key, traceId),
+      body,
+    );
   }
 
   /** P7: operator action, no token. */
@@ -84,8 +101,13 @@ export class PayoutsController {
     @FencingTokenParam() token: FencingToken,
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
+    @TraceIdParam() traceId: string,
     @Body() body: ResolveBody,
   ) {
-    return this.commands.resolve(payoutIdParam(payoutId), grant(token, ownerId, key), body);
+    return this.commands.resolve(
+      payoutIdParam(payoutId),
+      grant(token, ownerId, key, traceId),
+      body,
+    );
   }
 }

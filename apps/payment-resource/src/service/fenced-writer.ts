@@ -27,6 +27,8 @@ export interface FencedCommand {
   requestHash: string;
   /** True for P3/P6/P8: the grant that opened this payout's critical section may continue it. */
   continuation: boolean;
+  /** For the safety events: these routes run without the request logger context. */
+  traceId: string;
 }
 
 export interface FenceContext {
@@ -163,6 +165,7 @@ export class FencedWriter {
           presentedToken: formatFencingToken(cmd.token),
           highestToken: formatFencingToken(fence),
           ownerId: cmd.ownerId,
+          traceId: cmd.traceId,
         });
       }
     }
@@ -212,6 +215,7 @@ export class FencedWriter {
       presentedToken: cmd.token,
       highestToken: highest,
       ownerId: cmd.ownerId,
+      traceId: cmd.traceId,
     });
     return new DlockError(
       'FENCED_OUT',

@@ -28,6 +28,8 @@ export interface Grant {
   token: FencingToken;
   ownerId: string;
   idempotencyKey: string;
+  /** For log lines: the per-payout routes run without the request logger context. */
+  traceId: string;
 }
 
 export type RailOutcomeKind = 'SUBMITTED' | 'ACKED' | 'REJECTED' | 'AMBIGUOUS';
@@ -87,7 +89,7 @@ export class PayoutCommands {
       this.command('claim', 'claim', payoutId, grant, body, false),
       async (tx, ctx) => {
         const payout = ctx.payout;
-        this.allowed(payout, 'CLAIM', grant.ownerId, grant.token);
+        this.allowed(payout, 'CLAIM', grant);
         if (payout.state !== body.expectedState) {
           throw new DlockError(
             'PAYOUT_NOT_CLAIMABLE',
@@ -154,7 +156,7 @@ export class PayoutCommands {
       async (tx, ctx) => {
         const payout = ctx.payout;
         const event = RAIL_EVENT[body.outcome];
-        this.allowed(payout, event, grant.ownerId, grant.token);
+        this.allowed(payout, event, grant);
         this.sameSubmission(payout, body.submissionId);
         const patch: Omit<PayoutPatch, 'state'> = {
           submissionId: body.submissionId,
@@ -191,7 +193,7 @@ export class PayoutCommands {
       this.command('post', 'post', payoutId, grant, body, true),
       async (tx, ctx) => {
         const payout = ctx.payout;
-        this.allowed(payout, 'POST', grant.ownerId, grant.token);
+        this.allowed(payout, 'POST', grant);
         this.sameSubmission(payout, body.submissionId);
         const clearing = clearingAccountFor(
           payout.currency,
@@ -245,7 +247,7 @@ export class PayoutCommands {
         const payout = ctx.payout;
         const event: PayoutEvent =
           body.resolution === 'ACKED' ? 'RESOLVE_ACKED' : 'RESOLVE_NOT_FOUND';
-        this.allowed(payout, event, grant.ownerId, grant.token);
+        this.allowed(payout, event, grant);
         this.sameSubmission(payout, body.submissionId);
         const patch: Omit<PayoutPatch, 'state'> = {
           submissionId: body.submissionId,
@@ -289,9 +291,12 @@ export class PayoutCommands {
           ))
             ? 'ABANDON_AFTER_SLA'
             : 'ABANDON';
-        this.allowed(payout, event, body.operator, null, {
-          ambiguousSlaMs: this.config.PAYOUT_AMBIGUOUS_SLA_MS,
-        });
+        this.allowed(
+          payout,
+          event,
+          { ownerId: body.operator, token: null },
+          { ambiguousSlaMs: this.config.PAYOUT_AMBIGUOUS_SLA_MS },
+        );
         const to = this.next(payout, event);
         const updated = await this.payouts.apply(manager, payoutId, {
           state: to,
@@ -347,6 +352,7 @@ export class PayoutCommands {
       idempotencyKey: grant.idempotencyKey,
       requestHash: requestHash(payoutId, body),
       continuation,
+      traceId: grant.traceId,
     };
   }
 
@@ -354,8 +360,7 @@ export class PayoutCommands {
   private allowed(
     payout: Payout,
     event: PayoutEvent,
-    actor: string,
-    token: FencingToken | null,
+    who: { ownerId: string; token: FencingToken | null; traceId?: string },
     extra: Record<string, unknown> = {},
   ): void {
     if (transition(payout.state, event).allowed) return;
@@ -363,8 +368,9 @@ export class PayoutCommands {
       payoutId: payout.payoutId,
       state: payout.state,
       event,
-      actor,
-      token: token === null ? null : formatFencingToken(token),
+      actor: who.ownerId,
+      token: who.token === null ? null : formatFencingToken(who.token),
+      ...(who.traceId === undefined ? {} : { traceId: who.traceId }),
     });
     throw new DlockError(
       'PAYOUT_NOT_CLAIMABLE',
