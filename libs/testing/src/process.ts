@@ -4,7 +4,25 @@ import path from 'node:path';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 
-export function freePort(): Promise<number> {
+/** Ports this process already handed out: the OS may offer a port it just freed again. */
+const handedOut = new Set<number>();
+
+/**
+ * A loopback port nothing listens on, never one this process handed out
+ * before (an etcd cluster once got the same port for two members).
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = await unusedPort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error('no port this process has not handed out before, after 50 attempts');
+}
+
+function unusedPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
