@@ -30,11 +30,29 @@ function statementName(sql: string): string {
 }
 
 /**
- * `EntityManager.query` with every statement prepared, on the manager's own
- * connection (its transaction, when it has one) or on TypeORM's pool. TypeORM
- * still owns the connections and the transactions; this replaces only its
- * per-call wrapper, and answers in that wrapper's shapes: rows, or
- * `[rows, rowCount]` for UPDATE and DELETE; a failure is a QueryFailedError.
+ * One prepared statement on the manager's own connection (its transaction,
+ * when it has one) or on TypeORM's pool, answering its result. TypeORM still
+ * owns the connections and the transactions; this replaces only its per-call
+ * wrapper. A failure is a QueryFailedError, as from TypeORM.
+ */
+export async function runPrepared(
+  manager: EntityManager,
+  sql: string,
+  params: readonly unknown[] = [],
+): Promise<QueryResult> {
+  const client: Pool | PoolClient = manager.queryRunner
+    ? ((await manager.queryRunner.connect()) as PoolClient)
+    : ((manager.connection.driver as PostgresDriver).master as Pool);
+  try {
+    return await client.query(preparedStatement(sql, params));
+  } catch (err) {
+    throw err instanceof Error ? new QueryFailedError(sql, [...params], err) : err;
+  }
+}
+
+/**
+ * `EntityManager.query` with every statement prepared (runPrepared), in that
+ * method's shapes: rows, or `[rows, rowCount]` for UPDATE and DELETE.
  */
 export function preparedManager(manager: EntityManager): Pick<EntityManager, 'query'> {
   return {
@@ -43,16 +61,7 @@ export function preparedManager(manager: EntityManager): Pick<EntityManager, 'qu
         parameters === undefined || Array.isArray(parameters),
         'positional parameters only',
       );
-      const params = parameters ?? [];
-      const client: Pool | PoolClient = manager.queryRunner
-        ? ((await manager.queryRunner.connect()) as PoolClient)
-        : ((manager.connection.driver as PostgresDriver).master as Pool);
-      let result: QueryResult;
-      try {
-        result = await client.query(preparedStatement(sql, params));
-      } catch (err) {
-        throw err instanceof Error ? new QueryFailedError(sql, params, err) : err;
-      }
+      const result = await runPrepared(manager, sql, parameters ?? []);
       return (
         result.command === 'UPDATE' || result.command === 'DELETE'
           ? [result.rows, result.rowCount]

@@ -25,16 +25,16 @@ function iso(d: Date | null): string | null {
 /** P1, P4, P5: advisory reads (FR-07). Nothing here decides whether a write is safe. */
 @Injectable()
 export class PayoutQueries {
+  private readonly db: Db;
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly payouts: PayoutRepository,
     private readonly accounts: AccountRepository,
     private readonly ledger: LedgerRepository,
     private readonly log: TransitionLogRepository,
-  ) {}
-
-  private get db(): Db {
-    return preparedManager(this.dataSource.manager);
+  ) {
+    this.db = preparedManager(dataSource.manager);
   }
 
   async list(filter: { state: PayoutState; accountId?: string; limit: number; after?: Cursor }) {
