@@ -15,6 +15,8 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
 export function applyHttpContract(app: NestExpressApplication): void {
   const logger = new Logger('http');
   app.disable('x-powered-by');
+  // Every response is a fresh API answer; express would hash each body for an ETag nobody revalidates.
+  app.set('etag', false);
   app.set('json replacer', int64Replacer);
   app.use((req: TracedRequest, res: Response, next: NextFunction) => {
     res.setHeader('trace-id', requestTraceId(req));
