@@ -2,9 +2,15 @@ import { Injectable } from '@nestjs/common';
 import { sqlRows } from './sql';
 import { DataSource, type EntityManager } from 'typeorm';
 
-/** The response a (key, token) scope produced, replayed verbatim (C3 §3.1, DECISIONS §4). */
+/**
+ * The response a (key, token) scope produced, replayed as given (C3 §3.1,
+ * DECISIONS §4). A 200 names no body: it is rebuilt from the scope's resolved
+ * submission, which never changes again, so the outcome is recorded in one
+ * statement without knowing the database's clock first. (Rows written before
+ * that change still carry their body.)
+ */
 export type StoredResponse =
-  | { status: 200; body: Record<string, unknown> }
+  | { status: 200; body?: Record<string, unknown> }
   | {
       status: number;
       error: {

@@ -3,6 +3,7 @@ import { sqlRows } from './sql';
 import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
 import { parseFencingToken, type RailOutcome } from '@dlock/lock-api';
+import type { StoredResponse } from './idempotency.repository';
 import type { SubmissionRecord, SubmissionRequest } from './submission.types';
 
 interface SubmissionRow {
@@ -169,21 +170,49 @@ export class SubmissionRepository {
     return toRecord(rows[0]);
   }
 
-  /** Records the outcome exactly once: only an unresolved row can be resolved. */
+  /**
+   * Records the outcome exactly once (only an unresolved row can be resolved)
+   * and, in the same statement, the answer of the request's idempotency scope:
+   * both or neither.
+   */
   async resolve(
-    m: EntityManager,
     submissionId: string,
     outcome: Exclude<RailOutcome, 'FENCED'>,
     railReference: string | null,
     errorCode: string | null,
+    scope: { key: string; token: bigint; response: StoredResponse },
   ): Promise<SubmissionRecord | null> {
     const rows: SubmissionRow[] = await sqlRows(
-      m,
-      `UPDATE rail_submission
-         SET outcome = $2, rail_reference = $3, error_code = $4, resolved_at = now()
-       WHERE submission_id = $1 AND outcome IS NULL
-       RETURNING ${COLUMNS}`,
-      [submissionId, outcome, railReference, errorCode],
+      this.db,
+      `WITH resolved AS (
+         UPDATE rail_submission
+            SET outcome = $2, rail_reference = $3, error_code = $4, resolved_at = now()
+          WHERE submission_id = $1 AND outcome IS NULL
+          RETURNING ${COLUMNS}),
+       answered AS (
+         UPDATE rail_idempotency
+            SET response = $7::jsonb, submission_id = $1, completed_at = now()
+          WHERE idempotency_key = $5 AND presented_token = $6 AND response IS NULL
+            AND EXISTS (SELECT 1 FROM resolved))
+       SELECT ${COLUMNS} FROM resolved`,
+      [
+        submissionId,
+        outcome,
+        railReference,
+        errorCode,
+        scope.key,
+        scope.token.toString(),
+        JSON.stringify(scope.response),
+      ],
+    );
+    return rows.length === 0 ? null : toRecord(rows[0]);
+  }
+
+  async find(submissionId: string): Promise<SubmissionRecord | null> {
+    const rows: SubmissionRow[] = await sqlRows(
+      this.db,
+      `SELECT ${COLUMNS} FROM rail_submission WHERE submission_id = $1`,
+      [submissionId],
     );
     return rows.length === 0 ? null : toRecord(rows[0]);
   }

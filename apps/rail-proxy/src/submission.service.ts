@@ -5,7 +5,11 @@ import { DataSource } from 'typeorm';
 import { DlockError, formatFencingToken, formatInstant } from '@dlock/lock-api';
 import { SafetyEvents } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
-import { IdempotencyRepository, type IdempotencyRecord } from './idempotency.repository';
+import {
+  IdempotencyRepository,
+  type IdempotencyRecord,
+  type StoredResponse,
+} from './idempotency.repository';
 import { RailProxyMetrics } from './metrics';
 import { RailClient, type RailConnection } from './rail-client';
 import { requestHash } from './request-hash';
@@ -203,23 +207,20 @@ export class SubmissionService {
       case 'not-presented':
         return this.withdraw(req, intent, answer.reason);
       case 'acked': {
-        const resolved = await this.record(
-          req,
-          intent,
-          'ACKED',
-          answer.railReference,
-          null,
-          (r) => ({
-            status: 200,
-            body: { ...ackedBody(r) },
-          }),
-        );
+        const resolved = await this.record(req, intent, 'ACKED', answer.railReference, null, {
+          status: 200,
+        });
         this.metrics.outcome('acked');
         return ackedBody(resolved);
       }
       case 'declined': {
         const error = railRejectedError(req, intent.submissionId, answer.status);
-        await this.record(req, intent, 'REJECTED', null, `RAIL_HTTP_${answer.status}`, () =>
+        await this.record(
+          req,
+          intent,
+          'REJECTED',
+          null,
+          `RAIL_HTTP_${answer.status}`,
           storedError(error),
         );
         this.metrics.outcome('rejected');
@@ -227,7 +228,12 @@ export class SubmissionService {
       }
       case 'ambiguous': {
         const error = railAmbiguousError(req, intent.submissionId, answer.reason);
-        await this.record(req, intent, 'TIMEOUT', null, answer.reason.toUpperCase(), () =>
+        await this.record(
+          req,
+          intent,
+          'TIMEOUT',
+          null,
+          answer.reason.toUpperCase(),
           storedError(error),
         );
         this.ambiguous(req, intent.submissionId, answer.reason);
@@ -237,7 +243,7 @@ export class SubmissionService {
   }
 
   /**
-   * Resolves the intent and stores the response in one transaction. If that
+   * Resolves the intent and stores the response, in one statement. If that
    * fails the row stays unresolved, which every reader treats as "may have
    * moved money", and the caller is told exactly that.
    */
@@ -247,27 +253,18 @@ export class SubmissionService {
     outcome: 'ACKED' | 'REJECTED' | 'TIMEOUT',
     railReference: string | null,
     errorCode: string | null,
-    response: (resolved: SubmissionRecord) => Parameters<IdempotencyRepository['complete']>[4],
+    response: StoredResponse,
   ): Promise<SubmissionRecord> {
     try {
-      return await this.db.transaction(async (m) => {
-        const resolved = await this.submissions.resolve(
-          m,
-          intent.submissionId,
-          outcome,
-          railReference,
-          errorCode,
-        );
-        assert(resolved, `submission ${intent.submissionId} was resolved twice`);
-        await this.idempotency.complete(
-          m,
-          req.idempotencyKey,
-          req.presentedToken,
-          intent.submissionId,
-          response(resolved),
-        );
-        return resolved;
-      });
+      const resolved = await this.submissions.resolve(
+        intent.submissionId,
+        outcome,
+        railReference,
+        errorCode,
+        { key: req.idempotencyKey, token: req.presentedToken, response },
+      );
+      assert(resolved, `submission ${intent.submissionId} was resolved twice`);
+      return resolved;
     } catch (err) {
       this.logger.error(
         { err, submissionId: intent.submissionId, outcome, traceId: req.traceId },
@@ -332,7 +329,12 @@ export class SubmissionService {
       'idempotent replay',
     );
     if ('error' in stored) throw replayedError(stored);
-    return stored.body as unknown as AckedSubmission;
+    if (stored.body) return stored.body as unknown as AckedSubmission;
+    const submissionId = current.submissionId;
+    assert(submissionId, 'an answered scope names its submission');
+    const acked = await this.guardDb(req.traceId, () => this.submissions.find(submissionId));
+    assert(acked, `submission ${submissionId} of an answered scope is missing`);
+    return ackedBody(acked);
   }
 
   private duplicate(req: SubmissionRequest, existing: SubmissionRecord): void {
