@@ -1,5 +1,6 @@
 import { http, withClient } from '@dlock/testing';
 import {
+  SUBMISSION_ID,
   bodies,
   keyFor,
   snapshot,
@@ -126,6 +127,19 @@ describe('idempotency (C3 §3.1, DECISIONS §4) and int64 tokens', () => {
       expect(p5.balanceMinor).toBe(op === 'post' ? 99_000 : 100_000);
       expect(p5.ledgerSumMinor).toBe(p5.balanceMinor);
     }
+  });
+
+  it('answers and replays P6 with the submission id as stored (lower case), whatever case it came in', async () => {
+    const { payoutId } = await freshPayout();
+    await write(h.base, 'claim', payoutId, 17n, bodies.claim());
+    await write(h.base, 'rail-outcome', payoutId, 17n, bodies.submitted());
+    const upper = bodies.acked(SUBMISSION_ID.toUpperCase());
+    const first = await write(h.base, 'rail-outcome', payoutId, 17n, upper);
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ state: 'RAIL_ACKED', submissionId: SUBMISSION_ID });
+    const again = await write(h.base, 'rail-outcome', payoutId, 17n, upper);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
   });
 
   it('stores INSUFFICIENT_FUNDS (it committed) and replays it as 422', async () => {

@@ -1,10 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import type { FencingToken } from '@dlock/lock-api';
 import { toBigint, updatedRows, type Db } from './db';
+import type { IdempotencyScope } from './idempotency.repository';
+import {
+  PINNED_COLUMNS,
+  PINNED_JOIN,
+  pinnedFromRow,
+  type PinnedPayout,
+  type PinnedRow,
+} from './payout.repository';
 
 export type FenceAdvance =
-  /** The write may proceed; `fence` is the account's fence after the statement. */
-  | { admitted: true; accountId: string; fence: bigint }
+  /**
+   * The write may proceed; `fence` is the account's fence after the statement.
+   * `pinned` is null when another writer committed on the account after this
+   * statement's snapshot: pin again with a fresh read (PayoutRepository.lockForWrite).
+   */
+  | { admitted: true; accountId: string; fence: bigint; pinned: PinnedPayout | null }
   /** Zero rows: no such payout, or a token at least this high was already accepted (INV-05). */
   | { admitted: false };
 
@@ -27,23 +39,47 @@ export interface FenceRequest {
  */
 @Injectable()
 export class FenceRepository {
-  async advance(tx: Db, req: FenceRequest): Promise<FenceAdvance> {
-    const rows = updatedRows<{ account_id: string; fence: string }>(
-      await tx.query(
-        `UPDATE account a
-            SET fence = $2::bigint, fence_payout_id = $1::uuid, version = a.version + 1,
-                updated_at = date_trunc('milliseconds', clock_timestamp())
-           FROM payout p
-          WHERE p.payout_id = $1::uuid AND a.account_id = p.account_id
-            AND (a.fence < $2::bigint
-                 OR ($3::boolean AND a.fence = $2::bigint AND a.fence_payout_id = $1::uuid))
-          RETURNING a.account_id, a.fence`,
-        [req.payoutId, req.token.toString(), req.continuation],
-      ),
+  /**
+   * The advance and, in the same statement, the payout's row lock and this
+   * request's earlier answer. Every part of a statement reads one snapshot,
+   * taken before any wait for the account's row lock. The advance itself is
+   * re-checked on the newest row after such a wait, and the payout's lock
+   * returns its newest version, but the idempotency read could be stale. The
+   * account's `version` shows the wait: the pin counts only if the advance
+   * moved it by exactly one from what the snapshot saw.
+   */
+  async advance(tx: Db, req: FenceRequest, scope: IdempotencyScope): Promise<FenceAdvance> {
+    const rows: (PinnedRow & {
+      fence_account_id: string;
+      fence_value: string;
+      pin_fresh: boolean;
+    })[] = await tx.query(
+      `WITH advanced AS (
+           UPDATE account a
+              SET fence = $2::bigint, fence_payout_id = $1::uuid, version = a.version + 1,
+                  updated_at = date_trunc('milliseconds', clock_timestamp())
+             FROM payout p
+            WHERE p.payout_id = $1::uuid AND a.account_id = p.account_id
+              AND (a.fence < $2::bigint
+                   OR ($3::boolean AND a.fence = $2::bigint AND a.fence_payout_id = $1::uuid))
+            RETURNING a.account_id, a.fence, a.version)
+         SELECT adv.account_id AS fence_account_id, adv.fence AS fence_value,
+                adv.version = seen.version + 1 AS pin_fresh, ${PINNED_COLUMNS}
+           FROM advanced adv
+           JOIN account seen ON seen.account_id = adv.account_id
+           JOIN payout p ON p.payout_id = $1::uuid
+           ${PINNED_JOIN('$4', '$5', '$2')}
+            FOR UPDATE OF p`,
+      [req.payoutId, req.token.toString(), req.continuation, scope.operation, scope.key],
     );
-    return rows.length === 1
-      ? { admitted: true, accountId: rows[0].account_id, fence: toBigint(rows[0].fence) }
-      : { admitted: false };
+    if (rows.length === 0) return { admitted: false };
+    const r = rows[0];
+    return {
+      admitted: true,
+      accountId: r.fence_account_id,
+      fence: toBigint(r.fence_value),
+      pinned: r.pin_fresh ? pinnedFromRow(r) : null,
+    };
   }
 
   /**

@@ -15,6 +15,39 @@ export interface StoredResponse {
   body: string;
 }
 
+/** A request's answer, as its scope's row stores it. */
+export interface Answer {
+  scope: IdempotencyScope;
+  requestHash: string;
+  payoutId: string;
+  statusCode: number;
+  body: string;
+}
+
+/**
+ * The insert of an answer, its parameters numbered from `first`, so a write's
+ * last statement can carry it (RETURNING 1 when it landed, nothing when a
+ * duplicate committed the scope first).
+ */
+export function answerInsert(answer: Answer, first: number): { sql: string; params: unknown[] } {
+  const $ = (i: number) => `$${first + i}`;
+  return {
+    sql: `INSERT INTO idempotency_record
+            (operation, idempotency_key, token, request_hash, payout_id, status_code, response_body)
+          VALUES (${$(0)}, ${$(1)}, ${$(2)}::bigint, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)})
+          ON CONFLICT DO NOTHING RETURNING 1`,
+    params: [
+      answer.scope.operation,
+      answer.scope.key,
+      answer.scope.token.toString(),
+      answer.requestHash,
+      answer.payoutId,
+      answer.statusCode,
+      answer.body,
+    ],
+  };
+}
+
 @Injectable()
 export class IdempotencyRepository {
   async find(db: Db, scope: IdempotencyScope): Promise<StoredResponse | null> {
@@ -37,26 +70,9 @@ export class IdempotencyRepository {
    * The scope's answer, written once, complete, as the write's last statement.
    * False: the scope is taken (a duplicate committed it first).
    */
-  async record(
-    tx: Db,
-    scope: IdempotencyScope,
-    stored: { requestHash: string; payoutId: string; statusCode: number; body: string },
-  ): Promise<boolean> {
-    const rows: unknown[] = await tx.query(
-      `INSERT INTO idempotency_record
-         (operation, idempotency_key, token, request_hash, payout_id, status_code, response_body)
-       VALUES ($1, $2, $3::bigint, $4, $5, $6, $7)
-       ON CONFLICT DO NOTHING RETURNING 1`,
-      [
-        scope.operation,
-        scope.key,
-        scope.token.toString(),
-        stored.requestHash,
-        stored.payoutId,
-        stored.statusCode,
-        stored.body,
-      ],
-    );
+  async record(tx: Db, answer: Answer): Promise<boolean> {
+    const insert = answerInsert(answer, 1);
+    const rows: unknown[] = await tx.query(insert.sql, insert.params);
     return rows.length === 1;
   }
 }

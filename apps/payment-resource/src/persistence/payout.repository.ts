@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import type { PayoutState } from '@dlock/lock-api';
 import { toBigintOrNull, toMinor, updatedRows, type Db } from './db';
-import type { IdempotencyScope, StoredResponse } from './idempotency.repository';
+import {
+  answerInsert,
+  type Answer,
+  type IdempotencyScope,
+  type StoredResponse,
+} from './idempotency.repository';
 import type { TransitionRecord } from './transition-log.repository';
 
 export interface Payout {
@@ -143,6 +148,37 @@ function updateStatement(payoutId: string, patch: PayoutPatch): { sql: string; p
   return { sql: `UPDATE payout SET ${sets.join(', ')} WHERE payout_id = $1`, params };
 }
 
+/** A fenced write's payout, row-locked, and this request's answer if one was already committed. */
+export interface PinnedPayout {
+  payout: Payout;
+  earlier: StoredResponse | null;
+}
+
+export type PinnedRow = PayoutRow & {
+  idem_request_hash: string | null;
+  idem_status_code: number | null;
+  idem_response_body: string | null;
+};
+
+/** Select list and join of a pin: the payout `p` and the scope's idempotency record `i`. */
+export const PINNED_COLUMNS = `${P_COLUMNS}, i.request_hash AS idem_request_hash,
+  i.status_code AS idem_status_code, i.response_body AS idem_response_body`;
+export const PINNED_JOIN = (operation: string, key: string, token: string): string =>
+  `LEFT JOIN idempotency_record i
+     ON i.operation = ${operation} AND i.idempotency_key = ${key} AND i.token = ${token}::bigint`;
+
+export function pinnedFromRow(r: PinnedRow): PinnedPayout {
+  const earlier =
+    r.idem_request_hash !== null && r.idem_status_code !== null && r.idem_response_body !== null
+      ? {
+          requestHash: r.idem_request_hash,
+          statusCode: r.idem_status_code,
+          body: r.idem_response_body,
+        }
+      : null;
+  return { payout: fromRow(r), earlier };
+}
+
 @Injectable()
 export class PayoutRepository {
   /** The owning account (immutable), read before the transaction to know which fence guards it. */
@@ -163,40 +199,19 @@ export class PayoutRepository {
   }
 
   /**
-   * A fenced write's second statement: pins the payout and, in the same read,
-   * finds this request's answer if a duplicate committed it while this one
-   * waited for the account's row lock (a fresh snapshot sees it).
+   * Pins the payout and, in the same read, finds this request's answer if a
+   * duplicate committed it while this one waited for the account's row lock.
+   * Run as its own statement (a fresh snapshot) when the fence advance could
+   * not pin (FenceRepository.advance).
    */
-  async lockForWrite(
-    tx: Db,
-    payoutId: string,
-    scope: IdempotencyScope,
-  ): Promise<{ payout: Payout; earlier: StoredResponse | null }> {
-    const rows: (PayoutRow & {
-      idem_request_hash: string | null;
-      idem_status_code: number | null;
-      idem_response_body: string | null;
-    })[] = await tx.query(
-      `SELECT ${P_COLUMNS}, i.request_hash AS idem_request_hash, i.status_code AS idem_status_code,
-              i.response_body AS idem_response_body
-         FROM payout p
-         LEFT JOIN idempotency_record i
-           ON i.operation = $2 AND i.idempotency_key = $3 AND i.token = $4::bigint
-        WHERE p.payout_id = $1
-          FOR UPDATE OF p`,
+  async lockForWrite(tx: Db, payoutId: string, scope: IdempotencyScope): Promise<PinnedPayout> {
+    const rows: PinnedRow[] = await tx.query(
+      `SELECT ${PINNED_COLUMNS} FROM payout p ${PINNED_JOIN('$2', '$3', '$4')}
+        WHERE p.payout_id = $1 FOR UPDATE OF p`,
       [payoutId, scope.operation, scope.key, scope.token.toString()],
     );
     assert.equal(rows.length, 1, `payout ${payoutId} vanished inside its transaction`);
-    const r = rows[0];
-    const earlier =
-      r.idem_request_hash !== null && r.idem_status_code !== null && r.idem_response_body !== null
-        ? {
-            requestHash: r.idem_request_hash,
-            statusCode: r.idem_status_code,
-            body: r.idem_response_body,
-          }
-        : null;
-    return { payout: fromRow(r), earlier };
+    return pinnedFromRow(rows[0]);
   }
 
   /** Pins the row for an unfenced write (abandon), after the account's row lock. */
@@ -221,14 +236,16 @@ export class PayoutRepository {
   /**
    * A fenced write's transition and its audit row (FR-30) in one statement: the
    * insert takes its row from the update, so one without the other cannot happen.
-   * The audit columns are those of TransitionLogRepository.record.
+   * The audit columns are those of TransitionLogRepository.record. With an
+   * answer, the same statement records it too; `answered` says whether it landed.
    */
   async applyAndLog(
     tx: Db,
     payoutId: string,
     patch: PayoutPatch,
     t: Omit<TransitionRecord, 'payoutId' | 'to'>,
-  ): Promise<Payout> {
+    answer?: Answer,
+  ): Promise<{ payout: Payout; answered: boolean }> {
     const { sql, params } = updateStatement(payoutId, patch);
     const n = params.length;
     params.push(
@@ -240,7 +257,9 @@ export class PayoutRepository {
       t.railReference ?? null,
       t.reason ?? null,
     );
-    const rows: PayoutRow[] = await tx.query(
+    const answerCte = answer && answerInsert(answer, params.length + 1);
+    if (answerCte) params.push(...answerCte.params);
+    const rows: (PayoutRow & { answered: boolean })[] = await tx.query(
       `WITH moved AS (${sql} RETURNING ${PAYOUT_COLUMNS}),
             logged AS (
               INSERT INTO payout_transition
@@ -248,11 +267,13 @@ export class PayoutRepository {
               SELECT payout_id, $${n + 1}, state, $${n + 2}, $${n + 3}, $${n + 4}::bigint, $${n + 5}::uuid,
                      $${n + 6}, $${n + 7}
                 FROM moved)
-       SELECT ${PAYOUT_COLUMNS} FROM moved`,
+            ${answerCte ? `, answered AS (${answerCte.sql})` : ''}
+       SELECT ${PAYOUT_COLUMNS}, ${answerCte ? 'EXISTS (SELECT 1 FROM answered)' : 'false'} AS answered
+         FROM moved`,
       params,
     );
     assert.equal(rows.length, 1);
-    return fromRow(rows[0]);
+    return { payout: fromRow(rows[0]), answered: rows[0].answered };
   }
 
   /** Is the ambiguity older than the SLA, by the database's clock? */

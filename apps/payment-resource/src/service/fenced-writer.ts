@@ -8,9 +8,10 @@ import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
 import { PaymentMetrics, type WriteOperation, type WriteResult } from '../metrics';
 import type { Db } from '../persistence/db';
 import { FenceRepository } from '../persistence/fence.repository';
-import { PayoutRepository, type Payout } from '../persistence/payout.repository';
+import { PayoutRepository, type Payout, type PinnedPayout } from '../persistence/payout.repository';
 import {
   IdempotencyRepository,
+  type Answer,
   type IdempotencyScope,
   type StoredResponse,
 } from '../persistence/idempotency.repository';
@@ -37,12 +38,21 @@ export interface FenceContext {
   fence: bigint;
   /** The payout, row-locked, as this transaction found it. */
   payout: Payout;
+  /**
+   * The stored row of an outcome, for a work whose last statement records its
+   * answer itself (one round trip fewer); it then says so in `recorded`.
+   */
+  answer(outcome: WriteOutcome): Answer;
 }
 
-export type WriteOutcome =
+export type WriteOutcome = (
   | { kind: 'ok'; body: Record<string, unknown> }
   /** A transition that commits and is still reported as an error (INSUFFICIENT_FUNDS). */
-  | { kind: 'committed-error'; error: DlockError };
+  | { kind: 'committed-error'; error: DlockError }
+) & {
+  /** Set by a work that recorded `ctx.answer(outcome)`: did the insert land? */
+  recorded?: boolean;
+};
 
 interface StoredError {
   code: DlockError['code'];
@@ -59,9 +69,9 @@ class Replay extends Error {
 
 /**
  * The shape of every fenced write (FR-15, 02 §2.6 step 5):
- *   the payout's account + idempotent replay check (one read) → BEGIN → the conditional fence advance as
- *   the first statement → reserve the idempotency scope → the work → store the
- *   response → COMMIT.
+ *   BEGIN → the conditional fence advance as the first statement, which also
+ *   pins the payout and finds an earlier answer to this request → the work →
+ *   store the response → COMMIT.
  * A fenced-out or rejected request rolls back whole: nothing changes.
  */
 @Injectable()
@@ -148,10 +158,11 @@ export class FencedWriter {
     const request = { payoutId: cmd.payoutId, token: cmd.token, continuation: cmd.continuation };
     let accountId: string;
     let fence: bigint;
+    let pinned: PinnedPayout | null = null;
     if (this.config.PAYMENT_FENCING_ENABLED) {
-      const advance = await this.fences.advance(tx, request);
+      const advance = await this.fences.advance(tx, request, scope);
       if (!advance.admitted) throw await this.notAdmitted(tx, cmd, scope);
-      ({ accountId, fence } = advance);
+      ({ accountId, fence, pinned } = advance);
     } else {
       const advance = await this.fences.advanceUnguarded(tx, request);
       if (advance === null) throw notFound(cmd.payoutId);
@@ -169,26 +180,12 @@ export class FencedWriter {
         });
       }
     }
-    const { payout, earlier } = await this.payouts.lockForWrite(tx, cmd.payoutId, scope);
+    const { payout, earlier } =
+      pinned ?? (await this.payouts.lockForWrite(tx, cmd.payoutId, scope));
     if (earlier) throw new Replay(earlier);
-    const outcome = await work(tx, { accountId, fence, payout });
-    const stored =
-      outcome.kind === 'ok'
-        ? { status: 200, body: outcome.body }
-        : {
-            status: outcome.error.httpStatus,
-            body: {
-              code: outcome.error.code,
-              message: outcome.error.message,
-              details: outcome.error.details,
-            } satisfies StoredError,
-          };
-    const recorded = await this.idempotency.record(tx, scope, {
-      requestHash: cmd.requestHash,
-      payoutId: cmd.payoutId,
-      statusCode: stored.status,
-      body: JSON.stringify(stored.body, int64Replacer),
-    });
+    const answer = (o: WriteOutcome): Answer => answerOf(cmd, scope, o);
+    const outcome = await work(tx, { accountId, fence, payout, answer });
+    const recorded = outcome.recorded ?? (await this.idempotency.record(tx, answer(outcome)));
     // The account's row lock makes this unreachable; if it happens, the earlier answer stands.
     if (!recorded) {
       const duplicate = await this.idempotency.find(tx, scope);
@@ -245,6 +242,28 @@ export class FencedWriter {
     const e = body as unknown as StoredError;
     throw new DlockError(e.code, e.message, { details: e.details });
   }
+}
+
+/** The stored row of a work's outcome: its status and body, under the request's scope. */
+function answerOf(cmd: FencedCommand, scope: IdempotencyScope, outcome: WriteOutcome): Answer {
+  const stored =
+    outcome.kind === 'ok'
+      ? { status: 200, body: outcome.body }
+      : {
+          status: outcome.error.httpStatus,
+          body: {
+            code: outcome.error.code,
+            message: outcome.error.message,
+            details: outcome.error.details,
+          } satisfies StoredError,
+        };
+  return {
+    scope,
+    requestHash: cmd.requestHash,
+    payoutId: cmd.payoutId,
+    statusCode: stored.status,
+    body: JSON.stringify(stored.body, int64Replacer),
+  };
 }
 
 function notFound(payoutId: string): DlockError {

@@ -17,6 +17,7 @@ import { PaymentMetrics } from '../metrics';
 import { AccountRepository } from '../persistence/account.repository';
 import type { Db } from '../persistence/db';
 import { LedgerRepository } from '../persistence/ledger.repository';
+import type { Answer } from '../persistence/idempotency.repository';
 import { PayoutRepository, type Payout, type PayoutPatch } from '../persistence/payout.repository';
 import { TransitionLogRepository } from '../persistence/transition-log.repository';
 import { FencedWriter, type FenceContext, type WriteOutcome } from './fenced-writer';
@@ -104,38 +105,41 @@ export class PayoutCommands {
           if (availableMinor < payout.amountMinor) event = 'CLAIM_INSUFFICIENT_FUNDS';
         }
         const insufficient = event === 'CLAIM_INSUFFICIENT_FUNDS';
-        const updated = await this.apply(tx, payout, event, grant, {
-          claimedBy: grant.ownerId,
-          incrementAttempts: true,
-          stampClaimedAt: true,
-          ...(insufficient ? { failureReason: 'INSUFFICIENT_FUNDS', stampSettledAt: true } : {}),
-        });
-        if (insufficient) {
-          return {
-            kind: 'committed-error',
-            error: new DlockError(
-              'INSUFFICIENT_FUNDS',
-              'the account cannot fund this payout; it is now FAILED and must not reach the rail',
-              {
-                details: {
-                  payoutId,
-                  accountId: ctx.accountId,
-                  state: updated.state,
-                  amountMinor: payout.amountMinor,
-                  availableMinor,
-                },
-              },
-            ),
-          };
-        }
-        return this.ok({
-          payoutId,
-          state: updated.state,
-          claimToken: formatFencingToken(grant.token),
-          accountFence: formatFencingToken(ctx.fence),
-          attemptCount: updated.attemptCount,
-          idempotencyKey: grant.idempotencyKey,
-        });
+        // The answer rides on the transition's statement, so it is built first, from the pinned row.
+        const to = this.next(payout, event);
+        const attemptCount = payout.attemptCount + 1;
+        const outcome: WriteOutcome = insufficient
+          ? {
+              kind: 'committed-error',
+              error: insufficientFunds(payout, to, availableMinor),
+            }
+          : this.ok({
+              payoutId,
+              state: to,
+              claimToken: formatFencingToken(grant.token),
+              accountFence: formatFencingToken(ctx.fence),
+              attemptCount,
+              idempotencyKey: grant.idempotencyKey,
+            });
+        const { updated, answered } = await this.apply(
+          tx,
+          payout,
+          event,
+          grant,
+          {
+            claimedBy: grant.ownerId,
+            incrementAttempts: true,
+            stampClaimedAt: true,
+            ...(insufficient ? { failureReason: 'INSUFFICIENT_FUNDS', stampSettledAt: true } : {}),
+          },
+          { answer: ctx.answer(outcome) },
+        );
+        assert.deepEqual(
+          [updated.state, updated.attemptCount],
+          [to, attemptCount],
+          'the recorded answer must describe the committed row',
+        );
+        return { ...outcome, recorded: answered };
       },
     );
   }
@@ -176,8 +180,9 @@ export class PayoutCommands {
             patch.stampAmbiguousAt = true;
             break;
         }
-        const updated = await this.apply(tx, payout, event, grant, patch, body.reason);
-        return this.ok(this.transitionBody(payout, updated, ctx, { outcome: body.outcome }));
+        return this.transitionAnswered(tx, ctx, event, grant, patch, body.reason, {
+          outcome: body.outcome,
+        });
       },
     );
   }
@@ -204,7 +209,7 @@ export class PayoutCommands {
           await this.accounts.ensureSystem(tx, clearing, 'CLEARING', payout.currency);
           created = clearing;
         }
-        const updated = await this.apply(tx, payout, 'POST', grant, {
+        const { updated } = await this.apply(tx, payout, 'POST', grant, {
           submissionId: body.submissionId,
           railReference: body.railReference,
           stampSettledAt: true,
@@ -257,8 +262,9 @@ export class PayoutCommands {
           patch.failureReason = 'RAIL_NOT_FOUND';
           patch.stampSettledAt = true;
         }
-        const updated = await this.apply(tx, payout, event, grant, patch, body.evidence);
-        return this.ok(this.transitionBody(payout, updated, ctx, { resolution: body.resolution }));
+        return this.transitionAnswered(tx, ctx, event, grant, patch, body.evidence, {
+          resolution: body.resolution,
+        });
       },
     );
   }
@@ -407,10 +413,10 @@ export class PayoutCommands {
     event: PayoutEvent,
     grant: Grant,
     patch: Omit<PayoutPatch, 'state'>,
-    reason?: string,
-  ): Promise<Payout> {
+    extra: { reason?: string; answer?: Answer } = {},
+  ): Promise<{ updated: Payout; answered: boolean }> {
     const to = this.next(payout, event);
-    const updated = await this.payouts.applyAndLog(
+    const { payout: updated, answered } = await this.payouts.applyAndLog(
       tx,
       payout.payoutId,
       { ...patch, state: to, tokenStamp: grant.token },
@@ -421,16 +427,58 @@ export class PayoutCommands {
         token: grant.token,
         submissionId: patch.submissionId ?? null,
         railReference: patch.railReference ?? null,
-        reason: reason ?? null,
+        reason: extra.reason ?? null,
       },
+      extra.answer,
     );
     this.metrics.transitionsTotal.inc({ to_state: to });
-    return updated;
+    return { updated, answered };
+  }
+
+  /**
+   * P6/P8: the transition and its answer in one statement. The answer is built
+   * from the pinned row and the patch before the statement runs, and checked
+   * against the row it returns.
+   */
+  private async transitionAnswered(
+    tx: Db,
+    ctx: FenceContext,
+    event: PayoutEvent,
+    grant: Grant,
+    patch: Omit<PayoutPatch, 'state'>,
+    reason: string | undefined,
+    extra: Record<string, unknown>,
+  ): Promise<WriteOutcome> {
+    const before = ctx.payout;
+    const expected = this.transitionBody(
+      before,
+      {
+        payoutId: before.payoutId,
+        state: this.next(before, event),
+        // The columns are uuid: they come back in lower case.
+        submissionId: patch.submissionId?.toLowerCase() ?? before.submissionId,
+        railReference: patch.railReference ?? before.railReference,
+        tokenStamp: grant.token,
+      },
+      ctx,
+      extra,
+    );
+    const outcome = this.ok(expected);
+    const { updated, answered } = await this.apply(tx, before, event, grant, patch, {
+      reason,
+      answer: ctx.answer(outcome),
+    });
+    assert.deepEqual(
+      this.transitionBody(before, updated, ctx, extra),
+      expected,
+      'the recorded answer must describe the committed row',
+    );
+    return { ...outcome, recorded: answered };
   }
 
   private transitionBody(
     before: Payout,
-    after: Payout,
+    after: Pick<Payout, 'payoutId' | 'state' | 'submissionId' | 'railReference' | 'tokenStamp'>,
     ctx: FenceContext,
     extra: Record<string, unknown>,
   ): Record<string, unknown> {
@@ -449,4 +497,24 @@ export class PayoutCommands {
   private ok(body: Record<string, unknown>): WriteOutcome {
     return { kind: 'ok', body };
   }
+}
+
+function insufficientFunds(
+  payout: Payout,
+  state: PayoutState,
+  availableMinor: number | undefined,
+): DlockError {
+  return new DlockError(
+    'INSUFFICIENT_FUNDS',
+    'the account cannot fund this payout; it is now FAILED and must not reach the rail',
+    {
+      details: {
+        payoutId: payout.payoutId,
+        accountId: payout.accountId,
+        state,
+        amountMinor: payout.amountMinor,
+        availableMinor,
+      },
+    },
+  );
 }
