@@ -48,20 +48,6 @@ export class IdempotencyRepository {
     };
   }
 
-  /**
-   * Claims the scope inside the admission transaction. A concurrent twin
-   * blocks here until the first commits, then gets false and replays.
-   */
-  async reserve(m: EntityManager, key: string, token: bigint, hash: string): Promise<boolean> {
-    const rows: unknown[] = await sqlRows(
-      m,
-      `INSERT INTO rail_idempotency (idempotency_key, presented_token, request_hash)
-       VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1`,
-      [key, token.toString(), hash],
-    );
-    return rows.length === 1;
-  }
-
   async complete(
     m: EntityManager,
     key: string,

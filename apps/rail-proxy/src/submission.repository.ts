@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import { sqlRows } from './sql';
 import { randomUUID } from 'node:crypto';
@@ -62,59 +63,70 @@ export class SubmissionRepository {
   constructor(private readonly db: DataSource) {}
 
   /**
-   * Step 1 of C3 §3.5, one conditional upsert: the mark rises to the presented
-   * token only if the token is strictly greater (or the account is new). Zero
-   * rows back means a newer holder exists. The conflicting row stays locked
-   * until the transaction ends, which serialises submissions per account.
+   * Steps 1-3 of C3 §3.5 in one statement, each part running only if the one
+   * before it let the request through:
+   *   - the idempotency scope (key, token) is reserved; a concurrent twin waits
+   *     here for the first to finish, then finds it taken;
+   *   - the high-water mark rises to the token only if the token is strictly
+   *     greater (or the account is new). The conflicting row stays locked even
+   *     when it does not rise, which serialises the account's submissions;
+   *   - the intent row, outcome NULL, unless the payout already has a live
+   *     submission, whatever its token (FR-18: the partial unique index decides).
+   * With `fencingEnforced` false (harness negative control, DECISIONS §7) the
+   * mark only ever rises and nothing is refused by it.
    */
-  async advanceHighWater(
+  async admit(
     m: EntityManager,
-    accountId: string,
-    token: bigint,
-  ): Promise<{ admitted: true } | { admitted: false; highest: bigint }> {
-    const rows: { highest_token: string }[] = await sqlRows(
+    req: SubmissionRequest,
+    requestHash: string,
+    fencingEnforced: boolean,
+  ): Promise<{ reserved: boolean; marked: boolean; intent: SubmissionRecord | null }> {
+    const rows: (Partial<SubmissionRow> & { reserved: boolean; marked: boolean })[] = await sqlRows(
       m,
-      `INSERT INTO rail_high_water AS hw (account_id, highest_token, updated_at)
-       VALUES ($1, $2, now())
-       ON CONFLICT (account_id) DO UPDATE
-         SET highest_token = EXCLUDED.highest_token, updated_at = now()
-         WHERE hw.highest_token < EXCLUDED.highest_token
-       RETURNING hw.highest_token`,
-      [accountId, token.toString()],
+      `WITH reserved AS (
+           INSERT INTO rail_idempotency (idempotency_key, presented_token, request_hash)
+           VALUES ($6, $4, $12) ON CONFLICT DO NOTHING RETURNING 1),
+         marked AS (
+           INSERT INTO rail_high_water AS hw (account_id, highest_token, updated_at)
+           SELECT $3, $4::bigint, now() FROM reserved
+           ON CONFLICT (account_id) DO UPDATE
+             SET highest_token = GREATEST(hw.highest_token, EXCLUDED.highest_token),
+                 updated_at = now()
+             WHERE hw.highest_token < EXCLUDED.highest_token OR NOT $11::boolean
+           RETURNING 1),
+         intent AS (
+           INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token,
+             owner_id, idempotency_key, client_ref, amount_minor, currency, beneficiary_ref,
+             fencing_enforced)
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM marked
+           ON CONFLICT (payout_id) WHERE outcome IS DISTINCT FROM 'FENCED' AND fencing_enforced
+           DO NOTHING
+           RETURNING ${COLUMNS})
+         SELECT EXISTS (SELECT 1 FROM reserved) AS reserved, EXISTS (SELECT 1 FROM marked) AS marked,
+                intent.*
+           FROM (VALUES (1)) AS one LEFT JOIN intent ON true`,
+      [...requestColumns(req), fencingEnforced, requestHash],
     );
-    if (rows.length === 1) return { admitted: true };
-    const [current]: { highest_token: string }[] = await sqlRows(
-      m,
-      `SELECT highest_token FROM rail_high_water WHERE account_id = $1`,
-      [accountId],
-    );
+    const r = rows[0];
     return {
-      admitted: false,
-      highest: parseFencingToken(current.highest_token, 'rail_high_water.highest_token'),
+      reserved: r.reserved,
+      marked: r.marked,
+      intent:
+        r.submission_id === null || r.submission_id === undefined
+          ? null
+          : toRecord(r as SubmissionRow),
     };
   }
 
-  /** Kill switch off (harness only): record the mark monotonically, reject nothing. */
-  async raiseHighWaterUnchecked(m: EntityManager, accountId: string, token: bigint): Promise<void> {
-    await sqlRows(
-      m,
-      `INSERT INTO rail_high_water AS hw (account_id, highest_token, updated_at)
-       VALUES ($1, $2, now())
-       ON CONFLICT (account_id) DO UPDATE
-         SET highest_token = GREATEST(hw.highest_token, EXCLUDED.highest_token), updated_at = now()`,
-      [accountId, token.toString()],
-    );
-  }
-
-  async highWater(accountId: string): Promise<bigint | null> {
+  /** The account's mark, read inside the transaction that holds its row lock. */
+  async highWater(m: EntityManager, accountId: string): Promise<bigint> {
     const rows: { highest_token: string }[] = await sqlRows(
-      this.db,
+      m,
       `SELECT highest_token FROM rail_high_water WHERE account_id = $1`,
       [accountId],
     );
-    return rows.length === 0
-      ? null
-      : parseFencingToken(rows[0].highest_token, 'rail_high_water.highest_token');
+    assert.equal(rows.length, 1, `account ${accountId} has no mark`);
+    return parseFencingToken(rows[0].highest_token, 'rail_high_water.highest_token');
   }
 
   /** The live (non-FENCED) submission of the payout, if any. */
@@ -125,29 +137,6 @@ export class SubmissionRepository {
        WHERE payout_id = $1 AND outcome IS DISTINCT FROM 'FENCED' AND fencing_enforced
        ORDER BY created_at LIMIT 1`,
       [payoutId],
-    );
-    return rows.length === 0 ? null : toRecord(rows[0]);
-  }
-
-  /**
-   * Steps 2 and 3 in one statement: the intent row, outcome NULL, unless the
-   * payout already has a live submission (the FR-18 index decides; null then).
-   * A duplicate racing in another transaction waits for it here, then gets null.
-   */
-  async insertIntent(
-    m: EntityManager,
-    req: SubmissionRequest,
-    fencingEnforced: boolean,
-  ): Promise<SubmissionRecord | null> {
-    const rows: SubmissionRow[] = await sqlRows(
-      m,
-      `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
-         idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, fencing_enforced)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-       ON CONFLICT (payout_id) WHERE outcome IS DISTINCT FROM 'FENCED' AND fencing_enforced
-       DO NOTHING
-       RETURNING ${COLUMNS}`,
-      [...requestColumns(req), fencingEnforced],
     );
     return rows.length === 0 ? null : toRecord(rows[0]);
   }

@@ -103,43 +103,38 @@ export class SubmissionService {
       await qr.connect();
       await qr.startTransaction(); // PostgreSQL's default, READ COMMITTED
       const m = qr.manager;
-      if (!(await this.idempotency.reserve(m, req.idempotencyKey, req.presentedToken, hash))) {
+      const { reserved, marked, intent } = await this.submissions.admit(m, req, hash, fencing);
+      if (!reserved) {
         await qr.rollbackTransaction();
         return { kind: 'twin' };
       }
-      // (1) fence: one conditional upsert; its row lock serialises the account.
-      if (fencing) {
-        const mark = await this.submissions.advanceHighWater(m, req.accountId, req.presentedToken);
-        if (!mark.admitted) {
-          assert(mark.highest >= req.presentedToken, 'a refused token must not exceed the mark');
-          const fenced = await this.submissions.insertFenced(m, req, mark.highest);
-          const error = fencedOutError(req, mark.highest);
-          await this.idempotency.complete(
-            m,
-            req.idempotencyKey,
-            req.presentedToken,
-            fenced.submissionId,
-            storedError(error),
-          );
-          await qr.commitTransaction();
-          this.metrics.outcome('fenced');
-          this.safety.fencedOut({
-            resource: 'rail',
-            resourceId: req.accountId,
-            presentedToken: req.presentedToken,
-            highestToken: mark.highest,
-            ownerId: req.ownerId,
-            traceId: req.traceId,
-          });
-          return { kind: 'refused', error };
-        }
-      } else {
-        // Harness negative control only (DECISIONS §7): neither (1) nor (2) rejects.
-        await this.submissions.raiseHighWaterUnchecked(m, req.accountId, req.presentedToken);
+      // (1) fence: the mark did not rise, a newer holder presented first.
+      if (!marked) {
+        assert(fencing, 'the mark always rises with the guard off');
+        const highest = await this.submissions.highWater(m, req.accountId);
+        assert(highest >= req.presentedToken, 'a refused token must not exceed the mark');
+        const fenced = await this.submissions.insertFenced(m, req, highest);
+        const error = fencedOutError(req, highest);
+        await this.idempotency.complete(
+          m,
+          req.idempotencyKey,
+          req.presentedToken,
+          fenced.submissionId,
+          storedError(error),
+        );
+        await qr.commitTransaction();
+        this.metrics.outcome('fenced');
+        this.safety.fencedOut({
+          resource: 'rail',
+          resourceId: req.accountId,
+          presentedToken: req.presentedToken,
+          highestToken: highest,
+          ownerId: req.ownerId,
+          traceId: req.traceId,
+        });
+        return { kind: 'refused', error };
       }
-      // (2) + (3): the intent row, outcome NULL, unless the payout already has a
-      // live submission, whatever its token (FR-18).
-      const intent = await this.submissions.insertIntent(m, req, fencing);
+      // (2): the payout already has a live submission (FR-18).
       if (intent === null) {
         const live = await this.submissions.findLive(m, req.payoutId);
         // Withdrawn since the insert looked: nothing is live now; the caller may retry.

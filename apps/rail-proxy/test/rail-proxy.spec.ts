@@ -110,6 +110,16 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived);
   });
 
+  it('identical requests at the same moment reach the rail once and all get the same answer', async () => {
+    const p = newPayout();
+    const before = await stubStats(stub.url);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => submit(proxy.url, p, '12')));
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
+    for (const a of answers) expect(a.body).toEqual(answers[0].body);
+    expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived + 1);
+    expect((await rowsOf(db, p.payoutId)).map((r) => r.outcome)).toEqual(['ACKED']);
+  });
+
   it('a decline is 422 VALIDATION_FAILED with outcome REJECTED, recorded once, nothing moved', async () => {
     const p = newPayout();
     await scriptStub(stub.url, ['decline']);
