@@ -6,7 +6,7 @@
  * payout on an idle system, and the lock-server's share of the time.
  *
  *   npm run build && node dist/bench/e2e/bench.js          # writes bench/reports/e2e.md
- *   BENCH_PAYOUTS=1500 BENCH_BACKENDS=pg node dist/bench/e2e/bench.js
+ *   BENCH_PAYOUTS=1500 BENCH_BACKENDS=pg node dist/bench/e2e/bench.js   # a quicker look
  *   BENCH_CONFIGS=1x16x64,1x64x128 BENCH_CLEARING_SHARDS=1 BENCH_LATENCY_PAYOUTS=0 ...
  *     (executors x lanes x accounts per throughput run; clearing shards of
  *      payment-resource; 0 skips the one-lane latency run)
@@ -31,7 +31,8 @@ import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres'
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const REPORT = path.join(ROOT, 'bench', 'reports', 'e2e.md');
-const PAYOUTS = Number(process.env.BENCH_PAYOUTS ?? 1500);
+/** Per run. Long enough that start-up (JIT, first prepared statements, ramp-up) stops weighing. */
+const PAYOUTS = Number(process.env.BENCH_PAYOUTS ?? 3000);
 const LATENCY_PAYOUTS = Number(process.env.BENCH_LATENCY_PAYOUTS ?? 30);
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'pg,etcd').split(',') as ('pg' | 'etcd')[];
 const RUN_TIMEOUT_MS = 60_000;
