@@ -66,4 +66,18 @@ describe.each(BACKENDS)('mutual exclusion under load [$name]', (backend) => {
     ]);
     expect(verdict.violations).toHaveLength(2);
   });
+
+  it('the checker counts a held grant answered again to its own session as one grant, but not after a confirmed release', () => {
+    const unconfirmed = checkHistory([
+      { key: 'k', holder: 'a', token: 5n, grantedAt: 0, releaseSentAt: null },
+      { key: 'k', holder: 'a', token: 5n, grantedAt: 8, releaseSentAt: 12 },
+      { key: 'k', holder: 'b', token: 6n, grantedAt: 20, releaseSentAt: null },
+    ]);
+    expect(unconfirmed.violations).toEqual([]);
+    const confirmed = checkHistory([
+      { key: 'k', holder: 'a', token: 5n, grantedAt: 0, releaseSentAt: 4 },
+      { key: 'k', holder: 'a', token: 5n, grantedAt: 8, releaseSentAt: null },
+    ]);
+    expect(confirmed.violations).toHaveLength(1);
+  });
 });
