@@ -160,7 +160,17 @@ async function metric(port, name) {
 
 async function view(startedAt) {
   const client = new pg.Client({ connectionString: url('paydb') });
+  // At Ctrl-C PostgreSQL stops under this connection; the view just ends then.
+  client.on('error', () => undefined);
   await client.connect();
+  try {
+    await viewLoop(client, startedAt);
+  } catch (err) {
+    if (!stopping) throw err;
+  }
+}
+
+async function viewLoop(client, startedAt) {
   let last = null;
   let lastAt = Date.now();
   for (;;) {
