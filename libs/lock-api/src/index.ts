@@ -4,3 +4,4 @@ export * from './fencing-token';
 export * from './lock-types';
 export * from './payout-types';
 export * from './time';
+export * from './payout-protocol';
