@@ -73,15 +73,25 @@ export class SubmissionRepository {
    *   - the intent row, outcome NULL, unless the payout already has a live
    *     submission, whatever its token (FR-18: the partial unique index decides).
    * With `fencingEnforced` false (harness negative control, DECISIONS §7) the
-   * mark only ever rises and nothing is refused by it.
+   * mark only ever rises and nothing is refused by it; `mark` (the value after
+   * the statement) above the token then shows a regression let through.
    */
   async admit(
     m: EntityManager,
     req: SubmissionRequest,
     requestHash: string,
     fencingEnforced: boolean,
-  ): Promise<{ reserved: boolean; marked: boolean; intent: SubmissionRecord | null }> {
-    const rows: (Partial<SubmissionRow> & { reserved: boolean; marked: boolean })[] = await sqlRows(
+  ): Promise<{
+    reserved: boolean;
+    marked: boolean;
+    mark: bigint | null;
+    intent: SubmissionRecord | null;
+  }> {
+    const rows: (Partial<SubmissionRow> & {
+      reserved: boolean;
+      marked: boolean;
+      mark: string | null;
+    })[] = await sqlRows(
       m,
       `WITH reserved AS (
            INSERT INTO rail_idempotency (idempotency_key, presented_token, request_hash)
@@ -93,7 +103,7 @@ export class SubmissionRepository {
              SET highest_token = GREATEST(hw.highest_token, EXCLUDED.highest_token),
                  updated_at = now()
              WHERE hw.highest_token < EXCLUDED.highest_token OR NOT $11::boolean
-           RETURNING 1),
+           RETURNING hw.highest_token),
          intent AS (
            INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token,
              owner_id, idempotency_key, client_ref, amount_minor, currency, beneficiary_ref,
@@ -103,7 +113,7 @@ export class SubmissionRepository {
            DO NOTHING
            RETURNING ${COLUMNS})
          SELECT EXISTS (SELECT 1 FROM reserved) AS reserved, EXISTS (SELECT 1 FROM marked) AS marked,
-                intent.*
+                (SELECT highest_token FROM marked) AS mark, intent.*
            FROM (VALUES (1)) AS one LEFT JOIN intent ON true`,
       [...requestColumns(req), fencingEnforced, requestHash],
     );
@@ -111,6 +121,7 @@ export class SubmissionRepository {
     return {
       reserved: r.reserved,
       marked: r.marked,
+      mark: r.mark === null ? null : parseFencingToken(r.mark, 'rail_high_water.highest_token'),
       intent:
         r.submission_id === null || r.submission_id === undefined
           ? null

@@ -103,11 +103,17 @@ export class SubmissionService {
       await qr.connect();
       await qr.startTransaction(); // PostgreSQL's default, READ COMMITTED
       const m = qr.manager;
-      const { reserved, marked, intent } = await this.submissions.admit(m, req, hash, fencing);
+      const { reserved, marked, mark, intent } = await this.submissions.admit(
+        m,
+        req,
+        hash,
+        fencing,
+      );
       if (!reserved) {
         await qr.rollbackTransaction();
         return { kind: 'twin' };
       }
+      if (mark !== null && mark > req.presentedToken) this.tokenRegression(req, mark);
       // (1) fence: the mark did not rise, a newer holder presented first.
       if (!marked) {
         assert(fencing, 'the mark always rises with the guard off');
@@ -175,6 +181,22 @@ export class SubmissionService {
     } finally {
       await qr.release().catch(() => undefined);
     }
+  }
+
+  /**
+   * Detective control only, as payment-resource's fenced writer does: the
+   * guard is switched off, so a token below the mark is let through.
+   */
+  private tokenRegression(req: SubmissionRequest, mark: bigint): void {
+    this.safety.tokenRegression({
+      guard: 'rail-proxy',
+      accountId: req.accountId,
+      payoutId: req.payoutId,
+      presentedToken: formatFencingToken(req.presentedToken),
+      highestToken: formatFencingToken(mark),
+      ownerId: req.ownerId,
+      traceId: req.traceId,
+    });
   }
 
   /** Step 4: exactly one presentation, exactly one recorded outcome, no retry (FR-20). */

@@ -228,6 +228,11 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     ]);
     expect(await highWater(db, p.accountId)).toBe('60');
     expect(unfenced.output()).toContain('fencing_disabled');
+    // The detective signal the DlockTokenRegression alert watches (docs/operations.md).
+    expect(await metricLine(unfenced.url, 'lock_token_regression_total{guard="rail-proxy"}')).toBe(
+      1,
+    );
+    expect(unfenced.output()).toMatch(/"event":"token_regression".*"presentedToken":"59"/);
   });
 });
 

@@ -98,7 +98,7 @@ export class ReconcilerMetrics {
     () =>
       new Gauge({
         name: 'reconciler_last_check_timestamp_seconds',
-        help: 'Unix time the detective checks last completed',
+        help: 'Unix time the detective checks last completed with every check run',
       }),
   );
   readonly passSeconds = metric(

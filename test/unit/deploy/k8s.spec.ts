@@ -3,7 +3,7 @@
 // kubernetes-models, CRDs (PodMonitoring, SecretProviderClass) asserted by
 // structure, and the NetworkPolicies evaluated into a reachability matrix that
 // must equal the edges of 02 §2.1 exactly (A-13: isolation is the only authN).
-import { findTool, parseYamlDocs, run } from './deploy-tools';
+import { findTool, parseYamlDocs, readRepoFile, run } from './deploy-tools';
 
 type Obj = Record<string, any>;
 
@@ -194,6 +194,53 @@ describe('PodMonitoring (gke-dev)', () => {
       expect(ports.map((p: Obj) => p.name)).toContain('http-metrics');
     }
     expect(byKind(render('k8s/overlays/local'), 'PodMonitoring')).toEqual([]);
+  });
+});
+
+// The Rules CRD of Managed Service for Prometheus (monitoring.googleapis.com_rules.yaml
+// in GoogleCloudPlatform/prometheus-engine): what it requires and allows.
+const RULE_FIELDS = new Set(['alert', 'record', 'expr', 'for', 'labels', 'annotations']);
+const isStringMap = (m: unknown) =>
+  m === undefined ||
+  (typeof m === 'object' && m !== null && Object.values(m).every((v) => typeof v === 'string'));
+
+function validateGmpRules(doc: Obj): void {
+  expect(Object.keys(doc.spec)).toEqual(['groups']);
+  for (const g of doc.spec.groups) {
+    expect(Object.keys(g).sort()).toEqual(['interval', 'name', 'rules']);
+    expect(g.interval).toMatch(/^\d+[smh]$/);
+    for (const r of g.rules) {
+      expect(Object.keys(r).filter((k) => !RULE_FIELDS.has(k))).toEqual([]);
+      expect([r.alert, typeof r.expr, typeof r.alert, r.record]).toEqual([
+        r.alert,
+        'string',
+        'string',
+        undefined,
+      ]);
+      if (r.for !== undefined) expect(r.for).toMatch(/^\d+[smh]$/);
+      expect([r.alert, isStringMap(r.labels), isStringMap(r.annotations)]).toEqual([
+        r.alert,
+        true,
+        true,
+      ]);
+    }
+  }
+}
+
+describe('alert Rules (gke-dev)', () => {
+  it('deploys every rule of deploy/prometheus/alerts.yml to Managed Prometheus, in the dlock namespace', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { rulesObject } = require('../../../scripts/render-gmp-rules.js');
+    const source = rulesObject(readRepoFile('deploy/prometheus/alerts.yml'));
+    const rules = byKind(render('k8s/overlays/gke-dev'), 'Rules');
+    expect(rules).toHaveLength(1);
+    expect(rules[0].apiVersion).toBe('monitoring.googleapis.com/v1');
+    expect(rules[0].metadata.namespace).toBe('dlock');
+    validateGmpRules(rules[0]);
+    expect(rules[0].spec).toEqual(source.spec);
+    expect(rules[0].spec.groups.flatMap((g: Obj) => g.rules).length).toBeGreaterThan(15);
+    // kind has no Managed Prometheus (nor its CRD).
+    expect(byKind(render('k8s/overlays/local'), 'Rules')).toEqual([]);
   });
 });
 

@@ -77,7 +77,8 @@ export class DetectiveService {
     };
     this.lastRun = run;
     this.runs++;
-    this.metrics.lastCheckTimestamp.set(Date.now() / 1000);
+    // A run with a failed check did not look everywhere: staleness alerts on this (docs/operations.md).
+    if (run.status !== 'incomplete') this.metrics.lastCheckTimestamp.set(Date.now() / 1000);
     return run;
   }
 
