@@ -1,0 +1,74 @@
+import { migratedDatabase, spawnApp, waitFor, withClient, type RunningApp } from '@dlock/testing';
+
+/**
+ * reconciler_last_check_timestamp_seconds moves only when every detective
+ * check ran: DlockReconcilerChecksStale (docs/operations.md "Alerts") must
+ * fire while a check keeps failing, not just while the loop stops.
+ */
+jest.setTimeout(90_000);
+
+let proxydb: string;
+let reconciler: RunningApp;
+
+beforeAll(async () => {
+  const [paydb, proxy] = await Promise.all([
+    migratedDatabase('paydb'),
+    migratedDatabase('proxydb'),
+  ]);
+  proxydb = proxy;
+  // No peer is ever called here: only the detective checks (read-only SQL) run.
+  reconciler = await spawnApp('reconciler', {
+    LOCK_SERVER_URL: 'http://127.0.0.1:9',
+    PAYMENT_RESOURCE_URL: 'http://127.0.0.1:9',
+    RAIL_STUB_URL: 'http://127.0.0.1:9',
+    PAYDB_URL: paydb,
+    PROXYDB_URL: proxydb,
+    OWNER_ID: 'staleness-test',
+    RECONCILER_CHECK_INTERVAL_MS: '200',
+  });
+});
+
+afterAll(() => reconciler?.stop());
+
+async function sample(name: string): Promise<number> {
+  const res = await fetch(`${reconciler.url}/metrics`);
+  const text = await res.text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+test('a run with a failing check leaves the last-check timestamp where it was', async () => {
+  await waitFor(
+    async () => (await sample('reconciler_last_check_timestamp_seconds')) > 0,
+    20_000,
+    'a first complete run',
+  );
+  // The token_regression check reads rail_high_water: take it away.
+  await withClient(proxydb, (c) =>
+    c.query('ALTER TABLE rail_high_water RENAME TO rail_high_water_away'),
+  );
+  const errorsBefore = await sample('reconciler_check_errors_total');
+  await waitFor(
+    async () => (await sample('reconciler_check_errors_total')) >= errorsBefore + 1,
+    20_000,
+    'a failing run',
+  );
+  const stuck = await sample('reconciler_last_check_timestamp_seconds');
+  await waitFor(
+    async () => (await sample('reconciler_check_errors_total')) >= errorsBefore + 4,
+    20_000,
+    'more failing runs',
+  );
+  expect(await sample('reconciler_last_check_timestamp_seconds')).toBe(stuck);
+
+  await withClient(proxydb, (c) =>
+    c.query('ALTER TABLE rail_high_water_away RENAME TO rail_high_water'),
+  );
+  await waitFor(
+    async () => (await sample('reconciler_last_check_timestamp_seconds')) > stuck,
+    20_000,
+    'a complete run again',
+  );
+});
