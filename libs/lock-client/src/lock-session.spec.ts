@@ -631,3 +631,105 @@ describe('LockClient options', () => {
     });
   });
 });
+
+/**
+ * The server may start a lease as soon as the request reaches it, so every
+ * local deadline counts from when the request was sent; an answer that takes
+ * a while must shorten what the client believes it holds, never lengthen it.
+ */
+describe('deadlines count from the send, never from the answer', () => {
+  const ANSWER_MS = 400;
+
+  /** Answers after ANSWER_MS on the fake clock, as a slow network would. */
+  function late(clock: FakeClock, reply: (req: RecordedRequest) => FakeReply) {
+    return (req: RecordedRequest): FakeReply =>
+      new Promise((resolve, reject) =>
+        clock.setTimer(() => {
+          const answer = reply(req);
+          if (answer instanceof Error) reject(answer);
+          else void Promise.resolve(answer).then(resolve, reject);
+        }, ANSWER_MS),
+      );
+  }
+
+  it('a slow L1 answer: the session deadline is send time + ttl * (1 - margin)', async () => {
+    const { clock, client, overrides } = setup();
+    overrides.open = late(clock, (req) =>
+      ok(201, {
+        sessionId: SID,
+        ownerId: 'worker-1',
+        ttlMillis: req.json.ttlMillis,
+        expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
+      }),
+    );
+    const session = await clock.settle(client.openSession(), 1);
+    expect(clock.nowMs()).toBe(ANSWER_MS);
+    expect(session.deadline).toBeCloseTo(0 + 2_100, 9);
+  });
+
+  it('a slow L4 answer: the lease deadline is the acquire send time + granted ttl * (1 - margin)', async () => {
+    const { clock, client, overrides } = setup({ sessionTtlMs: 60_000 });
+    const session = await client.openSession();
+    clock.jump(1_000);
+    overrides.acquire = late(clock, (req) =>
+      ok(200, {
+        key: 'k',
+        ownerId: 'worker-1',
+        sessionId: req.json.sessionId,
+        fencingToken: '42',
+        acquiredAt: serverAt(clock.nowMs()),
+        expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
+      }),
+    );
+    const lock = (await clock.settle(session.tryAcquire('k', { ttlMs: 2_000 }), 1))!;
+    expect(clock.nowMs()).toBe(1_000 + ANSWER_MS);
+    expect(lock.deadline).toBeCloseTo(1_000 + 1_400, 9);
+  });
+
+  it('a slow L5 answer: the renewed deadline counts from the renew send time', async () => {
+    const { clock, client, overrides } = setup({ sessionTtlMs: 60_000 });
+    const session = await client.openSession();
+    const lock = (await session.tryAcquire('k', { ttlMs: 2_000 }))!;
+    await clock.advance(500);
+    overrides.renew = late(clock, (req) =>
+      ok(200, {
+        key: 'k',
+        ownerId: 'worker-1',
+        sessionId: req.json.sessionId,
+        fencingToken: req.headers['x-fencing-token'],
+        acquiredAt: serverAt(0),
+        expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
+      }),
+    );
+    await clock.settle(lock.renew(), 1);
+    expect(clock.nowMs()).toBe(500 + ANSWER_MS);
+    expect(lock.deadline).toBeCloseTo(500 + 1_400, 9);
+  });
+
+  it('a renew asking for more than the first grant carried never assumes the longer lease', async () => {
+    const { clock, client } = setup({ sessionTtlMs: 60_000 });
+    const session = await client.openSession();
+    const lock = (await session.tryAcquire('k', { ttlMs: 2_000 }))!;
+    await clock.advance(500);
+    await lock.renew({ ttlMs: 10_000 });
+    expect(lock.deadline).toBeCloseTo(500 + 1_400, 9);
+    await clock.advance(1_400);
+    expect(lock.state).toBe('lost');
+  });
+
+  it('a grant shorter than asked: the lease deadline follows what the server granted', async () => {
+    const { clock, client, overrides } = setup({ sessionTtlMs: 60_000 });
+    const session = await client.openSession();
+    overrides.acquire = (req) =>
+      ok(200, {
+        key: 'k',
+        ownerId: 'worker-1',
+        sessionId: req.json.sessionId,
+        fencingToken: '42',
+        acquiredAt: serverAt(clock.nowMs()),
+        expiresAt: serverAt(clock.nowMs() + 1_000),
+      });
+    const lock = (await session.tryAcquire('k', { ttlMs: 5_000 }))!;
+    expect(lock.deadline).toBeCloseTo(700, 9);
+  });
+});
