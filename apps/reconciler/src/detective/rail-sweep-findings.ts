@@ -43,6 +43,7 @@ export function judge(state: TerminalState, transfers: number): RailSweepFinding
  */
 export class OpenFindings {
   private readonly open = new Map<string, OpenFinding>();
+  private readonly counts = new Map<RailSweepFinding, number>();
 
   constructor(private readonly max: number) {}
 
@@ -58,7 +59,7 @@ export class OpenFindings {
       const key = `${finding}:${payout.payoutId}`;
       const known = this.open.get(key);
       if (!found.includes(finding)) {
-        this.open.delete(key);
+        if (known) this.forget(key, known);
         continue;
       }
       const record: OpenFinding = {
@@ -71,22 +72,33 @@ export class OpenFindings {
         detectedAt: known?.detectedAt ?? now,
       };
       this.open.set(key, record);
-      if (!known) fresh.push(record);
+      if (!known) {
+        fresh.push(record);
+        this.counts.set(finding, this.count(finding) + 1);
+      }
     }
-    for (const key of this.open.keys()) {
+    for (const [key, oldest] of this.open) {
       if (this.open.size <= this.max) break;
-      this.open.delete(key);
+      this.forget(key, oldest);
     }
     return fresh;
   }
 
   count(finding: RailSweepFinding): number {
-    let n = 0;
-    for (const f of this.open.values()) if (f.finding === finding) n++;
-    return n;
+    return this.counts.get(finding) ?? 0;
   }
 
   list(limit: number): OpenFinding[] {
-    return [...this.open.values()].slice(0, limit);
+    const out: OpenFinding[] = [];
+    for (const f of this.open.values()) {
+      if (out.length >= limit) break;
+      out.push(f);
+    }
+    return out;
+  }
+
+  private forget(key: string, f: OpenFinding): void {
+    this.open.delete(key);
+    this.counts.set(f.finding, this.count(f.finding) - 1);
   }
 }

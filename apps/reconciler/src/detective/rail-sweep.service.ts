@@ -128,9 +128,6 @@ export class RailSweepService {
       this.logger.warn({ event: 'rail_sweep_failed', err: pass.error }, 'rail sweep pass failed');
     } finally {
       endTimer();
-      for (const finding of RAIL_SWEEP_FINDINGS) {
-        this.metrics.railSweepFindingsOpen.set({ finding }, this.findings.count(finding));
-      }
       pass.finishedAt = formatInstant(new Date());
       pass.durationMs = Date.now() - started;
       if (pass.status === 'caught_up') {
@@ -215,6 +212,10 @@ export class RailSweepService {
       railReferences,
       formatInstant(new Date()),
     );
+    // The gauge moves with the look-up, so it never lags the counter (closed findings included).
+    for (const finding of RAIL_SWEEP_FINDINGS) {
+      this.metrics.railSweepFindingsOpen.set({ finding }, this.findings.count(finding));
+    }
     for (const f of fresh) {
       this.safety.railSweepFinding(f.finding, {
         payoutId: f.payoutId,
