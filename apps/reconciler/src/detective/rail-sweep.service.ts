@@ -115,7 +115,10 @@ export class RailSweepService {
       pass.lookedUp = walks.reduce((n, w) => n + w.lookedUp, 0);
       pass.newFindings = walks.reduce((n, w) => n + w.newFindings, 0);
       const railError = walks.find((w) => w.railError !== undefined)?.railError;
-      if (railError !== undefined) {
+      if (signal.aborted) {
+        pass.status = 'paused';
+        pass.error = 'stopping';
+      } else if (railError !== undefined) {
         pass.status = 'paused';
         pass.error = railError;
         this.pause(railError);
