@@ -64,6 +64,13 @@ describe('FaultPlan', () => {
     expect(run(scripted, 10).slice(2)).toEqual(run(plain, 10).slice(2));
   });
 
+  it('scripted 4xx fates carry their status and whether the rail booked anyway', () => {
+    expect(fateOf('decline-accepted')).toEqual({ kind: 'reject', status: 402, accepted: true });
+    expect(fateOf('reject-400')).toEqual({ kind: 'reject', status: 400, accepted: false });
+    expect(fateOf('reject-409-accepted')).toEqual({ kind: 'reject', status: 409, accepted: true });
+    expect(fateOf('reject-429')).toEqual({ kind: 'reject', status: 429, accepted: false });
+  });
+
   it('maps every scripted fate', () => {
     for (const name of SCRIPTED_FATES) expect(fateOf(name).kind).toBeDefined();
   });

@@ -19,6 +19,13 @@ export const SCRIPTED_FATES = [
   'reset-accepted',
   'hold',
   'hold-accepted',
+  'decline-accepted',
+  'reject-400',
+  'reject-400-accepted',
+  'reject-409',
+  'reject-409-accepted',
+  'reject-429',
+  'reject-429-accepted',
 ] as const;
 export type ScriptedFate = (typeof SCRIPTED_FATES)[number];
 
@@ -30,7 +37,16 @@ export type Fate =
   /** Business decline (402): nothing moved. */
   | { kind: 'decline' }
   /** Injected failure; `accepted` says whether money moved before the caller lost sight of it. */
-  | { kind: 'fail'; failure: FailureKind; accepted: boolean };
+  | { kind: 'fail'; failure: FailureKind; accepted: boolean }
+  /**
+   * A 4xx answer (scripted only). `accepted`: the rail booked the transfer all the
+   * same, which only its lookup (S2) reveals; the reconciler's rail sweep finds it.
+   */
+  | { kind: 'reject'; status: RejectStatus; accepted: boolean };
+
+/** The 4xx answers a scripted rejection can carry: 402 is the business decline. */
+export const REJECT_STATUSES = [400, 402, 409, 429] as const;
+export type RejectStatus = (typeof REJECT_STATUSES)[number];
 
 export interface FaultSettings {
   latencyMs: number;
@@ -77,6 +93,20 @@ export function fateOf(scripted: ScriptedFate): Fate {
       return { kind: 'fail', failure: 'reset', accepted: true };
     case 'hold-accepted':
       return { kind: 'fail', failure: 'hold', accepted: true };
+    case 'decline-accepted':
+      return { kind: 'reject', status: 402, accepted: true };
+    case 'reject-400':
+      return { kind: 'reject', status: 400, accepted: false };
+    case 'reject-400-accepted':
+      return { kind: 'reject', status: 400, accepted: true };
+    case 'reject-409':
+      return { kind: 'reject', status: 409, accepted: false };
+    case 'reject-409-accepted':
+      return { kind: 'reject', status: 409, accepted: true };
+    case 'reject-429':
+      return { kind: 'reject', status: 429, accepted: false };
+    case 'reject-429-accepted':
+      return { kind: 'reject', status: 429, accepted: true };
   }
 }
 

@@ -36,6 +36,9 @@ export class RailController {
           .type(JSON_TYPE)
           .send(JSON.stringify({ status: 'DECLINED', clientRef: body.clientRef }));
         return;
+      case 'reject':
+        res.status(reply.status).type(JSON_TYPE).send(JSON.stringify(reply.body));
+        return;
       case 'error':
         res
           .status(500)

@@ -11,7 +11,13 @@ import { Counter, register } from 'prom-client';
 import { formatInstant } from '@dlock/lock-api';
 import { RAIL_STUB_CONFIG, type RailStubConfig } from './config';
 import type { SubmitBody } from './dto';
-import { FaultPlan, type Fate, type FaultSettings, type ScriptedFate } from './fault-plan';
+import {
+  FaultPlan,
+  type Fate,
+  type FaultSettings,
+  type RejectStatus,
+  type ScriptedFate,
+} from './fault-plan';
 import { Journal, type TransferRecord } from './journal';
 
 /** What the controller must do with the connection once the fate has played out. */
@@ -19,6 +25,8 @@ export type SubmitReply =
   | { kind: 'ack'; body: { railReference: string; acceptedAt: string } }
   | { kind: 'malformed' }
   | { kind: 'decline' }
+  /** A scripted 4xx: the status and its JSON body. */
+  | { kind: 'reject'; status: RejectStatus; body: { status: string; clientRef: string } }
   | { kind: 'error' }
   | { kind: 'reset' }
   /** Connection already dropped (held) or the service is shutting down. */
@@ -33,6 +41,9 @@ export interface StubStats {
   duplicateAcks: number;
   failures: { error: number; reset: number; hold: number };
   failuresAccepted: number;
+  /** Scripted 4xx answers, and how many of them booked the transfer all the same. */
+  rejected: number;
+  rejectsAccepted: number;
   journalTransfers: number;
   startedAt: string;
 }
@@ -55,8 +66,31 @@ function fateLabel(fate: Fate): string {
       return 'decline';
     case 'fail':
       return `${fate.failure}${fate.accepted ? '_accepted' : ''}`;
+    case 'reject':
+      return `reject_${fate.status}${fate.accepted ? '_accepted' : ''}`;
   }
 }
+
+/** Whether the fate moves money, whatever the caller then hears. */
+function books(fate: Fate): boolean {
+  switch (fate.kind) {
+    case 'ack':
+    case 'ack-malformed':
+      return true;
+    case 'decline':
+      return false;
+    case 'fail':
+    case 'reject':
+      return fate.accepted;
+  }
+}
+
+const REJECT_WORDS: Record<RejectStatus, string> = {
+  400: 'INVALID',
+  402: 'DECLINED',
+  409: 'CONFLICT',
+  429: 'RATE_LIMITED',
+};
 
 /**
  * The hostile rail (C3 §3.6, FR-21): every call is a fresh transfer, nothing
@@ -102,6 +136,8 @@ export class RailStubService implements BeforeApplicationShutdown, OnApplication
       duplicateAcks: 0,
       failures: { error: 0, reset: 0, hold: 0 },
       failuresAccepted: 0,
+      rejected: 0,
+      rejectsAccepted: 0,
       startedAt: formatInstant(new Date()),
     };
   }
@@ -114,8 +150,7 @@ export class RailStubService implements BeforeApplicationShutdown, OnApplication
     this.stats.submitsReceived++;
     const fate = this.plan.next();
     this.submits.inc({ fate: fateLabel(fate) });
-    const accepted = fate.kind !== 'decline' && (fate.kind !== 'fail' || fate.accepted);
-    const first = accepted ? this.accept(body) : undefined;
+    const first = books(fate) ? this.accept(body) : undefined;
     if (first && fate.kind === 'ack' && fate.duplicate) {
       this.accept(body, first.railReference);
       this.stats.duplicateAcks++;
@@ -147,6 +182,14 @@ export class RailStubService implements BeforeApplicationShutdown, OnApplication
         return { kind: 'decline' };
       case 'fail':
         return { kind: fate.failure === 'reset' ? 'reset' : 'error' };
+      case 'reject':
+        this.stats.rejected++;
+        if (fate.accepted) this.stats.rejectsAccepted++;
+        return {
+          kind: 'reject',
+          status: fate.status,
+          body: { status: REJECT_WORDS[fate.status], clientRef: body.clientRef },
+        };
     }
   }
 

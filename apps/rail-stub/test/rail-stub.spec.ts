@@ -129,6 +129,46 @@ describe('rail-stub: the hostile, memoryless, non-idempotent rail', () => {
     });
   });
 
+  it('answers a scripted 4xx (400, 402, 409, 429), booking the transfer or not as scripted', async () => {
+    const before = (await http('GET', `${stub.url}/admin/stats`)).body;
+    const script = [
+      'reject-400',
+      'reject-400-accepted',
+      'decline-accepted',
+      'reject-409',
+      'reject-409-accepted',
+      'reject-429',
+      'reject-429-accepted',
+    ];
+    await faults(stub.url, { script });
+    const answers = [];
+    for (const fate of script) {
+      const ref = `po-${randomUUID()}`;
+      const res = await pay(stub.url, ref);
+      const booked = (await http('GET', `${stub.url}/lookup?clientRef=${ref}`)).body.transfers;
+      answers.push({ fate, status: res.status, body: res.body, booked: booked.length });
+    }
+    const answer = (fate: string, status: number, word: string, booked: number) => ({
+      fate,
+      status,
+      body: { status: word, clientRef: expect.stringMatching(/^po-/) },
+      booked,
+    });
+    expect(answers).toEqual([
+      answer('reject-400', 400, 'INVALID', 0),
+      answer('reject-400-accepted', 400, 'INVALID', 1),
+      answer('decline-accepted', 402, 'DECLINED', 1),
+      answer('reject-409', 409, 'CONFLICT', 0),
+      answer('reject-409-accepted', 409, 'CONFLICT', 1),
+      answer('reject-429', 429, 'RATE_LIMITED', 0),
+      answer('reject-429-accepted', 429, 'RATE_LIMITED', 1),
+    ]);
+    const after = (await http('GET', `${stub.url}/admin/stats`)).body;
+    expect(after.rejected - before.rejected).toBe(7);
+    expect(after.rejectsAccepted - before.rejectsAccepted).toBe(4);
+    expect(after.transfersAccepted - before.transfersAccepted).toBe(4);
+  });
+
   it('replays the same fault sequence for the same seed', async () => {
     const settings = { failureRate: 0.4, failureMode: 'error', declineRate: 0.3, script: [] };
     const run = async () => {

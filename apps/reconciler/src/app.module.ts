@@ -5,6 +5,7 @@ import { ReadOnlyDb, type DbName } from './db/read-only-db';
 import { ReconcilerReadiness } from './db/readiness';
 import { PAYDB, PROXYDB } from './db/tokens';
 import { DetectiveService } from './detective/detective.service';
+import { RailSweepService } from './detective/rail-sweep.service';
 import { ReportController } from './http/report.controller';
 import { ReconcilerLoops } from './loops';
 import { ReconcilerMetrics } from './metrics';
@@ -64,6 +65,7 @@ export function createAppModule(config: ReconcilerConfig): Type<unknown> {
       PayoutResolver,
       ResolutionService,
       DetectiveService,
+      RailSweepService,
       ReconcilerLoops,
     ],
   })

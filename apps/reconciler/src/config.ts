@@ -43,6 +43,24 @@ export const RECONCILER_ENV = {
   LOCK_SESSION_TTL_MS: env.int({ default: 15_000, min: 1_000, max: 60_000 }),
   LOCK_DEFAULT_TTL_MS: env.int({ default: 15_000, min: 1_000, max: 60_000 }),
   LOCK_CLIENT_SAFETY_MARGIN: env.number({ default: 0.3, min: 0.01, max: 0.66 }),
+  /** Rail sweep (docs/reconciler.md): fixed delay between two passes. */
+  RECONCILER_SWEEP_INTERVAL_MS: env.int({ default: 30_000, min: 100, max: 3_600_000 }),
+  /** A terminal payout is first looked up at the rail this long after it became terminal. */
+  RECONCILER_SWEEP_SETTLE_MS: env.int({ default: 60_000, min: 0, max: 86_400_000 }),
+  /** How far back the sweep looks again: terminal payouts younger than this are re-checked. */
+  RECONCILER_SWEEP_LOOKBACK_MS: env.int({
+    default: 7 * 86_400_000,
+    min: 0,
+    max: 90 * 86_400_000,
+  }),
+  /** Delay between two re-check rounds over the look-back window. */
+  RECONCILER_SWEEP_RECHECK_INTERVAL_MS: env.int({
+    default: 6 * 3_600_000,
+    min: 100,
+    max: 7 * 86_400_000,
+  }),
+  /** Rail look-ups per sweep pass at most (bounds one pass's work and the load on the rail). */
+  RECONCILER_SWEEP_BATCH_MAX: env.int({ default: 200, min: 1, max: 10_000 }),
 };
 
 export type ReconcilerConfig = EnvOf<typeof RECONCILER_ENV>;

@@ -7,6 +7,7 @@ import {
 } from '@nestjs/common';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
 import { DetectiveService } from './detective/detective.service';
+import { RailSweepService } from './detective/rail-sweep.service';
 import { LockSessions } from './resolution/lock-sessions';
 import { ResolutionService } from './resolution/resolution.service';
 import { FixedDelayLoop } from './schedule';
@@ -17,12 +18,14 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
   private readonly logger = new Logger('reconciler');
   private readonly resolution: FixedDelayLoop;
   private readonly checks: FixedDelayLoop;
+  private readonly railSweep: FixedDelayLoop;
 
   constructor(
     @Inject(RECONCILER_CONFIG) config: ReconcilerConfig,
     resolution: ResolutionService,
     detective: DetectiveService,
     private readonly sessions: LockSessions,
+    railSweep: RailSweepService,
   ) {
     const onError = (name: string, err: unknown) =>
       this.logger.error({ loop: name, err: (err as Error).message }, 'loop iteration failed');
@@ -38,15 +41,22 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
       async (signal) => void (await detective.runAll(signal)),
       onError,
     );
+    this.railSweep = new FixedDelayLoop(
+      'rail-sweep',
+      config.RECONCILER_SWEEP_INTERVAL_MS,
+      async (signal) => void (await railSweep.runPass(signal)),
+      onError,
+    );
   }
 
   onApplicationBootstrap(): void {
     this.resolution.start();
     this.checks.start();
+    this.railSweep.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([this.resolution.stop(), this.checks.stop()]);
+    await Promise.all([this.resolution.stop(), this.checks.stop(), this.railSweep.stop()]);
     await this.sessions.close();
   }
 }

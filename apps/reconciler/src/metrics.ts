@@ -101,6 +101,23 @@ export class ReconcilerMetrics {
         help: 'Unix time the detective checks last completed with every check run',
       }),
   );
+  readonly railSweepFindingsOpen = metric(
+    'reconciler_rail_sweep_findings_open',
+    () =>
+      new Gauge({
+        name: 'reconciler_rail_sweep_findings_open',
+        help: 'Terminal payouts the rail sweep currently flags, by finding',
+        labelNames: ['finding'],
+      }),
+  );
+  readonly railSweepLastCompleted = metric(
+    'reconciler_rail_sweep_last_completed_timestamp_seconds',
+    () =>
+      new Gauge({
+        name: 'reconciler_rail_sweep_last_completed_timestamp_seconds',
+        help: 'Unix time a rail sweep pass last looked up every terminal payout that was due',
+      }),
+  );
   readonly passSeconds = metric(
     'reconciler_pass_seconds',
     () =>

@@ -9,7 +9,16 @@ export type SafetyEventName =
   | 'session_lost'
   | 'lock_revoked'
   | 'invalid_transition'
-  | 'token_regression';
+  | 'token_regression'
+  | RailSweepFinding;
+
+/** What the reconciler's rail sweep can find for a terminal payout (docs/reconciler.md). */
+export const RAIL_SWEEP_FINDINGS = [
+  'rail_double_payment',
+  'posted_without_transfer',
+  'paid_but_not_posted',
+] as const;
+export type RailSweepFinding = (typeof RAIL_SWEEP_FINDINGS)[number];
 
 export type FencedResource = 'account' | 'ledger' | 'rail';
 
@@ -38,6 +47,7 @@ export class SafetyEvents {
   readonly revocationsTotal: Counter;
   readonly invalidTransitionTotal: Counter;
   readonly tokenRegressionTotal: Counter;
+  readonly railSweepFindingsTotal: Counter;
 
   constructor(registry: Registry = register) {
     this.fencedOutTotal = counter(
@@ -76,6 +86,12 @@ export class SafetyEvents {
       'lock_token_regression_total',
       'Observed tokens below a value already seen at a guard',
       ['guard'],
+    );
+    this.railSweepFindingsTotal = counter(
+      registry,
+      'reconciler_rail_sweep_findings_total',
+      'Terminal payouts the rail disagrees with, once per payout and finding',
+      ['finding'],
     );
   }
 
@@ -128,6 +144,12 @@ export class SafetyEvents {
   tokenRegression(fields: { guard: string } & Record<string, unknown>): void {
     this.tokenRegressionTotal.inc({ guard: fields.guard });
     this.emit('token_regression', 'token regression observed', fields);
+  }
+
+  /** Call once per payout and finding: the counter is "how many payouts", not "how many looks". */
+  railSweepFinding(finding: RailSweepFinding, fields: Record<string, unknown>): void {
+    this.railSweepFindingsTotal.inc({ finding });
+    this.emit(finding, 'the rail disagrees with a terminal payout; a human must decide', fields);
   }
 
   private emit(event: SafetyEventName, message: string, fields: Record<string, unknown>): void {

@@ -1,6 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { formatInstant } from '@dlock/lock-api';
 import { DetectiveService } from '../detective/detective.service';
+import { RailSweepService } from '../detective/rail-sweep.service';
 import { ResolutionService } from '../resolution/resolution.service';
 
 /** For operators and the harness: the last detective run and the resolution state. Read-only. */
@@ -9,6 +10,7 @@ export class ReportController {
   constructor(
     private readonly detective: DetectiveService,
     private readonly resolution: ResolutionService,
+    private readonly railSweep: RailSweepService,
   ) {}
 
   @Get('report')
@@ -17,6 +19,7 @@ export class ReportController {
       generatedAt: formatInstant(new Date()),
       detective: this.detective.report(),
       resolution: this.resolution.report(),
+      railSweep: this.railSweep.report(),
     };
   }
 }
