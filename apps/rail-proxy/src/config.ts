@@ -57,7 +57,17 @@ export function readRailProxyConfig(
       'RAIL_PROXY_TEST_PAUSE_AFTER_INTENT_MS is a test hook: it is refused unless DLOCK_HARNESS=1',
     ]);
   }
-  // Budgets shrink inward (docs/rail.md "Deadlines"): the rail call fits in the proxy's own budget.
+  const problems = budgetProblems(config);
+  if (problems.length > 0) throw new EnvError(problems);
+  const url = new URL(config.RAIL_STUB_URL);
+  if (url.protocol !== 'http:') {
+    throw new EnvError([`RAIL_STUB_URL: only http:// rails are supported, got "${url.protocol}"`]);
+  }
+  return config;
+}
+
+/** Budgets shrink inward (docs/rail.md "Deadlines"): the rail call fits in the proxy's own budget. */
+function budgetProblems(config: RailProxyConfig): string[] {
   const problems: string[] = [];
   const railMs =
     config.RAIL_CONNECT_TIMEOUT_MS + config.RAIL_READ_TIMEOUT_MS + RAIL_DEADLINE_MARGIN_MS;
@@ -73,10 +83,5 @@ export function readRailProxyConfig(
         `RAIL_READ_TIMEOUT_MS (${config.RAIL_READ_TIMEOUT_MS})`,
     );
   }
-  if (problems.length > 0) throw new EnvError(problems);
-  const url = new URL(config.RAIL_STUB_URL);
-  if (url.protocol !== 'http:') {
-    throw new EnvError([`RAIL_STUB_URL: only http:// rails are supported, got "${url.protocol}"`]);
-  }
-  return config;
+  return problems;
 }
