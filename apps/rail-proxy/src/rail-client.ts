@@ -2,11 +2,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import http from 'node:http';
 import net from 'node:net';
 import {
-  RequestDeadline,
   boundedWaitMs,
   deadlineWithin,
   refuseShortBudget,
   requestDeadlineHeader,
+  type RequestDeadline,
 } from '@dlock/http-contract';
 import { RAIL_DEADLINE_MARGIN_MS, RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 

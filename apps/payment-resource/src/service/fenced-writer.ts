@@ -113,6 +113,8 @@ export class FencedWriter {
         result = 'unavailable';
         throw unavailable;
       }
+      // A budget too short to start the write in (refuseShortBudget).
+      if (err instanceof DlockError && err.code === 'UNAVAILABLE') result = 'unavailable';
       throw err;
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
