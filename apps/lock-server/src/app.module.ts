@@ -1,5 +1,7 @@
 import { Module, RequestMethod, type DynamicModule, type Type } from '@nestjs/common';
 import type { RouteInfo } from '@nestjs/common/interfaces';
+import { APP_GUARD } from '@nestjs/core';
+import { DeadlineGuard } from '@dlock/http-contract';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
 import { LockService } from './core/lock.service';
@@ -16,6 +18,9 @@ const HOT_ROUTES: RouteInfo[] = [
   { path: 'v1/locks/:key', method: RequestMethod.DELETE },
   { path: 'v1/sessions/:sessionId/heartbeat', method: RequestMethod.POST },
 ];
+
+/** Below this much of the caller's budget a request is refused before any statement runs. */
+export const LOCK_DEADLINE_MIN_MS = 50;
 
 @Module({})
 export class LockServerModule {
@@ -34,7 +39,13 @@ export class LockServerModule {
         HealthModule.register(LockBackendReadiness, [store]),
       ],
       controllers: [SessionsController, LocksController],
-      providers: [configProvider, LockService, SessionService],
+      providers: [
+        configProvider,
+        LockService,
+        SessionService,
+        // A caller with less than this left would not hear the answer (docs/lock-server.md).
+        { provide: APP_GUARD, useValue: new DeadlineGuard(LOCK_DEADLINE_MIN_MS) },
+      ],
     };
   }
 }

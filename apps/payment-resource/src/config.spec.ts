@@ -10,7 +10,8 @@ describe('payment-resource config', () => {
       LOG_LEVEL: 'info',
       PAYDB_URL: DB,
       PAYDB_POOL_MAX: 10,
-      PAYDB_STATEMENT_TIMEOUT_MS: 5_000,
+      PAYDB_STATEMENT_TIMEOUT_MS: 2_000,
+      PAYMENT_REQUEST_BUDGET_MS: 2_800,
       PAYMENT_FENCING_ENABLED: true,
       PAYOUT_AMBIGUOUS_SLA_MS: 14_400_000,
       PAYMENT_CLEARING_SHARDS: 1,
@@ -28,6 +29,28 @@ describe('payment-resource config', () => {
       readPaymentConfig({ PAYDB_URL: DB, PAYMENT_FENCING_ENABLED: 'false', DLOCK_HARNESS: '1' })
         .PAYMENT_FENCING_ENABLED,
     ).toBe(false);
+  });
+
+  it('refuses a statement timeout that is not below the request budget, naming both', () => {
+    for (const [statement, budget] of [
+      ['2800', undefined],
+      ['3000', '3000'],
+      [undefined, '1500'],
+    ]) {
+      const source: Record<string, string> = { PAYDB_URL: DB };
+      if (statement !== undefined) source.PAYDB_STATEMENT_TIMEOUT_MS = statement;
+      if (budget !== undefined) source.PAYMENT_REQUEST_BUDGET_MS = budget;
+      expect(() => readPaymentConfig(source)).toThrow(
+        /PAYDB_STATEMENT_TIMEOUT_MS \(\d+\) must be below PAYMENT_REQUEST_BUDGET_MS \(\d+\)/,
+      );
+    }
+    expect(
+      readPaymentConfig({
+        PAYDB_URL: DB,
+        PAYDB_STATEMENT_TIMEOUT_MS: '2999',
+        PAYMENT_REQUEST_BUDGET_MS: '3000',
+      }).PAYDB_STATEMENT_TIMEOUT_MS,
+    ).toBe(2_999);
   });
 
   it.each([

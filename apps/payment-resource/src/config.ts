@@ -1,4 +1,4 @@
-import { assertKillSwitchAllowed, env, readEnv, type EnvOf } from '@dlock/config';
+import { EnvError, assertKillSwitchAllowed, env, readEnv, type EnvOf } from '@dlock/config';
 import { CLEARING_SHARDS_MAX } from './domain/ledger';
 
 export const PAYMENT_CONFIG = Symbol('PAYMENT_CONFIG');
@@ -10,8 +10,10 @@ const schema = {
   }),
   PAYDB_URL: env.url(),
   PAYDB_POOL_MAX: env.int({ default: 10, min: 1, max: 200 }),
-  // Bounds every statement, including a wait on an account's row lock.
-  PAYDB_STATEMENT_TIMEOUT_MS: env.int({ default: 5_000, min: 100, max: 600_000 }),
+  // Bounds every statement, including a wait on an account's row lock; below the request budget.
+  PAYDB_STATEMENT_TIMEOUT_MS: env.int({ default: 2_000, min: 100, max: 600_000 }),
+  // A fenced write's own deadline, below the callers' 3 s read timeout (docs/payment-resource.md).
+  PAYMENT_REQUEST_BUDGET_MS: env.int({ default: 2_800, min: 200, max: 600_000 }),
   // The harness's negative control only (DECISIONS §7).
   PAYMENT_FENCING_ENABLED: env.bool({ default: true }),
   // A-10: an ambiguous payout may be abandoned by an operator after this long.
@@ -28,5 +30,12 @@ export function readPaymentConfig(
 ): PaymentConfig {
   const config = readEnv(schema, source);
   assertKillSwitchAllowed('PAYMENT_FENCING_ENABLED', config.PAYMENT_FENCING_ENABLED, source);
+  // Budgets shrink inward: a statement that outlives the request's budget answers nobody.
+  if (config.PAYDB_STATEMENT_TIMEOUT_MS >= config.PAYMENT_REQUEST_BUDGET_MS) {
+    throw new EnvError([
+      `PAYDB_STATEMENT_TIMEOUT_MS (${config.PAYDB_STATEMENT_TIMEOUT_MS}) must be below ` +
+        `PAYMENT_REQUEST_BUDGET_MS (${config.PAYMENT_REQUEST_BUDGET_MS})`,
+    ]);
+  }
   return config;
 }

@@ -1,7 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import http from 'node:http';
 import net from 'node:net';
-import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
+import {
+  boundedWaitMs,
+  deadlineWithin,
+  refuseShortBudget,
+  requestDeadlineHeader,
+  type RequestDeadline,
+} from '@dlock/http-contract';
+import { RAIL_DEADLINE_MARGIN_MS, RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 
 /** What the rail is asked to do: no token, no key — it is a third party (C3 §3.6). */
 export interface RailTransfer {
@@ -39,7 +46,7 @@ export class RailConnection {
   constructor(
     private readonly socket: net.Socket,
     private readonly url: URL,
-    private readonly readTimeoutMs: number,
+    private readonly read: { limitMs: number; minMs: number; deadline: RequestDeadline },
   ) {
     socket.on('end', () => (this.peerClosed = true));
     socket.on('close', () => (this.peerClosed = true));
@@ -59,6 +66,17 @@ export class RailConnection {
     if (this.peerClosed || this.socket.destroyed || !this.socket.writable) {
       this.socket.destroy();
       return Promise.resolve({ kind: 'not-presented', reason: 'connection-closed-before-write' });
+    }
+    // The rail read ends before the request's deadline; a read cut shorter
+    // than the minimum is not started (the intent is withdrawn, retry-safe).
+    const readTimeoutMs = boundedWaitMs(
+      this.read.limitMs,
+      this.read.deadline,
+      RAIL_DEADLINE_MARGIN_MS,
+    );
+    if (readTimeoutMs < this.read.minMs) {
+      this.socket.destroy();
+      return Promise.resolve({ kind: 'not-presented', reason: 'deadline-too-short' });
     }
     const payload = JSON.stringify(transfer);
     const socket = this.socket;
@@ -81,13 +99,14 @@ export class RailConnection {
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(payload),
           connection: 'close',
+          ...requestDeadlineHeader(readTimeoutMs),
         },
         createConnection: () => socket,
       });
       const timer = setTimeout(() => {
         timedOut = true;
         req.destroy(new Error('rail read timeout'));
-      }, this.readTimeoutMs);
+      }, readTimeoutMs);
       req.on('error', () =>
         finish({ kind: 'ambiguous', reason: timedOut ? 'read-timeout' : 'connection-reset' }),
       );
@@ -148,8 +167,24 @@ export class RailClient {
     this.url = new URL(config.RAIL_STUB_URL);
   }
 
+  /**
+   * The deadline of one submission: the proxy's own budget, or the caller's
+   * if it has less left. Refuses (503 RAIL_UNAVAILABLE, retry-safe) a request
+   * that cannot cover a connect and the shortest rail read: call it before
+   * the intent is written, since a rail call cut short is RAIL_AMBIGUOUS.
+   */
+  deadlineFor(caller: RequestDeadline | undefined): RequestDeadline {
+    const deadline = deadlineWithin(caller, this.config.RAIL_PROXY_REQUEST_BUDGET_MS);
+    const requiredMs =
+      RAIL_DEADLINE_MARGIN_MS +
+      this.config.RAIL_CONNECT_TIMEOUT_MS +
+      this.config.RAIL_READ_TIMEOUT_MIN_MS;
+    refuseShortBudget(deadline, requiredMs, 'RAIL_UNAVAILABLE');
+    return deadline;
+  }
+
   /** TCP connect only (1 s budget, C3 §3.8); writes nothing. */
-  connect(): Promise<ConnectResult> {
+  connect(deadline: RequestDeadline): Promise<ConnectResult> {
     const port = Number(this.url.port || 80);
     return new Promise<ConnectResult>((resolve) => {
       const socket = net.connect({ host: this.url.hostname, port });
@@ -162,7 +197,11 @@ export class RailClient {
         socket.removeAllListeners('error');
         resolve({
           ok: true,
-          connection: new RailConnection(socket, this.url, this.config.RAIL_READ_TIMEOUT_MS),
+          connection: new RailConnection(socket, this.url, {
+            limitMs: this.config.RAIL_READ_TIMEOUT_MS,
+            minMs: this.config.RAIL_READ_TIMEOUT_MIN_MS,
+            deadline,
+          }),
         });
       });
       socket.once('error', (err: NodeJS.ErrnoException) => {

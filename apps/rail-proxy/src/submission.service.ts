@@ -3,6 +3,7 @@ import assert from 'node:assert';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { DlockError, formatFencingToken, formatInstant } from '@dlock/lock-api';
+import type { RequestDeadline } from '@dlock/http-contract';
 import { SafetyEvents } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 import {
@@ -67,8 +68,9 @@ export class SubmissionService {
 
   async submit(req: SubmissionRequest): Promise<AckedSubmission> {
     const hash = requestHash(req);
+    const deadline = this.withinBudget(req);
     // A replay finds its scope taken by the reservation and is answered as a twin.
-    const admission = await this.admit(req, hash);
+    const admission = await this.admit(req, hash, deadline);
     switch (admission.kind) {
       case 'refused':
         throw admission.error;
@@ -95,7 +97,11 @@ export class SubmissionService {
    * connect failure rolls everything back (no intent, no mark advance), so a
    * 503 provably presented nothing and is safely retryable with the same token.
    */
-  private async admit(req: SubmissionRequest, hash: string): Promise<Admission> {
+  private async admit(
+    req: SubmissionRequest,
+    hash: string,
+    deadline: RequestDeadline,
+  ): Promise<Admission> {
     const fencing = this.config.RAIL_PROXY_FENCING_ENABLED;
     const qr = this.db.createQueryRunner();
     let connection: RailConnection | undefined;
@@ -157,7 +163,7 @@ export class SubmissionService {
         this.duplicate(req, live);
         return { kind: 'refused', error };
       }
-      const connect = await this.rail.connect();
+      const connect = await this.rail.connect(deadline);
       if (!connect.ok) {
         await qr.rollbackTransaction();
         this.metrics.outcome('unavailable');
@@ -352,6 +358,16 @@ export class SubmissionService {
     const acked = await this.guardDb(req.traceId, () => this.submissions.find(submissionId));
     assert(acked, `submission ${submissionId} of an answered scope is missing`);
     return ackedBody(acked);
+  }
+
+  /** Before the intent: a rail call cut short by the deadline would be ambiguous (docs/rail.md). */
+  private withinBudget(req: SubmissionRequest): RequestDeadline {
+    try {
+      return this.rail.deadlineFor(req.deadline);
+    } catch (err) {
+      this.metrics.outcome('unavailable');
+      throw err;
+    }
   }
 
   private duplicate(req: SubmissionRequest, existing: SubmissionRecord): void {

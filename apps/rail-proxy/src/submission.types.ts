@@ -1,3 +1,4 @@
+import type { RequestDeadline } from '@dlock/http-contract';
 import type { RailOutcome } from '@dlock/lock-api';
 
 /** One row of rail_submission, parsed at the repository edge (tokens as bigint). */
@@ -34,6 +35,8 @@ export interface SubmissionRequest {
   clientRef: string;
   /** For log lines (not part of the request's identity): the route runs without the request logger context. */
   traceId: string;
+  /** The caller's X-Request-Deadline-Ms, when sent (not part of the request's identity). */
+  deadline?: RequestDeadline;
 }
 
 /** The client reference the rail sees: stable for the payout's life (02 §2.2). */

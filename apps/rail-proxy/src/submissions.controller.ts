@@ -4,7 +4,9 @@ import {
   FencingTokenParam,
   IdempotencyKeyParam,
   OwnerIdParam,
+  RequestDeadlineParam,
   TraceIdParam,
+  type RequestDeadline,
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
 import { SubmissionService, type AckedSubmission } from './submission.service';
@@ -39,6 +41,7 @@ export class SubmissionsController {
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() idempotencyKey: string,
     @TraceIdParam() traceId: string,
+    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: SubmissionBody,
   ): Promise<AckedSubmission> {
     const payoutId = body.payoutId.toLowerCase();
@@ -53,6 +56,7 @@ export class SubmissionsController {
       beneficiaryRef: body.beneficiaryRef,
       clientRef: body.clientRef ?? clientRefFor(payoutId),
       traceId,
+      deadline,
     });
   }
 

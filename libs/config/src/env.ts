@@ -54,6 +54,15 @@ export const env = {
       },
     };
   },
+  /** An integer whose default is derived from other variables by the app's config code. */
+  optionalInt(opts: { min?: number; max?: number } = {}): Spec<number | undefined> {
+    return {
+      parse(raw, name) {
+        if (raw === undefined || raw === '') return undefined;
+        return env.int(opts).parse(raw, name);
+      },
+    };
+  },
   number(opts: { default?: number; min?: number; max?: number } = {}): Spec<number> {
     return {
       parse(raw, name) {

@@ -4,6 +4,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { text } from 'express';
 import { Logger as PinoLogger } from 'nestjs-pino';
+import { requestDeadline } from './deadline';
 import { ContractExceptionFilter, sendError } from './exception.filter';
 import { int64Replacer, parseJsonPreservingInt64 } from './json';
 import { requestTraceId, type TracedRequest } from './trace';
@@ -20,7 +21,13 @@ export function applyHttpContract(app: NestExpressApplication): void {
   app.set('json replacer', int64Replacer);
   app.use((req: TracedRequest, res: Response, next: NextFunction) => {
     res.setHeader('trace-id', requestTraceId(req));
-    next();
+    // The caller's budget starts counting on arrival; a malformed one is refused here.
+    try {
+      requestDeadline(req);
+      next();
+    } catch (err) {
+      next(err);
+    }
   });
   app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES }));
   app.use((req: Request, _res: Response, next: NextFunction) => {

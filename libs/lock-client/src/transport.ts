@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { requestDeadlineHeader } from '@dlock/http-contract';
 import { abortReason } from './clock';
 import { LockServerUnavailableError } from './errors';
 
@@ -80,7 +81,8 @@ export function nodeHttpTransport(): Transport {
 
       const req = http.request(request.url, {
         method: request.method,
-        headers: request.headers,
+        // The server may spend no longer than this call's read timeout (README "Wire conventions").
+        headers: { ...request.headers, ...requestDeadlineHeader(request.readTimeoutMs) },
         agent,
       });
       req.on('socket', (socket) => {

@@ -103,11 +103,13 @@ test('every protected call sends the token, owner and the payout stable key', as
       x.headers['x-fencing-token'],
       x.headers['x-owner-id'],
       x.headers['x-idempotency-key'],
+      x.headers['x-request-deadline-ms'],
     ]),
   ).toEqual([
-    [`/v1/payouts/${PAYOUT}/claim`, '9007199254740993', 'w-1', `payout-${PAYOUT}`],
-    [`/v1/payouts/${PAYOUT}/post`, '9007199254740993', 'w-1', `payout-${PAYOUT}`],
-    ['/v1/rail/submissions', '9007199254740993', 'w-1', `payout-${PAYOUT}`],
+    // The deadline is each hop's read timeout: 3 s for fenced writes, rail read + 2 s for the submit.
+    [`/v1/payouts/${PAYOUT}/claim`, '9007199254740993', 'w-1', `payout-${PAYOUT}`, '3000'],
+    [`/v1/payouts/${PAYOUT}/post`, '9007199254740993', 'w-1', `payout-${PAYOUT}`, '3000'],
+    ['/v1/rail/submissions', '9007199254740993', 'w-1', `payout-${PAYOUT}`, '2800'],
   ]);
   expect(JSON.parse(seen[1].body)).toEqual({
     railReference: 'r',

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { DlockError, errorFromEnvelope, isErrorCode, type ErrorEnvelope } from '@dlock/lock-api';
-import { int64Replacer, parsePeerJson } from '@dlock/http-contract';
+import { int64Replacer, parsePeerJson, requestDeadlineHeader } from '@dlock/http-contract';
 
 /** Below node:http's server keepAliveTimeout (5 s): this side closes an idle connection first. */
 const IDLE_SOCKET_MS = 4_000;
@@ -101,7 +101,12 @@ export class JsonHop {
   private exchange(req: HopRequest): Promise<{ status: number; text: string }> {
     const url = new URL(req.path, this.base);
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body, int64Replacer);
-    const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
+    // The peer may spend no longer than this call's read timeout (README "Wire conventions").
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      ...req.headers,
+      ...requestDeadlineHeader(req.budget.readTimeoutMs),
+    };
     if (payload !== undefined) {
       headers['content-type'] = 'application/json; charset=utf-8';
       headers['content-length'] = String(Buffer.byteLength(payload));

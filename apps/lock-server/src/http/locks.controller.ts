@@ -1,11 +1,20 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { parseFencingToken, type FencingToken } from '@dlock/lock-api';
-import { FencingTokenParam, OwnerIdParam } from '@dlock/http-contract';
+import {
+  FencingTokenParam,
+  OwnerIdParam,
+  RequestDeadlineParam,
+  boundedWaitMs,
+  type RequestDeadline,
+} from '@dlock/http-contract';
 import { LockService } from '../core/lock.service';
 import { AcquireBody, ReleaseBody, ReleaseQuery, RenewBody, RevokeBody } from './dto';
 import { parseLockKey } from './params';
 import { grantView, lockInfoView, outcomeView } from './views';
+
+/** Kept back from the caller's deadline when bounding a server-side wait. */
+const ACQUIRE_DEADLINE_MARGIN_MS = 200;
 
 /** L4-L8. Controllers parse and map; the rules live in LockService. */
 @Controller('v1/locks')
@@ -19,6 +28,7 @@ export class LocksController {
     @Param('key') rawKey: string,
     @Body() body: AcquireBody,
     @OwnerIdParam() ownerId: string,
+    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Res({ passthrough: true }) res: Response,
   ) {
     const key = parseLockKey(rawKey);
@@ -27,7 +37,10 @@ export class LocksController {
       sessionId: body.sessionId.toLowerCase(),
       ownerId,
       ttlMillis: body.ttlMillis ?? undefined,
-      waitMillis: body.waitMillis ?? undefined,
+      // The wait ends while the caller still listens: a grant nobody hears holds the key idle.
+      waitMillis: body.waitMillis
+        ? boundedWaitMs(body.waitMillis, deadline, ACQUIRE_DEADLINE_MARGIN_MS)
+        : undefined,
     };
     // Only a server-side wait can outlive its caller; a plain attempt needs no
     // abort wiring (it is the hot path: an AbortController per request costs).

@@ -4,7 +4,9 @@ import {
   FencingTokenParam,
   IdempotencyKeyParam,
   OwnerIdParam,
+  RequestDeadlineParam,
   TraceIdParam,
+  type RequestDeadline,
 } from '@dlock/http-contract';
 import { PayoutCommands, type Grant } from '../service/payout-commands.service';
 import { PayoutQueries } from '../service/payout-queries.service';
@@ -16,8 +18,9 @@ function grant(
   ownerId: string,
   idempotencyKey: string,
   traceId: string,
+  deadline: RequestDeadline | undefined,
 ): Grant {
-  return { token, ownerId, idempotencyKey, traceId };
+  return { token, ownerId, idempotencyKey, traceId, deadline };
 }
 
 /** C3 §3.4 P1–P4 and DECISIONS §4 P6–P8. Parses and maps; the services hold the rules. */
@@ -49,9 +52,14 @@ export class PayoutsController {
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
     @TraceIdParam() traceId: string,
+    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: ClaimBody,
   ) {
-    return this.commands.claim(payoutIdParam(payoutId), grant(token, ownerId, key, traceId), body);
+    return this.commands.claim(
+      payoutIdParam(payoutId),
+      grant(token, ownerId, key, traceId, deadline),
+      body,
+    );
   }
 
   /** P3. */
@@ -63,9 +71,14 @@ export class PayoutsController {
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
     @TraceIdParam() traceId: string,
+    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: PostBody,
   ) {
-    return this.commands.post(payoutIdParam(payoutId), grant(token, ownerId, key, traceId), body);
+    return this.commands.post(
+      payoutIdParam(payoutId),
+      grant(token, ownerId, key, traceId, deadline),
+      body,
+    );
   }
 
   /** P6. */
@@ -77,11 +90,12 @@ export class PayoutsController {
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
     @TraceIdParam() traceId: string,
+    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: RailOutcomeBody,
   ) {
     return this.commands.railOutcome(
       payoutIdParam(payoutId),
-      grant(token, ownerId, key, traceId),
+      grant(token, ownerId, key, traceId, deadline),
       body,
     );
   }
@@ -102,11 +116,12 @@ export class PayoutsController {
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
     @TraceIdParam() traceId: string,
+    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: ResolveBody,
   ) {
     return this.commands.resolve(
       payoutIdParam(payoutId),
-      grant(token, ownerId, key, traceId),
+      grant(token, ownerId, key, traceId, deadline),
       body,
     );
   }

@@ -1,7 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DlockError, formatFencingToken, type FencingToken } from '@dlock/lock-api';
-import { int64Replacer } from '@dlock/http-contract';
+import {
+  boundedWaitMs,
+  deadlineWithin,
+  int64Replacer,
+  refuseShortBudget,
+  type RequestDeadline,
+} from '@dlock/http-contract';
 import { preparedManager } from '@dlock/persistence';
 import { SafetyEvents } from '@dlock/observability';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
@@ -30,7 +36,14 @@ export interface FencedCommand {
   continuation: boolean;
   /** For the safety events: these routes run without the request logger context. */
   traceId: string;
+  /** The caller's deadline: the write's statements end before it (docs/payment-resource.md). */
+  deadline?: RequestDeadline;
 }
+
+/** Kept back from the caller's deadline for the answer's way back. */
+export const WRITE_DEADLINE_MARGIN_MS = 100;
+/** The shortest statement timeout a write is started with; less left is refused (503, nothing done). */
+export const WRITE_STATEMENT_MIN_MS = 50;
 
 export interface FenceContext {
   accountId: string;
@@ -100,6 +113,8 @@ export class FencedWriter {
         result = 'unavailable';
         throw unavailable;
       }
+      // A budget too short to start the write in (refuseShortBudget).
+      if (err instanceof DlockError && err.code === 'UNAVAILABLE') result = 'unavailable';
       throw err;
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -117,12 +132,18 @@ export class FencedWriter {
       key: cmd.idempotencyKey,
       token: cmd.token,
     };
+    const deadline = deadlineWithin(cmd.deadline, this.config.PAYMENT_REQUEST_BUDGET_MS);
+    const requiredMs = WRITE_DEADLINE_MARGIN_MS + WRITE_STATEMENT_MIN_MS;
+    refuseShortBudget(deadline, requiredMs);
     const qr = this.dataSource.createQueryRunner();
     await qr.connect();
     let outcome: WriteOutcome;
     try {
+      // The pool wait may have used the caller's budget up: refuse before BEGIN.
+      refuseShortBudget(deadline, requiredMs);
       await qr.startTransaction();
       try {
+        await this.boundStatements(qr.manager, deadline);
         outcome = await this.inTransaction(preparedManager(qr.manager), cmd, scope, work);
         await qr.commitTransaction();
       } catch (err) {
@@ -147,6 +168,20 @@ export class FencedWriter {
     }
     setResult('ok');
     return outcome.body;
+  }
+
+  /**
+   * Statements of this transaction end before the caller stops listening: a
+   * timeout rolls the write back whole and answers 503 UNAVAILABLE (retry-safe).
+   * Only set when tighter than the pool's PAYDB_STATEMENT_TIMEOUT_MS.
+   */
+  private async boundStatements(tx: Db, deadline: RequestDeadline): Promise<void> {
+    const limitMs = this.config.PAYDB_STATEMENT_TIMEOUT_MS;
+    const timeoutMs = boundedWaitMs(limitMs, deadline, WRITE_DEADLINE_MARGIN_MS);
+    if (timeoutMs >= limitMs) return;
+    await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [
+      String(Math.max(WRITE_STATEMENT_MIN_MS, timeoutMs)),
+    ]);
   }
 
   private async inTransaction(

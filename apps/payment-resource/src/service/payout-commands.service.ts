@@ -1,3 +1,4 @@
+import type { RequestDeadline } from '@dlock/http-contract';
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import assert from 'node:assert/strict';
@@ -31,6 +32,8 @@ export interface Grant {
   idempotencyKey: string;
   /** For log lines: the per-payout routes run without the request logger context. */
   traceId: string;
+  /** The caller's X-Request-Deadline-Ms, when sent: bounds the write's statements. */
+  deadline?: RequestDeadline;
 }
 
 export type RailOutcomeKind = 'SUBMITTED' | 'ACKED' | 'REJECTED' | 'AMBIGUOUS';
@@ -359,6 +362,7 @@ export class PayoutCommands {
       requestHash: requestHash(payoutId, body),
       continuation,
       traceId: grant.traceId,
+      deadline: grant.deadline,
     };
   }
 

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { DlockError, errorFromEnvelope, isErrorCode, type ErrorEnvelope } from '@dlock/lock-api';
+import { requestDeadlineHeader } from '@dlock/http-contract';
 
 /** Connect and read timeouts of one call (C3 §3.8). */
 export interface CallBudget {
@@ -98,7 +99,12 @@ export class HttpPeer {
           budget.readTimeoutMs,
         );
       };
-      const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
+      // The peer may spend no longer than this call's read timeout (README "Wire conventions").
+      const headers: Record<string, string> = {
+        accept: 'application/json',
+        ...request.headers,
+        ...requestDeadlineHeader(budget.readTimeoutMs),
+      };
       if (body) {
         headers['content-type'] = 'application/json; charset=utf-8';
         headers['content-length'] = String(body.length);
