@@ -1,24 +1,20 @@
 import { createParamDecorator, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { DlockError, ValidationError } from '@dlock/lock-api';
+import {
+  DlockError,
+  REQUEST_DEADLINE_HEADER,
+  REQUEST_DEADLINE_MAX_MS,
+  ValidationError,
+} from '@dlock/lock-api';
 
-/**
- * The caller's remaining budget travels with every service-to-service call
- * (README "Wire conventions"): whole milliseconds the caller will still wait
- * for this answer. Absent = no caller budget; anything else that is not a
- * positive integer up to the maximum is 400 VALIDATION_FAILED.
- */
-export const REQUEST_DEADLINE_HEADER = 'X-Request-Deadline-Ms';
-/** One hour: far above any hop's wait here; larger values are refused, not clamped. */
-export const REQUEST_DEADLINE_MAX_MS = 3_600_000;
+export {
+  REQUEST_DEADLINE_HEADER,
+  REQUEST_DEADLINE_MAX_MS,
+  requestDeadlineHeader,
+} from '@dlock/lock-api';
+
 const DEADLINE_DIGITS = /^[1-9][0-9]{0,6}$/;
-
-/** What a caller sends: its read timeout (or less, if it has less left). */
-export function requestDeadlineHeader(budgetMs: number): Record<string, string> {
-  const ms = Math.min(REQUEST_DEADLINE_MAX_MS, Math.max(1, Math.floor(budgetMs)));
-  return { [REQUEST_DEADLINE_HEADER.toLowerCase()]: String(ms) };
-}
 
 /** Strict parse of the header's value; undefined when absent. */
 export function parseRequestDeadlineMs(raw: string | string[] | undefined): number | undefined {

@@ -5,3 +5,4 @@ export * from './lock-types';
 export * from './payout-types';
 export * from './time';
 export * from './payout-protocol';
+export * from './request-deadline';

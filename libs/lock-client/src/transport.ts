@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { requestDeadlineHeader } from '@dlock/http-contract';
+import { requestDeadlineHeader } from '@dlock/lock-api';
 import { abortReason } from './clock';
 import { LockServerUnavailableError } from './errors';
 
