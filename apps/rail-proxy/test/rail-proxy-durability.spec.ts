@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { railClientRef } from '@dlock/lock-api';
 import path from 'node:path';
 import {
   REPO_ROOT,
@@ -118,7 +119,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     const up = track(await startProxy(db, stub.url));
     const retry = await submit(up.url, p, '40');
     expect(retry.status).toBe(200);
-    expect(await transfersFor(stub.url, `po-${p.payoutId}`)).toHaveLength(1);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
   });
 
   it('a proxy killed between intent and forward leaves the row unresolved; nothing reached the rail; nobody resubmits', async () => {
@@ -220,7 +221,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     expect((await submit(unfenced.url, p, '60', { ownerId: 'new-holder' })).status).toBe(200);
     const stale = await submit(unfenced.url, p, '59', { ownerId: 'stale-holder' });
     expect(stale.status).toBe(200);
-    expect(await transfersFor(stub.url, `po-${p.payoutId}`)).toHaveLength(2);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(2);
     const rows = await rowsOf(db, p.payoutId);
     expect(rows.map((r) => [r.outcome, r.fencing_enforced])).toEqual([
       ['ACKED', false],

@@ -1,4 +1,5 @@
 import { http, migratedDatabase, type RunningApp } from '@dlock/testing';
+import { railClientRef } from '@dlock/lock-api';
 import {
   ISO,
   TRACE,
@@ -54,11 +55,11 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       submission_id: res.body.submissionId,
       outcome: 'ACKED',
       presented_token: token,
-      client_ref: `po-${p.payoutId}`,
+      client_ref: railClientRef(p.payoutId),
       rail_reference: res.body.railReference,
     });
     expect(await highWater(db, p.accountId)).toBe(token);
-    const transfers = await transfersFor(stub.url, `po-${p.payoutId}`);
+    const transfers = await transfersFor(stub.url, railClientRef(p.payoutId));
     expect(transfers).toEqual([
       expect.objectContaining({
         railReference: res.body.railReference,
@@ -96,7 +97,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
           accountId: p.accountId,
           presentedToken: token,
           ownerId: 'worker-1',
-          clientRef: `po-${p.payoutId}`,
+          clientRef: railClientRef(p.payoutId),
           amountMinor: p.amountMinor,
           currency: 'EUR',
           outcome: 'ACKED',
@@ -136,7 +137,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     const rows = await rowsOf(db, p.payoutId);
     expect(rows.map((r) => [r.outcome, r.error_code])).toEqual([['REJECTED', 'RAIL_HTTP_402']]);
     expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived + 1);
-    expect(await transfersFor(stub.url, `po-${p.payoutId}`)).toEqual([]);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toEqual([]);
   });
 
   it('a held connection is TIMEOUT + 409 RAIL_AMBIGUOUS, and nothing ever presents that payout again', async () => {
@@ -169,7 +170,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     const after = await stubStats(stub.url);
     expect(after.submitsReceived).toBe(before.submitsReceived + 1);
     // The hazard is real: the rail booked it although nobody heard the ack.
-    expect(await transfersFor(stub.url, `po-${p.payoutId}`)).toHaveLength(1);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
     expect(await metric(proxy.url, 'rail_ambiguous_total')).toBe(ambiguousBefore + 1);
 
     // A later holder (newer token, same stable key): DUPLICATE_SUBMISSION.
@@ -197,7 +198,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     expect(retry.body).toEqual({ ...res.body, traceId: TRACE });
 
     expect((await stubStats(stub.url)).submitsReceived).toBe(after.submitsReceived);
-    expect(await transfersFor(stub.url, `po-${p.payoutId}`)).toHaveLength(1);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
     expect((await rowsOf(db, p.payoutId)).map((r) => r.outcome)).toEqual(['TIMEOUT', 'FENCED']);
     expect(await metric(proxy.url, 'rail_duplicate_attempted_total')).toBe(duplicatesBefore + 1);
     expect(proxy.output()).toContain('"event":"duplicate_rail_submission_attempted"');
@@ -262,7 +263,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     const legit = await submit(proxy.url, second, '21', { ownerId: 'worker-legit' });
     expect(legit.status).toBe(200);
     expect(legit.body.outcome).toBe('ACKED');
-    expect(await transfersFor(stub.url, `po-${second.payoutId}`)).toHaveLength(1);
+    expect(await transfersFor(stub.url, railClientRef(second.payoutId))).toHaveLength(1);
     const r2 = await http('GET', `${proxy.url}/v1/rail/submissions/${second.payoutId}`);
     expect(r2.body.submissions.map((s: { outcome: string }) => s.outcome)).toEqual([
       'FENCED',
