@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { http, migratedDatabase, type RunningApp } from '@dlock/testing';
 import { railClientRef } from '@dlock/lock-api';
 import {
@@ -284,6 +285,59 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       ownerId: 'worker-stale',
       traceId: stale.body.traceId,
     });
+  });
+
+  it('the rail reference is derived from the payout id: any other one in the body is 400 and reaches nothing', async () => {
+    const p = newPayout();
+    const before = await stubStats(stub.url);
+    const refused = {
+      code: 'VALIDATION_FAILED',
+      message: 'request validation failed',
+      retrySafe: false,
+      details: {
+        fields: [
+          {
+            field: 'clientRef',
+            message:
+              'clientRef is derived from payoutId by the proxy (po-<payoutId, lower case>); omit it',
+          },
+        ],
+      },
+      traceId: TRACE,
+    };
+    const others: unknown[] = [
+      'po-chosen-by-caller',
+      railClientRef(randomUUID()), // another payout's reference
+      `PO-${p.payoutId}`,
+      railClientRef(p.payoutId).toUpperCase(),
+      '',
+      null,
+      42,
+    ];
+    for (const clientRef of others) {
+      const res = await submit(proxy.url, p, '9', { body: { ...p, clientRef } });
+      expect({ clientRef, status: res.status, body: res.body }).toEqual({
+        clientRef,
+        status: 400,
+        body: refused,
+      });
+    }
+    expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived);
+    expect(await rowsOf(db, p.payoutId)).toEqual([]);
+    expect(await highWater(db, p.accountId)).toBeNull();
+    expect(await idempotencyRows(db, keyOf(p))).toBe(0);
+
+    // Naming exactly the derived reference is accepted (it changes nothing); the rail sees only it.
+    const upper = { ...p, payoutId: p.payoutId.toUpperCase() };
+    const ok = await submit(proxy.url, upper, '9', {
+      body: { ...upper, clientRef: railClientRef(p.payoutId) },
+    });
+    expect(ok.status).toBe(200);
+    expect((await rowsOf(db, p.payoutId)).map((r) => r.client_ref)).toEqual([
+      railClientRef(p.payoutId),
+    ]);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
+    expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived + 1);
   });
 
   it('bad input is a 4xx envelope on every endpoint, never a 500, and changes nothing', async () => {
