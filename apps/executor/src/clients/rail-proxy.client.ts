@@ -26,7 +26,6 @@ export interface AckedSubmission {
   presentedToken: FencingToken;
 }
 
-
 /**
  * Typed client of rail-proxy (C3 §3.5, DECISIONS §4 R2). The submit is never
  * retried, by anyone, for any reason (C3 §3.8): a retry would re-enter the
