@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { assertDestructiveDownAllowed } from '../destructive-down';
 
 /**
  * lockdb schema (DECISIONS §3).
@@ -57,6 +58,7 @@ export class LockSchema1764400000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
+    assertDestructiveDownAllowed('drop fencing_token_seq, the source of every fencing token');
     await q.query(`DROP TABLE lock_revocation`);
     await q.query(`DROP TABLE lock_entry`);
     await q.query(`DROP TABLE lock_session`);

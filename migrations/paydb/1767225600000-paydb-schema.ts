@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { assertDestructiveDownAllowed } from '../destructive-down';
 
 /**
  * paydb (DECISIONS §3): accounts carrying the authoritative fence, payouts and
@@ -157,6 +158,7 @@ export class PaydbSchema1767225600000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
+    assertDestructiveDownAllowed("drop account.fence, the account guard's memory of every token");
     await q.query(`DROP TABLE payout_transition`);
     await q.query(`DROP TABLE idempotency_record`);
     await q.query(`DROP TABLE ledger_entry`);

@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { assertDestructiveDownAllowed } from '../destructive-down';
 
 /**
  * proxydb, owned by rail-proxy alone (DECISIONS §3):
@@ -117,6 +118,7 @@ export class ProxydbInit1767225600000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
+    assertDestructiveDownAllowed("drop rail_high_water, the rail guard's memory of every token");
     await q.query(`DROP TABLE rail_idempotency`);
     await q.query(`DROP TABLE rail_submission`);
     await q.query(`DROP FUNCTION rail_submission_guard()`);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { railClientRef } from '@dlock/lock-api';
 import type { Client } from 'pg';
 import { withPg } from './infra/postgres';
 
@@ -103,7 +104,14 @@ async function addPayout(c: Client, accountId: string, amountMinor: number): Pro
   await c.query(
     `INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref)
      VALUES ($1, $2, $3, $4, $5, $6)`,
-    [payoutId, accountId, amountMinor, CURRENCY, `ben-${payoutId.slice(0, 8)}`, `po-${payoutId}`],
+    [
+      payoutId,
+      accountId,
+      amountMinor,
+      CURRENCY,
+      `ben-${payoutId.slice(0, 8)}`,
+      railClientRef(payoutId),
+    ],
   );
   return payoutId;
 }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { railClientRef } from '@dlock/lock-api';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -63,7 +64,7 @@ describe('payment-resource as a real process, and the fixture CLI', () => {
     const p4 = (await http('GET', `${app.url}/v1/payouts/${list.body.items[0].payoutId}`)).body;
     expect(p4).toMatchObject({
       state: 'PENDING',
-      clientRef: `po-${p4.payoutId}`,
+      clientRef: railClientRef(p4.payoutId),
       currency: 'EUR',
       attemptCount: 0,
       submissions: [],

@@ -1,5 +1,13 @@
-import { IsOptional, IsString, IsUUID, Matches } from 'class-validator';
+import {
+  IsString,
+  IsUUID,
+  Matches,
+  registerDecorator,
+  ValidateIf,
+  type ValidationArguments,
+} from 'class-validator';
 import { IsMinorAmount } from '@dlock/http-contract';
+import { railClientRef } from '@dlock/lock-api';
 
 export const ACCOUNT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -25,11 +33,37 @@ export class SubmissionBody {
   })
   beneficiaryRef!: string;
 
-  /** Optional; when absent the proxy derives `po-<payoutId>` (docs/rail.md). */
-  @IsOptional()
-  @IsString()
-  @Matches(/^[\x21-\x7e]{1,128}$/, { message: 'clientRef must be 1..128 visible ASCII characters' })
+  /**
+   * The rail reference is the system's: derived from payoutId, never chosen by
+   * the caller. Best left out; if present it must be exactly the derived one
+   * (docs/rail.md, "Client reference").
+   */
+  @ValidateIf((_body, value) => value !== undefined) // null names a reference too: refused
+  @IsDerivedClientRef()
   clientRef?: string;
+}
+
+function IsDerivedClientRef() {
+  return (target: object, propertyName: string) =>
+    registerDecorator({
+      name: 'isDerivedClientRef',
+      target: target.constructor,
+      propertyName,
+      options: {
+        message:
+          `${propertyName} is derived from payoutId by the proxy (po-<payoutId, lower case>); ` +
+          'omit it',
+      },
+      validator: {
+        validate: (value: unknown, args: ValidationArguments) =>
+          typeof value === 'string' && value === derivedRef(args.object),
+      },
+    });
+}
+
+function derivedRef(body: object): string | null {
+  const payoutId = (body as { payoutId?: unknown }).payoutId;
+  return typeof payoutId === 'string' ? railClientRef(payoutId) : null;
 }
 
 export class PayoutIdParams {

@@ -26,6 +26,13 @@ interface SubmissionRow {
   resolved_at: Date | null;
 }
 
+/**
+ * The predicate of the partial unique index `rail_submission_one_live_per_payout`
+ * (migrations/proxydb): FENCED and WITHDRAWN rows presented nothing and are not
+ * live. `ON CONFLICT` must restate it exactly for PostgreSQL to pick the index.
+ */
+const LIVE = `outcome IS DISTINCT FROM 'FENCED' AND outcome IS DISTINCT FROM 'WITHDRAWN' AND fencing_enforced`;
+
 const COLUMNS = `submission_id, payout_id, account_id, presented_token, owner_id, client_ref,
   amount_minor, currency, beneficiary_ref, fencing_enforced, outcome, rail_reference, error_code,
   highest_token_seen, created_at, resolved_at`;
@@ -109,7 +116,7 @@ export class SubmissionRepository {
              owner_id, idempotency_key, client_ref, amount_minor, currency, beneficiary_ref,
              fencing_enforced)
            SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM marked
-           ON CONFLICT (payout_id) WHERE outcome IS DISTINCT FROM 'FENCED' AND fencing_enforced
+           ON CONFLICT (payout_id) WHERE ${LIVE}
            DO NOTHING
            RETURNING ${COLUMNS})
          SELECT EXISTS (SELECT 1 FROM reserved) AS reserved, EXISTS (SELECT 1 FROM marked) AS marked,
@@ -140,12 +147,12 @@ export class SubmissionRepository {
     return parseFencingToken(rows[0].highest_token, 'rail_high_water.highest_token');
   }
 
-  /** The live (non-FENCED) submission of the payout, if any. */
+  /** The live submission of the payout (not FENCED, not WITHDRAWN), if any. */
   async findLive(m: EntityManager, payoutId: string): Promise<SubmissionRecord | null> {
     const rows: SubmissionRow[] = await sqlRows(
       m,
       `SELECT ${COLUMNS} FROM rail_submission
-       WHERE payout_id = $1 AND outcome IS DISTINCT FROM 'FENCED' AND fencing_enforced
+       WHERE payout_id = $1 AND ${LIVE}
        ORDER BY created_at LIMIT 1`,
       [payoutId],
     );
@@ -177,7 +184,7 @@ export class SubmissionRepository {
    */
   async resolve(
     submissionId: string,
-    outcome: Exclude<RailOutcome, 'FENCED'>,
+    outcome: Exclude<RailOutcome, 'FENCED' | 'WITHDRAWN'>,
     railReference: string | null,
     errorCode: string | null,
     scope: { key: string; token: bigint; response: StoredResponse },
@@ -217,12 +224,17 @@ export class SubmissionRepository {
     return rows.length === 0 ? null : toRecord(rows[0]);
   }
 
-  /** Removes an intent that provably never reached the rail (nothing was written to it). */
-  async withdraw(m: EntityManager, submissionId: string): Promise<boolean> {
+  /**
+   * Resolves an intent that provably never reached the rail (not a byte was
+   * written to it) as WITHDRAWN, `error_code` saying why. The row is kept, as
+   * every attempt is; it no longer counts as the payout's live submission.
+   */
+  async withdraw(m: EntityManager, submissionId: string, reason: string): Promise<boolean> {
     const rows: unknown[] = await sqlRows(
       m,
-      `DELETE FROM rail_submission WHERE submission_id = $1 AND outcome IS NULL RETURNING 1`,
-      [submissionId],
+      `UPDATE rail_submission SET outcome = 'WITHDRAWN', error_code = $2, resolved_at = now()
+        WHERE submission_id = $1 AND outcome IS NULL RETURNING 1`,
+      [submissionId, reason],
     );
     return rows.length === 1;
   }

@@ -149,7 +149,7 @@ export class SubmissionService {
       // (2): the payout already has a live submission (FR-18).
       if (intent === null) {
         const live = await this.submissions.findLive(m, req.payoutId);
-        // Withdrawn since the insert looked: nothing is live now; the caller may retry.
+        // Withdrawn (or its transaction rolled back) since the insert looked: nothing is live now.
         if (!live) throw new Error('the live submission this intent met was withdrawn');
         const error = duplicateSubmissionError(req, live);
         await this.idempotency.complete(
@@ -298,7 +298,11 @@ export class SubmissionService {
     }
   }
 
-  /** The connection died before any byte was written: take the intent back. */
+  /**
+   * The connection died before any byte was written: the intent is resolved
+   * WITHDRAWN (kept, never deleted) and the idempotency scope is released, so
+   * a later holder's submission is not blocked by it (docs/rail.md).
+   */
   private async withdraw(
     req: SubmissionRequest,
     intent: SubmissionRecord,
@@ -306,7 +310,12 @@ export class SubmissionService {
   ): Promise<never> {
     try {
       await this.db.transaction(async (m) => {
-        assert(await this.submissions.withdraw(m, intent.submissionId), 'intent already resolved');
+        const withdrawn = await this.submissions.withdraw(
+          m,
+          intent.submissionId,
+          cause.toUpperCase().replace(/[^A-Z0-9]+/g, '_'),
+        );
+        assert(withdrawn, 'intent already resolved');
         await this.idempotency.release(m, req.idempotencyKey, req.presentedToken);
       });
     } catch (err) {

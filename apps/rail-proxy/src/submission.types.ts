@@ -32,14 +32,10 @@ export interface SubmissionRequest {
   amountMinor: number;
   currency: string;
   beneficiaryRef: string;
+  /** Always `railClientRef(payoutId)`: the caller never chooses it. */
   clientRef: string;
   /** For log lines (not part of the request's identity): the route runs without the request logger context. */
   traceId: string;
   /** The caller's X-Request-Deadline-Ms, when sent (not part of the request's identity). */
   deadline?: RequestDeadline;
-}
-
-/** The client reference the rail sees: stable for the payout's life (02 §2.2). */
-export function clientRefFor(payoutId: string): string {
-  return `po-${payoutId.toLowerCase()}`;
 }

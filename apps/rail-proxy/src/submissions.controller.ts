@@ -1,5 +1,11 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { DlockError, formatFencingToken, formatInstant, type FencingToken } from '@dlock/lock-api';
+import {
+  DlockError,
+  formatFencingToken,
+  formatInstant,
+  railClientRef,
+  type FencingToken,
+} from '@dlock/lock-api';
 import {
   FencingTokenParam,
   IdempotencyKeyParam,
@@ -10,7 +16,7 @@ import {
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
 import { SubmissionService, type AckedSubmission } from './submission.service';
-import { clientRefFor, type SubmissionRecord } from './submission.types';
+import type { SubmissionRecord } from './submission.types';
 
 function view(r: SubmissionRecord) {
   return {
@@ -54,7 +60,7 @@ export class SubmissionsController {
       amountMinor: body.amountMinor,
       currency: body.currency,
       beneficiaryRef: body.beneficiaryRef,
-      clientRef: body.clientRef ?? clientRefFor(payoutId),
+      clientRef: railClientRef(payoutId),
       traceId,
       deadline,
     });

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { railClientRef } from '@dlock/lock-api';
 import path from 'node:path';
 import {
   REPO_ROOT,
@@ -8,9 +9,11 @@ import {
   migratedDatabase,
   sleep,
   waitFor,
+  withClient,
   type RunningApp,
 } from '@dlock/testing';
 import {
+  ISO,
   TRACE,
   UUID,
   highWater,
@@ -118,7 +121,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     const up = track(await startProxy(db, stub.url));
     const retry = await submit(up.url, p, '40');
     expect(retry.status).toBe(200);
-    expect(await transfersFor(stub.url, `po-${p.payoutId}`)).toHaveLength(1);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
   });
 
   it('a proxy killed between intent and forward leaves the row unresolved; nothing reached the rail; nobody resubmits', async () => {
@@ -199,6 +202,96 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     tcp.setFault({ kind: 'none' });
   });
 
+  it('the rail closes the connection before a byte is written: the intent is kept as WITHDRAWN, blocks nobody and shows in R2', async () => {
+    // The pause holds the proxy between committing the intent and writing the request,
+    // long enough for the TCP proxy to end the open connection under it.
+    const paused = track(
+      await startProxy(db, tcp.url, {
+        DLOCK_HARNESS: '1',
+        RAIL_PROXY_TEST_PAUSE_AFTER_INTENT_MS: '1500',
+      }),
+    );
+    const p = newPayout();
+    const before = await stubStats(stub.url);
+    const pending = submit(paused.url, p, '70', { ownerId: 'first-holder' });
+    await waitFor(async () => (await rowsOf(db, p.payoutId)).length === 1, 10_000, 'intent row');
+    tcp.setFault({ kind: 'drop' });
+    tcp.setFault({ kind: 'none' });
+    const res = await pending;
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({
+      code: 'RAIL_UNAVAILABLE',
+      message: 'the rail was not reached; nothing was presented',
+      retrySafe: true,
+      retryAfterMillis: 1000,
+      details: {
+        reason: 'connection-closed-before-write',
+        cause: 'connection-closed-before-write',
+      },
+      traceId: TRACE,
+    });
+    const [withdrawn] = await rowsOf(db, p.payoutId);
+    expect(withdrawn).toMatchObject({
+      outcome: 'WITHDRAWN',
+      error_code: 'CONNECTION_CLOSED_BEFORE_WRITE',
+      rail_reference: null,
+      presented_token: '70',
+    });
+    expect(withdrawn.resolved_at).toBeInstanceOf(Date);
+    expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived);
+    expect(await idempotencyRows(db, keyOf(p))).toBe(0);
+
+    // The next holder is not blocked by it and pays once.
+    const direct = track(await startProxy(db, stub.url));
+    const next = await submit(direct.url, p, '71', { ownerId: 'next-holder' });
+    expect(next.status).toBe(200);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
+
+    const r2 = await http('GET', `${direct.url}/v1/rail/submissions/${p.payoutId}`);
+    expect(r2.status).toBe(200);
+    const common = {
+      payoutId: p.payoutId,
+      accountId: p.accountId,
+      clientRef: railClientRef(p.payoutId),
+      amountMinor: p.amountMinor,
+      currency: 'EUR',
+    };
+    expect(r2.body).toEqual({
+      payoutId: p.payoutId,
+      submissions: [
+        {
+          ...common,
+          submissionId: withdrawn.submission_id,
+          presentedToken: '70',
+          ownerId: 'first-holder',
+          outcome: 'WITHDRAWN',
+          railReference: null,
+          errorCode: 'CONNECTION_CLOSED_BEFORE_WRITE',
+          submittedAt: ISO,
+          resolvedAt: ISO,
+        },
+        {
+          ...common,
+          submissionId: next.body.submissionId,
+          presentedToken: '71',
+          ownerId: 'next-holder',
+          outcome: 'ACKED',
+          railReference: next.body.railReference,
+          errorCode: null,
+          submittedAt: next.body.submittedAt,
+          resolvedAt: next.body.resolvedAt,
+        },
+      ],
+    });
+    // The withdrawn record cannot be taken back by anyone, even with SQL.
+    await expect(
+      withClient(db, (c) =>
+        c.query(`DELETE FROM rail_submission WHERE submission_id = $1`, [withdrawn.submission_id]),
+      ),
+    ).rejects.toThrow('rail_submission rows are never removed: DELETE refused');
+    expect(await rowsOf(db, p.payoutId)).toHaveLength(2);
+  });
+
   it('the kill switch and the test hook are refused outside the harness', async () => {
     const base = { PROXYDB_URL: db, RAIL_STUB_URL: stub.url };
     const fencingOff = await refusedStart({ ...base, RAIL_PROXY_FENCING_ENABLED: 'false' });
@@ -220,7 +313,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     expect((await submit(unfenced.url, p, '60', { ownerId: 'new-holder' })).status).toBe(200);
     const stale = await submit(unfenced.url, p, '59', { ownerId: 'stale-holder' });
     expect(stale.status).toBe(200);
-    expect(await transfersFor(stub.url, `po-${p.payoutId}`)).toHaveLength(2);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(2);
     const rows = await rowsOf(db, p.payoutId);
     expect(rows.map((r) => [r.outcome, r.fencing_enforced])).toEqual([
       ['ACKED', false],

@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { http, migratedDatabase, type RunningApp } from '@dlock/testing';
+import { railClientRef } from '@dlock/lock-api';
 import {
   ISO,
   TRACE,
@@ -54,11 +56,11 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       submission_id: res.body.submissionId,
       outcome: 'ACKED',
       presented_token: token,
-      client_ref: `po-${p.payoutId}`,
+      client_ref: railClientRef(p.payoutId),
       rail_reference: res.body.railReference,
     });
     expect(await highWater(db, p.accountId)).toBe(token);
-    const transfers = await transfersFor(stub.url, `po-${p.payoutId}`);
+    const transfers = await transfersFor(stub.url, railClientRef(p.payoutId));
     expect(transfers).toEqual([
       expect.objectContaining({
         railReference: res.body.railReference,
@@ -96,7 +98,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
           accountId: p.accountId,
           presentedToken: token,
           ownerId: 'worker-1',
-          clientRef: `po-${p.payoutId}`,
+          clientRef: railClientRef(p.payoutId),
           amountMinor: p.amountMinor,
           currency: 'EUR',
           outcome: 'ACKED',
@@ -136,7 +138,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     const rows = await rowsOf(db, p.payoutId);
     expect(rows.map((r) => [r.outcome, r.error_code])).toEqual([['REJECTED', 'RAIL_HTTP_402']]);
     expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived + 1);
-    expect(await transfersFor(stub.url, `po-${p.payoutId}`)).toEqual([]);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toEqual([]);
   });
 
   it('a held connection is TIMEOUT + 409 RAIL_AMBIGUOUS, and nothing ever presents that payout again', async () => {
@@ -169,7 +171,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     const after = await stubStats(stub.url);
     expect(after.submitsReceived).toBe(before.submitsReceived + 1);
     // The hazard is real: the rail booked it although nobody heard the ack.
-    expect(await transfersFor(stub.url, `po-${p.payoutId}`)).toHaveLength(1);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
     expect(await metric(proxy.url, 'rail_ambiguous_total')).toBe(ambiguousBefore + 1);
 
     // A later holder (newer token, same stable key): DUPLICATE_SUBMISSION.
@@ -197,7 +199,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     expect(retry.body).toEqual({ ...res.body, traceId: TRACE });
 
     expect((await stubStats(stub.url)).submitsReceived).toBe(after.submitsReceived);
-    expect(await transfersFor(stub.url, `po-${p.payoutId}`)).toHaveLength(1);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
     expect((await rowsOf(db, p.payoutId)).map((r) => r.outcome)).toEqual(['TIMEOUT', 'FENCED']);
     expect(await metric(proxy.url, 'rail_duplicate_attempted_total')).toBe(duplicatesBefore + 1);
     expect(proxy.output()).toContain('"event":"duplicate_rail_submission_attempted"');
@@ -262,7 +264,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     const legit = await submit(proxy.url, second, '21', { ownerId: 'worker-legit' });
     expect(legit.status).toBe(200);
     expect(legit.body.outcome).toBe('ACKED');
-    expect(await transfersFor(stub.url, `po-${second.payoutId}`)).toHaveLength(1);
+    expect(await transfersFor(stub.url, railClientRef(second.payoutId))).toHaveLength(1);
     const r2 = await http('GET', `${proxy.url}/v1/rail/submissions/${second.payoutId}`);
     expect(r2.body.submissions.map((s: { outcome: string }) => s.outcome)).toEqual([
       'FENCED',
@@ -283,6 +285,59 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       ownerId: 'worker-stale',
       traceId: stale.body.traceId,
     });
+  });
+
+  it('the rail reference is derived from the payout id: any other one in the body is 400 and reaches nothing', async () => {
+    const p = newPayout();
+    const before = await stubStats(stub.url);
+    const refused = {
+      code: 'VALIDATION_FAILED',
+      message: 'request validation failed',
+      retrySafe: false,
+      details: {
+        fields: [
+          {
+            field: 'clientRef',
+            message:
+              'clientRef is derived from payoutId by the proxy (po-<payoutId, lower case>); omit it',
+          },
+        ],
+      },
+      traceId: TRACE,
+    };
+    const others: unknown[] = [
+      'po-chosen-by-caller',
+      railClientRef(randomUUID()), // another payout's reference
+      `PO-${p.payoutId}`,
+      railClientRef(p.payoutId).toUpperCase(),
+      '',
+      null,
+      42,
+    ];
+    for (const clientRef of others) {
+      const res = await submit(proxy.url, p, '9', { body: { ...p, clientRef } });
+      expect({ clientRef, status: res.status, body: res.body }).toEqual({
+        clientRef,
+        status: 400,
+        body: refused,
+      });
+    }
+    expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived);
+    expect(await rowsOf(db, p.payoutId)).toEqual([]);
+    expect(await highWater(db, p.accountId)).toBeNull();
+    expect(await idempotencyRows(db, keyOf(p))).toBe(0);
+
+    // Naming exactly the derived reference is accepted (it changes nothing); the rail sees only it.
+    const upper = { ...p, payoutId: p.payoutId.toUpperCase() };
+    const ok = await submit(proxy.url, upper, '9', {
+      body: { ...upper, clientRef: railClientRef(p.payoutId) },
+    });
+    expect(ok.status).toBe(200);
+    expect((await rowsOf(db, p.payoutId)).map((r) => r.client_ref)).toEqual([
+      railClientRef(p.payoutId),
+    ]);
+    expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
+    expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived + 1);
   });
 
   it('bad input is a 4xx envelope on every endpoint, never a 500, and changes nothing', async () => {

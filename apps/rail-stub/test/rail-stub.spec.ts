@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { railClientRef } from '@dlock/lock-api';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -46,7 +47,7 @@ describe('rail-stub: the hostile, memoryless, non-idempotent rail', () => {
   afterAll(() => stub?.stop());
 
   it('pays twice on a repeated clientRef: every call is a fresh transfer (FR-21)', async () => {
-    const ref = `po-${randomUUID()}`;
+    const ref = railClientRef(randomUUID());
     const first = await pay(stub.url, ref);
     const second = await pay(stub.url, ref);
     expect(first.status).toBe(200);
@@ -86,7 +87,7 @@ describe('rail-stub: the hostile, memoryless, non-idempotent rail', () => {
     await faults(stub.url, {
       script: ['decline', 'error', 'reset', 'hold-accepted', 'ack-malformed', 'ack-duplicate'],
     });
-    const refs = Array.from({ length: 6 }, () => `po-${randomUUID()}`);
+    const refs = Array.from({ length: 6 }, () => railClientRef(randomUUID()));
 
     const declined = await pay(stub.url, refs[0]);
     expect(declined.status).toBe(402);
@@ -197,7 +198,7 @@ describe('rail-stub: the hostile, memoryless, non-idempotent rail', () => {
 
   it('latency delays the answer but the transfer is booked on receipt', async () => {
     await faults(stub.url, { latencyMs: 300 });
-    const ref = `po-${randomUUID()}`;
+    const ref = railClientRef(randomUUID());
     const pending = attempt(stub.url, ref);
     await sleep(100);
     const midway = await http('GET', `${stub.url}/lookup?clientRef=${ref}`);
@@ -271,7 +272,7 @@ describe('rail-stub: the hostile, memoryless, non-idempotent rail', () => {
   });
 
   it('the journal survives a SIGKILL and a restart, torn last line included', async () => {
-    const ref = `po-${randomUUID()}`;
+    const ref = railClientRef(randomUUID());
     const ack = await pay(stub.url, ref);
     const total = (await http('GET', `${stub.url}/admin/stats`)).body.journalTransfers;
     await stub.kill();

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { railClientRef } from '@dlock/lock-api';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -96,7 +97,7 @@ async function ambiguousPayout(
   try {
     await write(payoutId, 'claim', token, { expectedState: 'PENDING' });
     await write(payoutId, 'rail-outcome', token, { outcome: 'SUBMITTED', submissionId });
-    const railReferences = await onRail(`po-${payoutId}`, amountMinor);
+    const railReferences = await onRail(railClientRef(payoutId), amountMinor);
     await write(payoutId, 'rail-outcome', token, { outcome: 'AMBIGUOUS', submissionId });
     return { payoutId, accountId, amountMinor, submissionId, token, railReferences };
   } finally {
@@ -258,7 +259,7 @@ describe('reconciler: RAIL_AMBIGUOUS resolution from rail evidence (FR-26)', () 
       {
         payoutId: twice.payoutId,
         accountId: twice.accountId,
-        clientRef: `po-${twice.payoutId}`,
+        clientRef: railClientRef(twice.payoutId),
         amountMinor: twice.amountMinor,
         currency: 'EUR',
         railReferences: twice.railReferences,
@@ -433,7 +434,7 @@ describe('reconciler: detective controls (02 §2.5)', () => {
           claimed.account_id,
           token,
           `payout-${claimed.payout_id}`,
-          `po-${claimed.payout_id}`,
+          railClientRef(claimed.payout_id),
         ],
       );
     }

@@ -17,9 +17,23 @@ export function isPayoutState(value: unknown): value is PayoutState {
   return typeof value === 'string' && (PAYOUT_STATES as readonly string[]).includes(value);
 }
 
-/** Rail submission outcomes recorded by the proxy; NULL (unresolved) is `null`. */
-export const RAIL_OUTCOMES = ['ACKED', 'REJECTED', 'TIMEOUT', 'FENCED'] as const;
+/**
+ * Rail submission outcomes recorded by the proxy; NULL (unresolved) is `null`.
+ * FENCED and WITHDRAWN rows provably presented nothing to the rail (a stale
+ * token; the connection closed before a byte was written), so they never count
+ * as the payout's live submission (docs/rail.md).
+ */
+export const RAIL_OUTCOMES = ['ACKED', 'REJECTED', 'TIMEOUT', 'FENCED', 'WITHDRAWN'] as const;
 export type RailOutcome = (typeof RAIL_OUTCOMES)[number];
+
+export function isRailOutcome(value: unknown): value is RailOutcome {
+  return typeof value === 'string' && (RAIL_OUTCOMES as readonly string[]).includes(value);
+}
+
+/** True for a record that may have moved money: unresolved, or resolved after a presentation. */
+export function isLiveRailOutcome(outcome: RailOutcome | null): boolean {
+  return outcome !== 'FENCED' && outcome !== 'WITHDRAWN';
+}
 
 /** What the executor reports for one payout attempt (T-025 §4). */
 export type ExecutionOutcome =

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { railClientRef } from '@dlock/lock-api';
 import { withClient } from './postgres';
 
 /**
@@ -48,7 +49,7 @@ export async function seedPendingPayout(
     c.query(
       `INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref)
        VALUES ($1, $2, $3, 'EUR', $4, $5)`,
-      [payoutId, accountId, amountMinor, `ben-${payoutId.slice(0, 8)}`, `po-${payoutId}`],
+      [payoutId, accountId, amountMinor, `ben-${payoutId.slice(0, 8)}`, railClientRef(payoutId)],
     ),
   );
   return payoutId;

@@ -1,6 +1,7 @@
 import {
   DlockError,
   formatFencingToken,
+  isRailOutcome,
   parseFencingToken,
   type FencingToken,
   type RailOutcome,
@@ -24,8 +25,6 @@ export interface AckedSubmission {
   railReference: string;
   presentedToken: FencingToken;
 }
-
-const OUTCOMES: readonly (RailOutcome | null)[] = ['ACKED', 'REJECTED', 'TIMEOUT', 'FENCED', null];
 
 /**
  * Typed client of rail-proxy (C3 §3.5, DECISIONS §4 R2). The submit is never
@@ -111,7 +110,7 @@ export class RailProxyClient {
 
   private record(s: Record<string, unknown>): ProxyRecord {
     const outcome = (s.outcome ?? null) as RailOutcome | null;
-    if (!OUTCOMES.includes(outcome) || typeof s.submissionId !== 'string') {
+    if ((outcome !== null && !isRailOutcome(outcome)) || typeof s.submissionId !== 'string') {
       throw new HopProtocolError(this.hop.name, 'malformed submission record', 200);
     }
     return {

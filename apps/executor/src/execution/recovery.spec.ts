@@ -37,6 +37,12 @@ describe('resolving RAIL_SUBMITTED from the proxy record (R2)', () => {
     expect(decideFromRecords([record('FENCED'), record('FENCED')])).toEqual({ action: 'submit' });
   });
 
+  test('a WITHDRAWN row presented nothing either: submit', () => {
+    expect(decideFromRecords([record('WITHDRAWN'), record('FENCED')])).toEqual({
+      action: 'submit',
+    });
+  });
+
   test('ACKED → record ACKED then post; REJECTED → FAILED', () => {
     const acked = record('ACKED', 'rail-1');
     expect(decideFromRecords([record('FENCED'), acked])).toEqual({

@@ -1,4 +1,4 @@
-import type { PayoutState, RailOutcome } from '@dlock/lock-api';
+import { isLiveRailOutcome, type PayoutState, type RailOutcome } from '@dlock/lock-api';
 
 /** The proxy's record of a submission as R2 shows it; `outcome` null = unresolved. */
 export interface ProxyRecord {
@@ -44,13 +44,14 @@ export type RecordDecision =
 
 /**
  * A RAIL_SUBMITTED payout (or a DUPLICATE_SUBMISSION answer) resolved from the
- * proxy's records. FENCED rows presented nothing to the rail and are ignored.
+ * proxy's records. FENCED and WITHDRAWN rows presented nothing to the rail and
+ * are ignored.
  * An unresolved row is indistinguishable from a timeout (crash after
  * forwarding): ambiguous, never resubmitted. More than one live row cannot
  * happen with the guards on; if it does, the only safe answer is ambiguous.
  */
 export function decideFromRecords(records: readonly ProxyRecord[]): RecordDecision {
-  const live = records.filter((r) => r.outcome !== 'FENCED');
+  const live = records.filter((r) => isLiveRailOutcome(r.outcome));
   if (live.length === 0) return { action: 'submit' };
   if (live.length > 1)
     return { action: 'record-ambiguous', record: null, why: 'several-live-records' };
@@ -65,6 +66,7 @@ export function decideFromRecords(records: readonly ProxyRecord[]): RecordDecisi
     case null:
       return { action: 'record-ambiguous', record, why: 'unresolved' };
     case 'FENCED':
-      throw new Error('unreachable: FENCED rows were filtered out');
+    case 'WITHDRAWN':
+      throw new Error('unreachable: rows that presented nothing were filtered out');
   }
 }

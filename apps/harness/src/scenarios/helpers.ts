@@ -1,3 +1,4 @@
+import { railClientRef } from '@dlock/lock-api';
 import { httpJson } from '../infra/http';
 import { withPg } from '../infra/postgres';
 import { waitUntil } from '../infra/time';
@@ -61,7 +62,10 @@ export async function submissionsOf(sys: DlockSystem, payoutId: string): Promise
 
 /** S2: how many transfers the rail booked for a payout (its client reference). */
 export async function railTransfers(sys: DlockSystem, payoutId: string): Promise<number> {
-  const res = await httpJson('GET', `${sys.railStub.url}/lookup?clientRef=po-${payoutId}`);
+  const res = await httpJson(
+    'GET',
+    `${sys.railStub.url}/lookup?clientRef=${railClientRef(payoutId)}`,
+  );
   if (res.status !== 200) throw new Error(`rail lookup answered ${res.status}`);
   return (res.body as { transfers: unknown[] }).transfers.length;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { balancedPair, clearingAccountFor, clientRefFor, directionOf } from './ledger';
+import { balancedPair, clearingAccountFor, directionOf } from './ledger';
 
 describe('ledger legs', () => {
   it('debits the source and credits the target by the same amount', () => {
@@ -16,12 +16,6 @@ describe('ledger legs', () => {
     expect(() => balancedPair('a', 'b', -1)).toThrow();
     expect(() => balancedPair('a', 'b', 2 ** 53)).toThrow();
     expect(() => balancedPair('a', 'a', 1)).toThrow();
-  });
-
-  it('derives a stable client reference', () => {
-    const id = '0b6f3c1e-8d1a-4a4e-9f00-2f1f6a7f0c11';
-    expect(clientRefFor(id)).toBe(`po-${id}`);
-    expect(clientRefFor(id)).toBe(clientRefFor(id));
   });
 
   it('picks one clearing account per currency, or a stable shard of it by payout id', () => {

@@ -59,8 +59,3 @@ export function clearingAccountFor(currency: string, payoutId: string, shards: n
 export function fundingAccountId(currency: string): string {
   return `funding-${currency}`;
 }
-
-/** The rail's client reference: derived from the payout id, never regenerated (02 §2.2). */
-export function clientRefFor(payoutId: string): string {
-  return `po-${payoutId}`;
-}

@@ -82,8 +82,9 @@ export const CheckQueries = {
   },
 
   /**
-   * INV-02: at most one submission per payout that was not FENCED. Counts rows
-   * the unique index does not cover (written with fencing off) on purpose.
+   * INV-02: at most one submission per payout that was not FENCED or WITHDRAWN
+   * (neither presented anything). Counts rows the unique index does not cover
+   * (written with fencing off) on purpose.
    */
   async oneLiveSubmissionPerPayout(proxydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
     const rows = await proxydb.query<WithTotal & { payout_id: string; submission_ids: string[] }>(
@@ -91,7 +92,7 @@ export const CheckQueries = {
               array_agg(submission_id::text ORDER BY created_at, submission_id) AS submission_ids,
               count(*) OVER () AS total
          FROM rail_submission
-        WHERE outcome IS DISTINCT FROM 'FENCED'
+        WHERE outcome IS DISTINCT FROM 'FENCED' AND outcome IS DISTINCT FROM 'WITHDRAWN'
         GROUP BY payout_id
        HAVING count(*) > 1
         ORDER BY payout_id
@@ -128,7 +129,7 @@ export const CheckQueries = {
                 presented_token::text AS presented_token,
                 to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at
            FROM rail_submission
-          WHERE outcome IS DISTINCT FROM 'FENCED'
+          WHERE outcome IS DISTINCT FROM 'FENCED' AND outcome IS DISTINCT FROM 'WITHDRAWN'
             AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
             AND ($2::timestamptz IS NULL OR (created_at, submission_id) > ($2::timestamptz, $3::uuid))
           ORDER BY created_at, submission_id

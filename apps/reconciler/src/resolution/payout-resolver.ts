@@ -123,6 +123,7 @@ export class PayoutResolver {
       const rows = await this.proxydb.query<{ submission_id: string }>(
         `SELECT submission_id::text AS submission_id FROM rail_submission
           WHERE payout_id = $1 AND outcome IS DISTINCT FROM 'FENCED'
+            AND outcome IS DISTINCT FROM 'WITHDRAWN'
           ORDER BY created_at LIMIT 2`,
         [payoutId],
       );
