@@ -1,7 +1,6 @@
 import { IsOptional, IsString, IsUUID, Matches } from 'class-validator';
 import { IsMinorAmount } from '@dlock/http-contract';
-
-export const ACCOUNT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+import { ACCOUNT_ID_PATTERN, ACCOUNT_ID_RULE } from '@dlock/lock-api';
 
 /** POST /v1/rail/submissions body (C3 §3.5). Headers carry token, owner and key. */
 export class SubmissionBody {
@@ -9,7 +8,7 @@ export class SubmissionBody {
   payoutId!: string;
 
   @IsString()
-  @Matches(ACCOUNT_ID_PATTERN, { message: 'accountId must be 1..64 of [A-Za-z0-9_-]' })
+  @Matches(ACCOUNT_ID_PATTERN, { message: `accountId must be ${ACCOUNT_ID_RULE}` })
   accountId!: string;
 
   @IsMinorAmount()
