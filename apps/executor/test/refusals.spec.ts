@@ -141,6 +141,21 @@ test('RAIL_UNAVAILABLE: nothing presented, no ambiguity, and the payout goes thr
   const payoutId = await seedPayout(s.paydb, account);
   const stubPort = s.stub.port;
   await s.stub.stop();
+  try {
+    await railDown(account, payoutId);
+  } finally {
+    s.stub = await startStub(stubPort);
+  }
+  // The recovery pass of a fresh holder finds no record and submits: once.
+  await executorFor(account, 'exec-after-outage');
+  await waitForState(s.paydb, payoutId, ['POSTED']);
+  expect((await submissions(s.proxydb, payoutId)).map((r) => r.outcome)).toEqual(['ACKED']);
+  expect(await stubSubmits(s.stub.url)).toBe(1);
+  expect(await ledgerRows(s.paydb, payoutId)).toBe(2);
+});
+
+/** One attempt while the rail-stub is down: the proxy answers RAIL_UNAVAILABLE. */
+async function railDown(account: string, payoutId: string): Promise<void> {
   const exec = await executorFor(account, 'exec-unavailable', { once: true });
   await waitFor(
     async () =>
@@ -154,14 +169,8 @@ test('RAIL_UNAVAILABLE: nothing presented, no ambiguity, and the payout goes thr
   expect(await submissions(s.proxydb, payoutId)).toEqual([]);
   expect(await metric(exec.url, 'rail_ambiguous_total')).toBe(0);
   expect(await lockHeld(s.lockServer.url, account)).toBe(false);
-  s.stub = await startStub(stubPort);
-  // The recovery pass of a fresh holder finds no record and submits: once.
-  await executorFor(account, 'exec-after-outage');
-  await waitForState(s.paydb, payoutId, ['POSTED']);
-  expect((await submissions(s.proxydb, payoutId)).map((r) => r.outcome)).toEqual(['ACKED']);
-  expect(await stubSubmits(s.stub.url)).toBe(1);
-  expect(await ledgerRows(s.paydb, payoutId)).toBe(2);
-});
+  await exec.stop();
+}
 
 test('DUPLICATE_SUBMISSION: resolved from the proxy record (R2) and posted, the rail presented once', async () => {
   const account = await seedAccount(s.paydb);
