@@ -36,7 +36,7 @@ export function lockKeyFor(accountId: string): string {
 const REFUSED_REMEMBERED_MAX = 10_000;
 
 /** A downstream refused the request's content (400 VALIDATION_FAILED): resending it cannot help. */
-export function isRefusedAsInvalid(err: unknown): err is DlockError {
+function isRefusedAsInvalid(err: unknown): err is DlockError {
   return err instanceof DlockError && err.code === 'VALIDATION_FAILED' && err.httpStatus === 400;
 }
 
@@ -93,7 +93,7 @@ export class PayoutExecutionService {
     stop: AbortSignal,
   ): Promise<AttemptResult> {
     const startedMs = performance.now();
-    // Before the first try: with retries this is earlier than the granting try, so the lease is under-, never over-estimated.
+    // Taken before the first try: after retries the lease is under-estimated, never over-estimated.
     const acquireSentAtMs = performance.now();
     const handle = await this.acquire(session, payout.accountId, stop);
     if (handle === 'contended') {
