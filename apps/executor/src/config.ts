@@ -1,10 +1,12 @@
 import { EnvError, env, readEnv, type EnvOf } from '@dlock/config';
 import {
+  ACCOUNT_ID_RULE,
   LOCK_TTL_MAX_MS,
   LOCK_TTL_MIN_MS,
   OWNER_ID_MAX_LENGTH,
   SESSION_TTL_MAX_MS,
   SESSION_TTL_MIN_MS,
+  isAccountId,
 } from '@dlock/lock-api';
 import { submitBudgetMs } from './execution/lease';
 
@@ -76,11 +78,8 @@ export function readExecutorConfig(
   if (crashAt !== undefined && !(CRASH_POINTS as readonly string[]).includes(crashAt)) {
     problems.push(`EXECUTOR_CRASH_AT: must be one of ${CRASH_POINTS.join(', ')}, got "${crashAt}"`);
   }
-  if (
-    raw.EXECUTOR_ACCOUNT_ID !== undefined &&
-    !/^[A-Za-z0-9._-]{1,64}$/.test(raw.EXECUTOR_ACCOUNT_ID)
-  ) {
-    problems.push('EXECUTOR_ACCOUNT_ID: must be an account id ([A-Za-z0-9._-]{1,64})');
+  if (raw.EXECUTOR_ACCOUNT_ID !== undefined && !isAccountId(raw.EXECUTOR_ACCOUNT_ID)) {
+    problems.push(`EXECUTOR_ACCOUNT_ID: must be an account id (${ACCOUNT_ID_RULE})`);
   }
   if (!raw.DLOCK_HARNESS) {
     const harnessOnly: [string, boolean][] = [

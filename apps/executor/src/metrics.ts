@@ -4,6 +4,9 @@ import { Counter, Gauge, Histogram, register } from 'prom-client';
 /** The four pinned labels of payout_execute_seconds (DECISIONS §6). */
 export type ExecuteLabel = 'posted' | 'failed' | 'abandoned' | 'ambiguous';
 
+/** The hop that refused a payout's request as invalid (400 VALIDATION_FAILED). */
+export type InvalidHop = 'payment_resource' | 'rail_proxy';
+
 /** Steps of the critical section, timed separately (the bench reads the lock-server's share). */
 export type Step =
   | 'acquire'
@@ -64,6 +67,15 @@ export class ExecutorMetrics {
       name: 'executor_poll_passes_total',
       help: 'Polling passes by result (ok, idle, full, no_session, error)',
       labelNames: ['result'],
+    });
+
+  /** Alerted on by name (docs/executor.md § Invalid payouts): keep the name and label stable. */
+  readonly payoutInvalidTotal =
+    existing<Counter<'hop'>>('executor_payout_invalid_total') ??
+    new Counter({
+      name: 'executor_payout_invalid_total',
+      help: 'Payouts a downstream refused as invalid (400 VALIDATION_FAILED), by refusing hop',
+      labelNames: ['hop'],
     });
 
   readonly inFlight =

@@ -33,11 +33,10 @@ export async function startServices(): Promise<Services> {
     migratedDatabase('paydb'),
     migratedDatabase('proxydb'),
   ]);
-  const journal = path.join(mkdtempSync(path.join(tmpdir(), 'executor-stub-')), 'journal.jsonl');
   const [lockServer, payments, stub] = await Promise.all([
     spawnApp('lock-server', { LOCKDB_URL: lockdb, LOCK_BACKEND: 'pg' }),
     spawnApp('payment-resource', { PAYDB_URL: paydb }),
-    spawnApp('rail-stub', { RAIL_STUB_JOURNAL_PATH: journal, RAIL_STUB_JOURNAL_FSYNC: 'false' }),
+    startStub(),
   ]);
   const proxy = await startProxy(proxydb, stub.url);
   const services: Services = {
@@ -49,10 +48,29 @@ export async function startServices(): Promise<Services> {
     stub,
     proxy,
     async stop() {
-      await Promise.all([lockServer, payments, stub, services.proxy].map((app) => app.stop()));
+      await Promise.all(
+        [lockServer, payments, services.stub, services.proxy].map((app) => app.stop()),
+      );
     },
   };
   return services;
+}
+
+/** A rail-stub on a fresh journal; `port` to bring one back where the proxy expects it. */
+export function startStub(port?: number): Promise<RunningApp> {
+  const journal = path.join(mkdtempSync(path.join(tmpdir(), 'executor-stub-')), 'journal.jsonl');
+  return spawnApp(
+    'rail-stub',
+    { RAIL_STUB_JOURNAL_PATH: journal, RAIL_STUB_JOURNAL_FSYNC: 'false' },
+    port === undefined ? {} : { port },
+  );
+}
+
+/** Submissions the rail-stub received (GET /admin/stats). */
+export async function stubSubmits(stubUrl: string): Promise<number> {
+  const res = await http('GET', `${stubUrl}/admin/stats`);
+  expect(res.status).toBe(200);
+  return (res.body as { submitsReceived: number }).submitsReceived;
 }
 
 export function startProxy(

@@ -7,9 +7,7 @@ import {
   type ValidationArguments,
 } from 'class-validator';
 import { IsMinorAmount } from '@dlock/http-contract';
-import { railClientRef } from '@dlock/lock-api';
-
-export const ACCOUNT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+import { ACCOUNT_ID_PATTERN, ACCOUNT_ID_RULE, railClientRef } from '@dlock/lock-api';
 
 /** POST /v1/rail/submissions body (C3 §3.5). Headers carry token, owner and key. */
 export class SubmissionBody {
@@ -17,7 +15,7 @@ export class SubmissionBody {
   payoutId!: string;
 
   @IsString()
-  @Matches(ACCOUNT_ID_PATTERN, { message: 'accountId must be 1..64 of [A-Za-z0-9_-]' })
+  @Matches(ACCOUNT_ID_PATTERN, { message: `accountId must be ${ACCOUNT_ID_RULE}` })
   accountId!: string;
 
   @IsMinorAmount()

@@ -3,8 +3,17 @@ import { DlockError, LockLostError, type FencingToken, type LockGrant } from '@d
 import type { Timer } from './clock';
 import { conservativeDeadlineMs, grantedLockTtlMs } from './deadline';
 import { OnceListeners } from './listeners';
-import { CALL_BUDGETS, type LossReason, type ResolvedOptions } from './options';
+import { LockServerUnavailableError } from './errors';
+import { CALL_BUDGETS, RENEW_TRIES, type LossReason, type ResolvedOptions } from './options';
 import type { LockServerApi } from './wire';
+
+/** A renew failure that says nothing about the lock: no answer, or not the leader. */
+function renewRetryable(err: unknown): boolean {
+  return (
+    err instanceof LockServerUnavailableError ||
+    (err instanceof DlockError && err.code === 'NOT_LEADER')
+  );
+}
 
 /** What a handle needs from the session that owns it. */
 export interface HandleHost {
@@ -138,28 +147,33 @@ export class LockHandle {
   }
 
   /**
-   * L5, one try (C3 §3.8). Extends the lease; the token never changes. A lost
-   * lock is never renewed back to life: re-acquire and re-read state instead.
+   * L5 with one retry (C3 §3.8), only after a transport failure or
+   * NOT_LEADER. Extends the lease; the token never changes. A lost lock is
+   * never renewed back to life: re-acquire and re-read state instead.
    */
   async renew(options: RenewOptions = {}): Promise<void> {
-    this.checkStillHeld();
     const ttlMs = options.ttlMs ?? this.ttlMs;
     const { clock, safetyMargin } = this.host.options;
-    const sentAtMs = clock.nowMs();
-    let grant: LockGrant;
-    try {
-      grant = await this.host.api.renew(this.key, this.sessionId, this.fencingToken, ttlMs, {
-        budget: CALL_BUDGETS.renew,
-        signal: options.signal,
-        traceparent: options.traceparent,
-      });
-    } catch (err) {
-      if (err instanceof DlockError) {
-        if (err.code === 'LOCK_LOST') this.markLost('lock_lost', err);
-        else if (err.code === 'SESSION_EXPIRED' || err.code === 'SESSION_UNKNOWN')
-          this.host.sessionLostByServer(err);
+    let sentAtMs = 0;
+    let grant: LockGrant | undefined;
+    for (let tryIndex = 0; grant === undefined; tryIndex++) {
+      this.checkStillHeld();
+      sentAtMs = clock.nowMs();
+      try {
+        grant = await this.host.api.renew(this.key, this.sessionId, this.fencingToken, ttlMs, {
+          budget: CALL_BUDGETS.renew,
+          signal: options.signal,
+          traceparent: options.traceparent,
+        });
+      } catch (err) {
+        if (tryIndex + 1 < RENEW_TRIES && renewRetryable(err) && !options.signal?.aborted) continue;
+        if (err instanceof DlockError) {
+          if (err.code === 'LOCK_LOST') this.markLost('lock_lost', err);
+          else if (err.code === 'SESSION_EXPIRED' || err.code === 'SESSION_UNKNOWN')
+            this.host.sessionLostByServer(err);
+        }
+        throw err;
       }
-      throw err;
     }
     // Lost while the renew was in flight: the client already said so, and that is final.
     this.checkStillHeld();

@@ -343,6 +343,45 @@ describe('LockHandle: renew and release', () => {
     expect(sent('renew')).toHaveLength(1);
   });
 
+  it.each([
+    ['a connection never made', () => unreachable('connect')],
+    ['NOT_LEADER', () => envelope('NOT_LEADER')],
+  ])('renew is retried once after %s; the lease counts from the retry', async (_name, fail) => {
+    const { clock, client, sent, overrides } = setup({ sessionTtlMs: 60_000 });
+    const session = await client.openSession();
+    const lock = (await session.tryAcquire('k', { ttlMs: 2_000 }))!;
+    let tries = 0;
+    overrides.renew = (req) => {
+      tries++;
+      if (tries === 1) {
+        clock.jump(100);
+        return fail();
+      }
+      return ok(200, {
+        key: 'k',
+        ownerId: 'worker-1',
+        sessionId: SID,
+        fencingToken: req.headers['x-fencing-token'],
+        acquiredAt: serverAt(0),
+        expiresAt: serverAt(clock.nowMs() + 2_000),
+      });
+    };
+    await lock.renew();
+    expect(sent('renew').map((r) => r.sentAtMs)).toEqual([0, 100]);
+    expect(sent('renew').map((r) => r.headers['x-fencing-token'])).toEqual(['42', '42']);
+    expect(lock.deadline).toBeCloseTo(100 + 1_400, 9);
+  });
+
+  it('renew gives up after its one retry', async () => {
+    const { client, sent, overrides } = setup();
+    const session = await client.openSession();
+    const lock = (await session.tryAcquire('k'))!;
+    overrides.renew = () => unreachable('connect');
+    await expect(lock.renew()).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(sent('renew')).toHaveLength(2);
+    expect(lock.state).toBe('held');
+  });
+
   it('renew answering SESSION_EXPIRED loses the whole session', async () => {
     const { client, overrides } = setup();
     const session = await client.openSession();

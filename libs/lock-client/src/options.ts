@@ -28,6 +28,9 @@ export const CALL_BUDGETS = Object.freeze({
 /** Heartbeat tries per round, all inside one third of the session TTL (C3 §3.8). */
 export const HEARTBEAT_TRIES = 2;
 
+/** L5: one retry (C3 §3.8). A renew sets the lease under the same token, so sending it twice is harmless. */
+export const RENEW_TRIES = 2;
+
 export const DEFAULT_SAFETY_MARGIN = 0.3;
 export const DEFAULT_SESSION_TTL_MS = 15_000;
 export const DEFAULT_LOCK_TTL_MS = 15_000;

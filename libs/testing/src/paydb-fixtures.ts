@@ -8,8 +8,11 @@ import { withClient } from './postgres';
  * pair (so balance = ledger sum from the start), and PENDING payouts whose
  * client_ref is derived from the payout id.
  */
-export async function seedFundedAccount(paydb: string, balanceMinor = 1_000_000): Promise<string> {
-  const accountId = `acct-${randomUUID().slice(0, 8)}`;
+export async function seedFundedAccount(
+  paydb: string,
+  balanceMinor = 1_000_000,
+  accountId = `acct-${randomUUID().slice(0, 8)}`,
+): Promise<string> {
   await withClient(paydb, async (c) => {
     await c.query('BEGIN');
     await c.query(

@@ -12,7 +12,7 @@ import {
   type PayoutView,
 } from '../clients/payment-resource.client';
 import { RailProxyClient } from '../clients/rail-proxy.client';
-import { ExecutorMetrics } from '../metrics';
+import { ExecutorMetrics, type InvalidHop, type Step } from '../metrics';
 import { attemptLabel, executeLabel, type AttemptResult } from './execution-outcome';
 import { grantedTtlMs, leaseCoversSubmit, leaseDeadlineMs } from './lease';
 import { decideFromRecords, nextStepFor } from './recovery';
@@ -32,6 +32,35 @@ export function lockKeyFor(accountId: string): string {
   return `payout:${accountId}`;
 }
 
+/** Payouts remembered as refused by payment-resource; oldest forgotten first. */
+const REFUSED_REMEMBERED_MAX = 10_000;
+
+/** A downstream refused the request's content (400 VALIDATION_FAILED): resending it cannot help. */
+function isRefusedAsInvalid(err: unknown): err is DlockError {
+  return err instanceof DlockError && err.code === 'VALIDATION_FAILED' && err.httpStatus === 400;
+}
+
+/** The refused field names, for the failure reason (no values: they may be ids). */
+function fieldsOf(err: DlockError): string {
+  const fields = err.details?.fields;
+  if (!Array.isArray(fields)) return 'VALIDATION_FAILED';
+  const names = fields.map((f: unknown) => {
+    const name = typeof f === 'object' && f !== null ? (f as { field?: unknown }).field : null;
+    return typeof name === 'string' ? name : '?';
+  });
+  return `VALIDATION_FAILED: ${names.join(', ')}`.slice(0, 200);
+}
+
+/** payment-resource refused one of this attempt's requests as invalid; carries the step. */
+class RefusedByPaymentResource extends Error {
+  constructor(
+    readonly step: Step,
+    readonly refusal: DlockError,
+  ) {
+    super(`payment-resource refused ${step} as invalid: ${refusal.message}`, { cause: refusal });
+  }
+}
+
 /**
  * The payout state machine of the executor (T-025 §4, 03 §3.4 flows A and D,
  * 02 §2.3): one method per transition, in a fixed order, no hidden retries.
@@ -42,6 +71,8 @@ export function lockKeyFor(accountId: string): string {
 @Injectable()
 export class PayoutExecutionService {
   private readonly logger = new Logger('payout-execution');
+  /** Payouts payment-resource refused as invalid before anything settled them: not retried by this process. */
+  private readonly refused = new Set<string>();
 
   constructor(
     @Inject(EXECUTOR_CONFIG) private readonly config: ExecutorConfig,
@@ -62,13 +93,18 @@ export class PayoutExecutionService {
     stop: AbortSignal,
   ): Promise<AttemptResult> {
     const startedMs = performance.now();
+    // Taken before the first try: after retries the lease is under-estimated, never over-estimated.
     const acquireSentAtMs = performance.now();
-    const handle = await this.metrics.step('acquire', () =>
-      session.tryAcquire(lockKeyFor(payout.accountId)),
-    );
-    if (handle === null) {
+    const handle = await this.acquire(session, payout.accountId, stop);
+    if (handle === 'contended') {
       this.logger.debug({ payoutId: payout.payoutId }, 'account lock contended; skipped');
       return this.done({ kind: 'contended', payoutId: payout.payoutId }, startedMs);
+    }
+    if (handle === 'stopped') {
+      return this.done(
+        { kind: 'abandoned', payoutId: payout.payoutId, reason: 'shutting-down' },
+        startedMs,
+      );
     }
     const attempt: Attempt = {
       payoutId: payout.payoutId,
@@ -97,6 +133,33 @@ export class PayoutExecutionService {
     return this.done(result, startedMs);
   }
 
+  /** True for a payout payment-resource refused as invalid in this process: the poll leaves it alone. */
+  wasRefusedAsInvalid(payoutId: string): boolean {
+    return this.refused.has(payoutId);
+  }
+
+  /**
+   * L4 under the SDK's fixed budget (retry-policy.ts, C3 §3.8): up to five
+   * tries with full-jitter backoff. A key still held after the last one
+   * (CONTENTION_EXCEEDED) ends the attempt before any side effect. Other
+   * failures are thrown: the caller stops the lane (fail closed).
+   */
+  private async acquire(
+    session: LockSession,
+    accountId: string,
+    stop: AbortSignal,
+  ): Promise<LockHandle | 'contended' | 'stopped'> {
+    try {
+      return await this.metrics.step('acquire', () =>
+        session.acquire(lockKeyFor(accountId), { signal: stop }),
+      );
+    } catch (err) {
+      if (err instanceof DlockError && err.code === 'CONTENTION_EXCEEDED') return 'contended';
+      if (stop.aborted) return 'stopped';
+      throw err;
+    }
+  }
+
   /**
    * A payout polled as PENDING is claimed at once (T-025's order has no read
    * between acquire and claim). Amount, currency and beneficiary never change;
@@ -113,7 +176,7 @@ export class PayoutExecutionService {
 
   /** FR-14: re-read after acquiring; the state picks the next conditional write, the write decides. */
   private async fromState(a: Attempt): Promise<AttemptResult> {
-    const view = await this.metrics.step('reread', () => this.payments.get(a.payoutId));
+    const view = await this.payment('reread', () => this.payments.get(a.payoutId));
     const next = nextStepFor(view.state);
     switch (next.step) {
       case 'leave':
@@ -145,9 +208,7 @@ export class PayoutExecutionService {
     if (a.stop.aborted) return { kind: 'abandoned', payoutId: a.payoutId, reason: 'shutting-down' };
     this.checkStillHeld(a);
     try {
-      await this.metrics.step('claim', () =>
-        this.payments.claim(a.payoutId, a.token, expectedState),
-      );
+      await this.payment('claim', () => this.payments.claim(a.payoutId, a.token, expectedState));
     } catch (err) {
       if (err instanceof DlockError && err.code === 'PAYOUT_NOT_CLAIMABLE') {
         return { kind: 'skipped', payoutId: a.payoutId, reason: 'not-claimable' };
@@ -169,7 +230,7 @@ export class PayoutExecutionService {
     const early = this.leaseShort(a);
     if (early) return early;
     this.checkStillHeld(a);
-    await this.metrics.step('mark_submitted', () =>
+    await this.payment('mark_submitted', () =>
       this.payments.railOutcome(a.payoutId, a.token, { outcome: 'SUBMITTED' }),
     );
     this.crashPoint('after-submitted');
@@ -200,16 +261,37 @@ export class PayoutExecutionService {
       return this.submitFailed(a, view, err);
     }
     this.crashPoint('after-submit');
-    this.checkStillHeld(a);
-    await this.metrics.step('record_outcome', () =>
-      this.payments.railOutcome(a.payoutId, a.token, {
-        outcome: 'ACKED',
-        submissionId: ack.submissionId,
-        railReference: ack.railReference,
-      }),
-    );
+    const quarantined = await this.recordAcked(a, ack);
+    if (quarantined) return quarantined;
     this.crashPoint('after-ack');
     return this.post(a, ack);
+  }
+
+  /**
+   * P6 ACKED. The rail took the money, so a refusal of this write as invalid
+   * cannot end in FAILED: the payout is quarantined (RAIL_AMBIGUOUS) for the
+   * reconciler and an operator. Returns null once ACKED is recorded.
+   */
+  private async recordAcked(
+    a: Attempt,
+    ack: { submissionId: string; railReference: string },
+  ): Promise<AttemptResult | null> {
+    this.checkStillHeld(a);
+    try {
+      await this.payment('record_outcome', () =>
+        this.payments.railOutcome(a.payoutId, a.token, {
+          outcome: 'ACKED',
+          submissionId: ack.submissionId,
+          railReference: ack.railReference,
+        }),
+      );
+      return null;
+    } catch (err) {
+      if (!(err instanceof RefusedByPaymentResource)) throw err;
+      this.reportInvalid(a, 'payment_resource', err.step, err.refusal);
+      // Without the refused values, so the quarantine write itself is not refused too.
+      return this.quarantine(a, undefined, 'payment-resource refused the ACKED outcome as invalid');
+    }
   }
 
   /** The six answers of the proxy other than ACKED (C3 §3.5), and the transport failures. */
@@ -239,7 +321,22 @@ export class PayoutExecutionService {
         );
       case 'VALIDATION_FAILED':
         if (err.httpStatus === 422 && details.outcome === 'REJECTED') {
-          return this.recordRejected(a, submissionId);
+          return this.recordRejected(
+            a,
+            submissionId,
+            'rail declined the transfer',
+            'RAIL_REJECTED',
+          );
+        }
+        if (err.httpStatus === 400) {
+          // Refused at the proxy's door, before its admission: nothing was presented (C3 §3.5).
+          this.reportInvalid(a, 'rail_proxy', 'submit', err);
+          return this.recordRejected(
+            a,
+            undefined,
+            `rail-proxy refused the submission as invalid (${fieldsOf(err)}); nothing was presented to the rail`,
+            'INVALID_PAYOUT',
+          );
         }
         throw err;
       case 'DUPLICATE_SUBMISSION':
@@ -285,37 +382,56 @@ export class PayoutExecutionService {
         if (railReference === null) {
           return this.quarantine(a, submissionId, 'acked-record-without-reference');
         }
-        this.checkStillHeld(a);
-        await this.metrics.step('record_outcome', () =>
-          this.payments.railOutcome(a.payoutId, a.token, {
-            outcome: 'ACKED',
-            submissionId,
-            railReference,
-          }),
-        );
-        return this.post(a, { submissionId, railReference });
+        const quarantined = await this.recordAcked(a, { submissionId, railReference });
+        return quarantined ?? this.post(a, { submissionId, railReference });
       }
       case 'record-rejected':
-        return this.recordRejected(a, decision.record.submissionId);
+        return this.recordRejected(
+          a,
+          decision.record.submissionId,
+          'rail declined the transfer',
+          'RAIL_REJECTED',
+        );
       case 'record-ambiguous':
         return this.quarantine(a, decision.record?.submissionId, `record: ${decision.why}`);
     }
   }
 
-  /** P6 REJECTED: RAIL_SUBMITTED → FAILED. A business decline; no rail retry. */
+  /**
+   * P6 REJECTED: RAIL_SUBMITTED → FAILED, for a rail decline or a submission
+   * the proxy refused as invalid. Either way nothing moved; no rail retry.
+   */
   private async recordRejected(
     a: Attempt,
     submissionId: string | undefined,
+    why: string,
+    resultReason: 'RAIL_REJECTED' | 'INVALID_PAYOUT',
   ): Promise<AttemptResult> {
     this.checkStillHeld(a);
-    await this.metrics.step('record_outcome', () =>
+    await this.payment('record_outcome', () =>
       this.payments.railOutcome(a.payoutId, a.token, {
         outcome: 'REJECTED',
         ...(submissionId ? { submissionId } : {}),
-        reason: 'rail declined the transfer',
+        reason: why.slice(0, 512),
       }),
     );
-    return { kind: 'failed', payoutId: a.payoutId, reason: 'RAIL_REJECTED' };
+    return { kind: 'failed', payoutId: a.payoutId, reason: resultReason };
+  }
+
+  /** The `payout_invalid` event: one log line and executor_payout_invalid_total{hop}. */
+  private reportInvalid(a: Attempt, hop: InvalidHop, step: Step, refusal: DlockError): void {
+    this.metrics.payoutInvalidTotal.inc({ hop });
+    this.logger.error(
+      {
+        event: 'payout_invalid',
+        payoutId: a.payoutId,
+        accountId: a.accountId,
+        hop,
+        step,
+        fields: refusal.details?.fields,
+      },
+      `${hop} refused the payout's ${step} request as invalid; it is not retried`,
+    );
   }
 
   /**
@@ -340,7 +456,7 @@ export class PayoutExecutionService {
       source: 'executor',
     });
     try {
-      await this.metrics.step('record_outcome', () =>
+      await this.payment('record_outcome', () =>
         this.payments.railOutcome(a.payoutId, a.token, {
           outcome: 'AMBIGUOUS',
           ...(submissionId ? { submissionId } : {}),
@@ -362,12 +478,18 @@ export class PayoutExecutionService {
     ack: { submissionId: string; railReference: string },
   ): Promise<AttemptResult> {
     this.checkStillHeld(a);
-    await this.metrics.step('post', () => this.payments.post(a.payoutId, a.token, ack));
+    await this.payment('post', () => this.payments.post(a.payoutId, a.token, ack));
     return { kind: 'posted', payoutId: a.payoutId };
   }
 
   /** What a thrown error means for this attempt. FENCED_OUT is terminal for this worker. */
   private gaveUp(a: Attempt, err: unknown): AttemptResult {
+    if (err instanceof RefusedByPaymentResource) {
+      // No edge of the state machine ends this payout without a rail outcome; it waits for an operator.
+      this.reportInvalid(a, 'payment_resource', err.step, err.refusal);
+      this.remember(a.payoutId);
+      return { kind: 'abandoned', payoutId: a.payoutId, reason: 'invalid' };
+    }
     const code = err instanceof DlockError ? err.code : undefined;
     if (code === 'FENCED_OUT') {
       const details = (err as DlockError).details ?? {};
@@ -425,6 +547,24 @@ export class PayoutExecutionService {
 
   private get skipLiveness(): boolean {
     return this.config.DLOCK_HARNESS && this.config.EXECUTOR_SKIP_LIVENESS_CHECK;
+  }
+
+  private remember(payoutId: string): void {
+    if (this.refused.size >= REFUSED_REMEMBERED_MAX) {
+      const oldest = this.refused.values().next();
+      if (!oldest.done) this.refused.delete(oldest.value);
+    }
+    this.refused.add(payoutId);
+  }
+
+  /** Every payment-resource call: timed, and a refusal as invalid tagged with its step. */
+  private async payment<T>(step: Step, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await this.metrics.step(step, fn);
+    } catch (err) {
+      if (isRefusedAsInvalid(err)) throw new RefusedByPaymentResource(step, err);
+      throw err;
+    }
   }
 
   private crashPoint(point: CrashPoint): void {

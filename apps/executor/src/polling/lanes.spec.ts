@@ -26,6 +26,14 @@ test('one lane per account, in order, without repeats or busy accounts', () => {
   expect(lanes.map((lane) => lane.map((x) => x.payoutId))).toEqual([['1', '3'], ['2']]);
 });
 
+test('a payout this process leaves alone gets no lane; its account still does for the others', () => {
+  const refused = new Set(['2', '3']);
+  const lanes = lanesByAccount([p('1', 'a'), p('2', 'b'), p('3', 'a')], new Set(), (id) =>
+    refused.has(id),
+  );
+  expect(lanes.map((lane) => lane.map((x) => x.payoutId))).toEqual([['1']]);
+});
+
 test('backlog age is the oldest createdAt, 0 when empty', () => {
   const now = Date.parse('2030-01-01T00:00:10.000Z');
   expect(backlogAgeSeconds([], now)).toBe(0);

@@ -4,15 +4,19 @@ import type { PayoutSummary } from '../clients/payment-resource.client';
  * Groups a poll's payouts into one lane per account, in the order given and
  * without repeats. Lanes run concurrently; payouts inside a lane run one
  * after another, so a worker never holds two payouts of one account at once.
+ * `leftAlone` drops payouts this process must not retry (refused as invalid,
+ * docs/executor.md § Invalid payouts).
  */
 export function lanesByAccount(
   payouts: readonly PayoutSummary[],
   busyAccounts: ReadonlySet<string>,
+  leftAlone: (payoutId: string) => boolean = () => false,
 ): PayoutSummary[][] {
   const lanes = new Map<string, PayoutSummary[]>();
   const seen = new Set<string>();
   for (const payout of payouts) {
     if (seen.has(payout.payoutId) || busyAccounts.has(payout.accountId)) continue;
+    if (leftAlone(payout.payoutId)) continue;
     seen.add(payout.payoutId);
     const lane = lanes.get(payout.accountId);
     if (lane) lane.push(payout);

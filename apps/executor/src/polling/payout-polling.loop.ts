@@ -125,7 +125,9 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
     }
     // Work a dead worker left half-way goes first; then a shuffle, so several workers reading
     // the same list do not all start on the same accounts and spend the pass contending.
-    const all = lanesByAccount([...recovery, ...pending], this.busyAccounts);
+    const all = lanesByAccount([...recovery, ...pending], this.busyAccounts, (id) =>
+      this.executor.wasRefusedAsInvalid(id),
+    );
     const lanes = [
       ...all.filter((lane) => lane[0].state !== 'PENDING'),
       ...shuffled(all.filter((lane) => lane[0].state === 'PENDING')),

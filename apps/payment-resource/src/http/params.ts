@@ -1,5 +1,11 @@
-import { DlockError, ValidationError, isPayoutState, type PayoutState } from '@dlock/lock-api';
-import { ACCOUNT_ID_PATTERN, UUID_PATTERN } from '../persistence/db';
+import {
+  DlockError,
+  ValidationError,
+  isAccountId,
+  isPayoutState,
+  type PayoutState,
+} from '@dlock/lock-api';
+import { UUID_PATTERN } from '../persistence/db';
 import { decodeCursor, type Cursor } from '../service/cursor';
 
 /** A malformed id names no payout: 404, the same as an unknown one. */
@@ -11,7 +17,7 @@ export function payoutIdParam(raw: string): string {
 }
 
 export function accountIdParam(raw: string): string {
-  if (!ACCOUNT_ID_PATTERN.test(raw)) {
+  if (!isAccountId(raw)) {
     throw new DlockError('NOT_FOUND', 'no such account', { details: { accountId: raw } });
   }
   return raw;
@@ -50,7 +56,7 @@ export function parseListQuery(query: Record<string, unknown>): ListQuery {
     fields.push({ field: 'state', message: 'must be one of the eight payout states' });
   }
   const accountId = single('accountId');
-  if (accountId !== undefined && !ACCOUNT_ID_PATTERN.test(accountId)) {
+  if (accountId !== undefined && !isAccountId(accountId)) {
     fields.push({ field: 'accountId', message: 'is not a valid account id' });
   }
   const limitText = single('limit');

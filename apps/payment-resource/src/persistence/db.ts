@@ -28,4 +28,3 @@ export function updatedRows<T>(result: unknown): T[] {
 }
 
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const ACCOUNT_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
