@@ -57,6 +57,9 @@ const SAFETY_EVENTS = [
   'lock_revoked',
   'invalid_transition',
   'token_regression',
+  'rail_double_payment',
+  'posted_without_transfer',
+  'paid_but_not_posted',
 ];
 
 /**
