@@ -227,6 +227,31 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     }
   });
 
+  it('a 4xx other than 402 is ambiguous, booked or not: only the explicit decline proves nothing moved', async () => {
+    const fates = ['reject-400', 'reject-409-accepted', 'reject-429'] as const;
+    await scriptStub(stub.url, [...fates]);
+    for (const fate of fates) {
+      const p = newPayout();
+      const res = await submit(proxy.url, p, '3');
+      expect({ fate, status: res.status, code: res.body.code }).toEqual({
+        fate,
+        status: 409,
+        code: 'RAIL_AMBIGUOUS',
+      });
+      expect(res.body.retrySafe).toBe(false);
+      expect(res.body.details).toEqual({
+        payoutId: p.payoutId,
+        submissionId: UUID,
+        outcome: 'TIMEOUT',
+        reason: 'unexpected-status',
+      });
+      const rows = await rowsOf(db, p.payoutId);
+      expect(rows.map((r) => r.outcome)).toEqual(['TIMEOUT']);
+      const booked = await transfersFor(stub.url, railClientRef(p.payoutId));
+      expect(booked).toHaveLength(fate.endsWith('-accepted') ? 1 : 0);
+    }
+  });
+
   it('a stale token is FENCED_OUT with outcome FENCED and no rail call; the legitimate holder still submits', async () => {
     const first = newPayout();
     const second = newPayout(first.accountId);
