@@ -2,6 +2,8 @@ import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
+import { HighWaterFloorController } from './fence-floor/high-water-floor.controller';
+import { HighWaterFloorRepository } from './fence-floor/high-water-floor.repository';
 import { IdempotencyRepository } from './idempotency.repository';
 import { RailProxyMetrics } from './metrics';
 import { RailClient } from './rail-client';
@@ -47,7 +49,7 @@ export class RailProxyModule {
         db,
         HealthModule.register(ProxydbReadiness),
       ],
-      controllers: [SubmissionsController],
+      controllers: [SubmissionsController, HighWaterFloorController],
       providers: [
         { provide: RAIL_PROXY_CONFIG, useValue: config },
         RailProxyMetrics,
@@ -55,6 +57,7 @@ export class RailProxyModule {
         SubmissionRepository,
         IdempotencyRepository,
         SubmissionService,
+        HighWaterFloorRepository,
       ],
     };
   }
