@@ -7,22 +7,27 @@ import {
 } from '@nestjs/common';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
 import { DetectiveService } from './detective/detective.service';
+import { RevocationFencingService } from './fencing/revocation-fencing.service';
+import { TokenSourceCheck } from './fencing/token-source.service';
 import { LockSessions } from './resolution/lock-sessions';
 import { ResolutionService } from './resolution/resolution.service';
 import { FixedDelayLoop } from './schedule';
 
-/** Starts the two schedules after boot; on shutdown stops them, then closes the lock session. */
+/** Starts the schedules after boot; on shutdown stops them, then closes the lock session. */
 @Injectable()
 export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('reconciler');
   private readonly resolution: FixedDelayLoop;
   private readonly checks: FixedDelayLoop;
+  private readonly fencing: FixedDelayLoop;
 
   constructor(
     @Inject(RECONCILER_CONFIG) config: ReconcilerConfig,
     resolution: ResolutionService,
     detective: DetectiveService,
     private readonly sessions: LockSessions,
+    revocations: RevocationFencingService,
+    tokenSource: TokenSourceCheck,
   ) {
     const onError = (name: string, err: unknown) =>
       this.logger.error({ loop: name, err: (err as Error).message }, 'loop iteration failed');
@@ -38,15 +43,26 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
       async (signal) => void (await detective.runAll(signal)),
       onError,
     );
+    // Fencing and the token-source probe are independent: one failing still runs the other.
+    this.fencing = new FixedDelayLoop(
+      'fencing',
+      config.RECONCILER_FENCING_INTERVAL_MS,
+      async (signal) => {
+        await revocations.runPass(signal).catch((err: unknown) => onError('fencing', err));
+        await tokenSource.probe(signal).catch((err: unknown) => onError('token-probe', err));
+      },
+      onError,
+    );
   }
 
   onApplicationBootstrap(): void {
     this.resolution.start();
     this.checks.start();
+    this.fencing.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([this.resolution.stop(), this.checks.stop()]);
+    await Promise.all([this.resolution.stop(), this.checks.stop(), this.fencing.stop()]);
     await this.sessions.close();
   }
 }
