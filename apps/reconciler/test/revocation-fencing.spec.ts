@@ -88,6 +88,13 @@ async function counterReaches(app: RunningApp, line: string, atLeast: number): P
   await waitFor(async () => (await metric(app, line)) >= atLeast, 20_000, `${line} >= ${atLeast}`);
 }
 
+/** Waits for `n` whole fencing passes that started after this call. */
+async function fencingPassesAfterNow(n: number): Promise<void> {
+  const passes = 'reconciler_pass_seconds_count{loop="fencing"}';
+  // +1: the pass in flight may have read the revocations before the caller's change.
+  await counterReaches(reconciler, passes, (await metric(reconciler, passes)) + n + 1);
+}
+
 async function accountFence(accountId: string): Promise<string> {
   const rows = await sql<{ fence: string }>(
     paydb,
@@ -160,23 +167,13 @@ afterAll(async () => {
 
 describe('revocation fencing: revoke fences the evicted holder at once', () => {
   it('acquire -> claim -> revoke; one pass later the old token is FENCED_OUT at payment-resource and the proxy', async () => {
-    const raisedAccount = 'reconciler_fence_floor_raises_total{guard="account",result="raised"}';
-    const raisedRail = 'reconciler_fence_floor_raises_total{guard="rail",result="raised"}';
-    const [accountBefore, railBefore] = [
-      await metric(reconciler, raisedAccount),
-      await metric(reconciler, raisedRail),
-    ];
     const { accountId, payoutId, token } = await claimedPayout();
     // Before the revoke the claim's own continuation is admitted (fence = token, same payout).
     expect(await accountFence(accountId)).toBe(token.toString());
 
     const revoked = await revoke(`payout:${accountId}`, token);
     expect(revoked.revokedToken).toBe(token.toString());
-    await counterReaches(reconciler, raisedAccount, accountBefore + 1);
-    await counterReaches(reconciler, raisedRail, railBefore + 1);
-    expect(await accountFence(accountId)).toBe(revoked.newTokenFloor);
-    expect(await highWater(accountId)).toBe(revoked.newTokenFloor);
-
+    await fencingPassesAfterNow(1);
     const submitsBefore = (await http('GET', `${stub.url}/stats`)).body.submitsReceived as number;
     const outcome = await fencedWrite(payoutId, 'rail-outcome', token, {
       outcome: 'SUBMITTED',
@@ -196,6 +193,8 @@ describe('revocation fencing: revoke fences the evicted holder at once', () => {
       details: { presentedToken: token.toString(), highestToken: revoked.newTokenFloor },
     });
     expect((await http('GET', `${stub.url}/stats`)).body.submitsReceived).toBe(submitsBefore);
+    expect(await accountFence(accountId)).toBe(revoked.newTokenFloor);
+    expect(await highWater(accountId)).toBe(revoked.newTokenFloor);
     // Each guard audited its raise.
     expect(payments.output()).toContain('"event":"fence_floor_raised"');
     expect(proxy.output()).toContain('"event":"fence_floor_raised"');
@@ -241,9 +240,7 @@ describe('revocation fencing: revoke fences the evicted holder at once', () => {
     );
     const lock = await session.acquire('batch:nightly');
     await revoke('batch:nightly', lock.fencingToken);
-    // Two further passes have run once the probe counter moved twice.
-    const probes = await metric(reconciler, 'reconciler_token_probe_total{result="ok"}');
-    await counterReaches(reconciler, 'reconciler_token_probe_total{result="ok"}', probes + 2);
+    await fencingPassesAfterNow(1);
     expect(
       await metric(reconciler, 'reconciler_fence_floor_raises_total{guard="rail",result="raised"}'),
     ).toBe(before);
@@ -265,6 +262,12 @@ describe('fence-floor endpoints (operator/reconciler only)', () => {
   it('raising to the fence a holder already set cuts its equal-token continuation', async () => {
     const { accountId, payoutId, token, lock } = await claimedPayout();
     const res = await raiseFence(accountId, { floor: token.toString() });
+    const outcome = await fencedWrite(payoutId, 'rail-outcome', token, {
+      outcome: 'SUBMITTED',
+      submissionId: randomUUID(),
+    });
+    expect(outcome.status).toBe(409);
+    expect(outcome.body.code).toBe('FENCED_OUT');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       accountId,
@@ -273,12 +276,6 @@ describe('fence-floor endpoints (operator/reconciler only)', () => {
       fenceAfter: token.toString(),
       raised: true,
     });
-    const outcome = await fencedWrite(payoutId, 'rail-outcome', token, {
-      outcome: 'SUBMITTED',
-      submissionId: randomUUID(),
-    });
-    expect(outcome.status).toBe(409);
-    expect(outcome.body.code).toBe('FENCED_OUT');
     await lock.release();
   });
 

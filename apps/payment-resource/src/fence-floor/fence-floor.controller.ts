@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { IsOptional, IsString, IsUUID, Length, Matches } from 'class-validator';
+import { IsOptional, IsString, IsUUID, Length } from 'class-validator';
 import {
   FENCING_TOKEN_MAX,
   isAccountId,

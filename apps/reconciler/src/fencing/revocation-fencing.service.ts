@@ -41,6 +41,15 @@ export class RevocationFencingService {
   }
 
   async runPass(signal: AbortSignal): Promise<FencingPass> {
+    const endTimer = this.metrics.passSeconds.startTimer({ loop: 'fencing' });
+    try {
+      return await this.pass(signal);
+    } finally {
+      endTimer();
+    }
+  }
+
+  private async pass(signal: AbortSignal): Promise<FencingPass> {
     const handled: Handled[] = [];
     let after = this.cursor;
     while (handled.length < this.config.RECONCILER_BATCH_MAX && !signal.aborted) {
