@@ -156,6 +156,9 @@ beforeAll(async () => {
     PROXYDB_URL: proxydb,
     OWNER_ID: 'reconciler-test',
     RECONCILER_FENCING_INTERVAL_MS: '200',
+    // Settled at once, so the cursor passes each test's revocation when done
+    // (the settle rule itself: revocation-cursor.spec.ts).
+    RECONCILER_REVOCATION_SETTLE_MS: '0',
   });
   session = await new LockClient({ baseUrl: lockServer.url, ownerId: WORKER }).openSession();
 }, 90_000);
@@ -206,29 +209,27 @@ describe('revocation fencing: revoke fences the evicted holder at once', () => {
     const errorsBefore = await metric(reconciler, errors);
     const port = proxy.port;
     await proxy.stop();
-    const { accountId, payoutId, token } = await claimedPayout();
-    const revoked = await revoke(`payout:${accountId}`, token);
-    await counterReaches(reconciler, errors, errorsBefore + 1);
-    // paydb was raised in the same pass; the proxy's raise stays pending.
-    await waitFor(
-      async () => (await accountFence(accountId)) === revoked.newTokenFloor,
-      20_000,
-      'the account fence',
-    );
-    expect(await metric(reconciler, 'reconciler_revocations_unfenced')).toBe(1);
-
-    proxy = await spawnProxy(port);
-    await waitFor(
-      async () => (await highWater(accountId)) === revoked.newTokenFloor,
-      20_000,
-      'mark',
-    );
+    let revoked: Awaited<ReturnType<typeof revoke>>;
+    let held: Awaited<ReturnType<typeof claimedPayout>>;
+    try {
+      held = await claimedPayout();
+      revoked = await revoke(`payout:${held.accountId}`, held.token);
+      // A whole pass after the revoke: paydb raised, the proxy's raise failed and stays pending.
+      await fencingPassesAfterNow(1);
+      expect(await metric(reconciler, 'reconciler_revocations_unfenced')).toBe(1);
+      expect(await metric(reconciler, errors)).toBeGreaterThan(errorsBefore);
+      expect(await accountFence(held.accountId)).toBe(revoked.newTokenFloor);
+      expect(await highWater(held.accountId)).toBeNull();
+    } finally {
+      proxy = await spawnProxy(port);
+    }
     await waitFor(
       async () => (await metric(reconciler, 'reconciler_revocations_unfenced')) === 0,
       20_000,
       'no revocation left unfenced',
     );
-    const submit = await railSubmit(payoutId, accountId, token);
+    expect(await highWater(held.accountId)).toBe(revoked.newTokenFloor);
+    const submit = await railSubmit(held.payoutId, held.accountId, held.token);
     expect(submit.status).toBe(409);
     expect(submit.body.code).toBe('FENCED_OUT');
   });
