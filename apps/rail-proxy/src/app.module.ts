@@ -4,6 +4,7 @@ import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 import { HighWaterFloorController } from './fence-floor/high-water-floor.controller';
 import { HighWaterFloorRepository } from './fence-floor/high-water-floor.repository';
+import { HighWaterFloorService } from './fence-floor/high-water-floor.service';
 import { IdempotencyRepository } from './idempotency.repository';
 import { RailProxyMetrics } from './metrics';
 import { RailClient } from './rail-client';
@@ -58,6 +59,7 @@ export class RailProxyModule {
         IdempotencyRepository,
         SubmissionService,
         HighWaterFloorRepository,
+        HighWaterFloorService,
       ],
     };
   }

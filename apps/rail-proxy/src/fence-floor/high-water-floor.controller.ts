@@ -1,6 +1,5 @@
-import { Body, Controller, HttpCode, Logger, Param, Post, Req } from '@nestjs/common';
+import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { Counter, register } from 'prom-client';
 import { IsOptional, IsString, IsUUID, Length } from 'class-validator';
 import {
   FENCING_TOKEN_MAX,
@@ -8,7 +7,7 @@ import {
   ValidationError,
   type ValidationFailure,
 } from '@dlock/lock-api';
-import { HighWaterFloorRepository } from './high-water-floor.repository';
+import { HighWaterFloorService } from './high-water-floor.service';
 
 const PRINTABLE = /^[\x20-\x7e]+$/;
 const FLOOR = /^[1-9][0-9]{0,18}$/;
@@ -26,18 +25,6 @@ export class HighWaterFloorBody {
   @IsString()
   @Length(8, 1024)
   reason?: string;
-}
-
-function raisesCounter(): Counter {
-  const name = 'fence_floor_raises_total';
-  return (
-    (register.getSingleMetric(name) as Counter | undefined) ??
-    new Counter({
-      name,
-      help: 'Operator/reconciler high-water floor requests, by whether the mark moved',
-      labelNames: ['result'],
-    })
-  );
 }
 
 /** Account id (payout-protocol rule), canonical int64 floor and X-Operator, in one 400. */
@@ -61,42 +48,16 @@ function parseFloorRequest(accountId: string, floor: string, operator: unknown) 
  */
 @Controller('v1/rail/high-water')
 export class HighWaterFloorController {
-  private readonly logger = new Logger('fence-floor');
-  private readonly raises = raisesCounter();
-
-  constructor(private readonly repo: HighWaterFloorRepository) {
-    for (const result of ['raised', 'unchanged']) this.raises.inc({ result }, 0);
-  }
+  constructor(private readonly service: HighWaterFloorService) {}
 
   @Post(':accountId/floor')
   @HttpCode(200)
-  async raise(
-    @Param('accountId') rawId: string,
-    @Body() body: HighWaterFloorBody,
-    @Req() req: Request,
-  ) {
-    const { accountId, floor, operator } = parseFloorRequest(
-      rawId,
-      body.floor,
-      req.headers['x-operator'],
-    );
-    const out = await this.repo.raise(accountId, floor);
-    this.raises.inc({ result: out.raised ? 'raised' : 'unchanged' });
-    const view = {
-      accountId,
-      floor: floor.toString(),
-      highestTokenBefore: out.highestBefore?.toString() ?? null,
-      highestTokenAfter: out.highestAfter.toString(),
-      raised: out.raised,
-    };
-    const audit = {
-      ...view,
-      operator,
+  raise(@Param('accountId') rawId: string, @Body() body: HighWaterFloorBody, @Req() req: Request) {
+    const parsed = parseFloorRequest(rawId, body.floor, req.headers['x-operator']);
+    return this.service.raise({
+      ...parsed,
       revocationId: body.revocationId?.toLowerCase() ?? null,
       reason: body.reason ?? null,
-    };
-    if (out.raised) this.logger.warn({ event: 'fence_floor_raised', ...audit }, 'mark raised');
-    else this.logger.log({ event: 'fence_floor_unchanged', ...audit }, 'mark already past floor');
-    return view;
+    });
   }
 }
