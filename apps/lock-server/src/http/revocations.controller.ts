@@ -1,5 +1,10 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { formatFencingToken, formatInstant, ValidationError } from '@dlock/lock-api';
+import {
+  FENCING_TOKEN_MAX,
+  formatFencingToken,
+  formatInstant,
+  ValidationError,
+} from '@dlock/lock-api';
 import { RevocationLog } from '../store/revocation-log.port';
 
 export const REVOCATIONS_LIMIT_MAX = 500;
@@ -17,7 +22,7 @@ function parseQuery(query: Record<string, unknown>): { afterFloor: bigint; limit
   if (
     typeof after !== 'string' ||
     !/^(0|[1-9][0-9]{0,18})$/.test(after) ||
-    BigInt(after) >= 2n ** 63n
+    BigInt(after) > FENCING_TOKEN_MAX
   ) {
     fields.push({ field: 'afterFloor', message: 'must be an int64 >= 0 as a canonical decimal' });
   } else afterFloor = BigInt(after);
