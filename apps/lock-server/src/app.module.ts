@@ -7,6 +7,7 @@ import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
 import { LockService } from './core/lock.service';
 import { SessionService } from './core/session.service';
 import { LocksController } from './http/locks.controller';
+import { RevocationsController } from './http/revocations.controller';
 import { SessionsController } from './http/sessions.controller';
 import { LockBackendReadiness } from './readiness';
 import { StoreModule } from './store/store.factory';
@@ -38,7 +39,7 @@ export class LockServerModule {
         store,
         HealthModule.register(LockBackendReadiness, [store]),
       ],
-      controllers: [SessionsController, LocksController],
+      controllers: [SessionsController, LocksController, RevocationsController],
       providers: [
         configProvider,
         LockService,

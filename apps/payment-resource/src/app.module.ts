@@ -3,6 +3,9 @@ import type { RouteInfo } from '@nestjs/common/interfaces';
 import { DataSource } from 'typeorm';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PAYMENT_CONFIG, type PaymentConfig } from './config';
+import { FenceFloorController } from './fence-floor/fence-floor.controller';
+import { FenceFloorRepository } from './fence-floor/fence-floor.repository';
+import { FenceFloorService } from './fence-floor/fence-floor.service';
 import { AccountsController } from './http/accounts.controller';
 import { PayoutsController } from './http/payouts.controller';
 import { PaymentMetrics } from './metrics';
@@ -68,7 +71,7 @@ export function createAppModule(config: PaymentConfig): Type<unknown> {
       }),
       HealthModule.register(PaydbReadiness, [PaydbModule]),
     ],
-    controllers: [PayoutsController, AccountsController],
+    controllers: [PayoutsController, AccountsController, FenceFloorController],
     providers: [
       PaymentMetrics,
       FenceRepository,
@@ -80,6 +83,8 @@ export function createAppModule(config: PaymentConfig): Type<unknown> {
       FencedWriter,
       PayoutCommands,
       PayoutQueries,
+      FenceFloorRepository,
+      FenceFloorService,
     ],
   })
   class PaymentResourceModule {}

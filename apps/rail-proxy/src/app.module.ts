@@ -2,6 +2,9 @@ import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
+import { HighWaterFloorController } from './fence-floor/high-water-floor.controller';
+import { HighWaterFloorRepository } from './fence-floor/high-water-floor.repository';
+import { HighWaterFloorService } from './fence-floor/high-water-floor.service';
 import { IdempotencyRepository } from './idempotency.repository';
 import { RailProxyMetrics } from './metrics';
 import { RailClient } from './rail-client';
@@ -47,7 +50,7 @@ export class RailProxyModule {
         db,
         HealthModule.register(ProxydbReadiness),
       ],
-      controllers: [SubmissionsController],
+      controllers: [SubmissionsController, HighWaterFloorController],
       providers: [
         { provide: RAIL_PROXY_CONFIG, useValue: config },
         RailProxyMetrics,
@@ -55,6 +58,8 @@ export class RailProxyModule {
         SubmissionRepository,
         IdempotencyRepository,
         SubmissionService,
+        HighWaterFloorRepository,
+        HighWaterFloorService,
       ],
     };
   }

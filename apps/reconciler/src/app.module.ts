@@ -6,9 +6,12 @@ import { ReconcilerReadiness } from './db/readiness';
 import { PAYDB, PROXYDB } from './db/tokens';
 import { DetectiveService } from './detective/detective.service';
 import { RailSweepService } from './detective/rail-sweep.service';
+import { RevocationFencingService } from './fencing/revocation-fencing.service';
+import { TokenSourceCheck } from './fencing/token-source.service';
 import { ReportController } from './http/report.controller';
 import { ReconcilerLoops } from './loops';
 import { ReconcilerMetrics } from './metrics';
+import { GuardFloorClient, RevocationsClient } from './peers/guard-floor.client';
 import { PaymentResourceClient } from './peers/payment-resource.client';
 import { RailLookupClient } from './peers/rail-lookup.client';
 import { LockSessions } from './resolution/lock-sessions';
@@ -60,6 +63,17 @@ export function createAppModule(config: ReconcilerConfig): Type<unknown> {
         useValue: new PaymentResourceClient(config.PAYMENT_RESOURCE_URL),
       },
       { provide: RAIL_LOOKUP, useValue: new RailLookupClient(config.RAIL_STUB_URL) },
+      { provide: RevocationsClient, useValue: new RevocationsClient(config.LOCK_SERVER_URL) },
+      {
+        provide: GuardFloorClient,
+        useValue: new GuardFloorClient(
+          config.PAYMENT_RESOURCE_URL,
+          config.RAIL_PROXY_URL,
+          config.OWNER_ID,
+        ),
+      },
+      RevocationFencingService,
+      TokenSourceCheck,
       ReconcilerMetrics,
       LockSessions,
       PayoutResolver,

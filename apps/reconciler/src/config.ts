@@ -12,6 +12,18 @@ export const RECONCILER_ENV = {
   RAIL_STUB_URL: env.url({ default: 'http://127.0.0.1:8085' }),
   PAYDB_URL: env.url(),
   PROXYDB_URL: env.url(),
+  /** Revocation fencing raises the proxy's high-water marks (docs/reconciler.md). */
+  RAIL_PROXY_URL: env.url({ default: 'http://127.0.0.1:8083' }),
+  /** Fixed delay between two revocation-fencing + token-source passes. */
+  RECONCILER_FENCING_INTERVAL_MS: env.int({ default: 2_000, min: 100, max: 600_000 }),
+  /** A revocation younger than this is re-read each pass (pg floors can commit out of order). */
+  RECONCILER_REVOCATION_SETTLE_MS: env.int({ default: 60_000, min: 0, max: 3_600_000 }),
+  /** The lock key the token-source check acquires and releases each pass. */
+  RECONCILER_TOKEN_PROBE_KEY: env.string({
+    default: 'dlock:token-probe',
+    maxLength: 128,
+    pattern: /^[a-zA-Z0-9:._-]+$/,
+  }),
   /** Fixed delay between two resolution passes over RAIL_AMBIGUOUS payouts. */
   RECONCILER_INTERVAL_MS: env.int({ default: 10_000, min: 100, max: 3_600_000 }),
   /** Fixed delay between two runs of the detective checks. */
@@ -71,7 +83,12 @@ export function readReconcilerConfig(
 ): ReconcilerConfig {
   const config = readEnv(RECONCILER_ENV, source);
   const problems: string[] = [];
-  for (const name of ['LOCK_SERVER_URL', 'PAYMENT_RESOURCE_URL', 'RAIL_STUB_URL'] as const) {
+  for (const name of [
+    'LOCK_SERVER_URL',
+    'PAYMENT_RESOURCE_URL',
+    'RAIL_STUB_URL',
+    'RAIL_PROXY_URL',
+  ] as const) {
     if (new URL(config[name]).protocol !== 'http:') {
       problems.push(`${name}: only http:// peers are supported, got "${config[name]}"`);
     }

@@ -8,17 +8,20 @@ import {
 import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
 import { DetectiveService } from './detective/detective.service';
 import { RailSweepService } from './detective/rail-sweep.service';
+import { RevocationFencingService } from './fencing/revocation-fencing.service';
+import { TokenSourceCheck } from './fencing/token-source.service';
 import { LockSessions } from './resolution/lock-sessions';
 import { ResolutionService } from './resolution/resolution.service';
 import { FixedDelayLoop } from './schedule';
 
-/** Starts the two schedules after boot; on shutdown stops them, then closes the lock session. */
+/** Starts the schedules after boot; on shutdown stops them, then closes the lock session. */
 @Injectable()
 export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('reconciler');
   private readonly resolution: FixedDelayLoop;
   private readonly checks: FixedDelayLoop;
   private readonly railSweep: FixedDelayLoop;
+  private readonly fencing: FixedDelayLoop;
 
   constructor(
     @Inject(RECONCILER_CONFIG) config: ReconcilerConfig,
@@ -26,6 +29,8 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
     detective: DetectiveService,
     private readonly sessions: LockSessions,
     railSweep: RailSweepService,
+    revocations: RevocationFencingService,
+    tokenSource: TokenSourceCheck,
   ) {
     const onError = (name: string, err: unknown) =>
       this.logger.error({ loop: name, err: (err as Error).message }, 'loop iteration failed');
@@ -47,16 +52,32 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
       async (signal) => void (await railSweep.runPass(signal)),
       onError,
     );
+    // Fencing and the token-source probe are independent: one failing still runs the other.
+    this.fencing = new FixedDelayLoop(
+      'fencing',
+      config.RECONCILER_FENCING_INTERVAL_MS,
+      async (signal) => {
+        await revocations.runPass(signal).catch((err: unknown) => onError('fencing', err));
+        await tokenSource.probe(signal).catch((err: unknown) => onError('token-probe', err));
+      },
+      onError,
+    );
   }
 
   onApplicationBootstrap(): void {
     this.resolution.start();
     this.checks.start();
     this.railSweep.start();
+    this.fencing.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all([this.resolution.stop(), this.checks.stop(), this.railSweep.stop()]);
+    await Promise.all([
+      this.resolution.stop(),
+      this.checks.stop(),
+      this.railSweep.stop(),
+      this.fencing.stop(),
+    ]);
     await this.sessions.close();
   }
 }

@@ -129,6 +129,41 @@ export class ReconcilerMetrics {
       }),
   );
 
+  readonly fenceFloorRaisesTotal = metric(
+    'reconciler_fence_floor_raises_total',
+    () =>
+      new Counter({
+        name: 'reconciler_fence_floor_raises_total',
+        help: 'Guard raises for revoked payout locks, by guard and answer (raised, unchanged, not_found, error)',
+        labelNames: ['guard', 'result'],
+      }),
+  );
+  readonly revocationsUnfenced = metric(
+    'reconciler_revocations_unfenced',
+    () =>
+      new Gauge({
+        name: 'reconciler_revocations_unfenced',
+        help: 'Payout-lock revocations the last fencing pass could not yet raise at both guards',
+      }),
+  );
+  readonly tokenProbeTotal = metric(
+    'reconciler_token_probe_total',
+    () =>
+      new Counter({
+        name: 'reconciler_token_probe_total',
+        help: 'Token-source probes, by result (ok, behind, contended)',
+        labelNames: ['result'],
+      }),
+  );
+  readonly tokenSourceBehind = metric(
+    'reconciler_token_source_behind',
+    () =>
+      new Gauge({
+        name: 'reconciler_token_source_behind',
+        help: '1 when the last probe grant was at or below a value a guard holds (lockdb rewound?)',
+      }),
+  );
+
   constructor() {
     // Every series exists from the start, so "0" is observable before anything happens.
     for (const check of CHECK_NAMES) {
@@ -136,5 +171,11 @@ export class ReconcilerMetrics {
       this.checkErrorsTotal.inc({ check }, 0);
     }
     for (const result of RESOLUTION_RESULTS) this.resolutionTotal.inc({ result }, 0);
+    for (const guard of ['account', 'rail']) {
+      for (const result of ['raised', 'unchanged', 'not_found', 'error']) {
+        this.fenceFloorRaisesTotal.inc({ guard, result }, 0);
+      }
+    }
+    for (const result of ['ok', 'behind', 'contended']) this.tokenProbeTotal.inc({ result }, 0);
   }
 }

@@ -3,6 +3,7 @@ import type { LockServerConfig } from '../config';
 import { etcdStoreProviders } from './etcd';
 import { LockStore, SessionRegistry } from './lock-store.port';
 import { pgStoreProviders } from './pg';
+import { RevocationLog } from './revocation-log.port';
 
 /** The ONE place that picks the backend (FR-09): both sit behind LockStore and SessionRegistry. */
 export function storeProviders(config: LockServerConfig): Provider[] {
@@ -24,7 +25,7 @@ export class StoreModule {
     return {
       module: StoreModule,
       providers: storeProviders(config),
-      exports: [LockStore, SessionRegistry],
+      exports: [LockStore, SessionRegistry, RevocationLog],
     };
   }
 }

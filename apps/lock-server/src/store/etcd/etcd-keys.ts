@@ -46,6 +46,10 @@ export class EtcdKeys {
   revocationsPrefix(key: string): Buffer {
     return Buffer.from(`${this.prefix}revocation/${key}/`);
   }
+  /** Every key's revocation records (GET /v1/revocations). */
+  allRevocationsPrefix(): Buffer {
+    return Buffer.from(`${this.prefix}revocation/`);
+  }
   ping(): Buffer {
     return Buffer.from(`${this.prefix}ping`);
   }

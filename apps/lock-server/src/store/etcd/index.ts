@@ -1,9 +1,11 @@
 import type { Provider } from '@nestjs/common';
 import { LockStore, SessionRegistry } from '../lock-store.port';
+import { RevocationLog } from '../revocation-log.port';
 import type { LockServerConfig } from '../../config';
 import type { EtcdBackendSettings, EtcdStoreConfig } from './etcd-config';
 import { EtcdGateway } from './etcd-gateway';
 import { EtcdLockStore } from './etcd-lock-store';
+import { EtcdRevocationLog } from './etcd-revocation-log';
 import { EtcdSessionRegistry } from './etcd-session-registry';
 import { EtcdSessionWatch } from './etcd-session-watch';
 
@@ -56,6 +58,11 @@ export function etcdStoreProviders(config: LockServerConfig | EtcdStoreConfig): 
       provide: SessionRegistry,
       useFactory: (gw: EtcdGateway, watch: EtcdSessionWatch) => new EtcdSessionRegistry(gw, watch),
       inject: [EtcdGateway, EtcdSessionWatch],
+    },
+    {
+      provide: RevocationLog,
+      useFactory: (gw: EtcdGateway) => new EtcdRevocationLog(gw),
+      inject: [EtcdGateway],
     },
   ];
 }

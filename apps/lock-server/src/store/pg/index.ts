@@ -2,8 +2,10 @@ import type { Provider } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { LockServerConfig } from '../../config';
 import { LockStore, SessionRegistry } from '../lock-store.port';
+import { RevocationLog } from '../revocation-log.port';
 import { PgDatabase } from './pg-database';
 import { PgLockStore } from './pg-lock.store';
+import { PgRevocationLog } from './pg-revocation.log';
 import { PgSessionRegistry } from './pg-session.registry';
 import { ReleaseSignal } from './release-signal';
 
@@ -58,6 +60,11 @@ export function pgStoreProviders(config: LockServerConfig): Provider[] {
       provide: SessionRegistry,
       useFactory: (db: PgDatabase, signal: ReleaseSignal) => new PgSessionRegistry(db, signal),
       inject: [PgDatabase, ReleaseSignal],
+    },
+    {
+      provide: RevocationLog,
+      useFactory: (db: PgDatabase) => new PgRevocationLog(db),
+      inject: [PgDatabase],
     },
   ];
 }

@@ -1,0 +1,22 @@
+import type { FencingToken } from '@dlock/lock-api';
+
+/** One L8 revocation as recorded by the backend (its audit record). */
+export interface RevocationEntry {
+  revocationId: string;
+  key: string;
+  revokedToken: FencingToken;
+  newTokenFloor: FencingToken;
+  operator: string;
+  reason: string;
+  revokedAt: Date;
+}
+
+/**
+ * Read side of the L8 audit records, key-agnostic: the reconciler turns the
+ * revocations of keys it understands into guard raises (docs/reconciler.md,
+ * "Revocation fencing"). Ordered by `newTokenFloor`, which is also the cursor.
+ */
+export abstract class RevocationLog {
+  /** Revocations whose floor is above `afterFloor`, lowest floor first, at most `limit`. */
+  abstract list(afterFloor: bigint, limit: number): Promise<RevocationEntry[]>;
+}

@@ -1,0 +1,38 @@
+import { isAccountId } from '@dlock/lock-api';
+
+const PAYOUT_KEY_PREFIX = 'payout:';
+
+/** The account a lock key guards, when it is a payout key `payout:{accountId}`; else null. */
+export function payoutAccountOf(key: string): string | null {
+  if (!key.startsWith(PAYOUT_KEY_PREFIX)) return null;
+  const accountId = key.slice(PAYOUT_KEY_PREFIX.length);
+  return isAccountId(accountId) ? accountId : null;
+}
+
+export interface Handled {
+  newTokenFloor: bigint;
+  revokedAtMs: number;
+  /** Both guards answered (or the key is not a payout key). */
+  done: boolean;
+}
+
+/**
+ * How far the cursor may move: past the longest run, in floor order, of
+ * revocations that are done AND older than the settle time. Under pg a floor
+ * is a nextval taken inside the revoke statement, so a lower floor can commit
+ * after a higher one was read; keeping the cursor behind recent revocations
+ * makes the next pass read them again (raises are idempotent).
+ */
+export function advanceCursor(
+  cursor: bigint,
+  handled: readonly Handled[],
+  nowMs: number,
+  settleMs: number,
+): bigint {
+  let next = cursor;
+  for (const h of handled) {
+    if (!h.done || nowMs - h.revokedAtMs < settleMs) break;
+    next = h.newTokenFloor;
+  }
+  return next;
+}
