@@ -84,7 +84,11 @@ export class EtcdLockStore extends LockStore {
     const deadline = this.gw.deadline();
     const acquiredAtMs = Date.now();
     const lease = await this.gw.grant(leaseSecondsFor(req.ttlMillis), deadline);
-    let used = false;
+    // Whether the lease may carry a grant. A creating txn whose answer was lost
+    // may have committed, and the holder's retry is then handed that grant
+    // (02 §2.4): revoking the lease would delete the key under it with no
+    // compare (issue 20). Such a lease is left to its TTL instead.
+    let mayHoldGrant = false;
     try {
       // The holder most recently seen; answered as contention if the key keeps
       // changing hands faster than this loop (bounded: no grant, no token minted).
@@ -92,6 +96,7 @@ export class EtcdLockStore extends LockStore {
       for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS_MAX; attempt++) {
         const expiresAtMs = acquiredAtMs + lease.ttlSeconds * 1000;
         const lockKey = this.keys.lock(req.key);
+        mayHoldGrant = true;
         const res = await this.gw.txn(
           [
             createRevisionIs(lockKey, 'Equal', 0),
@@ -113,8 +118,8 @@ export class EtcdLockStore extends LockStore {
           ],
           deadline,
         );
+        mayHoldGrant = res.succeeded;
         if (res.succeeded) {
-          used = true;
           return {
             kind: 'granted',
             grant: {
@@ -152,7 +157,7 @@ export class EtcdLockStore extends LockStore {
         retryAfterMillis: this.gw.config.notLeaderRetryAfterMs,
       });
     } finally {
-      if (!used) void this.gw.revokeQuietly(lease.id);
+      if (!mayHoldGrant) void this.gw.revokeQuietly(lease.id);
     }
   }
 
