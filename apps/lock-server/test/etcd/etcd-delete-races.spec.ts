@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { LockLostError } from '@dlock/lock-api';
 import type { Etcd3, ICompare, IRequestOp, ITxnResponse } from 'etcd3';
 import { startEtcd, type EtcdCluster } from '@dlock/testing';
 import type { AcquireResult } from '../../src/store/lock-store.port';
@@ -243,5 +244,21 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     });
     expect(contender).toMatchObject({ kind: 'contended', holderOwnerId: 'owner-s' });
     await a.store.release(key, token!);
+  });
+
+  it('a release after the session died is LOCK_LOST even while the dead key is still there', async () => {
+    const key = 'race:release-dead';
+    const s = await a.sessions.open('owner-r', 30_000);
+    const grant = await a.store.acquire({
+      key,
+      sessionId: s.sessionId,
+      ownerId: 'owner-r',
+      ttlMillis: 30_000,
+    });
+    const token = tokenOf(grant);
+    await killSession(s.sessionId);
+    expect((await lockKv(key))?.create_revision).toBe(String(token));
+    await expect(b.store.release(key, token!)).rejects.toBeInstanceOf(LockLostError);
+    await expectHolder(key, null);
   });
 });
