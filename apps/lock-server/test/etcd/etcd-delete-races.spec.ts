@@ -55,8 +55,8 @@ class HookedGateway extends EtcdGateway {
     }
     const res = await super.txn(compare, success, failure, deadline);
     if (this.loseAnswer?.(compare, success)) {
-      this.loseAnswer = null;
-      // Committed, but the caller never hears so (a deadline after the commit).
+      // Committed (or, re-sent, refused), but the caller never hears so: a
+      // deadline after the commit, on every attempt until the test says stop.
       throw this.unavailable(new Error('4 DEADLINE_EXCEEDED: simulated lost answer'));
     }
     return res;
@@ -104,7 +104,8 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
       endpoints: etcd.endpoints,
       keyPrefix: PREFIX,
       callTimeoutMs: 2_000,
-      opTimeoutMs: 5_000,
+      resendAfterMs: 250,
+      opTimeoutMs: 1_500,
       readyTimeoutMs: 2_000,
       faultHandling: 'tuned',
       notLeaderRetryAfterMs: 1_000,
@@ -223,6 +224,7 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     await expect(a.store.acquire(req)).rejects.toMatchObject({ code: 'NOT_LEADER' });
 
     // The client retries (02 §2.4): it is handed the grant that did commit.
+    a.gw.loseAnswer = null;
     const retried = await a.store.acquire(req);
     const token = tokenOf(retried);
     expect(token).not.toBeNull();
