@@ -27,6 +27,8 @@ const MODES = (process.env.BENCH_FAILOVER_MODES ?? 'tuned,default')
   .filter((m): m is Mode => m === 'tuned' || m === 'default');
 const HEARTBEAT_MS = Number(process.env.BENCH_ETCD_HEARTBEAT_MS ?? 50);
 const ELECTION_MS = Number(process.env.BENCH_ETCD_ELECTION_MS ?? 500);
+/** Passed to the lock-server as ETCD_RESEND_AFTER_MS when set (its default otherwise). */
+const RESEND_AFTER_MS = process.env.BENCH_ETCD_RESEND_AFTER_MS;
 const PROMISE_MS = 2_000;
 const WARM_MS = 1_500;
 const GIVE_UP_MS = 15_000;
@@ -59,7 +61,10 @@ async function oneRun(mode: Mode): Promise<RunResult> {
     electionMs: ELECTION_MS,
     label: 'bench-failover',
   });
-  const server = await startEtcdLockServer(cluster.endpoints, { ETCD_FAULT_HANDLING: mode });
+  const server = await startEtcdLockServer(cluster.endpoints, {
+    ETCD_FAULT_HANDLING: mode,
+    ...(RESEND_AFTER_MS === undefined ? {} : { ETCD_RESEND_AFTER_MS: RESEND_AFTER_MS }),
+  });
   let running = true;
   let killAt = Infinity;
   let recoveredAt = Infinity;
@@ -162,7 +167,7 @@ function section(results: RunResult[], seconds: number, loadLine: string): strin
     `- command: \`npm run build && BENCH_FAILOVER_RUNS=${RUNS} BENCH_FAILOVER_MODES=${MODES.join(',')} node dist/bench/lock-server/failover-bench.js\` (${CLIENTS} clients)`,
     `- machine: ${machineLine()}`,
     `- load: ${loadLine}`,
-    `- etcd 3.4 x3 on loopback, --heartbeat-interval=${HEARTBEAT_MS} --election-timeout=${ELECTION_MS}, data on tmpfs; the load, the lock-server and the members share the CPUs`,
+    `- etcd 3.4 x3 on loopback, --heartbeat-interval=${HEARTBEAT_MS} --election-timeout=${ELECTION_MS}, data on tmpfs; ETCD_RESEND_AFTER_MS=${RESEND_AFTER_MS ?? '250 (default)'}; the load, the lock-server and the members share the CPUs`,
     '- window = SIGKILL of the leader -> first 200 acquire whose request was sent after the kill; election = kill -> a surviving member reports a leader (status polled every ~50 ms)',
     `- total wall time: ${seconds.toFixed(0)} s`,
     '',

@@ -15,8 +15,13 @@ import { startWorkload, type Workload } from './workload';
 const WORKERS = 6;
 const SESSION_TTL_MS = 3_000;
 const LOCK_TTL_MS = 5_000;
-/** Generous on a shared 2-core box; the benchmark measures the real window (NFR-02: < 2 s). */
-const RECOVERY_BOUND_MS = 4_000;
+/**
+ * NFR-02: service back within 2 s of losing the leader (kill -> first grant
+ * of a request sent after it). The window is one election (500-1000 ms at
+ * these settings) plus at most ETCD_RESEND_AFTER_MS; the benchmark
+ * (bench/reports/lock-server-etcd-failover.md) has the distribution.
+ */
+const RECOVERY_BOUND_MS = 2_000;
 
 async function withCluster(fault: (cluster: EtcdCluster) => Promise<void>): Promise<{
   workload: Workload;
@@ -26,8 +31,9 @@ async function withCluster(fault: (cluster: EtcdCluster) => Promise<void>): Prom
 }> {
   const cluster = await startEtcdCluster({
     members: 3,
-    heartbeatMs: 100,
-    electionMs: 1_000,
+    // What docs/lock-server-etcd.md asks of production on a LAN.
+    heartbeatMs: 50,
+    electionMs: 500,
     label: 'failover',
   });
   const server = await startInProcess({
