@@ -144,6 +144,15 @@ async function oneRun(mode: Mode): Promise<RunResult> {
   }
 }
 
+/** The BENCH_* settings of this run, as they would be typed. */
+function benchEnv(): string {
+  return Object.entries(process.env)
+    .filter(([name]) => name.startsWith('BENCH_') && name !== 'BENCH_FAILOVER_REPORT')
+    .map(([name, value]) => `${name}=${value}`)
+    .sort()
+    .join(' ');
+}
+
 function section(results: RunResult[], seconds: number, loadLine: string): string {
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : 'no recovery');
   const rows = results.map(
@@ -164,7 +173,7 @@ function section(results: RunResult[], seconds: number, loadLine: string): strin
   return [
     '# Lock-server on etcd: leader-kill unavailability',
     '',
-    `- command: \`npm run build && BENCH_FAILOVER_RUNS=${RUNS} BENCH_FAILOVER_MODES=${MODES.join(',')} node dist/bench/lock-server/failover-bench.js\` (${CLIENTS} clients)`,
+    `- command: \`npm run build && ${benchEnv()} node dist/bench/lock-server/failover-bench.js\` (${CLIENTS} clients)`,
     `- machine: ${machineLine()}`,
     `- load: ${loadLine}`,
     `- etcd 3.4 x3 on loopback, --heartbeat-interval=${HEARTBEAT_MS} --election-timeout=${ELECTION_MS}, data on tmpfs; ETCD_RESEND_AFTER_MS=${RESEND_AFTER_MS ?? '250 (default)'}; the load, the lock-server and the members share the CPUs`,
