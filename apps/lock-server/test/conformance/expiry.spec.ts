@@ -1,7 +1,15 @@
-import { sleep } from '@dlock/testing';
+import { sleep, waitFor } from '@dlock/testing';
 import { BACKENDS } from '../support/backends';
 import type { RunningLockServer } from '../support/in-process';
-import { LockApi } from '../support/lock-client';
+import { LockApi, TRACE_ID } from '../support/lock-client';
+
+/** L6's answer for a grant that is no longer live: never a success (issue 20). */
+const LOCK_LOST = {
+  code: 'LOCK_LOST',
+  message: expect.any(String),
+  retrySafe: false,
+  traceId: TRACE_ID,
+};
 
 describe.each(BACKENDS)('expiry hands the key on with a larger token [$name]', (backend) => {
   let server: RunningLockServer;
@@ -41,6 +49,38 @@ describe.each(BACKENDS)('expiry hands the key on with a larger token [$name]', (
     expect(BigInt(next.body.fencingToken)).toBeGreaterThan(BigInt(old.body.fencingToken));
     expect((await api.heartbeat(a, 'a')).status).toBe(410);
     expect((await api.renew('expire:session', a, old.body.fencingToken)).status).toBe(410);
+  });
+
+  it('release after the lease expired, with nobody else holding the key: 409 LOCK_LOST', async () => {
+    const a = await api.session('a', 20_000);
+    const grant = await api.acquire('expire:release-lease', a, 'a', { ttlMillis: 1000 });
+    expect(grant.status).toBe(200);
+    await waitFor(
+      async () => (await api.inspect('expire:release-lease')).body.held === false,
+      5_000,
+      'the lease to expire',
+    );
+    const res = await api.release('expire:release-lease', a, grant.body.fencingToken, 'a');
+    expect({ status: res.status, body: res.body }).toEqual({ status: 409, body: LOCK_LOST });
+    // The key stays free: the late release neither revived nor moved anything.
+    const next = await api.acquire('expire:release-lease', a, 'a');
+    expect(BigInt(next.body.fencingToken)).toBeGreaterThan(BigInt(grant.body.fencingToken));
+  });
+
+  it('release after the session expired, with nobody else holding the key: 409 LOCK_LOST', async () => {
+    const a = await api.session('a', 1000);
+    const grant = await api.acquire('expire:release-session', a, 'a', { ttlMillis: 30_000 });
+    expect(grant.status).toBe(200);
+    // Polled through L7, which does not keep the session alive as a heartbeat would.
+    await waitFor(
+      async () => (await api.inspect('expire:release-session')).body.held === false,
+      5_000,
+      'the session to expire',
+    );
+    const res = await api.release('expire:release-session', a, grant.body.fencingToken, 'a');
+    expect({ status: res.status, body: res.body }).toEqual({ status: 409, body: LOCK_LOST });
+    expect((await api.inspect('expire:release-session')).body.held).toBe(false);
+    expect((await api.heartbeat(a, 'a')).status).toBe(410);
   });
 
   it('a heartbeating session keeps its lock past the original session TTL', async () => {

@@ -172,8 +172,14 @@ describe('etcd backend specifics (single member)', () => {
       expect(BigInt(next.body.fencingToken)).toBeGreaterThan(BigInt(token));
       out = '';
       holder.kill('SIGCONT');
-      // Its next renew learns it lost: session expired (410) or the grant gone (409).
-      const verdict = await waitFor(async () => /RENEW (\d+)/.exec(out)?.[1], 5_000, 'renew');
+      // A renew sent after the resume learns it lost: session expired (410) or the
+      // grant gone (409). The first line printed may answer a renew sent before the
+      // SIGSTOP (its 200 arrived while the process was stopped), so take the second.
+      const verdict = await waitFor(
+        async () => [...out.matchAll(/RENEW (\d+)/g)][1]?.[1],
+        5_000,
+        'a renew sent after the resume',
+      );
       expect(['409', '410']).toContain(verdict);
     } finally {
       holder.kill('SIGKILL');

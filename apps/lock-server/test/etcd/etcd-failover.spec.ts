@@ -15,8 +15,14 @@ import { startWorkload, type Workload } from './workload';
 const WORKERS = 6;
 const SESSION_TTL_MS = 3_000;
 const LOCK_TTL_MS = 5_000;
-/** Generous on a shared 2-core box; the benchmark measures the real window (NFR-02: < 2 s). */
-const RECOVERY_BOUND_MS = 4_000;
+/**
+ * NFR-02: service back within 2 s of losing the leader (kill -> first grant
+ * of a request sent after it). Here that is one election (500-1000 ms at
+ * these settings) plus the holder's release that hung on the dead leader (one
+ * ETCD_CALL_TIMEOUT_MS): 1.1-1.7 s measured at load 15-25 on 2 CPUs; the
+ * benchmark (bench/reports/lock-server-etcd-failover.md) has the figures.
+ */
+const RECOVERY_BOUND_MS = 2_000;
 
 async function withCluster(fault: (cluster: EtcdCluster) => Promise<void>): Promise<{
   workload: Workload;
@@ -26,8 +32,9 @@ async function withCluster(fault: (cluster: EtcdCluster) => Promise<void>): Prom
 }> {
   const cluster = await startEtcdCluster({
     members: 3,
-    heartbeatMs: 100,
-    electionMs: 1_000,
+    // What docs/lock-server-etcd.md asks of production on a LAN.
+    heartbeatMs: 50,
+    electionMs: 500,
     label: 'failover',
   });
   const server = await startInProcess({

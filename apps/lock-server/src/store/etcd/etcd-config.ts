@@ -19,6 +19,8 @@ export interface EtcdStoreConfig {
   keyPrefix: string;
   /** Deadline of one etcd call. */
   callTimeoutMs: number;
+  /** An idempotent call unanswered this long is sent again (failover; docs/lock-server-etcd.md). */
+  resendAfterMs: number;
   /** Budget of one store operation (up to ~4 etcd calls); below the 2 s read timeout of C3 §3.8. */
   opTimeoutMs: number;
   /** Readiness probe deadline (a linearizable read must answer within it). */
@@ -31,6 +33,7 @@ export const ETCD_ENV = {
   ETCD_ENDPOINTS: env.string({ default: 'http://127.0.0.1:2379', maxLength: 4096 }),
   ETCD_KEY_PREFIX: env.string({ default: 'dlock/', pattern: /^[a-zA-Z0-9:._/-]{1,64}$/ }),
   ETCD_CALL_TIMEOUT_MS: env.int({ default: 1_000, min: 100, max: 10_000 }),
+  ETCD_RESEND_AFTER_MS: env.int({ default: 250, min: 50, max: 10_000 }),
   ETCD_OP_TIMEOUT_MS: env.int({ default: 1_500, min: 100, max: 30_000 }),
   ETCD_READY_TIMEOUT_MS: env.int({ default: 1_000, min: 100, max: 10_000 }),
   ETCD_FAULT_HANDLING: env.oneOf(['tuned', 'default'] as const, { default: 'tuned' }),
@@ -66,6 +69,7 @@ export function readEtcdConfig(source: Record<string, string | undefined>): Etcd
     endpoints,
     keyPrefix: raw.ETCD_KEY_PREFIX.endsWith('/') ? raw.ETCD_KEY_PREFIX : `${raw.ETCD_KEY_PREFIX}/`,
     callTimeoutMs: raw.ETCD_CALL_TIMEOUT_MS,
+    resendAfterMs: raw.ETCD_RESEND_AFTER_MS,
     opTimeoutMs: raw.ETCD_OP_TIMEOUT_MS,
     readyTimeoutMs: raw.ETCD_READY_TIMEOUT_MS,
     faultHandling: raw.ETCD_FAULT_HANDLING,

@@ -40,6 +40,13 @@ const unavailableTotal = (() => {
   );
 })();
 
+/** Pause between re-sends, so a call that fails fast (no leader yet) does not spin. */
+const RESEND_PAUSE_MS = 25;
+/** Not worth another attempt with less of the operation's budget left than this. */
+const RESEND_MIN_BUDGET_MS = 50;
+
+const isNotLeader = (err: unknown) => err instanceof DlockError && err.code === 'NOT_LEADER';
+
 /** The shared tombstone lease is replaced this often (a quarter of the retention, >= 15 s). */
 function retentionRotateMs(retentionMs: number): number {
   return Math.max(15_000, Math.floor(retentionMs / 4));
@@ -87,6 +94,29 @@ export class EtcdGateway implements OnApplicationShutdown {
       retryAfterMillis: this.config.notLeaderRetryAfterMs,
       cause: err,
     });
+  }
+
+  /**
+   * An idempotent call, sent again every ETCD_RESEND_AFTER_MS (and after a
+   * fast failure) until etcd answers or the operation's deadline passes.
+   * After a leader dies, a write its followers already forwarded to it hangs
+   * until its deadline, while the same write sent again reaches the new
+   * leader as soon as one is elected (docs/lock-server-etcd.md, failover).
+   * Only for calls whose repeat is harmless: a create compared on revision 0,
+   * a lease grant (a spare lease dies with its TTL), reads. `attempt` gets the
+   * deadline of one attempt.
+   */
+  async resending<T>(deadline: Deadline, attempt: (until: Deadline) => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await attempt(Math.min(deadline, Date.now() + this.config.resendAfterMs));
+      } catch (err) {
+        if (!isNotLeader(err) || deadline - Date.now() < RESEND_MIN_BUDGET_MS + RESEND_PAUSE_MS) {
+          throw err;
+        }
+        await new Promise((resolve) => setTimeout(resolve, RESEND_PAUSE_MS));
+      }
+    }
   }
 
   private async call<T>(fn: () => Promise<T>): Promise<T> {

@@ -9,7 +9,7 @@ import {
   type LockGrant,
   type LockOutcome,
 } from '@dlock/lock-api';
-import type { IKeyValue } from 'etcd3';
+import type { IKeyValue, ITxnResponse } from 'etcd3';
 import {
   LockStore,
   type AcquireRequest,
@@ -83,38 +83,31 @@ export class EtcdLockStore extends LockStore {
   override async acquire(req: AcquireRequest): Promise<AcquireResult> {
     const deadline = this.gw.deadline();
     const acquiredAtMs = Date.now();
-    const lease = await this.gw.grant(leaseSecondsFor(req.ttlMillis), deadline);
-    let used = false;
+    const lease = await this.gw.resending(deadline, (until) =>
+      this.gw.grant(leaseSecondsFor(req.ttlMillis), until),
+    );
+    // Whether a creating txn on this lease went unanswered: it may have
+    // committed, and the holder's retry is then handed that grant (02 §2.4),
+    // so revoking the lease would delete the key under it with no compare
+    // (issue 20). Such a lease is left to its TTL instead.
+    let createUnanswered = false;
+    let granted = false;
     try {
       // The holder most recently seen; answered as contention if the key keeps
       // changing hands faster than this loop (bounded: no grant, no token minted).
       let lastSeen: { holderOwnerId: string; expiresAt: Date } | null = null;
       for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS_MAX; attempt++) {
         const expiresAtMs = acquiredAtMs + lease.ttlSeconds * 1000;
-        const lockKey = this.keys.lock(req.key);
-        const res = await this.gw.txn(
-          [
-            createRevisionIs(lockKey, 'Equal', 0),
-            createRevisionIs(this.keys.session(req.sessionId), 'Greater', 0),
-          ],
-          [
-            put(
-              lockKey,
-              encode({ ownerId: req.ownerId, sessionId: req.sessionId, acquiredAtMs }),
-              lease.id,
-            ),
-            put(this.keys.sessionLock(req.sessionId, req.key), encode({ expiresAtMs }), lease.id),
-            put(this.keys.seen(req.key), Buffer.alloc(0)),
-          ],
-          [
-            get(lockKey),
-            get(this.keys.session(req.sessionId)),
-            get(this.keys.sessionLock(req.sessionId, req.key)),
-          ],
-          deadline,
-        );
+        const res = await this.gw.resending(deadline, async (until) => {
+          try {
+            return await this.createTxn(req, lease.id, acquiredAtMs, expiresAtMs, until);
+          } catch (err) {
+            createUnanswered = true;
+            throw err;
+          }
+        });
         if (res.succeeded) {
-          used = true;
+          granted = true;
           return {
             kind: 'granted',
             grant: {
@@ -152,8 +145,40 @@ export class EtcdLockStore extends LockStore {
         retryAfterMillis: this.gw.config.notLeaderRetryAfterMs,
       });
     } finally {
-      if (!used) void this.gw.revokeQuietly(lease.id);
+      if (!granted && !createUnanswered) void this.gw.revokeQuietly(lease.id);
     }
+  }
+
+  /** If the key is free and the session alive: the lock key, the session's index entry, seen/<key>. */
+  private createTxn(
+    req: AcquireRequest,
+    leaseId: string,
+    acquiredAtMs: number,
+    expiresAtMs: number,
+    deadline: Deadline,
+  ): Promise<ITxnResponse> {
+    const lockKey = this.keys.lock(req.key);
+    return this.gw.txn(
+      [
+        createRevisionIs(lockKey, 'Equal', 0),
+        createRevisionIs(this.keys.session(req.sessionId), 'Greater', 0),
+      ],
+      [
+        put(
+          lockKey,
+          encode({ ownerId: req.ownerId, sessionId: req.sessionId, acquiredAtMs }),
+          leaseId,
+        ),
+        put(this.keys.sessionLock(req.sessionId, req.key), encode({ expiresAtMs }), leaseId),
+        put(this.keys.seen(req.key), Buffer.alloc(0)),
+      ],
+      [
+        get(lockKey),
+        get(this.keys.session(req.sessionId)),
+        get(this.keys.sessionLock(req.sessionId, req.key)),
+      ],
+      deadline,
+    );
   }
 
   /**

@@ -1,0 +1,266 @@
+import { Logger } from '@nestjs/common';
+import { LockLostError } from '@dlock/lock-api';
+import type { Etcd3, ICompare, IRequestOp, ITxnResponse } from 'etcd3';
+import { startEtcd, type EtcdCluster } from '@dlock/testing';
+import type { AcquireResult } from '../../src/store/lock-store.port';
+import { EtcdGateway, type Deadline } from '../../src/store/etcd/etcd-gateway';
+import type { EtcdBackendSettings } from '../../src/store/etcd/etcd-config';
+import { EtcdLockStore } from '../../src/store/etcd/etcd-lock-store';
+import { EtcdSessionRegistry } from '../../src/store/etcd/etcd-session-registry';
+import { EtcdSessionWatch } from '../../src/store/etcd/etcd-session-watch';
+
+/**
+ * Issue 20: every delete of a lock key must name the incarnation it means to
+ * remove (DECISIONS §4: token = create revision = mod revision at grant), or
+ * a late delete removes a newer holder's key and two grants overlap. Two
+ * stores on their own etcd clients stand for two lock-server replicas; the
+ * session watch's tidy-up is off (onModuleInit never runs), so only the
+ * store's own deletes act. Races are forced with gates, never with sleeps.
+ */
+const PREFIX = 'dlock-delete-races/';
+
+/** A call held until the test opens the gate; `reached` resolves when one is held. */
+class Gate {
+  private open!: () => void;
+  private readonly opened = new Promise<void>((r) => (this.open = r));
+  private arrived!: () => void;
+  readonly reached = new Promise<void>((r) => (this.arrived = r));
+  async pass(): Promise<void> {
+    this.arrived();
+    await this.opened;
+  }
+  release(): void {
+    this.open();
+  }
+}
+
+/** The gateway of one replica, with hooks that delay or disturb chosen etcd calls. */
+class HookedGateway extends EtcdGateway {
+  holdTxn: ((compare: ICompare[], success: IRequestOp[]) => Gate | null) | null = null;
+  loseAnswer: ((compare: ICompare[], success: IRequestOp[]) => boolean) | null = null;
+  revokeGate: Gate | null = null;
+  readonly pendingRevokes: Array<Promise<unknown>> = [];
+
+  override async txn(
+    compare: ICompare[],
+    success: IRequestOp[],
+    failure: IRequestOp[],
+    deadline: Deadline,
+  ): Promise<ITxnResponse> {
+    const gate = this.holdTxn?.(compare, success);
+    if (gate) {
+      this.holdTxn = null;
+      await gate.pass();
+      deadline = this.deadline();
+    }
+    const res = await super.txn(compare, success, failure, deadline);
+    if (this.loseAnswer?.(compare, success)) {
+      // Committed (or, re-sent, refused), but the caller never hears so: a
+      // deadline after the commit, on every attempt until the test says stop.
+      throw this.unavailable(new Error('4 DEADLINE_EXCEEDED: simulated lost answer'));
+    }
+    return res;
+  }
+
+  override revoke(leaseId: string, deadline: Deadline): Promise<boolean> {
+    const gate = this.revokeGate;
+    const done = (async () => {
+      await gate?.pass();
+      return super.revoke(leaseId, gate ? this.deadline() : deadline);
+    })();
+    this.pendingRevokes.push(done.catch(() => undefined));
+    return done;
+  }
+}
+
+/** A reap: deletes the lock key on condition that some session key is gone. */
+const isReapOf = (lockKey: Buffer) => (compare: ICompare[], success: IRequestOp[]) =>
+  compare.some((c) => c.target === 'Create' && String(c.key).startsWith(`${PREFIX}session/`)) &&
+  success.some((op) => op.request_delete_range?.key?.equals(lockKey) === true);
+
+const isCreateOf = (lockKey: Buffer) => (compare: ICompare[]) =>
+  compare.some(
+    (c) =>
+      c.target === 'Create' &&
+      c.result === 'Equal' &&
+      lockKey.equals(Buffer.from(c.key ?? '')) &&
+      String(c.create_revision) === '0',
+  );
+
+interface Replica {
+  gw: HookedGateway;
+  store: EtcdLockStore;
+  sessions: EtcdSessionRegistry;
+}
+
+describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
+  let etcd: EtcdCluster;
+  let a: Replica;
+  let b: Replica;
+  let raw: Etcd3;
+
+  const replica = (): Replica => {
+    const settings: EtcdBackendSettings = {
+      endpoints: etcd.endpoints,
+      keyPrefix: PREFIX,
+      callTimeoutMs: 2_000,
+      resendAfterMs: 250,
+      opTimeoutMs: 1_500,
+      readyTimeoutMs: 2_000,
+      faultHandling: 'tuned',
+      notLeaderRetryAfterMs: 1_000,
+      sessionRetentionMs: 60_000,
+    };
+    const gw = new HookedGateway(settings);
+    const watch = new EtcdSessionWatch(gw); // never started: no tidy-up, only the store deletes
+    return {
+      gw,
+      store: new EtcdLockStore(gw, watch),
+      sessions: new EtcdSessionRegistry(gw, watch),
+    };
+  };
+
+  const lockKey = (key: string) => Buffer.from(`${PREFIX}lock/${key}`);
+  const lockKv = async (key: string) => (await raw.kv.range({ key: lockKey(key) })).kvs[0];
+  const tokenOf = (r: AcquireResult) => (r.kind === 'granted' ? r.grant.fencingToken : null);
+
+  /** Ends a session as its lease expiry would: the session key goes, its locks stay behind. */
+  const killSession = async (sessionId: string) => {
+    const kvs = (await raw.kv.range({ key: Buffer.from(`${PREFIX}session/${sessionId}`) })).kvs;
+    await raw.leaseClient.leaseRevoke({ ID: kvs[0].lease });
+  };
+
+  /** Holders as every replica sees them: exactly the expected one, or none. */
+  const expectHolder = async (key: string, sessionId: string | null, token?: bigint) => {
+    for (const r of [a, b]) {
+      const { holder } = await r.store.inspect(key);
+      expect(holder && { sessionId: holder.sessionId, token: holder.fencingToken }).toEqual(
+        sessionId === null ? null : { sessionId, token },
+      );
+    }
+  };
+
+  beforeAll(async () => {
+    Logger.overrideLogger(false); // the gateways' debug lines; the lost answer is expected
+    etcd = await startEtcd({ label: 'delete-races' });
+    a = replica();
+    b = replica();
+    raw = a.gw.client;
+  });
+  afterAll(async () => {
+    a?.gw.onApplicationShutdown();
+    b?.gw.onApplicationShutdown();
+    await etcd?.stop();
+  });
+
+  it('two replicas reap one dead holder: the late reap leaves the new holder alone', async () => {
+    const key = 'race:reap';
+    const dead = await a.sessions.open('owner-dead', 30_000);
+    const old = await a.store.acquire({
+      key,
+      sessionId: dead.sessionId,
+      ownerId: 'owner-dead',
+      ttlMillis: 30_000,
+    });
+    const oldToken = tokenOf(old);
+    expect(oldToken).not.toBeNull();
+    await killSession(dead.sessionId);
+    // The dead holder's key is still there (its own lease runs 30 s), but nobody holds it.
+    expect((await lockKv(key))?.create_revision).toBe(String(oldToken));
+    await expectHolder(key, null);
+
+    const n = await a.sessions.open('owner-n', 30_000);
+    const m = await b.sessions.open('owner-m', 30_000);
+    // Replica B reads the dead holder and is held just before its reap txn.
+    const bReap = new Gate();
+    b.gw.holdTxn = (compare, success) => (isReapOf(lockKey(key))(compare, success) ? bReap : null);
+    const bAcquire = b.store.acquire({
+      key,
+      sessionId: m.sessionId,
+      ownerId: 'owner-m',
+      ttlMillis: 30_000,
+    });
+    await bReap.reached;
+
+    // Replica A reaps the same dead holder and grants the key to N.
+    const granted = await a.store.acquire({
+      key,
+      sessionId: n.sessionId,
+      ownerId: 'owner-n',
+      ttlMillis: 30_000,
+    });
+    const newToken = tokenOf(granted);
+    expect(newToken).not.toBeNull();
+    expect(newToken! > oldToken!).toBe(true);
+    await expectHolder(key, n.sessionId, newToken!);
+
+    // B's reap now runs on its stale view of the dead holder: it must match nothing.
+    bReap.release();
+    const bResult = await bAcquire;
+    expect(bResult).toEqual({
+      kind: 'contended',
+      holderOwnerId: 'owner-n',
+      expiresAt: expect.any(Date),
+    });
+    expect((await lockKv(key))?.create_revision).toBe(String(newToken));
+    await expectHolder(key, n.sessionId, newToken!);
+    // N's grant is intact: it renews on either replica and releases cleanly.
+    const renewed = await b.store.renew(key, n.sessionId, newToken!);
+    expect(renewed.fencingToken).toBe(newToken);
+    await a.store.release(key, newToken!);
+    await expectHolder(key, null);
+  });
+
+  it('an acquire whose answer was lost never revokes the grant its retry was handed', async () => {
+    const key = 'race:lost-answer';
+    const s = await a.sessions.open('owner-s', 30_000);
+    const other = await b.sessions.open('owner-o', 30_000);
+    const req = { key, sessionId: s.sessionId, ownerId: 'owner-s', ttlMillis: 30_000 };
+
+    // The creating txn commits but its answer is lost; any lease clean-up is held back.
+    a.gw.loseAnswer = isCreateOf(lockKey(key));
+    const revokes = new Gate();
+    a.gw.revokeGate = revokes;
+    await expect(a.store.acquire(req)).rejects.toMatchObject({ code: 'NOT_LEADER' });
+
+    // The client retries (02 §2.4): it is handed the grant that did commit.
+    a.gw.loseAnswer = null;
+    const retried = await a.store.acquire(req);
+    const token = tokenOf(retried);
+    expect(token).not.toBeNull();
+    expect((await lockKv(key))?.create_revision).toBe(String(token));
+
+    // Whatever clean-up the lost attempt queued now reaches etcd.
+    a.gw.revokeGate = null;
+    revokes.release();
+    await Promise.all(a.gw.pendingRevokes);
+
+    // The retried grant still holds the key: no one else is granted it.
+    expect((await lockKv(key))?.create_revision).toBe(String(token));
+    await expectHolder(key, s.sessionId, token!);
+    const contender = await b.store.acquire({
+      key,
+      sessionId: other.sessionId,
+      ownerId: 'owner-o',
+      ttlMillis: 30_000,
+    });
+    expect(contender).toMatchObject({ kind: 'contended', holderOwnerId: 'owner-s' });
+    await a.store.release(key, token!);
+  });
+
+  it('a release after the session died is LOCK_LOST even while the dead key is still there', async () => {
+    const key = 'race:release-dead';
+    const s = await a.sessions.open('owner-r', 30_000);
+    const grant = await a.store.acquire({
+      key,
+      sessionId: s.sessionId,
+      ownerId: 'owner-r',
+      ttlMillis: 30_000,
+    });
+    const token = tokenOf(grant);
+    await killSession(s.sessionId);
+    expect((await lockKv(key))?.create_revision).toBe(String(token));
+    await expect(b.store.release(key, token!)).rejects.toBeInstanceOf(LockLostError);
+    await expectHolder(key, null);
+  });
+});
