@@ -10,6 +10,8 @@ export default tseslint.config(
       'node_modules/**',
       '.dlock/**',
       '.tmp/**',
+      '.stryker-tmp/**',
+      'reports/**',
       'coverage/**',
       '**/*.js',
       '**/*.mjs',

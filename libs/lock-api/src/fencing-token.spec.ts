@@ -53,3 +53,39 @@ describe('parseFencingToken', () => {
     expect(() => parseFencingToken(0n)).toThrow(InvalidTokenError);
   });
 });
+
+describe('parseFencingToken: boundaries and what the caller is told', () => {
+  it('accepts the smallest token, 1, in every form', () => {
+    expect(parseFencingToken('1')).toBe(1n);
+    expect(parseFencingToken(1n)).toBe(1n);
+    expect(parseFencingToken(1)).toBe(1n);
+  });
+
+  it.each([
+    [undefined, 'X-Fencing-Token is missing'],
+    [null, 'X-Fencing-Token is not a decimal string'],
+    [true, 'X-Fencing-Token is not a decimal string'],
+    [0n, 'X-Fencing-Token is out of range'],
+    [FENCING_TOKEN_MAX + 1n, 'X-Fencing-Token is out of range'],
+    [0, 'X-Fencing-Token is not a positive integer'],
+    [2 ** 53, 'X-Fencing-Token is not a positive integer'],
+    ['007', 'X-Fencing-Token is not a canonical positive decimal'],
+    ['9223372036854775808', 'X-Fencing-Token is above the int64 maximum'],
+  ])('%p is refused with the message %j and the field in details', (input, message) => {
+    let caught: unknown;
+    try {
+      parseFencingToken(input);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(InvalidTokenError);
+    expect((caught as InvalidTokenError).message).toBe(message);
+    expect((caught as InvalidTokenError).details).toEqual({ field: 'X-Fencing-Token' });
+  });
+
+  it('names the field it was given', () => {
+    expect(() => parseFencingToken('x', 'expectedToken')).toThrow(
+      'expectedToken is not a canonical positive decimal',
+    );
+  });
+});

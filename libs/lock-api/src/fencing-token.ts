@@ -34,7 +34,7 @@ export function parseFencingToken(input: unknown, field = 'X-Fencing-Token'): Fe
   if (!CANONICAL.test(input))
     throw new InvalidTokenError(field, 'not a canonical positive decimal');
   const value = BigInt(input);
-  if (value > FENCING_TOKEN_MAX) throw new InvalidTokenError(field, 'overflows int64');
+  if (value > FENCING_TOKEN_MAX) throw new InvalidTokenError(field, 'above the int64 maximum');
   return value;
 }
 

@@ -1,0 +1,87 @@
+// Turns Stryker's JSON result into bench/reports/mutation.md: the score per
+// file and every surviving mutant with its explanation from
+// stryker/survivors.json (a test that now kills it, or why it is equivalent).
+// A survivor nobody has explained is listed as UNEXPLAINED.
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const DETECTED = new Set(['Killed', 'Timeout']);
+const UNDETECTED = new Set(['Survived', 'NoCoverage']);
+
+function keyOf(file, m) {
+  return `${file}:${m.location.start.line}:${m.mutatorName}:${m.replacement ?? ''}`;
+}
+
+function loadExplanations(root) {
+  const file = path.join(root, 'stryker', 'survivors.json');
+  if (!existsSync(file)) return new Map();
+  const list = JSON.parse(readFileSync(file, 'utf8'));
+  return new Map(list.map((e) => [`${e.file}:${e.line}:${e.mutator}:${e.replacement}`, e]));
+}
+
+function scoreOf(mutants) {
+  const detected = mutants.filter((m) => DETECTED.has(m.status)).length;
+  const undetected = mutants.filter((m) => UNDETECTED.has(m.status)).length;
+  const valid = detected + undetected;
+  return { detected, undetected, valid, score: valid === 0 ? 100 : (100 * detected) / valid };
+}
+
+function machine() {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  const memGiB = (os.totalmem() / 2 ** 30).toFixed(0);
+  return `${os.cpus().length} cores (${cpu}), ${memGiB} GiB, Node ${process.version}, ${os.platform()}`;
+}
+
+export function writeMutationReport(root, { minutes } = {}) {
+  const result = JSON.parse(
+    readFileSync(path.join(root, 'reports', 'mutation', 'mutation.json'), 'utf8'),
+  );
+  const explanations = loadExplanations(root);
+  const rows = [];
+  const survivors = [];
+  const all = [];
+  for (const [file, { mutants }] of Object.entries(result.files).sort()) {
+    const s = scoreOf(mutants);
+    all.push(...mutants);
+    rows.push(
+      `| \`${file}\` | ${s.score.toFixed(1)} % | ${s.detected} | ${s.undetected} | ${mutants.length} |`,
+    );
+    for (const m of mutants.filter((x) => UNDETECTED.has(x.status))) {
+      const e = explanations.get(keyOf(file, m));
+      survivors.push(
+        `| \`${file}:${m.location.start.line}\` | ${m.mutatorName} | \`${String(m.replacement ?? '')
+          .replace(/\|/g, '\\|')
+          .replace(/\n/g, ' ')
+          .slice(0, 80)}\` | ${m.status} | ${e ? `${e.verdict}: ${e.note}` : 'UNEXPLAINED'} |`,
+      );
+    }
+  }
+  const total = scoreOf(all);
+  const text = [
+    '# Mutation testing of the safety-critical files',
+    '',
+    `Measured ${new Date().toISOString().slice(0, 10)} on ${machine()}.`,
+    `Command: \`npm run test:mutation\`${minutes ? `, ${minutes} min wall clock` : ''}.`,
+    'Files and tests: `stryker.config.json`, `stryker/jest.config.js`.',
+    '',
+    `**Overall: ${total.score.toFixed(1)} %** (${total.detected} detected of ${total.valid}; killed and`,
+    'timed-out mutants count as detected, survivors and uncovered ones as not).',
+    '',
+    '| file | score | detected | undetected | mutants |',
+    '| --- | --- | --- | --- | --- |',
+    ...rows,
+    '',
+    '## Surviving mutants',
+    '',
+    'Each is explained in `stryker/survivors.json`: the test that now kills it, or why it is',
+    'equivalent (no behaviour a user could observe changes).',
+    '',
+    '| where | mutator | replacement | status | explanation |',
+    '| --- | --- | --- | --- | --- |',
+    ...survivors,
+    '',
+  ].join('\n');
+  writeFileSync(path.join(root, 'bench', 'reports', 'mutation.md'), text);
+  return total;
+}
