@@ -5,7 +5,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { text } from 'express';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { ContractExceptionFilter, sendError } from './exception.filter';
-import { int64Replacer, parseJsonPreservingInt64 } from './json';
+import { int64Replacer, parseRequestBody } from './json';
 import { requestTraceId, type TracedRequest } from './trace';
 import { contractValidationPipe } from './validation';
 
@@ -22,7 +22,8 @@ export function applyHttpContract(app: NestExpressApplication): void {
     res.setHeader('trace-id', requestTraceId(req));
     next();
   });
-  app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES }));
+  // inflate: false: a Content-Encoding other than identity is 415, never decoded (docs/api.md).
+  app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES, inflate: false }));
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const raw: unknown = req.body;
     if (typeof raw !== 'string' || raw.trim() === '') {
@@ -30,7 +31,7 @@ export function applyHttpContract(app: NestExpressApplication): void {
       return next();
     }
     try {
-      req.body = parseJsonPreservingInt64(raw);
+      req.body = parseRequestBody(raw);
       next();
     } catch (err) {
       next(err);
@@ -38,7 +39,7 @@ export function applyHttpContract(app: NestExpressApplication): void {
   });
   // Errors raised before Nest routing (body too large, malformed JSON) still leave as the envelope.
   app.use((err: unknown, req: TracedRequest, res: Response, _next: NextFunction) => {
-    sendError(res, err, requestTraceId(req), logger);
+    sendError(res, err, requestTraceId(req), logger, req.method);
   });
   app.useGlobalFilters(new ContractExceptionFilter());
   app.useGlobalPipes(contractValidationPipe());

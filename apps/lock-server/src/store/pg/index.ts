@@ -1,5 +1,6 @@
 import type { Provider } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { initializeInBackground } from '@dlock/persistence';
 import type { LockServerConfig } from '../../config';
 import { LockStore, SessionRegistry } from '../lock-store.port';
 import { PgDatabase } from './pg-database';
@@ -37,7 +38,8 @@ export function pgStoreProviders(config: LockServerConfig): Provider[] {
             idleTimeoutMillis: 30_000,
           },
         });
-        await ds.initialize();
+        // Not awaited: with lockdb down at boot the server listens unready (NOT_LEADER) until it connects.
+        initializeInBackground(ds, { database: 'lockdb' });
         const db = new PgDatabase(ds, config);
         db.start();
         return db;
