@@ -177,7 +177,7 @@ describe('database down at boot', () => {
       migratedDatabase('proxydb'),
     ]);
     proxy.setFault({ kind: 'reset' });
-    const specs = [
+    const specs: { app: string; env: Record<string, string>; read: string; down: unknown }[] = [
       {
         app: 'payment-resource',
         env: { PAYDB_URL: through(proxy, paydb) },

@@ -1,12 +1,15 @@
-import { Logger, type INestApplication, type Type } from '@nestjs/common';
+import { HttpException, Logger, type INestApplication, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { text } from 'express';
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { ContractExceptionFilter, sendError } from './exception.filter';
 import { int64Replacer, parseRequestBody } from './json';
-import { requestTraceId, type TracedRequest } from './trace';
+import { renderError } from './envelope';
+import { requestTraceId, traceIdFrom, type TracedRequest } from './trace';
 import { contractValidationPipe } from './validation';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -43,6 +46,41 @@ export function applyHttpContract(app: NestExpressApplication): void {
   });
   app.useGlobalFilters(new ContractExceptionFilter());
   app.useGlobalPipes(contractValidationPipe());
+  answerUnparsableRequests(app.getHttpServer());
+}
+
+/**
+ * Bytes node's HTTP parser refuses (bad framing, bad header bytes, headers
+ * too large) never reach express; node would answer a bare 400. They get the
+ * envelope too, then the connection is closed (its framing is lost).
+ */
+function answerUnparsableRequests(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    // As node does: a response already started on this socket (`_httpMessage`) is let
+    // finish and nothing is added; one not yet started is replaced by this answer.
+    const current = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (current?.headersSent) {
+      socket.end();
+      return;
+    }
+    const [status, reason, message] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'request headers too large']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'request not received in time']
+          : [400, 'Bad Request', 'malformed HTTP request'];
+    const body = JSON.stringify(
+      renderError(new HttpException(message, status), traceIdFrom(undefined)).body,
+    );
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
 }
 
 export interface ServeOptions {
