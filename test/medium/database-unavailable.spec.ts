@@ -2,7 +2,7 @@
 // UNAVAILABLE with retrySafe true on reads (the lock-server: its NOT_LEADER),
 // /health/ready follows whether a new connection can be had, and an app whose
 // database is down at boot starts unready and becomes ready when it returns
-// (issue 19 §5, §8; docs/api.md "Database unavailable"). Real apps from dist/,
+// (issue 19 §5, §8; README "Wire conventions"). Real apps from dist/,
 // real PostgreSQL, the database held away through a TCP proxy.
 import { randomBytes, randomUUID } from 'node:crypto';
 import {

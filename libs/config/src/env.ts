@@ -132,7 +132,7 @@ export const env = {
         raw === undefined || raw === '' ? undefined : checkPostgresUrl(raw, name),
     };
   },
-  /** Another dlock service: plain http:// only (the services speak no TLS; docs/operations.md). */
+  /** Another dlock service: plain http:// only (docs/operations.md, "Containers, start-up and database outages"). */
   peerUrl(opts: { default?: string } = {}): Spec<string> {
     return {
       parse(raw, name) {

@@ -25,7 +25,7 @@ export function applyHttpContract(app: NestExpressApplication): void {
     res.setHeader('trace-id', requestTraceId(req));
     next();
   });
-  // inflate: false: a Content-Encoding other than identity is 415, never decoded (docs/api.md).
+  // inflate: false: a Content-Encoding other than identity is 415, never decoded (README, Wire conventions).
   app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES, inflate: false }));
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const raw: unknown = req.body;

@@ -45,7 +45,7 @@ describe('databaseFailure', () => {
   });
 });
 
-describe('renderError for database failures (docs/api.md)', () => {
+describe('renderError for database failures (README, Wire conventions)', () => {
   const trace = '0123456789abcdef0123456789abcdef';
   const unavailable = {
     status: 503,

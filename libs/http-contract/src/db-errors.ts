@@ -1,6 +1,6 @@
 /**
  * How a database failure that reached the global filter unanswered by the
- * service relates to the request (docs/api.md, "Database unavailable"):
+ * service relates to the request (README, Wire conventions):
  * - `not-sent`: no connection could be had (refused, unreachable, credentials
  *   rejected, too many connections, pool acquire timeout, pool not yet
  *   initialised). No statement left this process: any request may be retried.

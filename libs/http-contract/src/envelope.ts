@@ -104,7 +104,7 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * A database failure the service did not map itself is 503 UNAVAILABLE
  * (retry-safe) when no statement was sent, or when the request only reads.
  * A write whose connection broke mid-statement may have committed: it stays
- * the 500 INTERNAL (not retry-safe) it always was (docs/api.md).
+ * the 500 INTERNAL (not retry-safe) it always was (README, Wire conventions).
  */
 function fromDatabaseFailure(error: unknown, traceId: string, method: string): RenderedError {
   const failure = databaseFailure(error);

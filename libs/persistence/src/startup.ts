@@ -37,7 +37,7 @@ const stopped = new WeakSet<DataSource>();
  * Starts `ds.initialize()` and returns at once: a service whose database is
  * down at boot listens, answers /health/ready unready and 503 on its routes,
  * and becomes ready when a connection succeeds (retried with backoff,
- * capped) instead of exiting (docs/operations.md).
+ * capped) instead of exiting (docs/operations.md, "Containers, start-up and database outages").
  */
 export function initializeInBackground(ds: DataSource, opts: BackgroundInitOptions): DataSource {
   const logger = new Logger(opts.database);
