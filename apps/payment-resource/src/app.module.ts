@@ -33,7 +33,7 @@ const PER_PAYOUT_ROUTES: RouteInfo[] = [
 const dataSourceProvider = {
   provide: DataSource,
   inject: [PAYMENT_CONFIG],
-  // Not awaited: with paydb down at boot the service listens unready and answers 503 until it connects.
+  // With paydb down at boot the service listens unready, answers 503 and keeps connecting.
   useFactory: (config: PaymentConfig) =>
     initializeInBackground(
       paydbDataSource({

@@ -34,12 +34,17 @@ export interface BackgroundInitOptions {
 const stopped = new WeakSet<DataSource>();
 
 /**
- * Starts `ds.initialize()` and returns at once: a service whose database is
- * down at boot listens, answers /health/ready unready and 503 on its routes,
- * and becomes ready when a connection succeeds (retried with backoff,
- * capped) instead of exiting (docs/operations.md, "Containers, start-up and database outages").
+ * Connects `ds`, or keeps trying in the background: a service whose database
+ * is down at boot listens, answers /health/ready unready and 503 on its
+ * routes, and becomes ready when a connection succeeds (retried with backoff,
+ * capped) instead of exiting (docs/operations.md, "Containers, start-up and
+ * database outages"). The first attempt is awaited, so with the database up
+ * the service is connected before it listens, as it always was.
  */
-export function initializeInBackground(ds: DataSource, opts: BackgroundInitOptions): DataSource {
+export async function initializeInBackground(
+  ds: DataSource,
+  opts: BackgroundInitOptions,
+): Promise<DataSource> {
   const logger = new Logger(opts.database);
   const maxMs = opts.retryDelayMaxMs ?? 5_000;
   let delayMs = opts.retryDelayMs ?? 500;
@@ -63,7 +68,7 @@ export function initializeInBackground(ds: DataSource, opts: BackgroundInitOptio
       delayMs = Math.min(delayMs * 2, maxMs);
     }
   };
-  void attempt();
+  await attempt();
   return ds;
 }
 

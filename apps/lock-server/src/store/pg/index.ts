@@ -38,8 +38,8 @@ export function pgStoreProviders(config: LockServerConfig): Provider[] {
             idleTimeoutMillis: 30_000,
           },
         });
-        // Not awaited: with lockdb down at boot the server listens unready (NOT_LEADER) until it connects.
-        initializeInBackground(ds, { database: 'lockdb' });
+        // With lockdb down at boot the server listens unready (NOT_LEADER) and keeps connecting.
+        await initializeInBackground(ds, { database: 'lockdb' });
         const db = new PgDatabase(ds, config);
         db.start();
         return db;
