@@ -251,6 +251,56 @@ interface Raw {
   note: string;
 }
 
+/** The message framing: honest, or one of six ways to lie about the body's length. */
+function frame(
+  framing: number,
+  payload: Buffer,
+  r: Rand,
+): { head: string; body: Buffer; mayNotAnswer: boolean; note: string } {
+  let head = '';
+  let note = '';
+  let mayNotAnswer = false;
+  let bodyBytes = payload;
+  switch (framing) {
+    case -1:
+      head += `content-length: ${payload.length}\r\n`;
+      break;
+    case 0: // claims more than is sent
+      head += `content-length: ${payload.length + 10}\r\n`;
+      mayNotAnswer = true;
+      note += ' short body';
+      break;
+    case 1: // claims less: the rest reads as a second, garbage request
+      head += `content-length: ${Math.max(0, payload.length - 3)}\r\n`;
+      note += ' long body';
+      break;
+    case 2: // both framings at once
+      head += `content-length: ${payload.length}\r\ntransfer-encoding: chunked\r\n`;
+      bodyBytes = Buffer.concat([
+        Buffer.from(`${payload.length.toString(16)}\r\n`),
+        payload,
+        Buffer.from('\r\n0\r\n\r\n'),
+      ]);
+      note += ' CL+TE';
+      break;
+    case 3: // a chunk size that lies
+      head += 'transfer-encoding: chunked\r\n';
+      bodyBytes = Buffer.concat([Buffer.from('zz\r\n'), payload, Buffer.from('\r\n0\r\n\r\n')]);
+      note += ' bad chunk';
+      break;
+    case 4: // invalid bytes in a header
+      head += `content-length: ${payload.length}\r\nx-owner-id: a\u0001b\r\nbad header\r\n`;
+      note += ' bad header';
+      break;
+    default: // content-length that is no number
+      head += `content-length: ${pick(r, ['-1', 'abc', '1e3', '99999999999999999999', '1, 2'])}\r\n`;
+      mayNotAnswer = true;
+      note += ' bad content-length';
+      break;
+  }
+  return { head, body: bodyBytes, mayNotAnswer, note };
+}
+
 function request(route: Route, r: Rand, ids: Ids): Raw {
   const p = route.path
     .replace('{session}', pick(r, [ids.uuid(), 'not-a-uuid', '%zz', '..%2f..', 'x'.repeat(600)]))
@@ -295,45 +345,11 @@ function request(route: Route, r: Rand, ids: Ids): Raw {
   if (route.body && payload.length === 0 && framing < 0) framing = 0; // body routes never get a valid empty body
   let head = `${method} ${p} HTTP/1.1\r\nhost: fuzz\r\nconnection: close\r\n`;
   for (const [k, v] of Object.entries(h)) head += `${k}: ${v}\r\n`;
-  let mayNotAnswer = false;
-  let bodyBytes = payload;
-  switch (framing) {
-    case -1:
-      head += `content-length: ${payload.length}\r\n`;
-      break;
-    case 0: // claims more than is sent
-      head += `content-length: ${payload.length + 10}\r\n`;
-      mayNotAnswer = true;
-      note += ' short body';
-      break;
-    case 1: // claims less: the rest reads as a second, garbage request
-      head += `content-length: ${Math.max(0, payload.length - 3)}\r\n`;
-      note += ' long body';
-      break;
-    case 2: // both framings at once
-      head += `content-length: ${payload.length}\r\ntransfer-encoding: chunked\r\n`;
-      bodyBytes = Buffer.concat([
-        Buffer.from(`${payload.length.toString(16)}\r\n`),
-        payload,
-        Buffer.from('\r\n0\r\n\r\n'),
-      ]);
-      note += ' CL+TE';
-      break;
-    case 3: // a chunk size that lies
-      head += 'transfer-encoding: chunked\r\n';
-      bodyBytes = Buffer.concat([Buffer.from('zz\r\n'), payload, Buffer.from('\r\n0\r\n\r\n')]);
-      note += ' bad chunk';
-      break;
-    case 4: // invalid bytes in a header
-      head += `content-length: ${payload.length}\r\nx-owner-id: a\u0001b\r\nbad header\r\n`;
-      note += ' bad header';
-      break;
-    default: // content-length that is no number
-      head += `content-length: ${pick(r, ['-1', 'abc', '1e3', '99999999999999999999', '1, 2'])}\r\n`;
-      mayNotAnswer = true;
-      note += ' bad content-length';
-      break;
-  }
+  const framed = frame(framing, payload, r);
+  head += framed.head;
+  const bodyBytes = framed.body;
+  const mayNotAnswer = framed.mayNotAnswer;
+  note += framed.note;
   const bytes = Buffer.concat([Buffer.from(head + '\r\n', 'latin1'), bodyBytes]);
   return { bytes, mayNotAnswer, note: `${method} ${p.slice(0, 80)} [${note.trim()}]` };
 }
