@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
+import { env, readEnv } from '@dlock/config';
 import { LOCKDB_MIGRATIONS } from './index';
 
 /**
@@ -8,7 +9,8 @@ import { LOCKDB_MIGRATIONS } from './index';
  */
 export default new DataSource({
   type: 'postgres',
-  url: process.env.LOCKDB_URL,
+  // Refused at load when unset or scheme-less (pg would fall back to localhost).
+  url: readEnv({ LOCKDB_URL: env.postgresUrl() }).LOCKDB_URL,
   migrations: LOCKDB_MIGRATIONS,
   synchronize: false,
   logging: ['error', 'migration'],

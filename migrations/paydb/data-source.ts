@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
+import { env, readEnv } from '@dlock/config';
 import { PAYDB_MIGRATIONS } from './index';
 
 /**
@@ -8,7 +9,8 @@ import { PAYDB_MIGRATIONS } from './index';
  */
 export default new DataSource({
   type: 'postgres',
-  url: process.env.PAYDB_URL,
+  // Refused at load when unset or scheme-less (pg would fall back to localhost).
+  url: readEnv({ PAYDB_URL: env.postgresUrl() }).PAYDB_URL,
   migrations: PAYDB_MIGRATIONS,
   synchronize: false,
   logging: ['error', 'migration'],

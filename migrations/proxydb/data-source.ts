@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
+import { env, readEnv } from '@dlock/config';
 import { PROXYDB_MIGRATIONS } from './index';
 
 /**
@@ -8,7 +9,8 @@ import { PROXYDB_MIGRATIONS } from './index';
  */
 export default new DataSource({
   type: 'postgres',
-  url: process.env.PROXYDB_URL,
+  // Refused at load when unset or scheme-less (pg would fall back to localhost).
+  url: readEnv({ PROXYDB_URL: env.postgresUrl() }).PROXYDB_URL,
   migrations: PROXYDB_MIGRATIONS,
   synchronize: false,
   logging: ['error', 'migration'],

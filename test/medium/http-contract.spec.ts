@@ -1,3 +1,5 @@
+import net from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { Body, Controller, Get, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -177,4 +179,105 @@ describe('HTTP contract (envelope on every non-2xx)', () => {
     });
     expect(res.text).not.toContain('passwd');
   });
+
+  it('refuses any Content-Encoding with 415, empty, plain or really compressed, GET included', async () => {
+    const cases: { encoding: string; body: Buffer }[] = [
+      { encoding: 'deflate', body: Buffer.from('{"name":"ok"}') },
+      { encoding: 'br', body: Buffer.alloc(0) },
+      { encoding: 'gzip', body: gzipSync('{"name":"ok"}') },
+    ];
+    for (const c of cases) {
+      const res = await fetch(`${base}/v1/echo`, {
+        method: 'POST',
+        headers: {
+          'content-encoding': c.encoding,
+          'content-type': 'application/json',
+          'x-fencing-token': '5',
+        },
+        body: c.body,
+      });
+      expect({ encoding: c.encoding, status: res.status, body: await res.json() }).toEqual({
+        encoding: c.encoding,
+        status: 415,
+        body: {
+          code: 'VALIDATION_FAILED',
+          message:
+            'unsupported request body encoding (encoding.unsupported): send identity-encoded JSON',
+          retrySafe: false,
+          traceId,
+        },
+      });
+    }
+    const get = await raw(
+      'GET /v1/fenced HTTP/1.1\r\nhost: x\r\ncontent-encoding: gzip\r\ncontent-length: 0\r\nconnection: close\r\n\r\n',
+    );
+    expect(get.status).toBe(415);
+    expect(JSON.parse(get.body)).toMatchObject({ code: 'VALIDATION_FAILED', retrySafe: false });
+  });
+
+  it('refuses a body nested deeper than 64 levels, and a non-object body, with 400', async () => {
+    const headers = { 'x-fencing-token': '5' };
+    const deep = await http('POST', `${base}/v1/echo`, {
+      headers,
+      rawBody: `{"name":${'['.repeat(3000)}${']'.repeat(3000)}}`,
+    });
+    expect(deep.status).toBe(400);
+    expect(deep.body).toEqual({
+      code: 'VALIDATION_FAILED',
+      message: 'request body nested too deep',
+      retrySafe: false,
+      details: { fields: [{ field: 'body', message: 'must be nested at most 64 levels deep' }] },
+      traceId,
+    });
+    for (const rawBody of ['9007199254740993', '-99999999999999999999', '[1]', '"x"', 'null']) {
+      const res = await http('POST', `${base}/v1/echo`, { headers, rawBody });
+      expect({ rawBody, status: res.status, body: res.body }).toEqual({
+        rawBody,
+        status: 400,
+        body: {
+          code: 'VALIDATION_FAILED',
+          message: 'request body must be a JSON object',
+          retrySafe: false,
+          details: { fields: [{ field: 'body', message: 'must be a JSON object' }] },
+          traceId,
+        },
+      });
+    }
+  });
+
+  it('answers bytes the HTTP parser refuses with the envelope, then closes', async () => {
+    for (const bad of [
+      'POST /v1/echo HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
+      'GET /v1/fenced HTTP/1.1\r\nhost: x\r\nx-owner-id: a\u0001b\r\n\r\n',
+      'POST /v1/echo HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\n\r\n',
+    ]) {
+      const res = await raw(bad);
+      expect({ status: res.status, body: JSON.parse(res.body) }).toEqual({
+        status: 400,
+        body: {
+          code: 'VALIDATION_FAILED',
+          message: 'malformed HTTP request',
+          retrySafe: false,
+          traceId,
+        },
+      });
+    }
+  });
+
+  /** Raw bytes over one connection; the answer's status and body (connection: close). */
+  function raw(text: string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const port = Number(new URL(base).port);
+      const socket = net.connect({ port, host: '127.0.0.1' });
+      let got = '';
+      socket.on('data', (c: Buffer) => (got += c.toString('utf8')));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const length = Number(/content-length: (\d+)/i.exec(got)?.[1] ?? 0);
+        const at = got.indexOf('\r\n\r\n') + 4;
+        resolve({ status: Number(got.slice(9, 12)), body: got.slice(at, at + length) });
+      });
+      socket.write(Buffer.from(text, 'latin1'));
+    });
+  }
 });

@@ -26,9 +26,9 @@ const schema = {
   PORT: env.int({ default: 8084, min: 0, max: 65535 }),
   LOG_LEVEL: env.oneOf(LOG_LEVELS, { default: 'info' }),
   OWNER_ID: env.string({ maxLength: OWNER_ID_MAX_LENGTH, pattern: /^[\x20-\x7e]+$/ }),
-  LOCK_SERVER_URL: env.url({ default: 'http://127.0.0.1:8081' }),
-  PAYMENT_RESOURCE_URL: env.url({ default: 'http://127.0.0.1:8082' }),
-  RAIL_PROXY_URL: env.url({ default: 'http://127.0.0.1:8083' }),
+  LOCK_SERVER_URL: env.peerUrl({ default: 'http://127.0.0.1:8081' }),
+  PAYMENT_RESOURCE_URL: env.peerUrl({ default: 'http://127.0.0.1:8082' }),
+  RAIL_PROXY_URL: env.peerUrl({ default: 'http://127.0.0.1:8083' }),
   LOCK_SESSION_TTL_MS: env.int({
     default: 15_000,
     min: SESSION_TTL_MIN_MS,

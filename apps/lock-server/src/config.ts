@@ -14,7 +14,7 @@ const schema = {
     default: 'info',
   }),
   LOCK_BACKEND: env.oneOf(['pg', 'etcd'], { default: 'pg' }),
-  LOCKDB_URL: env.optionalUrl(),
+  LOCKDB_URL: env.optionalPostgresUrl(),
   LOCKDB_POOL_MAX: env.int({ default: 20, min: 1, max: 200 }),
   /** Per-statement budget; C3 §3.8 gives callers a 2 s read timeout, so stay below it. */
   LOCKDB_STATEMENT_TIMEOUT_MS: env.int({ default: 1500, min: 100, max: 30_000 }),

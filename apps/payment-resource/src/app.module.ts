@@ -2,6 +2,7 @@ import { Module, RequestMethod, type OnApplicationShutdown, type Type } from '@n
 import type { RouteInfo } from '@nestjs/common/interfaces';
 import { DataSource } from 'typeorm';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
+import { closeDataSource, initializeInBackground } from '@dlock/persistence';
 import { PAYMENT_CONFIG, type PaymentConfig } from './config';
 import { FenceFloorController } from './fence-floor/fence-floor.controller';
 import { FenceFloorRepository } from './fence-floor/fence-floor.repository';
@@ -35,12 +36,16 @@ const PER_PAYOUT_ROUTES: RouteInfo[] = [
 const dataSourceProvider = {
   provide: DataSource,
   inject: [PAYMENT_CONFIG],
+  // With paydb down at boot the service listens unready, answers 503 and keeps connecting.
   useFactory: (config: PaymentConfig) =>
-    paydbDataSource({
-      url: config.PAYDB_URL,
-      poolMax: config.PAYDB_POOL_MAX,
-      statementTimeoutMs: config.PAYDB_STATEMENT_TIMEOUT_MS,
-    }).initialize(),
+    initializeInBackground(
+      paydbDataSource({
+        url: config.PAYDB_URL,
+        poolMax: config.PAYDB_POOL_MAX,
+        statementTimeoutMs: config.PAYDB_STATEMENT_TIMEOUT_MS,
+      }),
+      { database: 'paydb' },
+    ),
 };
 
 /** Builds the app module around a configuration read once at boot. */
@@ -56,7 +61,7 @@ export function createAppModule(config: PaymentConfig): Type<unknown> {
   class PaydbModule implements OnApplicationShutdown {
     constructor(private readonly dataSource: DataSource) {}
     async onApplicationShutdown(): Promise<void> {
-      if (this.dataSource.isInitialized) await this.dataSource.destroy();
+      await closeDataSource(this.dataSource);
     }
   }
 

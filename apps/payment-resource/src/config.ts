@@ -8,7 +8,7 @@ const schema = {
   LOG_LEVEL: env.oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], {
     default: 'info',
   }),
-  PAYDB_URL: env.url(),
+  PAYDB_URL: env.postgresUrl(),
   PAYDB_POOL_MAX: env.int({ default: 10, min: 1, max: 200 }),
   // Bounds every statement, including a wait on an account's row lock; below the request budget.
   PAYDB_STATEMENT_TIMEOUT_MS: env.int({ default: 2_000, min: 100, max: 600_000 }),

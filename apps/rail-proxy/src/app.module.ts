@@ -1,5 +1,7 @@
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { initializeInBackground } from '@dlock/persistence';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 import { HighWaterFloorController } from './fence-floor/high-water-floor.controller';
@@ -15,22 +17,26 @@ import { SubmissionsController } from './submissions.controller';
 
 /** proxydb through TypeORM: raw SQL only, no entities, migrations run out of band. */
 function database(config: RailProxyConfig): DynamicModule {
-  return TypeOrmModule.forRoot({
-    type: 'postgres',
-    url: config.PROXYDB_URL,
-    synchronize: false,
-    migrationsRun: false,
-    entities: [],
-    logging: ['error'],
-    retryAttempts: 3,
-    retryDelay: 1_000,
-    extra: {
-      max: config.PROXYDB_POOL_MAX,
-      connectionTimeoutMillis: 2_000,
-      // A hung statement must not hold an account's high-water row forever.
-      statement_timeout: 5_000,
-      application_name: 'rail-proxy',
-    },
+  return TypeOrmModule.forRootAsync({
+    useFactory: () => ({
+      type: 'postgres',
+      url: config.PROXYDB_URL,
+      synchronize: false,
+      migrationsRun: false,
+      entities: [],
+      logging: ['error'],
+      // Connected in the background (dataSourceFactory): with proxydb down at boot the proxy listens unready.
+      manualInitialization: true,
+      extra: {
+        max: config.PROXYDB_POOL_MAX,
+        connectionTimeoutMillis: 2_000,
+        // A hung statement must not hold an account's high-water row forever.
+        statement_timeout: 5_000,
+        application_name: 'rail-proxy',
+      },
+    }),
+    dataSourceFactory: async (options) =>
+      initializeInBackground(new DataSource(options!), { database: 'proxydb' }),
   });
 }
 

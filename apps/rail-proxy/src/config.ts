@@ -6,9 +6,9 @@ export const RAIL_PROXY_ENV = {
   LOG_LEVEL: env.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     default: 'info',
   }),
-  PROXYDB_URL: env.url(),
+  PROXYDB_URL: env.postgresUrl(),
   PROXYDB_POOL_MAX: env.int({ default: 10, min: 1, max: 100 }),
-  RAIL_STUB_URL: env.url({ default: 'http://127.0.0.1:8085' }),
+  RAIL_STUB_URL: env.peerUrl({ default: 'http://127.0.0.1:8085' }),
   // C3 §3.8: 1 s connect / 8 s read, inside the executor's (read + 2 s).
   RAIL_CONNECT_TIMEOUT_MS: env.int({ default: 1_000, min: 1, max: 60_000 }),
   RAIL_READ_TIMEOUT_MS: env.int({ default: 8_000, min: 1, max: 120_000 }),
@@ -59,10 +59,6 @@ export function readRailProxyConfig(
   }
   const problems = budgetProblems(config);
   if (problems.length > 0) throw new EnvError(problems);
-  const url = new URL(config.RAIL_STUB_URL);
-  if (url.protocol !== 'http:') {
-    throw new EnvError([`RAIL_STUB_URL: only http:// rails are supported, got "${url.protocol}"`]);
-  }
   return config;
 }
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
 import { DataSource } from 'typeorm';
 import { ReadinessCheck } from '@dlock/observability';
+import { probeNewConnection } from '@dlock/persistence';
 
 /** Ready = proxydb answers (the high-water mark and the record live there). */
 @Injectable()
@@ -12,7 +13,7 @@ export class ProxydbReadiness extends ReadinessCheck {
 
   async check(): Promise<HealthIndicatorResult> {
     try {
-      await this.db.query('SELECT 1');
+      await probeNewConnection(this.db);
       return { proxydb: { status: 'up' } };
     } catch (err) {
       return { proxydb: { status: 'down', message: (err as Error).message } };

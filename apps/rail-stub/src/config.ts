@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { env, readEnv, type EnvOf } from '@dlock/config';
 import { FAILURE_MODES } from './fault-plan';
 
@@ -15,7 +17,10 @@ export const RAIL_STUB_ENV = {
   RAIL_STUB_DECLINE_RATE: env.number({ default: 0, min: 0, max: 1 }),
   RAIL_STUB_DUPLICATE_ACK_RATE: env.number({ default: 0, min: 0, max: 1 }),
   RAIL_STUB_SEED: env.int({ default: 1, min: 0, max: 2 ** 32 - 1 }),
-  RAIL_STUB_JOURNAL_PATH: env.string({ default: '.dlock/rail-stub/journal.jsonl' }),
+  // Under the temp dir by default: the image's working dir is root-owned and read-only (docs/rail.md).
+  RAIL_STUB_JOURNAL_PATH: env.string({
+    default: path.join(tmpdir(), 'dlock-rail-stub', 'journal.jsonl'),
+  }),
   RAIL_STUB_JOURNAL_FSYNC: env.bool({ default: true }),
   RAIL_STUB_SETTLEMENT_WINDOW_MS: env.int({ default: 5_000, min: 0, max: 86_400_000 }),
 };

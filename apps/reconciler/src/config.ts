@@ -1,4 +1,4 @@
-import { EnvError, env, readEnv, type EnvOf } from '@dlock/config';
+import { env, readEnv, type EnvOf } from '@dlock/config';
 
 /** Every knob of the reconciler (docs/reconciler.md has the table). Read once at boot. */
 export const RECONCILER_ENV = {
@@ -7,13 +7,13 @@ export const RECONCILER_ENV = {
     default: 'info',
   }),
   OWNER_ID: env.string({ default: 'reconciler', maxLength: 64, pattern: /^[\x20-\x7e]+$/ }),
-  LOCK_SERVER_URL: env.url({ default: 'http://127.0.0.1:8081' }),
-  PAYMENT_RESOURCE_URL: env.url({ default: 'http://127.0.0.1:8082' }),
-  RAIL_STUB_URL: env.url({ default: 'http://127.0.0.1:8085' }),
-  PAYDB_URL: env.url(),
-  PROXYDB_URL: env.url(),
+  LOCK_SERVER_URL: env.peerUrl({ default: 'http://127.0.0.1:8081' }),
+  PAYMENT_RESOURCE_URL: env.peerUrl({ default: 'http://127.0.0.1:8082' }),
+  RAIL_STUB_URL: env.peerUrl({ default: 'http://127.0.0.1:8085' }),
+  PAYDB_URL: env.postgresUrl(),
+  PROXYDB_URL: env.postgresUrl(),
   /** Revocation fencing raises the proxy's high-water marks (docs/reconciler.md). */
-  RAIL_PROXY_URL: env.url({ default: 'http://127.0.0.1:8083' }),
+  RAIL_PROXY_URL: env.peerUrl({ default: 'http://127.0.0.1:8083' }),
   /** Fixed delay between two revocation-fencing + token-source passes. */
   RECONCILER_FENCING_INTERVAL_MS: env.int({ default: 2_000, min: 100, max: 600_000 }),
   /** A revocation younger than this is re-read each pass (pg floors can commit out of order). */
@@ -81,18 +81,5 @@ export const RECONCILER_CONFIG = Symbol('RECONCILER_CONFIG');
 export function readReconcilerConfig(
   source: Record<string, string | undefined> = process.env,
 ): ReconcilerConfig {
-  const config = readEnv(RECONCILER_ENV, source);
-  const problems: string[] = [];
-  for (const name of [
-    'LOCK_SERVER_URL',
-    'PAYMENT_RESOURCE_URL',
-    'RAIL_STUB_URL',
-    'RAIL_PROXY_URL',
-  ] as const) {
-    if (new URL(config[name]).protocol !== 'http:') {
-      problems.push(`${name}: only http:// peers are supported, got "${config[name]}"`);
-    }
-  }
-  if (problems.length > 0) throw new EnvError(problems);
-  return config;
+  return readEnv(RECONCILER_ENV, source);
 }

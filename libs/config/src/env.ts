@@ -122,7 +122,58 @@ export const env = {
       },
     };
   },
+  /**
+   * A PostgreSQL connection URL. The scheme is required: pg reads
+   * `localhost:55432/db` as a URL of scheme `localhost:` and silently connects
+   * to its defaults (127.0.0.1:5432). The value is never echoed: it holds a password.
+   */
+  postgresUrl(): Spec<string> {
+    return {
+      parse(raw, name) {
+        if (raw === undefined || raw === '') fail(name, 'is required');
+        return checkPostgresUrl(raw, name);
+      },
+    };
+  },
+  optionalPostgresUrl(): Spec<string | undefined> {
+    return {
+      parse: (raw, name) =>
+        raw === undefined || raw === '' ? undefined : checkPostgresUrl(raw, name),
+    };
+  },
+  /** Another dlock service: plain http:// only (docs/operations.md, "Containers, start-up and database outages"). */
+  peerUrl(opts: { default?: string } = {}): Spec<string> {
+    return {
+      parse(raw, name) {
+        const value = env.url(opts).parse(raw, name);
+        const url = new URL(value);
+        if (url.protocol !== 'http:' || url.hostname === '') {
+          fail(name, `must be an http:// URL of a dlock service, got "${value}"`);
+        }
+        return value;
+      },
+    };
+  },
 };
+
+function checkPostgresUrl(raw: string, name: string): string {
+  const shape = 'must be a postgres:// or postgresql:// URL with a host and a database';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return fail(name, shape);
+  }
+  const socketHost = url.searchParams.get('host');
+  if (
+    (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') ||
+    (url.hostname === '' && !socketHost) ||
+    url.pathname.length < 2
+  ) {
+    fail(name, `${shape} (got scheme "${url.protocol}")`);
+  }
+  return raw;
+}
 
 export type EnvSchema = Record<string, Spec<unknown>>;
 export type EnvOf<S extends EnvSchema> = {

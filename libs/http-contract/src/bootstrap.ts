@@ -1,13 +1,16 @@
-import { Logger, type INestApplication, type Type } from '@nestjs/common';
+import { HttpException, Logger, type INestApplication, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { text } from 'express';
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { requestDeadline } from './deadline';
 import { ContractExceptionFilter, sendError } from './exception.filter';
-import { int64Replacer, parseJsonPreservingInt64 } from './json';
-import { requestTraceId, type TracedRequest } from './trace';
+import { int64Replacer, parseRequestBody } from './json';
+import { renderError } from './envelope';
+import { requestTraceId, traceIdFrom, type TracedRequest } from './trace';
 import { contractValidationPipe } from './validation';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -29,7 +32,8 @@ export function applyHttpContract(app: NestExpressApplication): void {
       next(err);
     }
   });
-  app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES }));
+  // inflate: false: a Content-Encoding other than identity is 415, never decoded (README, Wire conventions).
+  app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES, inflate: false }));
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const raw: unknown = req.body;
     if (typeof raw !== 'string' || raw.trim() === '') {
@@ -37,7 +41,7 @@ export function applyHttpContract(app: NestExpressApplication): void {
       return next();
     }
     try {
-      req.body = parseJsonPreservingInt64(raw);
+      req.body = parseRequestBody(raw);
       next();
     } catch (err) {
       next(err);
@@ -45,10 +49,45 @@ export function applyHttpContract(app: NestExpressApplication): void {
   });
   // Errors raised before Nest routing (body too large, malformed JSON) still leave as the envelope.
   app.use((err: unknown, req: TracedRequest, res: Response, _next: NextFunction) => {
-    sendError(res, err, requestTraceId(req), logger);
+    sendError(res, err, requestTraceId(req), logger, req.method);
   });
   app.useGlobalFilters(new ContractExceptionFilter());
   app.useGlobalPipes(contractValidationPipe());
+  answerUnparsableRequests(app.getHttpServer());
+}
+
+/**
+ * Bytes node's HTTP parser refuses (bad framing, bad header bytes, headers
+ * too large) never reach express; node would answer a bare 400. They get the
+ * envelope too, then the connection is closed (its framing is lost).
+ */
+function answerUnparsableRequests(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    // As node does: a response already started on this socket (`_httpMessage`) is let
+    // finish and nothing is added; one not yet started is replaced by this answer.
+    const current = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (current?.headersSent) {
+      socket.end();
+      return;
+    }
+    const [status, reason, message] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'request headers too large']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'request not received in time']
+          : [400, 'Bad Request', 'malformed HTTP request'];
+    const body = JSON.stringify(
+      renderError(new HttpException(message, status), traceIdFrom(undefined)).body,
+    );
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
 }
 
 export interface ServeOptions {

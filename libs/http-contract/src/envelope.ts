@@ -1,5 +1,6 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
 import { DlockError, ERROR_CATALOGUE, type ErrorCode, type ErrorEnvelope } from '@dlock/lock-api';
+import { databaseFailure } from './db-errors';
 
 export interface RenderedError {
   status: number;
@@ -96,12 +97,34 @@ function fromHttpException(error: HttpException, traceId: string): RenderedError
   }
 }
 
+/** Methods whose handlers never write: a connection lost mid-statement changed nothing. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A database failure the service did not map itself is 503 UNAVAILABLE
+ * (retry-safe) when no statement was sent, or when the request only reads.
+ * A write whose connection broke mid-statement may have committed: it stays
+ * the 500 INTERNAL (not retry-safe) it always was (README, Wire conventions).
+ */
+function fromDatabaseFailure(error: unknown, traceId: string, method: string): RenderedError {
+  const failure = databaseFailure(error);
+  if (failure === 'not-sent' || (failure === 'lost' && READ_METHODS.has(method))) {
+    return {
+      status: 503,
+      body: envelope('UNAVAILABLE', 'a database this service needs is unavailable', traceId),
+      unexpected: false,
+    };
+  }
+  return { status: 500, body: envelope('INTERNAL', 'internal error', traceId), unexpected: true };
+}
+
 /**
  * Maps anything thrown to the contract's envelope (C3 §3.1). Domain errors carry
- * their code; framework errors map to the nearest code; anything else is a
- * fixed 500 that reveals nothing but the trace id.
+ * their code; framework errors map to the nearest code; an unavailable
+ * database is 503 (fromDatabaseFailure); anything else is a fixed 500 that
+ * reveals nothing but the trace id. `method` is the request's HTTP method.
  */
-export function renderError(error: unknown, traceId: string): RenderedError {
+export function renderError(error: unknown, traceId: string, method = 'POST'): RenderedError {
   const thrown = classify(error);
   switch (thrown.kind) {
     case 'domain': {
@@ -118,6 +141,17 @@ export function renderError(error: unknown, traceId: string): RenderedError {
     case 'http':
       return fromHttpException(thrown.error, traceId);
     case 'body-parser':
+      if (thrown.status === 415) {
+        return {
+          status: 415,
+          body: envelope(
+            'VALIDATION_FAILED',
+            `unsupported request body encoding (${thrown.type}): send identity-encoded JSON`,
+            traceId,
+          ),
+          unexpected: false,
+        };
+      }
       if (thrown.status === 413) {
         return {
           status: 413,
@@ -138,11 +172,7 @@ export function renderError(error: unknown, traceId: string): RenderedError {
         unexpected: true,
       };
     case 'unknown':
-      return {
-        status: 500,
-        body: envelope('INTERNAL', 'internal error', traceId),
-        unexpected: true,
-      };
+      return fromDatabaseFailure(thrown.error, traceId, method);
     default: {
       const exhaustive: never = thrown;
       return exhaustive;

@@ -12,7 +12,7 @@ export class ContractExceptionFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const req = http.getRequest<Request>();
     const res = http.getResponse<Response>();
-    sendError(res, exception, requestTraceId(req), this.logger);
+    sendError(res, exception, requestTraceId(req), this.logger, req.method);
   }
 }
 
@@ -21,8 +21,9 @@ export function sendError(
   exception: unknown,
   traceId: string,
   logger: Logger,
+  method?: string,
 ): void {
-  const rendered = renderError(exception, traceId);
+  const rendered = renderError(exception, traceId, method);
   if (rendered.unexpected) {
     logger.error({ err: exception, traceId }, 'unexpected error');
   }

@@ -1,4 +1,5 @@
 export * from './bootstrap';
+export * from './db-errors';
 export * from './deadline';
 export * from './envelope';
 export * from './exception.filter';

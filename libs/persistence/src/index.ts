@@ -1,1 +1,2 @@
 export * from './prepared';
+export * from './startup';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig, QueryResult } from 'pg';
 import { QueryFailedError, type EntityManager, type ObjectLiteral } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+import { masterPool } from './startup';
 
 /**
  * One statement as a named prepared statement: PostgreSQL parses and plans it
@@ -42,7 +42,7 @@ export async function runPrepared(
 ): Promise<QueryResult> {
   const client: Pool | PoolClient = manager.queryRunner
     ? ((await manager.queryRunner.connect()) as PoolClient)
-    : ((manager.connection.driver as PostgresDriver).master as Pool);
+    : masterPool(manager.connection);
   try {
     return await client.query(preparedStatement(sql, params));
   } catch (err) {

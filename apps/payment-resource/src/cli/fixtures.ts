@@ -66,7 +66,7 @@ async function main(argv: string[]): Promise<void> {
   ) {
     throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
   }
-  const { PAYDB_URL } = readEnv({ PAYDB_URL: env.url() });
+  const { PAYDB_URL } = readEnv({ PAYDB_URL: env.postgresUrl() });
   const dataSource = paydbDataSource({
     url: PAYDB_URL,
     poolMax: 2,

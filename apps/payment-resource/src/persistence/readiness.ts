@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
 import { DataSource } from 'typeorm';
 import { ReadinessCheck } from '@dlock/observability';
+import { probeNewConnection } from '@dlock/persistence';
 
 /** Ready means paydb answers. */
 @Injectable()
@@ -12,7 +13,7 @@ export class PaydbReadiness extends ReadinessCheck {
 
   async check(): Promise<HealthIndicatorResult> {
     try {
-      await this.dataSource.query('SELECT 1');
+      await probeNewConnection(this.dataSource);
       return { paydb: { status: 'up' } };
     } catch (err) {
       return { paydb: { status: 'down', message: (err as Error).message } };

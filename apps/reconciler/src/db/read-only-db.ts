@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { probeNewConnection } from '@dlock/persistence';
 import { withDbRetries } from './db-retry';
 
 export type DbName = 'paydb' | 'proxydb';
@@ -38,9 +39,9 @@ export class ReadOnlyDb {
     );
   }
 
-  /** One try, no retries: readiness answers about now. */
+  /** One try, no retries, on a new connection: readiness answers about now (probeNewConnection). */
   async ping(): Promise<void> {
-    await (await this.source()).query('SELECT 1');
+    await probeNewConnection(await this.source(), this.options.connectTimeoutMs);
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Provider } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { initializeInBackground } from '@dlock/persistence';
 import type { LockServerConfig } from '../../config';
 import { LockStore, SessionRegistry } from '../lock-store.port';
 import { RevocationLog } from '../revocation-log.port';
@@ -39,7 +40,8 @@ export function pgStoreProviders(config: LockServerConfig): Provider[] {
             idleTimeoutMillis: 30_000,
           },
         });
-        await ds.initialize();
+        // With lockdb down at boot the server listens unready (NOT_LEADER) and keeps connecting.
+        await initializeInBackground(ds, { database: 'lockdb' });
         const db = new PgDatabase(ds, config);
         db.start();
         return db;

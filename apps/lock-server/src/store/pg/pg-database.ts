@@ -2,9 +2,8 @@ import { Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
 import { QueryFailedError, type DataSource } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { DlockError } from '@dlock/lock-api';
-import { preparedStatement } from '@dlock/persistence';
+import { masterPool, preparedStatement } from '@dlock/persistence';
 import type { LockServerConfig } from '../../config';
 import { isUnavailable } from './pg-errors';
 import { GRACE_SQL, PROBE_SQL, REAP_SESSIONS_SQL } from './sql';
@@ -90,7 +89,7 @@ export class PgDatabase {
   }
 
   private get pool(): Pool {
-    return (this.ds.driver as PostgresDriver).master as Pool;
+    return masterPool(this.ds);
   }
 
   private assertWritable(rows: { in_recovery: boolean; read_only: boolean }[]): void {

@@ -1,0 +1,93 @@
+// A bad database or peer URL is refused at start: exit code 1 and the
+// variable named on stderr, never a silent fallback to localhost or a stack
+// trace naming nothing (issue 19 §10). Real built entrypoints.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { REPO_ROOT, freePort } from '@dlock/testing';
+
+interface Exit {
+  code: number | null;
+  stderr: string;
+}
+
+function run(args: string[], env: Record<string, string>): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, args, {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000);
+    proc.on('error', reject);
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}
+
+const main = (app: string) => path.join('dist', 'apps', app, 'main.js');
+const DB = 'postgres://u:p@127.0.0.1:1/db';
+
+describe('configuration refused at start', () => {
+  const cases: { app: string; env: Record<string, string>; variable: string }[] = [
+    { app: 'payment-resource', env: { PAYDB_URL: 'localhost:55432/paydb' }, variable: 'PAYDB_URL' },
+    {
+      app: 'rail-proxy',
+      env: { PROXYDB_URL: 'localhost:55432/proxydb' },
+      variable: 'PROXYDB_URL',
+    },
+    {
+      app: 'lock-server',
+      env: { LOCK_BACKEND: 'pg', LOCKDB_URL: 'localhost:55432/lockdb' },
+      variable: 'LOCKDB_URL',
+    },
+    {
+      app: 'reconciler',
+      env: { PAYDB_URL: DB, PROXYDB_URL: 'proxydb.internal:5432/proxydb' },
+      variable: 'PROXYDB_URL',
+    },
+    {
+      app: 'executor',
+      env: { OWNER_ID: 'w-1', LOCK_SERVER_URL: 'https://lock-server:8081' },
+      variable: 'LOCK_SERVER_URL',
+    },
+    {
+      app: 'reconciler',
+      env: { PAYDB_URL: DB, PROXYDB_URL: DB, PAYMENT_RESOURCE_URL: 'https://pr:8082' },
+      variable: 'PAYMENT_RESOURCE_URL',
+    },
+    {
+      app: 'rail-proxy',
+      env: { PROXYDB_URL: DB, RAIL_STUB_URL: 'https://rail:8085' },
+      variable: 'RAIL_STUB_URL',
+    },
+  ];
+
+  it.each(cases)('$app refuses a bad $variable with exit code 1, naming it', async (c) => {
+    const res = await run([main(c.app)], { ...c.env, PORT: String(await freePort()) });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain(`${c.variable}: must be`);
+    expect(res.stderr).not.toMatch(/^\s+at /m); // a message, not a stack trace
+  });
+
+  it.each(['lockdb', 'paydb', 'proxydb'])(
+    'the TypeORM CLI data source of %s refuses an unset URL instead of using localhost',
+    async (db) => {
+      const variable = `${db.toUpperCase()}_URL`;
+      const res = await run(
+        [
+          'node_modules/typeorm/cli.js',
+          'migration:show',
+          '-d',
+          `dist/migrations/${db}/data-source.js`,
+        ],
+        {},
+      );
+      expect(res.code).toBe(1);
+      expect(res.stderr).toContain(`${variable}: is required`);
+    },
+  );
+});
