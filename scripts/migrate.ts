@@ -6,9 +6,9 @@ import { MIGRATIONS, type DatabaseName } from '../migrations';
 /** `npm run db:migrate`: migrates every database whose URL is set. */
 async function main(): Promise<void> {
   const config = readEnv({
-    LOCKDB_URL: env.optionalUrl(),
-    PAYDB_URL: env.optionalUrl(),
-    PROXYDB_URL: env.optionalUrl(),
+    LOCKDB_URL: env.optionalPostgresUrl(),
+    PAYDB_URL: env.optionalPostgresUrl(),
+    PROXYDB_URL: env.optionalPostgresUrl(),
   });
   const targets: [DatabaseName, string | undefined][] = [
     ['lockdb', config.LOCKDB_URL],

@@ -373,6 +373,7 @@ const APP_EDGES = [
   'rail-proxy -> rail-stub:8085',
   'reconciler -> lock-server:8081',
   'reconciler -> payment-resource:8082',
+  'reconciler -> rail-proxy:8083',
   'reconciler -> rail-stub:8087',
 ];
 
