@@ -448,6 +448,8 @@ interface Ids {
   uuid(): string;
 }
 
+const RECONCILER_OWNER = 'fuzz-reconciler';
+
 async function snapshot(dbs: string[], journal: string): Promise<string> {
   const parts: string[] = [];
   for (const url of dbs) {
@@ -456,7 +458,13 @@ async function snapshot(dbs: string[], journal: string): Promise<string> {
         `SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`,
       );
       for (const { t } of tables) {
-        const { rows } = await c.query(`SELECT to_jsonb(x)::text AS j FROM "${t}" x ORDER BY 1`);
+        // The reconciler's own lock session and token probe (docs/reconciler.md) move
+        // on their own schedule; nothing the fuzz sends can touch them.
+        const { rows } = await c.query(
+          `SELECT to_jsonb(x)::text AS j FROM "${t}" x
+            WHERE to_jsonb(x)->>'owner_id' IS DISTINCT FROM $1 ORDER BY 1`,
+          [RECONCILER_OWNER],
+        );
         parts.push(`${t}: ${rows.map((row: { j: string }) => row.j).join('\n')}`);
       }
     });
@@ -505,6 +513,7 @@ describe(`fuzz: malformed requests to every route of every service (FUZZ_SEED=${
         RAIL_PROXY_URL: 'http://127.0.0.1:9',
       }),
       spawnApp('reconciler', {
+        OWNER_ID: RECONCILER_OWNER,
         PAYDB_URL: paydb,
         PROXYDB_URL: proxydb,
         LOCK_SERVER_URL: lock.url,
