@@ -7,3 +7,4 @@ export * from './headers';
 export * from './json';
 export * from './trace';
 export * from './validation';
+export * from './fence-floor';

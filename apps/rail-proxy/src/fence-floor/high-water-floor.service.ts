@@ -1,45 +1,20 @@
-import { Injectable, Logger } from '@nestjs/common';
-import { Counter, register } from 'prom-client';
+import { Injectable } from '@nestjs/common';
+import { FenceFloorAudit, type FloorCommand } from '@dlock/http-contract';
 import { HighWaterFloorRepository } from './high-water-floor.repository';
-
-export interface MarkFloorCommand {
-  accountId: string;
-  floor: bigint;
-  operator: string;
-  revocationId: string | null;
-  reason: string | null;
-}
-
-function raisesCounter(): Counter {
-  const name = 'fence_floor_raises_total';
-  return (
-    (register.getSingleMetric(name) as Counter | undefined) ??
-    new Counter({
-      name,
-      help: 'Operator/reconciler high-water floor requests, by whether the mark moved',
-      labelNames: ['result'],
-    })
-  );
-}
 
 /**
  * Raises an account's high-water mark so a revoked holder's token is refused
  * before any new holder submits (docs/operations.md, "Revocation fencing").
- * Every request is logged with its attribution; a raise that moved the mark
- * is the `fence_floor_raised` event.
+ * Every request is audited with its attribution.
  */
 @Injectable()
 export class HighWaterFloorService {
-  private readonly logger = new Logger('fence-floor');
-  private readonly raises = raisesCounter();
+  private readonly audit = new FenceFloorAudit('fence-floor');
 
-  constructor(private readonly repo: HighWaterFloorRepository) {
-    for (const result of ['raised', 'unchanged']) this.raises.inc({ result }, 0);
-  }
+  constructor(private readonly repo: HighWaterFloorRepository) {}
 
-  async raise(cmd: MarkFloorCommand) {
+  async raise(cmd: FloorCommand) {
     const out = await this.repo.raise(cmd.accountId, cmd.floor);
-    this.raises.inc({ result: out.raised ? 'raised' : 'unchanged' });
     const view = {
       accountId: cmd.accountId,
       floor: cmd.floor.toString(),
@@ -47,14 +22,10 @@ export class HighWaterFloorService {
       highestTokenAfter: out.highestAfter.toString(),
       raised: out.raised,
     };
-    const audit = {
-      ...view,
-      operator: cmd.operator,
-      revocationId: cmd.revocationId,
-      reason: cmd.reason,
-    };
-    if (out.raised) this.logger.warn({ event: 'fence_floor_raised', ...audit }, 'mark raised');
-    else this.logger.log({ event: 'fence_floor_unchanged', ...audit }, 'mark already past floor');
+    this.audit.record(cmd, out.raised, {
+      highestTokenBefore: view.highestTokenBefore,
+      highestTokenAfter: view.highestTokenAfter,
+    });
     return view;
   }
 }
