@@ -128,7 +128,9 @@ export async function spawnApp(
         const res = await fetch(`${url}${opts.readyPath ?? '/health/live'}`);
         return res.ok;
       },
-      20_000,
+      // Seconds on an idle machine; a 2-core CI box running two jest workers, each
+      // starting several apps, has been seen to need more than 20 s.
+      60_000,
       `${app} to listen`,
     );
   } catch (err) {
