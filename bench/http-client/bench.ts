@@ -10,21 +10,24 @@
  * The server runs in a child process, so the CPU columns are the client's
  * alone (process.cpuUsage over the row, warm-up excluded). Every row is
  * bounded by a request count and a duration, whichever comes first.
+ * Text after the NOTES_MARKER line of an existing report is kept on rewrite.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Agent as UndiciAgent, request as undiciRequest } from 'undici';
+import { HttpTransport, JsonPeer } from '../../libs/http-client/src';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3_000);
 const REQUESTS_MAX = Number(process.env.BENCH_REQUESTS ?? 30_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const WARMUP_MS = 300;
+const NOTES_MARKER = '<!-- notes: kept when the bench rewrites this report -->';
 const CONCURRENCIES = [1, 16];
 const BODY = JSON.stringify({
   payoutId: '0b5e1c1e-8a3c-4c8e-9a51-3d1a2b4c5d6e',
@@ -45,7 +48,8 @@ const HEADERS = {
   'x-request-deadline-ms': '3000',
 };
 
-type Send = () => Promise<string>;
+/** Resolves to the answer's text, or (the JsonPeer row) to its parsed body. */
+type Send = () => Promise<unknown>;
 interface Candidate {
   name: string;
   make: (url: URL, sockets: number) => { send: Send; close: () => Promise<void> };
@@ -103,6 +107,43 @@ const candidates: Candidate[] = [
       };
     },
   },
+  {
+    name: '@dlock/http-client HttpTransport (the chosen layer, text)',
+    make: (url) => {
+      const transport = new HttpTransport({ peer: 'bench' });
+      return {
+        send: async () =>
+          (
+            await transport.send({
+              method: 'POST',
+              url,
+              headers: { ...HEADERS, 'content-length': String(Buffer.byteLength(BODY)) },
+              body: BODY,
+              connectTimeoutMs: 500,
+              readTimeoutMs: 3_000,
+            })
+          ).text,
+        close: async () => transport.close(),
+      };
+    },
+  },
+  {
+    name: '@dlock/http-client JsonPeer (the layer + int64-safe JSON both ways)',
+    make: (url) => {
+      const peer = new JsonPeer('bench', url.origin);
+      const body: unknown = JSON.parse(BODY);
+      return {
+        send: () =>
+          peer.call({
+            method: 'POST',
+            path: url.pathname,
+            body,
+            budget: { connectTimeoutMs: 500, readTimeoutMs: 3_000 },
+          }),
+        close: async () => peer.close(),
+      };
+    },
+  },
 ];
 
 interface Row {
@@ -130,8 +171,9 @@ async function measure(c: Candidate, url: URL, concurrency: number, round: numbe
     while (performance.now() < until && (!measuring || issued < REQUESTS_MAX)) {
       if (measuring) issued++;
       const started = performance.now();
-      const text = await client.send();
-      if (text.length !== REPLY.length) throw new Error(`${c.name}: short reply`);
+      const answer = await client.send();
+      if (typeof answer === 'string' ? answer.length !== REPLY.length : !answer)
+        throw new Error(`${c.name}: short reply`);
       if (measuring) latencies.push(performance.now() - started);
     }
   };
@@ -234,7 +276,9 @@ async function main(): Promise<void> {
   const text = report(rows, (performance.now() - started) / 1000, loadStart);
   const out = path.join(ROOT, 'bench', 'reports', 'http-client.md');
   mkdirSync(path.dirname(out), { recursive: true });
-  writeFileSync(out, text);
+  const old = existsSync(out) ? readFileSync(out, 'utf8') : '';
+  const at = old.indexOf(NOTES_MARKER);
+  writeFileSync(out, `${text}\n${at < 0 ? NOTES_MARKER : old.slice(at).trimEnd()}\n`);
   console.log(`[bench] wrote ${out}`);
 }
 
