@@ -1,4 +1,5 @@
 import { DlockError } from '@dlock/lock-api';
+import { PeerUnavailableError, type TransportPhase } from '@dlock/http-client';
 
 /**
  * Where a call to the lock-server failed below the contract.
@@ -8,18 +9,16 @@ import { DlockError } from '@dlock/lock-api';
  *   the connection broke. The server may have acted; only calls that are
  *   idempotent by contract (heartbeat) are re-sent after it.
  */
-export type TransportPhase = 'connect' | 'response';
+export type { TransportPhase };
 
 /**
  * The lock-server could not be reached or did not answer in time. Carries the
- * project's UNAVAILABLE code so code-based handling still works.
+ * project's UNAVAILABLE code so code-based handling still works; it is the
+ * shared layer's PeerUnavailableError for the peer `lock-server`.
  */
-export class LockServerUnavailableError extends DlockError {
-  readonly phase: TransportPhase;
-
+export class LockServerUnavailableError extends PeerUnavailableError {
   constructor(phase: TransportPhase, message: string, cause?: unknown) {
-    super('UNAVAILABLE', message, { details: { phase }, cause });
-    this.phase = phase;
+    super('lock-server', phase, message, cause);
   }
 }
 

@@ -5,6 +5,7 @@ import { LockHandle } from './lock-handle';
 import { LockSession } from './lock-session';
 import { IDLE_SOCKET_MS, nodeHttpTransport } from './transport';
 import { LockServerApi } from './wire';
+import { PeerUnavailableError } from '@dlock/http-client';
 import { LockServerUnavailableError } from './errors';
 import { CALL_BUDGETS } from './options';
 
@@ -304,6 +305,33 @@ describe('node:http transport: separate connect and read timeouts', () => {
       readTimeoutMs: 1_000,
     }).catch((e: unknown) => e);
     expect(failure).toMatchObject({ phase: 'connect', code: 'UNAVAILABLE' });
+    // One error family for every outbound call: code catching the shared layer's error sees it too.
+    expect(failure).toBeInstanceOf(LockServerUnavailableError);
+    expect(failure).toBeInstanceOf(PeerUnavailableError);
+    expect((failure as LockServerUnavailableError).details).toEqual({
+      peer: 'lock-server',
+      phase: 'connect',
+    });
+  });
+
+  it('an answer above 64 KiB fails in the response phase instead of being buffered', async () => {
+    const server = http.createServer((_req, res) => res.end('x'.repeat(65 * 1024)));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const failure = await nodeHttpTransport()({
+        method: 'POST',
+        url: new URL(`http://127.0.0.1:${port}/v1/sessions`),
+        headers: {},
+        connectTimeoutMs: 300,
+        readTimeoutMs: 1_000,
+      }).catch((e: unknown) => e);
+      expect(failure).toBeInstanceOf(LockServerUnavailableError);
+      expect(failure).toMatchObject({ phase: 'response', code: 'UNAVAILABLE' });
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   it('an aborted signal stops the call with its reason', async () => {

@@ -1,14 +1,13 @@
 import {
   errorFromEnvelope,
   formatFencingToken,
-  isErrorCode,
   parseFencingToken,
   parseInstant,
   type DlockError,
-  type ErrorEnvelope,
   type FencingToken,
   type LockGrant,
 } from '@dlock/lock-api';
+import { isErrorEnvelope, parsePeerJson, stringifyInt64Json } from '@dlock/http-client';
 import { ProtocolError } from './errors';
 import type { CallBudget } from './options';
 import type { Transport } from './transport';
@@ -133,7 +132,7 @@ export class LockServerApi {
     };
     let payload: string | undefined;
     if (spec.body !== undefined) {
-      payload = JSON.stringify(spec.body);
+      payload = stringifyInt64Json(spec.body);
       headers['content-type'] = 'application/json; charset=utf-8';
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
@@ -160,31 +159,18 @@ export class LockServerApi {
 export function errorFromResponse(status: number, text: string): DlockError {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = parsePeerJson(text);
   } catch {
     return new ProtocolError(`lock-server answered ${status} without a JSON envelope`, status);
   }
-  if (!isEnvelope(parsed))
+  if (!isErrorEnvelope(parsed))
     return new ProtocolError(`lock-server answered ${status} with a malformed envelope`, status);
   return errorFromEnvelope(parsed, status);
 }
 
-function isEnvelope(value: unknown): value is ErrorEnvelope {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Record<string, unknown>;
-  return (
-    isErrorCode(v.code) &&
-    typeof v.message === 'string' &&
-    typeof v.retrySafe === 'boolean' &&
-    (v.retryAfterMillis === undefined ||
-      (Number.isSafeInteger(v.retryAfterMillis) && (v.retryAfterMillis as number) >= 0)) &&
-    (v.details === undefined || (typeof v.details === 'object' && v.details !== null))
-  );
-}
-
 function objectBody(status: number, text: string): Record<string, unknown> {
   try {
-    const parsed: unknown = JSON.parse(text);
+    const parsed: unknown = parsePeerJson(text);
     if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
       return parsed as Record<string, unknown>;
   } catch (err) {
@@ -195,12 +181,13 @@ function objectBody(status: number, text: string): Record<string, unknown> {
 
 /**
  * The token field goes through the strict parser: a decimal string per the
- * contract; a JSON number only if it was still exact (a safe integer) —
- * anything else is refused rather than silently rounded.
+ * contract; a JSON number only if it is a safe integer. A larger number
+ * (read exactly, as a bigint) is still off-contract and refused.
  */
 function grant(body: Record<string, unknown>): LockGrant {
   let fencingToken: FencingToken;
   try {
+    if (typeof body.fencingToken === 'bigint') throw new TypeError('a JSON number above 2^53');
     fencingToken = parseFencingToken(body.fencingToken, 'fencingToken');
   } catch (err) {
     throw new ProtocolError('lock-server answered an unusable fencingToken', 200, err);

@@ -4,14 +4,8 @@ import {
   type FencingToken,
   type PayoutState,
 } from '@dlock/lock-api';
-import {
-  HOP_BUDGETS,
-  advisoryRead,
-  assertToken,
-  fencedWrite,
-  idempotencyKeyFor,
-} from './hop-policy';
-import { HopProtocolError, JsonHop } from './json-hop';
+import { HOP_BUDGETS, JsonPeer, PeerProtocolError, withHopRetries } from '@dlock/http-client';
+import { assertToken, idempotencyKeyFor } from './hop-policy';
 
 /** One P1 item (beneficiaryRef is this project's addition: the submit needs it). */
 export interface PayoutSummary {
@@ -50,7 +44,7 @@ export interface TransitionResult {
 
 function state(hop: string, value: unknown): PayoutState {
   if (!isPayoutState(value))
-    throw new HopProtocolError(hop, `unknown payout state ${String(value)}`, 200);
+    throw new PeerProtocolError(hop, `unknown payout state ${String(value)}`, 200);
   return value;
 }
 
@@ -60,13 +54,13 @@ function state(hop: string, value: unknown): PayoutState {
  * X-Fencing-Token, with X-Owner-Id and the payout's stable X-Idempotency-Key.
  */
 export class PaymentResourceClient {
-  private readonly hop: JsonHop;
+  private readonly hop: JsonPeer;
 
   constructor(
     baseUrl: string,
     private readonly ownerId: string,
   ) {
-    this.hop = new JsonHop('payment-resource', baseUrl);
+    this.hop = new JsonPeer('payment-resource', baseUrl);
   }
 
   /** P1 (advisory). */
@@ -76,7 +70,7 @@ export class PaymentResourceClient {
   ): Promise<PayoutSummary[]> {
     const query = new URLSearchParams({ state: payoutState, limit: String(opts.limit) });
     if (opts.accountId !== undefined) query.set('accountId', opts.accountId);
-    const body = await advisoryRead(() =>
+    const body = await withHopRetries('advisoryRead', () =>
       this.hop.call<{ items: PayoutSummary[] }>({
         method: 'GET',
         path: `/v1/payouts?${query.toString()}`,
@@ -88,7 +82,7 @@ export class PaymentResourceClient {
 
   /** P4 (advisory): the re-read after acquire when the poll's state is not enough (FR-14). */
   async get(payoutId: string): Promise<PayoutView> {
-    const body = await advisoryRead(() =>
+    const body = await withHopRetries('advisoryRead', () =>
       this.hop.call<PayoutView>({
         method: 'GET',
         path: `/v1/payouts/${encodeURIComponent(payoutId)}`,
@@ -151,7 +145,7 @@ export class PaymentResourceClient {
     token: FencingToken,
     body: object,
   ): Promise<TransitionResult> {
-    const result = await fencedWrite(() =>
+    const result = await withHopRetries('fencedWrite', () =>
       this.hop.call<{ payoutId: string; state: unknown }>({
         method: 'POST',
         path: `/v1/payouts/${encodeURIComponent(payoutId)}/${operation}`,

@@ -8,8 +8,14 @@ import {
 } from '@dlock/lock-api';
 import type { ProxyRecord } from '../execution/recovery';
 import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from '../execution/lease';
-import { HOP_BUDGETS, advisoryRead, assertToken, idempotencyKeyFor } from './hop-policy';
-import { HopProtocolError, JsonHop, type HopBudget } from './json-hop';
+import {
+  HOP_BUDGETS,
+  JsonPeer,
+  PeerProtocolError,
+  withHopRetries,
+  type CallBudget,
+} from '@dlock/http-client';
+import { assertToken, idempotencyKeyFor } from './hop-policy';
 
 export interface SubmissionRequest {
   payoutId: string;
@@ -32,16 +38,15 @@ export interface AckedSubmission {
  * proxy's admission and come back DUPLICATE_SUBMISSION at best.
  */
 export class RailProxyClient {
-  // A fresh connection per call, so "never connected" and "maybe presented" stay distinct.
-  private readonly hop: JsonHop;
-  private readonly submitBudget: HopBudget;
+  private readonly hop: JsonPeer;
+  private readonly submitBudget: CallBudget;
 
   constructor(
     baseUrl: string,
     private readonly ownerId: string,
     railReadTimeoutMs: number,
   ) {
-    this.hop = new JsonHop('rail-proxy', baseUrl);
+    this.hop = new JsonPeer('rail-proxy', baseUrl);
     this.submitBudget = {
       connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
       readTimeoutMs: submitReadTimeoutMs(railReadTimeoutMs),
@@ -51,30 +56,32 @@ export class RailProxyClient {
   /** One presentation attempt. Every failure is thrown as its typed error; 0 retries. */
   async submit(token: FencingToken, payout: SubmissionRequest): Promise<AckedSubmission> {
     assertToken(token);
-    const body = await this.hop.call<{
-      submissionId: string;
-      railReference: string;
-      presentedToken: string;
-      outcome: string;
-    }>({
-      method: 'POST',
-      path: '/v1/rail/submissions',
-      headers: {
-        'x-fencing-token': formatFencingToken(token),
-        'x-owner-id': this.ownerId,
-        'x-idempotency-key': idempotencyKeyFor(payout.payoutId),
-      },
-      body: {
-        payoutId: payout.payoutId,
-        accountId: payout.accountId,
-        amountMinor: payout.amountMinor,
-        currency: payout.currency,
-        beneficiaryRef: payout.beneficiaryRef,
-      },
-      budget: this.submitBudget,
-    });
+    const body = await withHopRetries('submit', () =>
+      this.hop.call<{
+        submissionId: string;
+        railReference: string;
+        presentedToken: string;
+        outcome: string;
+      }>({
+        method: 'POST',
+        path: '/v1/rail/submissions',
+        headers: {
+          'x-fencing-token': formatFencingToken(token),
+          'x-owner-id': this.ownerId,
+          'x-idempotency-key': idempotencyKeyFor(payout.payoutId),
+        },
+        body: {
+          payoutId: payout.payoutId,
+          accountId: payout.accountId,
+          amountMinor: payout.amountMinor,
+          currency: payout.currency,
+          beneficiaryRef: payout.beneficiaryRef,
+        },
+        budget: this.submitBudget,
+      }),
+    );
     if (body.outcome !== 'ACKED' || typeof body.railReference !== 'string') {
-      throw new HopProtocolError(
+      throw new PeerProtocolError(
         this.hop.name,
         'a 200 submission must be ACKED with a reference',
         200,
@@ -90,7 +97,7 @@ export class RailProxyClient {
   /** R2 (advisory): the proxy's records of a payout; none = nothing was ever admitted. */
   async records(payoutId: string): Promise<ProxyRecord[]> {
     try {
-      const body = await advisoryRead(() =>
+      const body = await withHopRetries('advisoryRead', () =>
         this.hop.call<{ submissions: Record<string, unknown>[] }>({
           method: 'GET',
           path: `/v1/rail/submissions/${encodeURIComponent(payoutId)}`,
@@ -111,7 +118,7 @@ export class RailProxyClient {
   private record(s: Record<string, unknown>): ProxyRecord {
     const outcome = (s.outcome ?? null) as RailOutcome | null;
     if ((outcome !== null && !isRailOutcome(outcome)) || typeof s.submissionId !== 'string') {
-      throw new HopProtocolError(this.hop.name, 'malformed submission record', 200);
+      throw new PeerProtocolError(this.hop.name, 'malformed submission record', 200);
     }
     return {
       submissionId: s.submissionId,

@@ -9,7 +9,7 @@ import {
 } from '@dlock/lock-api';
 import type { LockSession } from '@dlock/lock-client';
 import { SafetyEvents } from '@dlock/observability';
-import { HopUnavailableError } from '../clients/json-hop';
+import { PeerUnavailableError } from '@dlock/http-client';
 import type {
   PaymentResourceClient,
   PayoutSummary,
@@ -51,7 +51,7 @@ interface Options {
   lostAtCheck?: number;
 }
 
-/** A refusal as invalid, as JsonHop builds it from a 400 envelope. */
+/** A refusal as invalid, as JsonPeer builds it from a 400 envelope. */
 function invalid(field: string): DlockError {
   return new DlockError('VALIDATION_FAILED', 'invalid request', {
     httpStatus: 400,
@@ -219,7 +219,7 @@ describe('the submit is never retried by the executor', () => {
   it('no answer from the proxy (read timeout): one submit, left RAIL_SUBMITTED, released', async () => {
     const { calls, run } = harness({
       submit: () =>
-        Promise.reject(new HopUnavailableError('rail-proxy', 'response', 'no response in time')),
+        Promise.reject(new PeerUnavailableError('rail-proxy', 'response', 'no response in time')),
     });
     expect(await run()).toEqual({
       kind: 'abandoned',

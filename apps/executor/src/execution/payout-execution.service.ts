@@ -5,7 +5,7 @@ import { DlockError, formatFencingToken, type FencingToken } from '@dlock/lock-a
 import type { LockHandle, LockSession } from '@dlock/lock-client';
 import { SafetyEvents } from '@dlock/observability';
 import { EXECUTOR_CONFIG, type CrashPoint, type ExecutorConfig } from '../config';
-import { HopUnavailableError } from '../clients/json-hop';
+import { PeerUnavailableError } from '@dlock/http-client';
 import {
   PaymentResourceClient,
   type PayoutSummary,
@@ -296,7 +296,7 @@ export class PayoutExecutionService {
 
   /** The six answers of the proxy other than ACKED (C3 §3.5), and the transport failures. */
   private async submitFailed(a: Attempt, view: PayoutView, err: unknown): Promise<AttemptResult> {
-    if (err instanceof HopUnavailableError) {
+    if (err instanceof PeerUnavailableError) {
       if (err.phase === 'connect') {
         return { kind: 'abandoned', payoutId: a.payoutId, reason: 'proxy-unreachable' };
       }

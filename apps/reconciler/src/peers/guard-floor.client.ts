@@ -1,11 +1,5 @@
 import { DlockError, formatFencingToken, parseFencingToken } from '@dlock/lock-api';
-import {
-  ADVISORY_READ,
-  ADVISORY_READ_TRIES,
-  FENCED_WRITE,
-  HttpPeer,
-  readWithRetries,
-} from './http-peer';
+import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 
 /** One L8 revocation as GET /v1/revocations lists it. */
 export interface Revocation {
@@ -34,25 +28,25 @@ function str(o: Record<string, unknown>, k: string): string {
 
 /** The lock-server's revocation list (read-only, retried like every advisory read). */
 export class RevocationsClient {
-  private readonly peer: HttpPeer;
+  private readonly peer: JsonPeer;
 
   constructor(baseUrl: string) {
-    this.peer = new HttpPeer('lock-server', baseUrl);
+    this.peer = new JsonPeer('lock-server', baseUrl);
   }
 
   async list(afterFloor: bigint, limit: number, signal?: AbortSignal): Promise<Revocation[]> {
     const query = new URLSearchParams({ afterFloor: afterFloor.toString(), limit: String(limit) });
-    const body = (await readWithRetries(
-      ADVISORY_READ_TRIES,
+    const body = await withHopRetries<{ items?: Record<string, unknown>[] }>(
+      'advisoryRead',
       () =>
-        this.peer.send({
+        this.peer.call({
           method: 'GET',
           path: `/v1/revocations?${query.toString()}`,
-          budget: ADVISORY_READ,
+          budget: HOP_BUDGETS.advisoryRead,
           signal,
         }),
       signal,
-    )) as { items?: Record<string, unknown>[] };
+    );
     return (body.items ?? []).map((item) => ({
       revocationId: str(item, 'revocationId'),
       key: str(item, 'key'),
@@ -69,16 +63,16 @@ export class RevocationsClient {
  * like reads; a failure left over is retried by the next pass.
  */
 export class GuardFloorClient {
-  private readonly payments: HttpPeer;
-  private readonly proxy: HttpPeer;
+  private readonly payments: JsonPeer;
+  private readonly proxy: JsonPeer;
 
   constructor(
     paymentResourceUrl: string,
     railProxyUrl: string,
     private readonly operator: string,
   ) {
-    this.payments = new HttpPeer('payment-resource', paymentResourceUrl);
-    this.proxy = new HttpPeer('rail-proxy', railProxyUrl);
+    this.payments = new JsonPeer('payment-resource', paymentResourceUrl);
+    this.proxy = new JsonPeer('rail-proxy', railProxyUrl);
   }
 
   async raiseAccountFence(raise: FloorRaise, signal?: AbortSignal): Promise<RaiseResult> {
@@ -106,15 +100,15 @@ export class GuardFloorClient {
   }
 
   private async send(
-    peer: HttpPeer,
+    peer: JsonPeer,
     path: string,
     raise: FloorRaise,
     signal?: AbortSignal,
   ): Promise<RaiseResult> {
-    const body = (await readWithRetries(
-      ADVISORY_READ_TRIES,
+    const body = await withHopRetries<{ raised?: unknown }>(
+      'idempotentWrite',
       () =>
-        peer.send({
+        peer.call({
           method: 'POST',
           path,
           headers: { 'x-operator': this.operator },
@@ -123,11 +117,11 @@ export class GuardFloorClient {
             revocationId: raise.revocationId,
             reason: raise.reason,
           },
-          budget: FENCED_WRITE,
+          budget: HOP_BUDGETS.fencedWrite,
           signal,
         }),
       signal,
-    )) as { raised?: unknown };
+    );
     return body.raised === true ? 'raised' : 'unchanged';
   }
 }

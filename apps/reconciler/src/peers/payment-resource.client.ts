@@ -1,12 +1,5 @@
 import { formatFencingToken, type FencingToken } from '@dlock/lock-api';
-import {
-  ADVISORY_READ,
-  ADVISORY_READ_TRIES,
-  FENCED_WRITE,
-  HttpPeer,
-  readWithRetries,
-  writeWithRetry,
-} from './http-peer';
+import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 
 /** P1 item (C3 §3.4). */
 export interface PayoutListItem {
@@ -72,10 +65,10 @@ function int(o: Record<string, unknown>, k: string): number {
 
 /** P1, P4 (advisory reads) and the fenced P8 and P3 writes. */
 export class PaymentResourceClient {
-  private readonly peer: HttpPeer;
+  private readonly peer: JsonPeer;
 
   constructor(baseUrl: string) {
-    this.peer = new HttpPeer('payment-resource', baseUrl);
+    this.peer = new JsonPeer('payment-resource', baseUrl);
   }
 
   /** P1 over every page, up to `max` payouts. */
@@ -86,17 +79,20 @@ export class PaymentResourceClient {
       const limit = Math.min(LIST_PAGE, max - out.length);
       const query = new URLSearchParams({ state: 'RAIL_AMBIGUOUS', limit: String(limit) });
       if (cursor !== undefined) query.set('cursor', cursor);
-      const page = (await readWithRetries(
-        ADVISORY_READ_TRIES,
+      const page = await withHopRetries<{
+        items?: Record<string, unknown>[];
+        nextCursor?: unknown;
+      }>(
+        'advisoryRead',
         () =>
-          this.peer.send({
+          this.peer.call({
             method: 'GET',
             path: `/v1/payouts?${query.toString()}`,
-            budget: ADVISORY_READ,
+            budget: HOP_BUDGETS.advisoryRead,
             signal,
           }),
         signal,
-      )) as { items?: Record<string, unknown>[]; nextCursor?: unknown };
+      );
       for (const item of page.items ?? []) {
         out.push({
           payoutId: str(item, 'payoutId'),
@@ -115,17 +111,17 @@ export class PaymentResourceClient {
 
   /** P4. */
   async get(payoutId: string, signal?: AbortSignal): Promise<PayoutDetail> {
-    const body = (await readWithRetries(
-      ADVISORY_READ_TRIES,
+    const body = await withHopRetries<Record<string, unknown>>(
+      'advisoryRead',
       () =>
-        this.peer.send({
+        this.peer.call({
           method: 'GET',
           path: `/v1/payouts/${encodeURIComponent(payoutId)}`,
-          budget: ADVISORY_READ,
+          budget: HOP_BUDGETS.advisoryRead,
           signal,
         }),
       signal,
-    )) as Record<string, unknown>;
+    );
     return {
       payoutId: str(body, 'payoutId'),
       accountId: str(body, 'accountId'),
@@ -147,16 +143,19 @@ export class PaymentResourceClient {
     body: ResolveRequest,
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
-    return (await writeWithRetry(() =>
-      this.peer.send({
-        method: 'POST',
-        path: `/v1/payouts/${encodeURIComponent(payoutId)}/resolve`,
-        headers: this.writeHeaders(payoutId, writer),
-        body,
-        budget: FENCED_WRITE,
-        signal,
-      }),
-    )) as Record<string, unknown>;
+    return await withHopRetries<Record<string, unknown>>(
+      'fencedWrite',
+      () =>
+        this.peer.call({
+          method: 'POST',
+          path: `/v1/payouts/${encodeURIComponent(payoutId)}/resolve`,
+          headers: this.writeHeaders(payoutId, writer),
+          body,
+          budget: HOP_BUDGETS.fencedWrite,
+          signal,
+        }),
+      signal,
+    );
   }
 
   /** P3: completes the posting of a payout the rail did pay, under the same token. */
@@ -166,16 +165,19 @@ export class PaymentResourceClient {
     body: { railReference: string; submissionId: string },
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
-    return (await writeWithRetry(() =>
-      this.peer.send({
-        method: 'POST',
-        path: `/v1/payouts/${encodeURIComponent(payoutId)}/post`,
-        headers: this.writeHeaders(payoutId, writer),
-        body: { ...body, railOutcome: 'ACKED' },
-        budget: FENCED_WRITE,
-        signal,
-      }),
-    )) as Record<string, unknown>;
+    return await withHopRetries<Record<string, unknown>>(
+      'fencedWrite',
+      () =>
+        this.peer.call({
+          method: 'POST',
+          path: `/v1/payouts/${encodeURIComponent(payoutId)}/post`,
+          headers: this.writeHeaders(payoutId, writer),
+          body: { ...body, railOutcome: 'ACKED' },
+          budget: HOP_BUDGETS.fencedWrite,
+          signal,
+        }),
+      signal,
+    );
   }
 
   private writeHeaders(payoutId: string, writer: WriterIdentity): Record<string, string> {

@@ -1,4 +1,4 @@
-import { ADVISORY_READ, ADVISORY_READ_TRIES, HttpPeer, readWithRetries } from './http-peer';
+import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 
 /** One transfer the rail booked under a client reference (S2). */
 export interface RailTransfer {
@@ -46,24 +46,24 @@ function parseTransfer(raw: unknown): RailTransfer {
 
 /** S2 (A-08): the rail's read-only lookup by client reference. Never writes to the rail. */
 export class RailLookupClient {
-  private readonly peer: HttpPeer;
+  private readonly peer: JsonPeer;
 
   constructor(baseUrl: string) {
-    this.peer = new HttpPeer('rail', baseUrl);
+    this.peer = new JsonPeer('rail', baseUrl);
   }
 
   async lookup(clientRef: string, signal?: AbortSignal): Promise<RailLookup> {
-    const body = (await readWithRetries(
-      ADVISORY_READ_TRIES,
+    const body = await withHopRetries<Record<string, unknown>>(
+      'advisoryRead',
       () =>
-        this.peer.send({
+        this.peer.call({
           method: 'GET',
           path: `/lookup?clientRef=${encodeURIComponent(clientRef)}`,
-          budget: ADVISORY_READ,
+          budget: HOP_BUDGETS.advisoryRead,
           signal,
         }),
       signal,
-    )) as Record<string, unknown>;
+    );
     if (!Array.isArray(body?.transfers)) throw new TypeError('rail lookup: no transfers[]');
     return {
       clientRef: typeof body.clientRef === 'string' ? body.clientRef : clientRef,

@@ -1,0 +1,251 @@
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { FencedOutError } from '@dlock/lock-api';
+import { PeerProtocolError, PeerUnavailableError } from './errors';
+import { HOP_BUDGETS, withHopRetries } from './hop-policy';
+import { JsonPeer } from './peer';
+import { HttpTransport, IDLE_SOCKET_MS } from './transport';
+
+interface Seen {
+  method?: string;
+  url?: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
+
+/** A real local server; each test sets `handler`. Records requests and connections. */
+async function startServer(handler: Handler) {
+  const seen: Seen[] = [];
+  const sockets: Socket[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body });
+      handler(req, res, body);
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.on('connection', (s) => sockets.push(s));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    seen,
+    sockets,
+    base: `http://127.0.0.1:${port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+type Server = Awaited<ReturnType<typeof startServer>>;
+
+function json(res: http.ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(text);
+}
+
+const envelope = (code: string, retrySafe: boolean) =>
+  JSON.stringify({ code, message: code, retrySafe, traceId: 't' });
+
+async function closedPort(): Promise<number> {
+  const probe = http.createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((r) => probe.close(() => r()));
+  return port;
+}
+
+const failure = (p: Promise<unknown>) => p.then(() => undefined).catch((e: unknown) => e);
+
+let server: Server;
+let peer: JsonPeer;
+afterEach(async () => {
+  peer?.close();
+  await server?.close();
+});
+
+describe('phases: could the request have been presented?', () => {
+  it('a refused connection is `connect`: never presented', async () => {
+    server = await startServer(() => undefined);
+    peer = new JsonPeer('p', `http://127.0.0.1:${await closedPort()}`);
+    const err = await failure(
+      peer.call({ method: 'POST', path: '/x', budget: HOP_BUDGETS.fencedWrite }),
+    );
+    expect(err).toBeInstanceOf(PeerUnavailableError);
+    expect(err).toMatchObject({ code: 'UNAVAILABLE', phase: 'connect', neverPresented: true });
+    expect((err as PeerUnavailableError).details).toEqual({ peer: 'p', phase: 'connect' });
+  });
+
+  it('accepted but unanswered is `response` after the read timeout, not before', async () => {
+    server = await startServer(() => undefined);
+    peer = new JsonPeer('p', server.base);
+    const started = performance.now();
+    const err = await failure(
+      peer.call({
+        method: 'POST',
+        path: '/x',
+        body: {},
+        budget: { connectTimeoutMs: 300, readTimeoutMs: 250 },
+      }),
+    );
+    const elapsedMs = performance.now() - started;
+    expect(err).toMatchObject({ phase: 'response', neverPresented: false });
+    expect(server.seen).toHaveLength(1);
+    expect(elapsedMs).toBeGreaterThanOrEqual(240);
+  });
+
+  it('a connection dropped after the request arrived is `response`', async () => {
+    server = await startServer((req) => req.socket.destroy());
+    peer = new JsonPeer('p', server.base);
+    const err = await failure(
+      peer.call({ method: 'POST', path: '/x', budget: HOP_BUDGETS.fencedWrite }),
+    );
+    expect(err).toMatchObject({ phase: 'response' });
+    expect(server.seen).toHaveLength(1);
+  });
+
+  it('an aborted signal stops the call with its reason', async () => {
+    server = await startServer(() => undefined);
+    peer = new JsonPeer('p', server.base);
+    const controller = new AbortController();
+    const pending = peer.call({
+      method: 'GET',
+      path: '/x',
+      budget: { connectTimeoutMs: 300, readTimeoutMs: 5_000 },
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(new Error('stop')), 50);
+    await expect(pending).rejects.toThrow('stop');
+  });
+});
+
+describe('answers', () => {
+  it('an answer above the size cap fails in the `response` phase', async () => {
+    server = await startServer((_req, res) => json(res, 200, `"${'x'.repeat(4096)}"`));
+    const transport = new HttpTransport({ peer: 'p', responseBytesMax: 1024 });
+    try {
+      const err = await failure(
+        transport.send({
+          method: 'GET',
+          url: new URL('/x', server.base),
+          headers: {},
+          connectTimeoutMs: 300,
+          readTimeoutMs: 1_000,
+        }),
+      );
+      expect(err).toBeInstanceOf(PeerUnavailableError);
+      expect(err).toMatchObject({ phase: 'response', message: 'p: answer exceeds 1024 bytes' });
+    } finally {
+      transport.close();
+    }
+  });
+
+  it('2^53+1 goes out as a decimal string and an int64 answer comes back exact', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{"t":9007199254740993,"n":2}'));
+    peer = new JsonPeer('p', server.base);
+    const answer = await peer.call({
+      method: 'POST',
+      path: '/x',
+      body: { token: 2n ** 53n + 1n },
+      budget: HOP_BUDGETS.fencedWrite,
+    });
+    expect(server.seen[0].body).toBe('{"token":"9007199254740993"}');
+    expect(answer).toEqual({ t: 9007199254740993n, n: 2 });
+  });
+
+  it('sends the read timeout as the deadline header, and the caller’s traceparent only when given', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    peer = new JsonPeer('p', server.base);
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    await peer.call({ method: 'GET', path: '/a', budget: HOP_BUDGETS.advisoryRead, traceparent });
+    await peer.call({ method: 'GET', path: '/b', budget: HOP_BUDGETS.fencedWrite });
+    expect(server.seen[0].headers['x-request-deadline-ms']).toBe('1000');
+    expect(server.seen[0].headers.traceparent).toBe(traceparent);
+    expect(server.seen[1].headers['x-request-deadline-ms']).toBe('3000');
+    expect(server.seen[1].headers.traceparent).toBeUndefined();
+  });
+
+  it.each([
+    [409, envelope('FENCED_OUT', false), FencedOutError, { code: 'FENCED_OUT', httpStatus: 409 }],
+    [502, '<html>bad gateway</html>', PeerUnavailableError, { phase: 'response' }],
+    [404, 'not json', PeerProtocolError, { code: 'INTERNAL', httpStatus: 404 }],
+    [200, '{"a":', PeerProtocolError, { code: 'INTERNAL', httpStatus: 200 }],
+  ])('HTTP %p %p → %p', async (status, text, type, fields) => {
+    server = await startServer((_req, res) => json(res, status, text));
+    peer = new JsonPeer('p', server.base);
+    const err = await failure(
+      peer.call({ method: 'GET', path: '/x', budget: HOP_BUDGETS.advisoryRead }),
+    );
+    expect(err).toBeInstanceOf(type);
+    expect(err).toMatchObject(fields);
+  });
+});
+
+describe('connections', () => {
+  it('sequential calls share one kept-alive connection', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    peer = new JsonPeer('p', server.base);
+    for (let i = 0; i < 3; i++)
+      await peer.call({ method: 'GET', path: '/x', budget: HOP_BUDGETS.advisoryRead });
+    expect(server.seen).toHaveLength(3);
+    expect(server.sockets).toHaveLength(1);
+  });
+
+  it('the client closes an idle connection after IDLE_SOCKET_MS, before a node server would (5 s)', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    peer = new JsonPeer('p', server.base);
+    await peer.call({ method: 'GET', path: '/x', budget: HOP_BUDGETS.advisoryRead });
+    const started = performance.now();
+    await new Promise((r) => server.sockets[0].once('close', r));
+    const idleMs = performance.now() - started;
+    expect(idleMs).toBeGreaterThanOrEqual(IDLE_SOCKET_MS - 100);
+    expect(idleMs).toBeLessThan(5_000);
+  });
+});
+
+describe('retries happen only where the contract allows them (real server)', () => {
+  /** Answers the scripted statuses in order, then 200. */
+  async function scripted(...answers: (number | 'hang')[]) {
+    server = await startServer((_req, res) => {
+      const next = answers.shift() ?? 200;
+      if (next === 'hang') return;
+      if (next === 200) json(res, 200, '{"ok":true}');
+      else json(res, next, envelope(next === 503 ? 'NOT_LEADER' : 'FENCED_OUT', next === 503));
+    });
+    peer = new JsonPeer('p', server.base);
+  }
+  const budget = { connectTimeoutMs: 300, readTimeoutMs: 300 };
+  const send = () => peer.call({ method: 'POST', path: '/w', body: {}, budget });
+
+  it('a fenced write is re-sent once after a 503', async () => {
+    await scripted(503);
+    await expect(withHopRetries('fencedWrite', send)).resolves.toEqual({ ok: true });
+    expect(server.seen).toHaveLength(2);
+  });
+
+  it('a fenced write is not re-sent after no answer (it may have landed) nor after a 409', async () => {
+    await scripted('hang');
+    await expect(withHopRetries('fencedWrite', send)).rejects.toMatchObject({ phase: 'response' });
+    expect(server.seen).toHaveLength(1);
+    await server.close();
+    await scripted(409);
+    await expect(withHopRetries('fencedWrite', send)).rejects.toBeInstanceOf(FencedOutError);
+    expect(server.seen).toHaveLength(1);
+  });
+
+  it('a submit is never re-sent, not even after a 503', async () => {
+    await scripted(503);
+    await expect(withHopRetries('submit', send)).rejects.toMatchObject({ httpStatus: 503 });
+    expect(server.seen).toHaveLength(1);
+  });
+
+  it('an advisory read tries 3 times at most, through no-answer and 503 alike', async () => {
+    await scripted('hang', 503, 503, 503);
+    await expect(withHopRetries('advisoryRead', send)).rejects.toMatchObject({ httpStatus: 503 });
+    expect(server.seen).toHaveLength(3);
+  });
+});
