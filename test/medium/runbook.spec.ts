@@ -538,6 +538,13 @@ const CASES: Case[] = [
       expect(pay[1]).toBe(maxFence.v);
       expect(BigInt(pay[1])).toBeGreaterThanOrEqual(BigInt(env.TOKEN));
       expect(BigInt(prx[1])).toBeGreaterThanOrEqual(BigInt(env.TOKEN));
+      // Without PGPASSWORD and no terminal, psql cannot ask: the failure the step names.
+      const url = new URL(dbUrl('paydb'));
+      url.password = '';
+      const bare = await run('psql', ['-X', '-qAt', '-d', url.toString(), '-c', 'SELECT 1'], {
+        PGPASSFILE: '/dev/null',
+      });
+      expect(bare.stderr).toContain('fe_sendauth: no password supplied');
     },
   },
   {
@@ -703,6 +710,22 @@ const CASES: Case[] = [
     },
   },
   {
+    block: "grep -E '^reconciler_(revocations_unfenced|fence_floor_raises_total)'",
+    async prepare() {
+      const accountId = await seedFundedAccount(dbUrl('paydb'));
+      await fencedBy(accountId, (await revoked(accountId)).newTokenFloor);
+      return {};
+    },
+    check(out) {
+      ok(out);
+      expect(out.stdout).toMatch(/^reconciler_revocations_unfenced \d+$/m);
+      // One raised series per guard (payment-resource's fence, rail-proxy's mark).
+      const raised =
+        /^reconciler_fence_floor_raises_total\{guard="([a-z_]+)",result="raised"\} [1-9]/gm;
+      expect(new Set([...out.stdout.matchAll(raised)].map((m) => m[1])).size).toBe(2);
+    },
+  },
+  {
     block: '/v1/accounts/$ACCOUNT_ID/fence-floor',
     async prepare() {
       return {
@@ -726,11 +749,7 @@ const CASES: Case[] = [
     async prepare() {
       const accountId = await seedFundedAccount(dbUrl('paydb'));
       const { newTokenFloor } = await revoked(accountId);
-      await waitFor(
-        async () => (await highWater(accountId)) !== null,
-        20_000,
-        'the reconciler to fence the revocation',
-      );
+      await fencedBy(accountId, newTokenFloor);
       return { env: { ACCOUNT_ID: accountId, FLOOR: newTokenFloor } };
     },
     check(out, env) {
@@ -745,11 +764,7 @@ const CASES: Case[] = [
     async prepare() {
       const accountId = await seedFundedAccount(dbUrl('paydb'));
       const { newTokenFloor } = await revoked(accountId);
-      await waitFor(
-        async () => (await highWater(accountId)) !== null,
-        20_000,
-        'the reconciler to fence the revocation',
-      );
+      await fencedBy(accountId, newTokenFloor);
       return { env: { FLOOR: newTokenFloor }, fill: { ACCOUNT_ID: accountId } };
     },
     check(out, env) {
@@ -758,6 +773,25 @@ const CASES: Case[] = [
     },
   },
 ];
+
+/** Waits until the reconciler raised both guards of a revoked payout key (one pass, 200 ms here). */
+async function fencedBy(accountId: string, floor: string): Promise<void> {
+  const atFloor = (v: string | null) => v !== null && BigInt(v) >= BigInt(floor);
+  await waitFor(
+    async () => atFloor(await highWater(accountId)) && atFloor(await accountFence(accountId)),
+    20_000,
+    'the reconciler to fence the revocation',
+  );
+}
+
+async function accountFence(accountId: string): Promise<string> {
+  const [row] = await sql(
+    dbUrl('paydb'),
+    `SELECT fence::text AS v FROM account WHERE account_id = $1`,
+    [accountId],
+  );
+  return row.v;
+}
 
 async function highWater(accountId: string): Promise<string | null> {
   const found = await sql(
