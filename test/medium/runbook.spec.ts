@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { railClientRef } from '@dlock/lock-api';
@@ -126,6 +126,40 @@ export function runbookBlocks(markdown: string): { blocks: RunbookBlock[]; probl
     blocks.push(block);
   }
   return { blocks, problems };
+}
+
+/**
+ * Log events the prose names: `event=NAME`, the alternatives of a
+ * `"event":"(A|B)"` grep, and backticked names next to the word event(s) or
+ * warning(s) ("the `lock_revoked` log event", "events `a`, `b`").
+ */
+export function namedEvents(markdown: string): string[] {
+  const prose = markdown.replace(/```[\s\S]*?```/g, '').replace(/\s+/g, ' ');
+  const names = new Set<string>();
+  const ticked = (list: string) => [...list.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);
+  for (const m of prose.matchAll(/`event=([a-z_]+)`/g)) names.add(m[1]);
+  for (const m of prose.matchAll(/"event":"\(([a-z_|]+)\)"/g))
+    for (const n of m[1].split('|')) names.add(n);
+  const list = '((?:`[a-z_]+`(?:,? and |,? or |, )?)+)';
+  for (const re of [
+    new RegExp(`${list} (?:log )?(?:events?|warnings?)\\b`, 'g'),
+    new RegExp(`\\bevents? ${list}`, 'g'),
+  ])
+    for (const m of prose.matchAll(re)) for (const n of ticked(m[1])) names.add(n);
+  return [...names].sort();
+}
+
+/** Every .ts source file of the apps and libs, tests excluded, as one text. */
+function productionSource(): string {
+  return ['apps', 'libs']
+    .flatMap((dir) =>
+      readdirSync(path.join(REPO_ROOT, dir), { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.spec.ts'))
+        .map((e) => path.join(e.parentPath, e.name))
+        .filter((f) => !f.includes(`${path.sep}test${path.sep}`)),
+    )
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n');
 }
 
 function blockProblems(b: RunbookBlock): string[] {
@@ -841,6 +875,12 @@ describe('the marker rules', () => {
       'line 14: marked tested, but it calls a cluster tool: mark it cluster',
       'line 17: runnable command in running text, put it in a block: SELECT * FROM account;',
     ]);
+    expect(
+      namedEvents(
+        'Find `event=fenced_out` and the `lock_revoked` log event, events `a_b`, `c` and\n' +
+          '`d`; `grep -E \'"event":"(e|f_g)"\'`; not `h` here.',
+      ),
+    ).toEqual(['a_b', 'c', 'd', 'e', 'f_g', 'fenced_out', 'lock_revoked']);
   });
 });
 
@@ -848,6 +888,13 @@ describe(DOC, () => {
   it('marks every block, and marks cluster only what needs a cluster', () => {
     expect(problems).toEqual([]);
     expect(blocks.length).toBeGreaterThan(10);
+  });
+
+  it('names only log events the code emits', () => {
+    const events = namedEvents(markdown);
+    expect(events.length).toBeGreaterThan(10);
+    const source = productionSource();
+    expect(events.filter((e) => !source.includes(`'${e}'`))).toEqual([]);
   });
 
   it('has one case per block that runs here, and no case without its block', () => {
