@@ -209,6 +209,8 @@ function run(cmd: string, args: string[], env: Record<string, string>, input = '
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
+    // A program that exits without reading its input (bash -c, psql -c) closes the pipe first.
+    child.stdin.on('error', () => undefined);
     child.stdin.end(input);
   });
 }
@@ -454,8 +456,11 @@ interface Case {
   /** Sets the scene; returns the variables the block reads and the SQL placeholders. */
   prepare?: () => Promise<{ env?: Record<string, string>; fill?: Record<string, string> }>;
   /** What the runbook says the block does. */
-  check: (out: Run, env: Record<string, string>) => Promise<void> | void;
+  check: (out: Run, env: Record<string, string>, again: Again) => Promise<void> | void;
 }
+
+/** Runs the same sh block once more with other variables. */
+type Again = (env: Record<string, string>) => Promise<Run>;
 
 const ok = (out: Run) =>
   expect({ code: out.code, stderr: out.stderr }).toEqual({ code: 0, stderr: '' });
@@ -532,6 +537,34 @@ const CASES: Case[] = [
         }),
       });
       expect(BigInt(l8.body.newTokenFloor)).toBeGreaterThan(BigInt(env.TOKEN));
+    },
+  },
+  {
+    // The same block, for what the runbook says its other answers mean.
+    block: '/v1/locks/$KEY/revoke',
+    async prepare() {
+      const accountId = await seedFundedAccount(dbUrl('paydb'));
+      const first = await session.acquire(`payout:${accountId}`);
+      await first.release();
+      return { env: { ACCOUNT_ID: accountId, TOKEN: `${first.fencingToken}`, OPERATOR } };
+    },
+    async check(out, env, again) {
+      ok(out);
+      // Not held any more: L7 shows no holder, and the revoke answers 404.
+      const [l7, l8] = replies(out.stdout);
+      expect(l7.status).toBe(200);
+      expect(l7.body).not.toHaveProperty('fencingToken');
+      expect([l8.status, l8.body.code]).toEqual([404, 'NOT_FOUND']);
+      // Someone else holds a newer token: 409 FENCED_OUT, and the holder keeps it.
+      const newer = await session.acquire(`payout:${env.ACCOUNT_ID}`);
+      const raced = await again(env);
+      ok(raced);
+      expect(replies(raced.stdout).map((r) => [r.status, r.body?.code])).toEqual([
+        [200, undefined],
+        [409, 'FENCED_OUT'],
+      ]);
+      expect(replies(raced.stdout)[0].body.fencingToken).toBe(`${newer.fencingToken}`);
+      await newer.release();
     },
   },
   {
@@ -654,7 +687,7 @@ const CASES: Case[] = [
       await fiveHoursBack(payoutId);
       return { env: { PAYOUT_ID: payoutId, OPERATOR } };
     },
-    check(out, env) {
+    async check(out, env) {
       ok(out);
       expect(replies(out.stdout)).toEqual([
         {
@@ -665,6 +698,15 @@ const CASES: Case[] = [
             operator: OPERATOR,
           }),
         },
+      ]);
+      // Audited: the transition names the operator and the reason.
+      const audit = await sql(
+        dbUrl('paydb'),
+        `SELECT actor, reason FROM payout_transition WHERE payout_id = $1 AND actor = $2`,
+        [env.PAYOUT_ID, OPERATOR],
+      );
+      expect(audit).toEqual([
+        { actor: OPERATOR, reason: 'INC-1234 rail confirms no transfer for client_ref' },
       ]);
     },
   },
@@ -770,12 +812,24 @@ const CASES: Case[] = [
         },
       };
     },
-    check(out, env) {
+    async check(out, env, again) {
       ok(out);
       const [pay, prx] = replies(out.stdout);
       expect(pay).toEqual({ status: 200, body: expect.objectContaining({ raised: true }) });
       expect(prx).toEqual({ status: 200, body: expect.objectContaining({ raised: true }) });
       expect(JSON.stringify([pay.body, prx.body])).toContain(`"${env.FLOOR}"`);
+      // Repeating a raise is harmless: nothing moves.
+      const twice = replies((await again(env)).stdout);
+      expect(twice.map((r) => [r.status, r.body.raised])).toEqual([
+        [200, false],
+        [200, false],
+      ]);
+      // An account payment-resource does not know: 404 there; the proxy creates the mark.
+      const unknown = replies((await again({ ...env, ACCOUNT_ID: 'acct-unknown1' })).stdout);
+      expect(unknown.map((r) => [r.status, r.body.code ?? r.body.raised])).toEqual([
+        [404, 'NOT_FOUND'],
+        [200, true],
+      ]);
     },
   },
   {
@@ -847,6 +901,7 @@ function restoreBlock(): string {
 const markdown = readFileSync(path.join(REPO_ROOT, DOC), 'utf8');
 const { blocks, problems } = runbookBlocks(markdown);
 const runs = (b: RunbookBlock) => b.kind !== 'cluster' || b.sql !== undefined;
+const blocksOf = (c: Case) => blocks.filter((b) => runs(b) && b.text.includes(c.block));
 
 describe('the marker rules', () => {
   it('accepts marked blocks and refuses unmarked, mismarked and inline runnable ones', () => {
@@ -897,14 +952,11 @@ describe(DOC, () => {
     expect(events.filter((e) => !source.includes(`'${e}'`))).toEqual([]);
   });
 
-  it('has one case per block that runs here, and no case without its block', () => {
-    const owners = blocks.filter(runs).map((b) => ({
-      line: b.line,
-      cases: CASES.filter((c) => b.text.includes(c.block)).length,
-    }));
-    expect(owners.filter((o) => o.cases !== 1)).toEqual([]);
-    const orphans = CASES.filter((c) => !blocks.some((b) => runs(b) && b.text.includes(c.block)));
-    expect(orphans.map((c) => c.block)).toEqual([]);
+  it('has a case for every block that runs here, and each case names one block', () => {
+    const uncovered = blocks.filter((b) => runs(b) && !CASES.some((c) => b.text.includes(c.block)));
+    expect(uncovered.map((b) => b.line)).toEqual([]);
+    const ambiguous = CASES.filter((c) => blocksOf(c).length !== 1);
+    expect(ambiguous.map((c) => c.block)).toEqual([]);
   });
 
   it.each(blocks.filter((b) => b.kind === 'cluster').map((b) => [b.line, b]))(
@@ -915,19 +967,17 @@ describe(DOC, () => {
     },
   );
 
-  it.each(blocks.filter(runs).map((b) => [b.line, b]))(
-    'block at line %i does what the runbook says',
-    async (_line, b) => {
-      const found = CASES.find((c) => b.text.includes(c.block));
-      if (!found) throw new Error(`no case for the block at line ${b.line}`);
-      const { env = {}, fill = {} } = (await found.prepare?.()) ?? {};
+  it.each(CASES.flatMap((c) => blocksOf(c).map((b) => [b.line, c.block, b, c] as const)))(
+    'block at line %i (%s) does what the runbook says',
+    async (_line, _fragment, b, c) => {
+      const { env = {}, fill = {} } = (await c.prepare?.()) ?? {};
       let out: Run;
       if (b.kind === 'output') out = { code: 0, stdout: b.text, stderr: '' };
       else if (b.kind === 'cluster' && b.sql)
         out = await psql(b.sql, fillSql(heredocs(b.text), fill), await psqlVars(b.text, env));
       else if (b.lang === 'sql' && b.sql) out = await psql(b.sql, fillSql(b.text, fill));
       else out = await bash(localScript(b.text, env), env);
-      await found.check(out, env);
+      await c.check(out, env, (e) => bash(localScript(b.text, e), e));
     },
   );
 });
