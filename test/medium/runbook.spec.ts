@@ -217,7 +217,14 @@ function run(cmd: string, args: string[], env: Record<string, string>, input = '
 }
 
 /** The URL of one of this run's databases, under its real name. */
-function dbUrl(name: DatabaseName, user?: { name: string; password: string }): string {
+interface Role {
+  name: string;
+  password: string;
+}
+/** The reconciler's read-only role, as the Migrate section grants it. */
+const RECONCILER_RO: Role = { name: 'reconciler_ro', password: 'runbook' };
+
+function dbUrl(name: DatabaseName, user?: Role): string {
   const url = new URL(adminUrl());
   url.pathname = `/${name}`;
   if (user) {
@@ -231,16 +238,13 @@ async function psql(
   db: DatabaseName,
   sqlText: string,
   vars: Record<string, string> = {},
+  user?: Role,
 ): Promise<Run> {
-  const args = ['-X', '-qAt', '-v', 'ON_ERROR_STOP=1', '-d', dbUrl(db), '-f', '-'];
+  const args = ['-X', '-qAt', '-v', 'ON_ERROR_STOP=1', '-d', dbUrl(db, user), '-f', '-'];
   for (const [k, v] of Object.entries(vars)) args.push('-v', `${k}=${v}`);
   // `\c proxydb` connects again with the same user: psql takes the password from the environment.
-  return run(
-    'psql',
-    args,
-    { PGPASSWORD: decodeURIComponent(new URL(adminUrl()).password) },
-    sqlText,
-  );
+  const password = user?.password ?? decodeURIComponent(new URL(adminUrl()).password);
+  return run('psql', args, { PGPASSWORD: password }, sqlText);
 }
 
 const fillSql = (text: string, fill: Record<string, string>) =>
@@ -456,6 +460,8 @@ interface Case {
   block: string;
   /** Sets the scene; returns the variables the block reads and the SQL placeholders. */
   prepare?: () => Promise<{ env?: Record<string, string>; fill?: Record<string, string> }>;
+  /** An sql block runs as this role instead of the superuser. */
+  user?: Role;
   /** What the runbook says the block does. */
   check: (out: Run, env: Record<string, string>, again: Again) => Promise<void> | void;
 }
@@ -494,7 +500,7 @@ const CASES: Case[] = [
     block: 'GRANT CONNECT ON DATABASE paydb TO pay_app, reconciler_ro;',
     async check(out) {
       ok(out);
-      const ro = dbUrl('paydb', { name: 'reconciler_ro', password: 'runbook' });
+      const ro = dbUrl('paydb', RECONCILER_RO);
       for (const table of ['account', 'payout', 'ledger_entry', 'payout_transition'])
         await expect(sql(ro, `SELECT count(*) FROM ${table}`)).resolves.toHaveLength(1);
       await expect(sql(ro, `DELETE FROM payout WHERE false`)).rejects.toThrow(/permission denied/);
@@ -506,7 +512,7 @@ const CASES: Case[] = [
     block: 'GRANT CONNECT ON DATABASE proxydb TO proxy_app, reconciler_ro;',
     async check(out) {
       ok(out);
-      const ro = dbUrl('proxydb', { name: 'reconciler_ro', password: 'runbook' });
+      const ro = dbUrl('proxydb', RECONCILER_RO);
       for (const table of ['rail_submission', 'rail_high_water'])
         await expect(sql(ro, `SELECT count(*) FROM ${table}`)).resolves.toHaveLength(1);
       const stranger = dbUrl('proxydb', { name: 'runbook_stranger', password: 'runbook' });
@@ -629,7 +635,11 @@ const CASES: Case[] = [
       // What the step is for: the next grant is above every token the guards hold.
       expect(await freshToken()).toBeGreaterThan(floor);
       // Twice is harmless: the sequence only moves forward.
-      const again = await psql('lockdb', heredocs(restoreBlock()), { floor: '1' });
+      const again = await psql(
+        'lockdb',
+        heredocs(blockWith("SELECT setval('fencing_token_seq'").text),
+        { floor: '1' },
+      );
       ok(again);
       expect(rows(again.stdout).at(-1)?.[2]).toBe('t');
       expect(await freshToken()).toBeGreaterThan(floor);
@@ -637,7 +647,10 @@ const CASES: Case[] = [
   },
   {
     block: "WHERE state = 'RAIL_AMBIGUOUS' AND ambiguous_at < now() - interval '4 hours'",
+    // "reconciler role is enough": run as reconciler_ro, with the Migrate section's grants.
+    user: RECONCILER_RO,
     async prepare() {
+      ok(await psql('paydb', blockWith('GRANT CONNECT ON DATABASE paydb').text));
       const old = await ambiguousPayout();
       await fiveHoursBack(old.payoutId);
       const recent = await ambiguousPayout();
@@ -688,7 +701,7 @@ const CASES: Case[] = [
       await fiveHoursBack(payoutId);
       return { env: { PAYOUT_ID: payoutId, OPERATOR } };
     },
-    async check(out, env) {
+    async check(out, env, again) {
       ok(out);
       expect(replies(out.stdout)).toEqual([
         {
@@ -709,6 +722,10 @@ const CASES: Case[] = [
       expect(audit).toEqual([
         { actor: OPERATOR, reason: 'INC-1234 rail confirms no transfer for client_ref' },
       ]);
+      // Before the 4 h are up it is the reconciler's, not the operator's: refused, unchanged.
+      const early = await ambiguousPayout();
+      const refused = replies((await again({ ...env, PAYOUT_ID: early.payoutId })).stdout);
+      expect(refused.map((r) => [r.status, r.body.code])).toEqual([[409, 'PAYOUT_NOT_CLAIMABLE']]);
     },
   },
   {
@@ -898,10 +915,10 @@ async function highWater(accountId: string): Promise<string | null> {
   return found[0]?.v ?? null;
 }
 
-function restoreBlock(): string {
-  const b = blocks.find((x) => x.text.includes("SELECT setval('fencing_token_seq'"));
-  if (!b) throw new Error('no restore block');
-  return b.text;
+function blockWith(fragment: string): RunbookBlock {
+  const b = blocks.find((x) => x.text.includes(fragment));
+  if (!b) throw new Error(`no block with ${fragment}`);
+  return b;
 }
 
 // ---- the tests ------------------------------------------------------------------------
@@ -983,7 +1000,8 @@ describe(DOC, () => {
       if (b.kind === 'output') out = { code: 0, stdout: b.text, stderr: '' };
       else if (b.kind === 'cluster' && b.sql)
         out = await psql(b.sql, fillSql(heredocs(b.text), fill), await psqlVars(b.text, env));
-      else if (b.lang === 'sql' && b.sql) out = await psql(b.sql, fillSql(b.text, fill));
+      else if (b.lang === 'sql' && b.sql)
+        out = await psql(b.sql, fillSql(b.text, fill), {}, c.user);
       else out = await bash(localScript(b.text, env), env);
       await c.check(out, env, (e) => bash(localScript(b.text, e), e));
     },
