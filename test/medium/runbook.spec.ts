@@ -59,7 +59,7 @@ import { MIGRATIONS, type DatabaseName } from '../../migrations';
  * The databases are created under their real names (lockdb, paydb, proxydb)
  * in this run's embedded PostgreSQL, so `GRANT … ON DATABASE paydb` and
  * `\c proxydb` run as written. Each case below names its block by a fragment
- * of it; every marked block that runs needs exactly one case.
+ * of it: every block that runs here has a case, and a case names one block.
  */
 jest.setTimeout(120_000);
 
@@ -176,6 +176,8 @@ function blockProblems(b: RunbookBlock): string[] {
         return ['marked cluster, but nothing in it needs a cluster: mark it tested and run it'];
       if (b.sql && !/<<'SQL'\n[\s\S]*?\nSQL$/m.test(b.text))
         return [`sql=${b.sql} on a cluster block without a <<'SQL' heredoc`];
+      if (!b.sql && b.text.includes("<<'SQL'"))
+        return ['its SQL heredoc can run here: name the database (cluster sql=…)'];
       return [];
     case 'tested':
       if (b.lang === 'sql') return b.sql ? [] : ['a tested sql block names its database (sql=…)'];
@@ -948,12 +950,19 @@ describe('the marker rules', () => {
       'gcloud sql instances list',
       '```',
       'Run `SELECT * FROM account;` in paydb.',
+      '<!-- runbook: cluster -->',
+      '```sh',
+      "kubectl -n dlock run x -i -- psql <<'SQL'",
+      'SELECT 1;',
+      'SQL',
+      '```',
     ].join('\n');
     expect(runbookBlocks(md).problems).toEqual([
       'line 6: marked cluster, but nothing in it needs a cluster: mark it tested and run it',
       'line 10: no <!-- runbook: tested|cluster|output --> marker above the block',
       'line 14: marked tested, but it calls a cluster tool: mark it cluster',
       'line 17: runnable command in running text, put it in a block: SELECT * FROM account;',
+      'line 19: its SQL heredoc can run here: name the database (cluster sql=…)',
     ]);
     expect(
       namedEvents(
