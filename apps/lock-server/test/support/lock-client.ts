@@ -1,4 +1,6 @@
-import { http, type HttpResult } from '@dlock/testing';
+import { http, sleep, type HttpResult } from '@dlock/testing';
+
+const SESSION_TRIES = 5;
 
 /** Thin L1-L8 calls for tests: no retries, no interpretation. */
 export class LockApi {
@@ -10,11 +12,19 @@ export class LockApi {
     });
   }
 
-  /** Opens a session and returns its id (asserting 201). */
+  /**
+   * Opens a session for a fixture and returns its id (asserting 201). A retry-safe
+   * 503 (etcd busy on a loaded machine) is tried again a few times: a fixture's
+   * session is set-up, not the behaviour under test (L1 has its own tests).
+   */
   async session(ownerId: string, ttlMillis?: number): Promise<string> {
-    const res = await this.openSession(ownerId, ttlMillis);
-    if (res.status !== 201) throw new Error(`open session: ${res.status} ${res.text}`);
-    return res.body.sessionId as string;
+    for (let attempt = 1; ; attempt++) {
+      const res = await this.openSession(ownerId, ttlMillis);
+      if (res.status === 201) return res.body.sessionId as string;
+      if (res.status !== 503 || res.body?.retrySafe !== true || attempt >= SESSION_TRIES)
+        throw new Error(`open session: ${res.status} ${res.text}`);
+      await sleep(Math.min(1_000, Number(res.body.retryAfterMillis ?? 200)));
+    }
   }
 
   heartbeat(sessionId: string, ownerId = 'owner'): Promise<HttpResult> {
