@@ -159,7 +159,7 @@ describe('rail-proxy RailClient over real TCP', () => {
       const closed = await connected(client());
       await waitFor(async () => sockets.size === 1, 5_000, 'the rail to see the connection');
       const [socket] = sockets;
-      await new Promise((resolve) => socket.end(resolve));
+      await new Promise<void>((resolve) => socket.end(resolve));
       // Give the proxy's side time to read the FIN (generous; nothing else is waited on).
       await sleep(300);
       expect(await closed.present(transfer)).toEqual({

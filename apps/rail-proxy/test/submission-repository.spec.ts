@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { railClientRef } from '@dlock/lock-api';
 import { migratedDatabase } from '@dlock/testing';
 import { SubmissionRepository } from '../src/submission.repository';
+import type { StoredResponse } from '../src/idempotency.repository';
 import type { SubmissionRequest } from '../src/submission.types';
 
 /**
@@ -50,7 +51,7 @@ describe('rail-proxy SubmissionRepository on a real proxydb', () => {
     return db.transaction((m) => repo.admit(m, req, `hash-${req.idempotencyKey}`, fencingEnforced));
   }
 
-  const response = { status: 200, body: { ok: true } };
+  const response: StoredResponse = { status: 200, body: { ok: true } };
 
   it('a first submission reserves its scope, sets the mark and records an unresolved intent', async () => {
     const req = request({ presentedToken: 9007199254740993n });
