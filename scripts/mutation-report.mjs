@@ -22,11 +22,24 @@ function loadExplanations(root) {
   return new Map(list.map((e) => [`${e.file}:${e.line}:${e.mutator}:${e.replacement}`, e]));
 }
 
-function scoreOf(mutants) {
+function percent(part, whole) {
+  return whole === 0 ? 100 : (100 * part) / whole;
+}
+
+/** Detected over valid; `net` leaves out the survivors explained as equivalent. */
+function scoreOf(mutants, isEquivalent = () => false) {
   const detected = mutants.filter((m) => DETECTED.has(m.status)).length;
   const undetected = mutants.filter((m) => UNDETECTED.has(m.status)).length;
+  const equivalent = mutants.filter((m) => UNDETECTED.has(m.status) && isEquivalent(m)).length;
   const valid = detected + undetected;
-  return { detected, undetected, valid, score: valid === 0 ? 100 : (100 * detected) / valid };
+  return {
+    detected,
+    undetected,
+    equivalent,
+    valid,
+    score: percent(detected, valid),
+    net: percent(detected, valid - equivalent),
+  };
 }
 
 function machine() {
@@ -60,11 +73,14 @@ export function writeMutationReport(root, resultFiles = ['reports/mutation/mutat
   const survivors = [];
   const all = [];
   const merged = Object.assign({}, ...runs.map((r) => r.files));
+  const equivalentIn = (file) => (m) => explanations.get(keyOf(file, m))?.verdict === 'equivalent';
+  let equivalentTotal = 0;
   for (const [file, { mutants }] of Object.entries(merged).sort()) {
-    const s = scoreOf(mutants);
+    const s = scoreOf(mutants, equivalentIn(file));
     all.push(...mutants);
+    equivalentTotal += s.equivalent;
     rows.push(
-      `| \`${file}\` | ${s.score.toFixed(1)} % | ${s.detected} | ${s.undetected} | ${mutants.length} |`,
+      `| \`${file}\` | ${s.score.toFixed(1)} % | ${s.net.toFixed(1)} % | ${s.detected} | ${s.undetected} | ${s.equivalent} | ${mutants.length} |`,
     );
     for (const m of mutants.filter((x) => UNDETECTED.has(x.status))) {
       const e = explanations.get(keyOf(file, m));
@@ -77,6 +93,7 @@ export function writeMutationReport(root, resultFiles = ['reports/mutation/mutat
     }
   }
   const total = scoreOf(all);
+  const net = percent(total.detected, total.valid - equivalentTotal);
   const minutes = runs.reduce((sum, r) => sum + Number(r.minutes ?? 0), 0);
   const notes = path.join(root, 'stryker', 'report-notes.md');
   const text = [
@@ -93,10 +110,11 @@ export function writeMutationReport(root, resultFiles = ['reports/mutation/mutat
     ...(existsSync(notes) ? ['', readFileSync(notes, 'utf8').trim()] : []),
     '',
     `**Overall: ${total.score.toFixed(1)} %** (${total.detected} detected of ${total.valid}; killed and`,
-    'timed-out mutants count as detected, survivors and uncovered ones as not).',
+    'timed-out mutants count as detected, survivors and uncovered ones as not);',
+    `**${net.toFixed(1)} %** leaving out the ${equivalentTotal} survivors explained as equivalent.`,
     '',
-    '| file | score | detected | undetected | mutants |',
-    '| --- | --- | --- | --- | --- |',
+    '| file | score | without equivalents | detected | undetected | of which equivalent | mutants |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
     ...rows,
     '',
     '## Surviving mutants',
