@@ -87,6 +87,13 @@ describe('rail-proxy RailClient over real TCP', () => {
       [503, '{}', { kind: 'ambiguous', reason: 'rail-5xx', status: 503 }],
       [409, '{}', { kind: 'ambiguous', reason: 'unexpected-status', status: 409 }],
       [200, 'x'.repeat(64 * 1024 + 1), { kind: 'ambiguous', reason: 'malformed-ack', status: 200 }],
+      // A well-formed ack past the 64 KiB the proxy reads is not taken as an ack.
+      [
+        200,
+        JSON.stringify({ railReference: 'rr-1', acceptedAt: '2030-01-01T00:00:00.000Z' }) +
+          ' '.repeat(64 * 1024),
+        { kind: 'ambiguous', reason: 'malformed-ack', status: 200 },
+      ],
     ];
     for (const [status, body, expected] of answers) {
       script = (_req, res) => {
