@@ -80,7 +80,9 @@ export function writeMutationReport(root, resultFiles = ['reports/mutation/mutat
     all.push(...mutants);
     equivalentTotal += s.equivalent;
     rows.push(
-      `| \`${file}\` | ${s.score.toFixed(1)} % | ${s.net.toFixed(1)} % | ${s.detected} | ${s.undetected} | ${s.equivalent} | ${mutants.length} |`,
+      s.valid === 0
+        ? `| \`${file}\` | n/a | n/a | 0 | 0 | 0 | ${mutants.length} (none that compiles) |`
+        : `| \`${file}\` | ${s.score.toFixed(1)} % | ${s.net.toFixed(1)} % | ${s.detected} | ${s.undetected} | ${s.equivalent} | ${mutants.length} |`,
     );
     for (const m of mutants.filter((x) => UNDETECTED.has(x.status))) {
       const e = explanations.get(keyOf(file, m));
