@@ -1,7 +1,9 @@
 // Turns Stryker's JSON result into bench/reports/mutation.md: the score per
 // file and every surviving mutant with its explanation from
 // stryker/survivors.json (a test that now kills it, or why it is equivalent).
-// A survivor nobody has explained is listed as UNEXPLAINED.
+// A survivor nobody has explained is listed as UNEXPLAINED. When the campaign
+// ran in file groups, the results of every group are combined, and the report
+// names each run it is made of.
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,11 +22,24 @@ function loadExplanations(root) {
   return new Map(list.map((e) => [`${e.file}:${e.line}:${e.mutator}:${e.replacement}`, e]));
 }
 
-function scoreOf(mutants) {
+function percent(part, whole) {
+  return whole === 0 ? 100 : (100 * part) / whole;
+}
+
+/** Detected over valid; `net` leaves out the survivors explained as equivalent. */
+function scoreOf(mutants, isEquivalent = () => false) {
   const detected = mutants.filter((m) => DETECTED.has(m.status)).length;
   const undetected = mutants.filter((m) => UNDETECTED.has(m.status)).length;
+  const equivalent = mutants.filter((m) => UNDETECTED.has(m.status) && isEquivalent(m)).length;
   const valid = detected + undetected;
-  return { detected, undetected, valid, score: valid === 0 ? 100 : (100 * detected) / valid };
+  return {
+    detected,
+    undetected,
+    equivalent,
+    valid,
+    score: percent(detected, valid),
+    net: percent(detected, valid - equivalent),
+  };
 }
 
 function machine() {
@@ -33,19 +48,41 @@ function machine() {
   return `${os.cpus().length} cores (${cpu}), ${memGiB} GiB, Node ${process.version}, ${os.platform()}`;
 }
 
-export function writeMutationReport(root, { minutes } = {}) {
-  const result = JSON.parse(
-    readFileSync(path.join(root, 'reports', 'mutation', 'mutation.json'), 'utf8'),
-  );
+/** Each run's files, and its config and duration when mutation.mjs recorded them. */
+function loadRuns(root, resultFiles) {
+  return resultFiles.map((file) => {
+    const result = JSON.parse(readFileSync(path.join(root, file), 'utf8'));
+    const metaFile = path.join(root, file.replace(/\.json$/, '.meta.json'));
+    const meta = existsSync(metaFile) ? JSON.parse(readFileSync(metaFile, 'utf8')) : {};
+    return { file, files: result.files, ...meta };
+  });
+}
+
+function runLine(run) {
+  const files = Object.keys(run.files).length;
+  const took = run.minutes ? `${run.minutes} min` : 'duration not recorded';
+  return `- \`node scripts/mutation.mjs ${run.config ?? '?'}\`: ${files} file(s), ${took}${
+    run.finishedAt ? `, finished ${run.finishedAt.slice(0, 16).replace('T', ' ')} UTC` : ''
+  }`;
+}
+
+export function writeMutationReport(root, resultFiles = ['reports/mutation/mutation.json']) {
+  const runs = loadRuns(root, resultFiles);
   const explanations = loadExplanations(root);
   const rows = [];
   const survivors = [];
   const all = [];
-  for (const [file, { mutants }] of Object.entries(result.files).sort()) {
-    const s = scoreOf(mutants);
+  const merged = Object.assign({}, ...runs.map((r) => r.files));
+  const equivalentIn = (file) => (m) => explanations.get(keyOf(file, m))?.verdict === 'equivalent';
+  let equivalentTotal = 0;
+  for (const [file, { mutants }] of Object.entries(merged).sort()) {
+    const s = scoreOf(mutants, equivalentIn(file));
     all.push(...mutants);
+    equivalentTotal += s.equivalent;
     rows.push(
-      `| \`${file}\` | ${s.score.toFixed(1)} % | ${s.detected} | ${s.undetected} | ${mutants.length} |`,
+      s.valid === 0
+        ? `| \`${file}\` | n/a | n/a | 0 | 0 | 0 | ${mutants.length} (none that compiles) |`
+        : `| \`${file}\` | ${s.score.toFixed(1)} % | ${s.net.toFixed(1)} % | ${s.detected} | ${s.undetected} | ${s.equivalent} | ${mutants.length} |`,
     );
     for (const m of mutants.filter((x) => UNDETECTED.has(x.status))) {
       const e = explanations.get(keyOf(file, m));
@@ -58,18 +95,28 @@ export function writeMutationReport(root, { minutes } = {}) {
     }
   }
   const total = scoreOf(all);
+  const net = percent(total.detected, total.valid - equivalentTotal);
+  const minutes = runs.reduce((sum, r) => sum + Number(r.minutes ?? 0), 0);
+  const notes = path.join(root, 'stryker', 'report-notes.md');
   const text = [
     '# Mutation testing of the safety-critical files',
     '',
     `Measured ${new Date().toISOString().slice(0, 10)} on ${machine()}.`,
-    `Command: \`npm run test:mutation\`${minutes ? `, ${minutes} min wall clock` : ''}.`,
+    `Command: \`npm run test:mutation\` (one run over \`stryker.config.json\`)${
+      runs.length > 1 ? `, here as ${runs.length} runs over groups of its files` : ''
+    }; ${minutes > 0 ? `${minutes.toFixed(1)} min wall clock in all` : 'duration not recorded'}:`,
+    '',
+    ...runs.map(runLine),
+    '',
     'Files and tests: `stryker.config.json`, `stryker/jest.config.js`.',
+    ...(existsSync(notes) ? ['', readFileSync(notes, 'utf8').trim()] : []),
     '',
     `**Overall: ${total.score.toFixed(1)} %** (${total.detected} detected of ${total.valid}; killed and`,
-    'timed-out mutants count as detected, survivors and uncovered ones as not).',
+    'timed-out mutants count as detected, survivors and uncovered ones as not);',
+    `**${net.toFixed(1)} %** leaving out the ${equivalentTotal} survivors explained as equivalent.`,
     '',
-    '| file | score | detected | undetected | mutants |',
-    '| --- | --- | --- | --- | --- |',
+    '| file | score | without equivalents | detected | undetected | of which equivalent | mutants |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
     ...rows,
     '',
     '## Surviving mutants',

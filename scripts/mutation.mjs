@@ -8,7 +8,7 @@
 // is cheaper than one each. Test files create a database per run and never
 // drop it, so a janitor drops the ones older than a few minutes.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import globalSetup from '../test/global-setup.mjs';
@@ -20,7 +20,16 @@ const JANITOR_EVERY_MS = 60_000;
 const DATABASE_MAX_AGE = '10 minutes';
 const args = process.argv.slice(2);
 const reportOnly = args.includes('--report-only');
-const configFile = args.find((a) => a.endsWith('.json')) ?? 'stryker.config.json';
+// --report-only [result.json …]: the report from earlier runs' JSON results,
+// several combined when the campaign ran in file groups (one config each).
+const jsonArgs = args.filter((a) => a.endsWith('.json'));
+const configFile = jsonArgs[0] ?? 'stryker.config.json';
+
+/** Where the config's JSON reporter writes its result. */
+function resultFileOf(config) {
+  const parsed = JSON.parse(readFileSync(path.join(root, config), 'utf8'));
+  return parsed.jsonReporter?.fileName ?? 'reports/mutation/mutation.json';
+}
 
 async function dropOldDatabases(adminUrl) {
   const client = new pg.Client({ connectionString: adminUrl });
@@ -59,7 +68,7 @@ function runStryker() {
 
 async function main() {
   if (reportOnly) {
-    writeMutationReport(root);
+    writeMutationReport(root, jsonArgs.length > 0 ? jsonArgs : ['reports/mutation/mutation.json']);
     return 0;
   }
   const started = Date.now();
@@ -76,8 +85,15 @@ async function main() {
     await globalTeardown();
   }
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-  if (existsSync(path.join(root, 'reports', 'mutation', 'mutation.json'))) {
-    writeMutationReport(root, { minutes });
+  const result = resultFileOf(configFile);
+  // Only this run's result: a failed run must not report an older one.
+  if (existsSync(path.join(root, result)) && statSync(path.join(root, result)).mtimeMs >= started) {
+    // The run's duration and config travel with its result, for a combined report later.
+    writeFileSync(
+      path.join(root, result.replace(/\.json$/, '.meta.json')),
+      JSON.stringify({ config: configFile, minutes, finishedAt: new Date().toISOString() }),
+    );
+    writeMutationReport(root, [result]);
   }
   return code;
 }

@@ -26,7 +26,17 @@ module.exports = {
     '<rootDir>/apps/lock-server/test/**/*.spec.ts',
     '<rootDir>/apps/executor/src/**/*.spec.ts',
   ],
-  // Minutes of leader kills and database outages per mutant buy nothing the
-  // conformance suites do not already show for these files.
-  testPathIgnorePatterns: ['/etcd-failover\\.spec\\.ts$', '/outage\\.spec\\.ts$'],
+  testPathIgnorePatterns: [
+    // Minutes of leader kills and database outages per mutant buy nothing the
+    // conformance suites do not already show for these files.
+    '/etcd-failover\\.spec\\.ts$',
+    '/outage\\.spec\\.ts$',
+    // These only spawn the compiled apps (dist/ is not in Stryker's sandbox,
+    // and a built app would not carry the mutant anyway). Their in-process
+    // counterparts: rail-proxy's submission-repository and rail-connection
+    // specs, lock-server's tokens.spec, payment-resource's other specs.
+    '/payment-resource/test/process\\.spec\\.ts$',
+    '/rail-proxy/test/rail-proxy(-durability|-deadline)?\\.spec\\.ts$',
+    '/lock-server/test/pg/tokens-process\\.spec\\.ts$',
+  ],
 };

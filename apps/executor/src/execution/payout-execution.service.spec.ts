@@ -4,6 +4,7 @@ import {
   DlockError,
   FencedOutError,
   LockLostError,
+  type ErrorCode,
   type FencingToken,
   type PayoutState,
 } from '@dlock/lock-api';
@@ -49,6 +50,12 @@ interface Options {
   records?: ProxyRecord[];
   /** checkStillHeld throws LockLostError from its n-th call on (1-based). */
   lostAtCheck?: number;
+  /** What the re-read shows besides the state (submission id, rail reference). */
+  view?: Partial<PayoutView>;
+  /** The lease the handle was granted (default 20 s: covers the submit budget). */
+  lockTtlMs?: number;
+  env?: Record<string, string>;
+  stop?: AbortSignal;
 }
 
 /** A refusal as invalid, as JsonPeer builds it from a 400 envelope. */
@@ -61,6 +68,8 @@ function invalid(field: string): DlockError {
 
 function harness(opts: Options = {}) {
   const calls: string[] = [];
+  const outcomes: Record<string, unknown>[] = [];
+  const posts: unknown[] = [];
   const ok = () => Promise.resolve();
   const payments = {
     claim: async (_id: string, token: FencingToken, expected: 'PENDING' | 'CLAIMED') => {
@@ -78,6 +87,7 @@ function harness(opts: Options = {}) {
         state: opts.stateOnReread ?? 'PENDING',
         submissionId: null,
         railReference: null,
+        ...opts.view,
       });
     },
     railOutcome: async (
@@ -86,11 +96,13 @@ function harness(opts: Options = {}) {
       record: { outcome: Outcome; reason?: string },
     ) => {
       calls.push(`rail-outcome ${record.outcome}`);
+      outcomes.push(record);
       await (opts.railOutcome ?? ok)(record.outcome, record.reason);
       return { payoutId: polled.payoutId, state: 'RAIL_SUBMITTED' };
     },
-    post: async () => {
+    post: async (_id: string, _t: FencingToken, ack: unknown) => {
       calls.push('post');
+      posts.push(ack);
       await (opts.post ?? ok)();
       return { payoutId: polled.payoutId, state: 'POSTED' };
     },
@@ -109,11 +121,12 @@ function harness(opts: Options = {}) {
   };
   const now = Date.now();
   let checks = 0;
+  const ttlMs = opts.lockTtlMs ?? 20_000;
   const handle = {
     fencingToken: TOKEN,
-    ttlMs: 20_000,
+    ttlMs,
     acquiredAt: new Date(now),
-    expiresAt: new Date(now + 20_000),
+    expiresAt: new Date(now + ttlMs),
     checkStillHeld: () => {
       checks++;
       calls.push('check');
@@ -135,18 +148,25 @@ function harness(opts: Options = {}) {
     },
   };
   const metrics = new ExecutorMetrics();
+  const safetyRegistry = new Registry();
   const service = new PayoutExecutionService(
-    readExecutorConfig({ OWNER_ID: 'exec-test' }),
+    readExecutorConfig({ OWNER_ID: 'exec-test', ...opts.env }),
     payments as unknown as PaymentResourceClient,
     rail as unknown as RailProxyClient,
     metrics,
-    new SafetyEvents(new Registry()),
+    new SafetyEvents(safetyRegistry),
   );
   const run = (payout: PayoutSummary = polled) =>
-    service.execute(session as unknown as LockSession, payout, new AbortController().signal);
+    service.execute(
+      session as unknown as LockSession,
+      payout,
+      opts.stop ?? new AbortController().signal,
+    );
+  const ambiguousCount = async () =>
+    (await safetyRegistry.getSingleMetric('rail_ambiguous_total')?.get())?.values[0]?.value ?? 0;
   const invalidCount = async (hop: string) =>
     (await metrics.payoutInvalidTotal.get()).values.find((v) => v.labels.hop === hop)?.value ?? 0;
-  return { calls, run, service, invalidCount };
+  return { calls, outcomes, posts, run, service, invalidCount, ambiguousCount, metrics };
 }
 
 /** The calls without the liveness checks. */
@@ -383,5 +403,451 @@ describe('a payout refused as invalid is never retried', () => {
       'release',
     ]);
     expect(await invalidCount('payment_resource')).toBe(before + 1);
+  });
+});
+
+describe('recovery by state after the re-read', () => {
+  const record = (over: Partial<ProxyRecord>): ProxyRecord => ({
+    submissionId: 's-9',
+    outcome: 'ACKED',
+    railReference: 'rr-9',
+    presentedToken: 7n,
+    ...over,
+  });
+  const reread = (state: PayoutState, more: Options = {}) =>
+    harness({ firstClaim: 'not-claimable', stateOnReread: state, ...more });
+  const AFTER_REREAD = ['acquire payout:a-1 with-signal', 'claim PENDING 42', 'get'];
+
+  it.each<[PayoutState, string]>([
+    ['RAIL_AMBIGUOUS', 'quarantined'],
+    ['POSTED', 'terminal'],
+    ['FAILED', 'terminal'],
+    ['ABANDONED', 'terminal'],
+  ])('%s is left alone (%s)', async (state, why) => {
+    const { calls, run } = reread(state);
+    expect(await run()).toEqual({ kind: 'skipped', payoutId: 'p-1', reason: why });
+    expect(effects(calls)).toEqual([...AFTER_REREAD, 'release']);
+  });
+
+  it('RAIL_ACKED is posted with the recorded submission and rail reference, nothing re-submitted', async () => {
+    const { calls, posts, run } = reread('RAIL_ACKED', {
+      view: { submissionId: 's-7', railReference: 'rr-7' },
+    });
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    expect(effects(calls)).toEqual([...AFTER_REREAD, 'post', 'release']);
+    expect(posts).toEqual([{ submissionId: 's-7', railReference: 'rr-7' }]);
+  });
+
+  it.each([
+    [{ submissionId: null, railReference: 'rr-7' }],
+    [{ submissionId: 's-7', railReference: null }],
+  ])('RAIL_ACKED without its reference (%p) is not posted', async (view) => {
+    const { calls, run } = reread('RAIL_ACKED', { view });
+    expect(await run()).toEqual({
+      kind: 'abandoned',
+      payoutId: 'p-1',
+      reason: 'acked-without-reference',
+    });
+    expect(effects(calls)).toEqual([...AFTER_REREAD, 'release']);
+  });
+
+  it('RAIL_SUBMITTED with no live record: nothing was presented, so it is submitted now (no new claim)', async () => {
+    const { calls, run } = reread('RAIL_SUBMITTED', {
+      records: [record({ outcome: 'FENCED' }), record({ outcome: 'WITHDRAWN' })],
+    });
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    expect(effects(calls)).toEqual([
+      ...AFTER_REREAD,
+      'records',
+      'submit ben-1',
+      'rail-outcome ACKED',
+      'post',
+      'release',
+    ]);
+  });
+
+  it('RAIL_SUBMITTED with an ACKED record: the outcome is recorded from it and posted, never re-submitted', async () => {
+    const { calls, outcomes, posts, run } = reread('RAIL_SUBMITTED', { records: [record({})] });
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    expect(effects(calls)).toEqual([
+      ...AFTER_REREAD,
+      'records',
+      'rail-outcome ACKED',
+      'post',
+      'release',
+    ]);
+    expect(outcomes).toEqual([{ outcome: 'ACKED', submissionId: 's-9', railReference: 'rr-9' }]);
+    expect(posts).toEqual([{ submissionId: 's-9', railReference: 'rr-9' }]);
+  });
+
+  it('an ACKED record without a rail reference is quarantined, not posted', async () => {
+    const { calls, outcomes, run, ambiguousCount } = reread('RAIL_SUBMITTED', {
+      records: [record({ railReference: null })],
+    });
+    const before = await ambiguousCount();
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(effects(calls)).toEqual([
+      ...AFTER_REREAD,
+      'records',
+      'rail-outcome AMBIGUOUS',
+      'release',
+    ]);
+    expect(outcomes).toEqual([
+      { outcome: 'AMBIGUOUS', submissionId: 's-9', reason: 'acked-record-without-reference' },
+    ]);
+    expect(await ambiguousCount()).toBe(before + 1);
+  });
+
+  it('an ACKED record whose ACKED write payment-resource refuses as invalid: quarantined', async () => {
+    const { outcomes, run } = reread('RAIL_SUBMITTED', {
+      records: [record({})],
+      railOutcome: (o) =>
+        o === 'ACKED' ? Promise.reject(invalid('railReference')) : Promise.resolve(),
+    });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(outcomes.map((o) => o.outcome)).toEqual(['ACKED', 'AMBIGUOUS']);
+  });
+
+  it('a REJECTED record fails the payout through REJECTED, citing the submission', async () => {
+    const { calls, outcomes, run } = reread('RAIL_SUBMITTED', {
+      records: [record({ outcome: 'REJECTED', railReference: null })],
+    });
+    expect(await run()).toEqual({ kind: 'failed', payoutId: 'p-1', reason: 'RAIL_REJECTED' });
+    expect(effects(calls)).toEqual([
+      ...AFTER_REREAD,
+      'records',
+      'rail-outcome REJECTED',
+      'release',
+    ]);
+    expect(outcomes).toEqual([
+      { outcome: 'REJECTED', submissionId: 's-9', reason: 'rail declined the transfer' },
+    ]);
+  });
+
+  it.each<[ProxyRecord[], string, string | undefined]>([
+    [[record({ outcome: 'TIMEOUT', railReference: null })], 'record: timeout', 's-9'],
+    [[record({ outcome: null, railReference: null })], 'record: unresolved', 's-9'],
+    [[record({}), record({ submissionId: 's-10' })], 'record: several-live-records', undefined],
+  ])('an unknown outcome in the record is quarantined (%#)', async (records, reason, id) => {
+    const { calls, outcomes, run } = reread('RAIL_SUBMITTED', { records });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(effects(calls).filter((c) => c.startsWith('submit'))).toEqual([]);
+    expect(outcomes).toEqual([
+      { outcome: 'AMBIGUOUS', reason, ...(id === undefined ? {} : { submissionId: id }) },
+    ]);
+  });
+});
+
+describe('every answer of the submit, and what is written after it', () => {
+  const refuse = (code: ErrorCode, httpStatus: number, details?: Record<string, unknown>) => () =>
+    Promise.reject(new DlockError(code, code, { httpStatus, details }));
+  const UP_TO_SUBMIT = [
+    'acquire payout:a-1 with-signal',
+    'claim PENDING 42',
+    'rail-outcome SUBMITTED',
+    'submit ben-1',
+  ];
+
+  it('a proxy it cannot connect to: nothing was presented, left RAIL_SUBMITTED', async () => {
+    const { calls, run } = harness({
+      submit: () =>
+        Promise.reject(new HopUnavailableError('rail-proxy', 'connect', 'connection refused')),
+    });
+    expect(await run()).toEqual({
+      kind: 'abandoned',
+      payoutId: 'p-1',
+      reason: 'proxy-unreachable',
+    });
+    expect(effects(calls)).toEqual([...UP_TO_SUBMIT, 'release']);
+  });
+
+  it('RAIL_UNAVAILABLE: nothing was presented, left RAIL_SUBMITTED for a later pass', async () => {
+    const { calls, run } = harness({ submit: refuse('RAIL_UNAVAILABLE', 503) });
+    expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'rail-unavailable' });
+    expect(effects(calls)).toEqual([...UP_TO_SUBMIT, 'release']);
+  });
+
+  it('RAIL_AMBIGUOUS is quarantined with the proxy reason and submission, and counted', async () => {
+    const { outcomes, run, ambiguousCount } = harness({
+      submit: refuse('RAIL_AMBIGUOUS', 409, { submissionId: 's-1', reason: 'connection-reset' }),
+    });
+    const before = await ambiguousCount();
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(outcomes.at(-1)).toEqual({
+      outcome: 'AMBIGUOUS',
+      submissionId: 's-1',
+      reason: 'proxy: connection-reset',
+    });
+    expect(await ambiguousCount()).toBe(before + 1);
+  });
+
+  it('RAIL_AMBIGUOUS without details: reason timeout, no submission id', async () => {
+    const { outcomes, run } = harness({ submit: refuse('RAIL_AMBIGUOUS', 409, { reason: 7 }) });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(outcomes.at(-1)).toEqual({ outcome: 'AMBIGUOUS', reason: 'proxy: timeout' });
+  });
+
+  it('a quarantine whose write fails is still ambiguous: never retried, never failed', async () => {
+    const { calls, run } = harness({
+      submit: refuse('RAIL_AMBIGUOUS', 409),
+      railOutcome: (o) =>
+        o === 'AMBIGUOUS'
+          ? Promise.reject(new DlockError('UNAVAILABLE', 'down'))
+          : Promise.resolve(),
+    });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(effects(calls).slice(-2)).toEqual(['rail-outcome AMBIGUOUS', 'release']);
+  });
+
+  it('a rail decline (422, outcome REJECTED) fails the payout, citing the submission', async () => {
+    const { outcomes, run } = harness({
+      submit: refuse('VALIDATION_FAILED', 422, { outcome: 'REJECTED', submissionId: 's-1' }),
+    });
+    expect(await run()).toEqual({ kind: 'failed', payoutId: 'p-1', reason: 'RAIL_REJECTED' });
+    expect(outcomes.at(-1)).toEqual({
+      outcome: 'REJECTED',
+      submissionId: 's-1',
+      reason: 'rail declined the transfer',
+    });
+  });
+
+  it.each([
+    ['a 422 that is not a decline', refuse('VALIDATION_FAILED', 422, { outcome: 'ACKED' })],
+    ['a VALIDATION_FAILED of another status', refuse('VALIDATION_FAILED', 409)],
+    ['an unknown code', refuse('INTERNAL', 500)],
+  ])('%s is not a rail outcome: nothing recorded, left for a later pass', async (_n, submit) => {
+    const { calls, outcomes, run } = harness({ submit });
+    const result = await run();
+    expect(result).toMatchObject({ kind: 'abandoned', payoutId: 'p-1' });
+    expect((result as { reason: string }).reason).toMatch(/^error-(VALIDATION_FAILED|INTERNAL)$/);
+    expect(effects(calls)).toEqual([...UP_TO_SUBMIT, 'release']);
+    expect(outcomes.map((o) => o.outcome)).toEqual(['SUBMITTED']);
+  });
+
+  it('a non-contract error from the submit is an unexpected error, nothing recorded', async () => {
+    const { run } = harness({ submit: () => Promise.reject(new TypeError('boom')) });
+    expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'error-unexpected' });
+  });
+
+  it('DUPLICATE_SUBMISSION: resolved from the proxy record, not submitted again', async () => {
+    const { calls, posts, run } = harness({
+      submit: refuse('DUPLICATE_SUBMISSION', 409, { submissionId: 's-0' }),
+      records: [
+        { submissionId: 's-0', outcome: 'ACKED', railReference: 'rr-0', presentedToken: 41n },
+      ],
+    });
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    expect(effects(calls)).toEqual([
+      ...UP_TO_SUBMIT,
+      'records',
+      'rail-outcome ACKED',
+      'post',
+      'release',
+    ]);
+    expect(posts).toEqual([{ submissionId: 's-0', railReference: 'rr-0' }]);
+  });
+
+  it('DUPLICATE_SUBMISSION with no live record: given up, never a second submit', async () => {
+    const { calls, run } = harness({ submit: refuse('DUPLICATE_SUBMISSION', 409), records: [] });
+    expect(await run()).toEqual({
+      kind: 'abandoned',
+      payoutId: 'p-1',
+      reason: 'duplicate-without-record',
+    });
+    expect(effects(calls)).toEqual([...UP_TO_SUBMIT, 'records', 'release']);
+  });
+
+  it.each([
+    ['rail', { resourceType: 'rail' }, 'rail'],
+    ['account', { resourceType: 'account' }, 'account'],
+    ['no details', undefined, 'account'],
+  ])('FENCED_OUT at the %s is terminal for this worker', async (_n, details, where) => {
+    const { calls, run } = harness({
+      submit: () => Promise.reject(new FencedOutError('stale', { httpStatus: 409, details })),
+    });
+    expect(await run()).toEqual({ kind: 'fenced', payoutId: 'p-1', where });
+    expect(effects(calls)).toEqual([...UP_TO_SUBMIT, 'release']);
+  });
+
+  it.each<ErrorCode>(['SESSION_EXPIRED', 'SESSION_UNKNOWN', 'LOCK_LOST'])(
+    '%s mid-payout: left for a fresh holder',
+    async (code) => {
+      const { run } = harness({ post: () => Promise.reject(new DlockError(code, 'gone')) });
+      expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'lock-lost' });
+    },
+  );
+
+  it('insufficient funds at the claim: FAILED by the claim itself, never reaches the rail', async () => {
+    const { calls, run } = harness({
+      claim: () => Promise.reject(new DlockError('INSUFFICIENT_FUNDS', 'no funds')),
+    });
+    expect(await run()).toEqual({ kind: 'failed', payoutId: 'p-1', reason: 'INSUFFICIENT_FUNDS' });
+    expect(effects(calls)).toEqual([
+      'acquire payout:a-1 with-signal',
+      'claim PENDING 42',
+      'release',
+    ]);
+  });
+
+  it('a claim refused for another reason is not a skip: the error decides', async () => {
+    const { calls, run } = harness({
+      claim: () => Promise.reject(new DlockError('UNAVAILABLE', 'down', { httpStatus: 503 })),
+    });
+    expect(await run()).toEqual({
+      kind: 'abandoned',
+      payoutId: 'p-1',
+      reason: 'error-UNAVAILABLE',
+    });
+    expect(effects(calls)).toEqual([
+      'acquire payout:a-1 with-signal',
+      'claim PENDING 42',
+      'release',
+    ]);
+  });
+});
+
+describe('the reasons written for a refusal as invalid', () => {
+  const refused = (details: Record<string, unknown> | undefined) => () =>
+    Promise.reject(new DlockError('VALIDATION_FAILED', 'invalid', { httpStatus: 400, details }));
+
+  it.each<[Record<string, unknown> | undefined, string]>([
+    [undefined, 'VALIDATION_FAILED'],
+    [{ fields: 'amount' }, 'VALIDATION_FAILED'],
+    [{ fields: [{ field: 'a' }, { field: 3 }, null, 'x'] }, 'VALIDATION_FAILED: a, ?, ?, ?'],
+  ])('fields %p are named as %j', async (details, named) => {
+    const { outcomes, run } = harness({ submit: refused(details) });
+    expect(await run()).toEqual({ kind: 'failed', payoutId: 'p-1', reason: 'INVALID_PAYOUT' });
+    expect(outcomes.at(-1)).toEqual({
+      outcome: 'REJECTED',
+      reason: `rail-proxy refused the submission as invalid (${named}); nothing was presented to the rail`,
+    });
+  });
+
+  it('a long list is cut to 200 characters, the written reason to 512', async () => {
+    const fields = Array.from({ length: 100 }, (_, i) => ({ field: `field${i}` }));
+    const { outcomes, run } = harness({ submit: refused({ fields }) });
+    await run();
+    const reason = String(outcomes.at(-1)?.reason);
+    const named = /\((.*)\); nothing/.exec(reason)?.[1] ?? '';
+    expect(named).toHaveLength(200);
+    expect(reason.length).toBeLessThanOrEqual(512);
+  });
+
+  it('a 400 that is not VALIDATION_FAILED is not a refusal as invalid', async () => {
+    const { run, service } = harness({
+      claim: () => Promise.reject(new DlockError('INVALID_TOKEN', 'bad', { httpStatus: 400 })),
+    });
+    expect(await run()).toEqual({
+      kind: 'abandoned',
+      payoutId: 'p-1',
+      reason: 'error-INVALID_TOKEN',
+    });
+    expect(service.wasRefusedAsInvalid('p-1')).toBe(false);
+  });
+
+  it('VALIDATION_FAILED of another status from payment-resource is not remembered as invalid', async () => {
+    const { run, service } = harness({
+      claim: () => Promise.reject(new DlockError('VALIDATION_FAILED', 'x', { httpStatus: 422 })),
+    });
+    expect(await run()).toMatchObject({ kind: 'abandoned', reason: 'error-VALIDATION_FAILED' });
+    expect(service.wasRefusedAsInvalid('p-1')).toBe(false);
+  });
+});
+
+describe('stopping, lease discipline and the harness switches', () => {
+  it('a stop signal already fired: no claim, abandoned shutting-down', async () => {
+    const stop = new AbortController();
+    stop.abort();
+    const { calls, run } = harness({ stop: stop.signal });
+    expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'shutting-down' });
+    expect(effects(calls)).toEqual(['acquire payout:a-1 with-signal', 'release']);
+  });
+
+  it('an acquire cut short by the stop signal is a shutdown, not a lane failure', async () => {
+    const stop = new AbortController();
+    const { calls, run } = harness({
+      stop: stop.signal,
+      acquire: () => {
+        stop.abort();
+        return Promise.reject(new DlockError('UNAVAILABLE', 'aborted'));
+      },
+    });
+    expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'shutting-down' });
+    expect(calls).toEqual(['acquire payout:a-1 with-signal']);
+  });
+
+  it.each([
+    ['after the claim', 'claim'],
+    ['after the SUBMITTED write', 'rail-outcome SUBMITTED'],
+  ])('a stop signal fired %s: nothing further goes out', async (_n, last) => {
+    const stop = new AbortController();
+    const { calls, run } = harness({
+      stop: stop.signal,
+      claim: () => (last === 'claim' ? (stop.abort(), Promise.resolve()) : Promise.resolve()),
+      railOutcome: (o) =>
+        o === 'SUBMITTED' ? (stop.abort(), Promise.resolve()) : Promise.resolve(),
+    });
+    expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'shutting-down' });
+    expect(effects(calls).filter((c) => c.startsWith('submit'))).toEqual([]);
+    expect(effects(calls).at(-1)).toBe('release');
+  });
+
+  it('a lease that cannot cover the submit budget: the payout stays CLAIMED, never submitted', async () => {
+    // 10 s lease with the 0.3 margin leaves 7 s; the submit budget is 1 + 8 + 2 = 11 s.
+    const { calls, run } = harness({ lockTtlMs: 10_000 });
+    expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'lease-too-short' });
+    expect(effects(calls)).toEqual([
+      'acquire payout:a-1 with-signal',
+      'claim PENDING 42',
+      'release',
+    ]);
+  });
+
+  it('with the harness liveness switch on, no check and no lease rule (negative control)', async () => {
+    const { calls, run } = harness({
+      lockTtlMs: 10_000,
+      lostAtCheck: 1,
+      env: { DLOCK_HARNESS: '1', EXECUTOR_SKIP_LIVENESS_CHECK: 'true' },
+    });
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    expect(calls).toEqual(HAPPY);
+  });
+
+  it('the harness alone does not switch liveness off', async () => {
+    const { run } = harness({ lostAtCheck: 1, env: { DLOCK_HARNESS: '1' } });
+    expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'lock-lost' });
+  });
+});
+
+describe('the attempt metrics', () => {
+  const count = async (metrics: ExecutorMetrics, result: string) =>
+    (await metrics.attemptsTotal.get()).values.find((v) => v.labels.result === result)?.value ?? 0;
+  const observed = async (metrics: ExecutorMetrics, outcome: string) =>
+    (await metrics.executeSeconds.get()).values.find(
+      (v) => v.labels.outcome === outcome && v.metricName === 'payout_execute_seconds_count',
+    )?.value ?? 0;
+
+  it('a posted payout counts once by result and is timed by outcome', async () => {
+    const { metrics, run } = harness();
+    const [n, t] = [await count(metrics, 'posted'), await observed(metrics, 'posted')];
+    await run();
+    expect(await count(metrics, 'posted')).toBe(n + 1);
+    expect(await observed(metrics, 'posted')).toBe(t + 1);
+  });
+
+  it('a contended attempt is counted but not timed as an execution', async () => {
+    const { metrics, run } = harness({
+      acquire: () => Promise.reject(new ContentionError('still contended')),
+    });
+    const before = (await metrics.executeSeconds.get()).values
+      .filter((v) => v.metricName === 'payout_execute_seconds_count')
+      .reduce((sum, v) => sum + v.value, 0);
+    const n = await count(metrics, 'contended');
+    await run();
+    expect(await count(metrics, 'contended')).toBe(n + 1);
+    const after = (await metrics.executeSeconds.get()).values
+      .filter((v) => v.metricName === 'payout_execute_seconds_count')
+      .reduce((sum, v) => sum + v.value, 0);
+    expect(after).toBe(before);
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { balancedPair, clearingAccountFor, directionOf } from './ledger';
+import { balancedPair, clearingAccountFor, directionOf, fundingAccountId } from './ledger';
 
 describe('ledger legs', () => {
   it('debits the source and credits the target by the same amount', () => {
@@ -32,5 +32,17 @@ describe('ledger legs', () => {
     expect(seen.size).toBe(16);
     expect(() => clearingAccountFor('EUR', id, 0)).toThrow();
     expect(() => clearingAccountFor('EUR', id, 65)).toThrow();
+  });
+
+  it('a payout keeps its shard across releases: the hash of the lower-cased id, up to 64 shards', () => {
+    // Credit legs already written name these accounts; a different hash would split a payout's legs.
+    const id = '5b0e1d0c-3f0a-4f5e-9a39-0c8a4b9f2e11';
+    expect(clearingAccountFor('EUR', id, 64)).toBe('clearing-EUR-54');
+    expect(clearingAccountFor('EUR', id.toUpperCase(), 64)).toBe('clearing-EUR-54');
+    expect(clearingAccountFor('EUR', id, 2)).toBe('clearing-EUR-00');
+  });
+
+  it('opening balances come from one funding account per currency', () => {
+    expect(fundingAccountId('EUR')).toBe('funding-EUR');
   });
 });
