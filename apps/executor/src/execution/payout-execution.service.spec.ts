@@ -551,7 +551,7 @@ describe('every answer of the submit, and what is written after it', () => {
   it('a proxy it cannot connect to: nothing was presented, left RAIL_SUBMITTED', async () => {
     const { calls, run } = harness({
       submit: () =>
-        Promise.reject(new HopUnavailableError('rail-proxy', 'connect', 'connection refused')),
+        Promise.reject(new PeerUnavailableError('rail-proxy', 'connect', 'connection refused')),
     });
     expect(await run()).toEqual({
       kind: 'abandoned',
