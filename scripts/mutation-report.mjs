@@ -104,7 +104,11 @@ export function writeMutationReport(root, resultFiles = ['reports/mutation/mutat
     `Measured ${new Date().toISOString().slice(0, 10)} on ${machine()}.`,
     `Command: \`npm run test:mutation\` (one run over \`stryker.config.json\`)${
       runs.length > 1 ? `, here as ${runs.length} runs over groups of its files` : ''
-    }; ${minutes > 0 ? `${minutes.toFixed(1)} min wall clock in all` : 'duration not recorded'}:`,
+    }; ${
+      minutes > 0
+        ? `${minutes.toFixed(1)} min wall clock${runs.length > 1 ? ', summed over runs that partly overlapped' : ''}`
+        : 'duration not recorded'
+    }:`,
     '',
     ...runs.map(runLine),
     '',
@@ -121,8 +125,9 @@ export function writeMutationReport(root, resultFiles = ['reports/mutation/mutat
     '',
     '## Surviving mutants',
     '',
-    'Each is explained in `stryker/survivors.json`: the test that now kills it, or why it is',
-    'equivalent (no behaviour a user could observe changes).',
+    'Each is explained in `stryker/survivors.json`: `killed-by`, the test added since the run that',
+    'kills it; `equivalent`, why no behaviour a user could observe changes; `open`, a gap no test',
+    'covers yet, with what it would take.',
     '',
     '| where | mutator | replacement | status | explanation |',
     '| --- | --- | --- | --- | --- |',

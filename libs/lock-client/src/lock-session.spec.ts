@@ -393,6 +393,40 @@ describe('LockHandle: renew and release', () => {
     expect(() => b.checkStillHeld()).toThrow(LockLostError);
   });
 
+  it('renew answering SESSION_UNKNOWN loses the whole session too', async () => {
+    const { client, overrides } = setup();
+    const session = await client.openSession();
+    const a = (await session.tryAcquire('a'))!;
+    overrides.renew = () => envelope('SESSION_UNKNOWN');
+    await expect(a.renew()).rejects.toBeInstanceOf(SessionLostError);
+    expect(session.state).toBe('lost');
+  });
+
+  it('a handle tells how long it has left, and nothing once released or lost', async () => {
+    const { clock, client } = setup();
+    const session = await client.openSession();
+    const kept = (await session.tryAcquire('kept', { ttlMs: 2_000 }))!;
+    const freed = (await session.tryAcquire('freed', { ttlMs: 2_000 }))!;
+    await clock.advance(400);
+    // 2 000 ms * (1 - 0.3) from the send at 0, read at 400.
+    expect(kept.remainingMs()).toBeCloseTo(1_000, 9);
+    await freed.release();
+    expect(freed.state).toBe('released');
+    expect(freed.remainingMs()).toBe(0);
+    let caught: unknown;
+    try {
+      freed.checkStillHeld();
+    } catch (err) {
+      caught = err;
+    }
+    expect((caught as LockLostError).details).toMatchObject({ key: 'freed', reason: 'released' });
+    await clock.advance(1_000);
+    expect(kept.state).toBe('lost');
+    expect(kept.remainingMs()).toBe(0);
+    await kept.release();
+    expect(kept.state).toBe('lost');
+  });
+
   it('a renew failure that says nothing about the lock (timeout) leaves the deadline running', async () => {
     const { clock, client, overrides } = setup();
     const session = await client.openSession();
