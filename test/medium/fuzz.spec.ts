@@ -325,6 +325,13 @@ function request(route: Route, r: Rand, ids: Ids): Raw {
   let method = route.method;
   if (r() < 0.08) method = pick(r, ['PUT', 'PATCH', 'OPTIONS', 'HEAD', 'DELETE', 'GET', 'POST']);
   const h = headers(r);
+  // L1 needs nothing but an owner: an empty or whitespace body (a framing case can
+  // cut it to that) with a valid X-Owner-Id is a valid request, so here the header
+  // is always one L1 must refuse, or absent.
+  if (route.method === 'POST' && route.path === '/v1/sessions') {
+    if (r() < 0.5) delete h['x-owner-id'];
+    else h['x-owner-id'] = pick(r, ['', 'a'.repeat(300), 'line\tbreak', '\u00e9t\u00e9']);
+  }
   let payload: Buffer = Buffer.alloc(0);
   let note = '';
   const wantsBody = route.body || r() < 0.3;
