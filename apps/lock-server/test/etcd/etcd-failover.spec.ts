@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { http, sleep, startEtcdCluster, type EtcdCluster } from '@dlock/testing';
+import { http, sleep, startEtcdCluster, waitFor, type EtcdCluster } from '@dlock/testing';
 import { checkHistory } from '../support/history-checker';
 import { startInProcess, type RunningLockServer } from '../support/in-process';
 import { startWorkload, type Workload } from './workload';
@@ -23,6 +23,7 @@ const LOCK_TTL_MS = 5_000;
  * benchmark (bench/reports/lock-server-etcd-failover.md) has the figures.
  */
 const RECOVERY_BOUND_MS = 2_000;
+const PRE_FAULT_GRANTS = 10;
 
 async function withCluster(fault: (cluster: EtcdCluster) => Promise<void>): Promise<{
   workload: Workload;
@@ -47,7 +48,13 @@ async function withCluster(fault: (cluster: EtcdCluster) => Promise<void>): Prom
     sessionTtlMs: SESSION_TTL_MS,
     lockTtlMs: LOCK_TTL_MS,
   });
-  await sleep(1_000);
+  // The fault comes once the workload is granting steadily, not after a fixed time:
+  // a slow start on a busy machine left too few grants before it to judge anything.
+  await waitFor(
+    () => Promise.resolve(workload.grants.length >= PRE_FAULT_GRANTS),
+    30_000,
+    `${PRE_FAULT_GRANTS} grants before the fault`,
+  );
   const faultAt = performance.now();
   await fault(cluster);
   return { workload, faultAt, server, cluster };
