@@ -491,11 +491,27 @@ const CASES: Case[] = [
     async check(out, env) {
       expect(out.code).toBe(0);
       expect(out.stdout).toContain('[migrate] lockdb: 2 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] paydb: 3 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] paydb: 4 migration(s) applied');
       expect(out.stdout).toContain('[migrate] proxydb: 2 migration(s) applied');
       expect(out.stdout).toContain('No migrations are pending');
       const seq = await sql(env.LOCKDB_URL, `SELECT last_value FROM fencing_token_seq`);
       expect(seq).toEqual([{ last_value: '1' }]);
+    },
+  },
+  {
+    block: 'CREATE INDEX CONCURRENTLY IF NOT EXISTS payout_terminal_by_time',
+    async prepare() {
+      await sql(dbUrl('paydb'), `DROP INDEX payout_terminal_by_time`);
+      return { env: {} };
+    },
+    async check(out) {
+      ok(out);
+      const built = await sql(
+        dbUrl('paydb'),
+        `SELECT i.indisvalid AS valid FROM pg_index i
+           JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'payout_terminal_by_time'`,
+      );
+      expect(built).toEqual([{ valid: true }]);
     },
   },
   {
