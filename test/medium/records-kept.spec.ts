@@ -216,7 +216,7 @@ describe('records are never removed; down migrations never rewind a token source
     for (const [db, url, harmless] of [
       ['lockdb', lockdb, 1],
       ['proxydb', proxydb, 1],
-      ['paydb', paydb, 3],
+      ['paydb', paydb, 4],
     ] as const) {
       await roundTrip(db, url, harmless);
       const refused = await typeorm('migration:revert', db, url, {
