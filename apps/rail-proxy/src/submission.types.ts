@@ -1,5 +1,5 @@
 import type { RequestDeadline } from '@dlock/http-contract';
-import type { RailOutcome } from '@dlock/lock-api';
+import type { RailOutcome } from '@dlock/payout-contract';
 
 /** One row of rail_submission, parsed at the repository edge (tokens as bigint). */
 export interface SubmissionRecord {

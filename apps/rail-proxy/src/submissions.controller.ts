@@ -1,11 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import {
-  DlockError,
-  formatFencingToken,
-  formatInstant,
-  railClientRef,
-  type FencingToken,
-} from '@dlock/lock-api';
+import { DlockError, formatFencingToken, formatInstant, type FencingToken } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import {
   FencingTokenParam,
   IdempotencyKeyParam,

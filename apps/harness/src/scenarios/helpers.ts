@@ -1,4 +1,4 @@
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import { httpJson } from '../infra/http';
 import { withPg } from '../infra/postgres';
 import { waitUntil } from '../infra/time';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
-import type { PayoutState } from '@dlock/lock-api';
+import type { PayoutState } from '@dlock/payout-contract';
 import { toBigintOrNull, toMinor, updatedRows, type Db } from './db';
 import {
   answerInsert,

@@ -7,8 +7,8 @@ import {
   ValidationError,
   formatFencingToken,
   type FencingToken,
-  type PayoutState,
 } from '@dlock/lock-api';
+import { type PayoutState } from '@dlock/payout-contract';
 import { SafetyEvents } from '@dlock/observability';
 import { preparedManager } from '@dlock/persistence';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../config';

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DlockError, formatFencingToken, type PayoutState } from '@dlock/lock-api';
+import { DlockError, formatFencingToken } from '@dlock/lock-api';
+import { type PayoutState } from '@dlock/payout-contract';
 import { preparedManager } from '@dlock/persistence';
 import { AccountRepository } from '../persistence/account.repository';
 import { LedgerRepository } from '../persistence/ledger.repository';

@@ -2,8 +2,12 @@ import { AssertionError } from 'node:assert';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DlockError, FencedOutError } from '@dlock/lock-api';
+import { PeerProtocolError } from '@dlock/http-client';
 import { PaymentResourceClient } from './payment-resource.client';
 import { RailProxyClient } from './rail-proxy.client';
+
+/** The executor's submit budget with an 800 ms rail read timeout (apps/executor lease.ts). */
+const SUBMIT_BUDGET = { connectTimeoutMs: 1_000, readTimeoutMs: 2_800 };
 
 /** A local HTTP server recording what the typed clients send (no fakes of the clients themselves). */
 let server: http.Server;
@@ -11,6 +15,8 @@ let base: string;
 const seen: { method?: string; url?: string; headers: http.IncomingHttpHeaders; body: string }[] =
   [];
 let reply: { status: number; body: unknown } = { status: 200, body: {} };
+/** Answers taken in order before `reply`, for calls that make several requests. */
+const queued: { status: number; body: unknown }[] = [];
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
@@ -18,8 +24,9 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       seen.push({ method: req.method, url: req.url, headers: req.headers, body });
-      res.writeHead(reply.status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(reply.body));
+      const answer = queued.shift() ?? reply;
+      res.writeHead(answer.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(answer.body));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -32,13 +39,14 @@ afterAll(async () => {
 
 beforeEach(() => {
   seen.length = 0;
+  queued.length = 0;
 });
 
 const PAYOUT = '0b5e1c1e-8a3c-4c8e-9a51-3d1a2b4c5d6e';
 
 describe('a missing or invalid token is a programming error, never a warning', () => {
   const payments = () => new PaymentResourceClient(base, 'w-1');
-  const rail = () => new RailProxyClient(base, 'w-1', 800);
+  const rail = () => new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
   const bad: unknown[] = [undefined, null, 0n, -1n, 2n ** 63n, 5, '5'];
 
   test.each(bad)('payment-resource claim/outcome/post with %p throw before sending', (token) => {
@@ -78,7 +86,7 @@ test('every protected call sends the token, owner and the payout stable key', as
   reply = { status: 200, body: { payoutId: PAYOUT, state: 'POSTED' } };
   await c.post(PAYOUT, token, { submissionId: 's', railReference: 'r' });
   c.close();
-  const r = new RailProxyClient(base, 'w-1', 800);
+  const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
   reply = {
     status: 200,
     body: {
@@ -106,7 +114,7 @@ test('every protected call sends the token, owner and the payout stable key', as
       x.headers['x-request-deadline-ms'],
     ]),
   ).toEqual([
-    // The deadline is each hop's read timeout: 3 s for fenced writes, rail read + 2 s for the submit.
+    // The deadline is each hop's read timeout: 3 s for fenced writes, the caller's budget for the submit.
     [`/v1/payouts/${PAYOUT}/claim`, '9007199254740993', 'w-1', `payout-${PAYOUT}`, '3000'],
     [`/v1/payouts/${PAYOUT}/post`, '9007199254740993', 'w-1', `payout-${PAYOUT}`, '3000'],
     ['/v1/rail/submissions', '9007199254740993', 'w-1', `payout-${PAYOUT}`, '2800'],
@@ -150,7 +158,7 @@ test('a 503 on a fenced write is retried exactly once; the submit never is', asy
     status: 503,
     body: { code: 'RAIL_UNAVAILABLE', message: 'm', retrySafe: true, traceId: 't' },
   };
-  const r = new RailProxyClient(base, 'w-1', 800);
+  const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
   await expect(
     r.submit(5n, {
       payoutId: PAYOUT,
@@ -162,4 +170,99 @@ test('a 503 on a fenced write is retried exactly once; the submit never is', asy
   ).rejects.toMatchObject({ code: 'RAIL_UNAVAILABLE' });
   r.close();
   expect(seen).toHaveLength(1);
+});
+
+const envelope = (code: string) => ({ code, message: 'm', retrySafe: false, traceId: 't' });
+
+test('the reconciler: P8 under its own token and owner, and floor raises attributed by X-Operator', async () => {
+  const c = new PaymentResourceClient(base, 'reconciler-1');
+  const r = new RailProxyClient(base, 'reconciler-1');
+  reply = { status: 200, body: { payoutId: PAYOUT, state: 'RAIL_ACKED' } };
+  await expect(
+    c.resolve(PAYOUT, 7n, { resolution: 'ACKED', evidence: 'one settled transfer' }),
+  ).resolves.toEqual({ payoutId: PAYOUT, state: 'RAIL_ACKED' });
+  const raise = { revocationId: 'r-1', accountId: 'acct-1', floor: 2n ** 60n, reason: 'revoked' };
+  queued.push(
+    { status: 200, body: { raised: true } },
+    { status: 404, body: envelope('NOT_FOUND') },
+  );
+  expect(await c.raiseFenceFloor(raise)).toBe('raised');
+  expect(await c.raiseFenceFloor(raise)).toBe('not_found');
+  reply = { status: 200, body: { raised: false } };
+  expect(await r.raiseHighWaterFloor(raise)).toBe('unchanged');
+  c.close();
+  r.close();
+  expect(seen.map((x) => [x.url, x.headers['x-fencing-token'], x.headers['x-operator']])).toEqual([
+    [`/v1/payouts/${PAYOUT}/resolve`, '7', undefined],
+    ['/v1/accounts/acct-1/fence-floor', undefined, 'reconciler-1'],
+    ['/v1/accounts/acct-1/fence-floor', undefined, 'reconciler-1'],
+    ['/v1/rail/high-water/acct-1/floor', undefined, 'reconciler-1'],
+  ]);
+  expect(seen[0].headers['x-owner-id']).toBe('reconciler-1');
+  expect(JSON.parse(seen[3].body)).toEqual({
+    floor: '1152921504606846976',
+    revocationId: 'r-1',
+    reason: 'revoked',
+  });
+});
+
+test('listUpTo follows nextCursor and stops at the limit asked for', async () => {
+  const item = (n: number) => ({
+    payoutId: `p-${n}`,
+    accountId: 'a',
+    amountMinor: 1,
+    currency: 'EUR',
+    beneficiaryRef: 'b',
+    state: 'RAIL_AMBIGUOUS',
+    attemptCount: 1,
+    createdAt: '2026-01-01T00:00:00.000Z',
+  });
+  queued.push(
+    { status: 200, body: { items: [item(1), item(2)], nextCursor: 'c-1' } },
+    { status: 200, body: { items: [item(3)], nextCursor: 'c-2' } },
+  );
+  const c = new PaymentResourceClient(base, 'w-1');
+  const items = await c.listUpTo('RAIL_AMBIGUOUS', 3);
+  c.close();
+  expect(items.map((i) => i.payoutId)).toEqual(['p-1', 'p-2', 'p-3']);
+  expect(seen.map((x) => x.url)).toEqual([
+    '/v1/payouts?state=RAIL_AMBIGUOUS&limit=3',
+    '/v1/payouts?state=RAIL_AMBIGUOUS&limit=1&cursor=c-1',
+  ]);
+});
+
+test('R2: 404 means no records; an answer off the contract is a protocol error, not a guess', async () => {
+  const r = new RailProxyClient(base, 'w-1');
+  reply = { status: 404, body: envelope('NOT_FOUND') };
+  await expect(r.records(PAYOUT)).resolves.toEqual([]);
+  const record = { submissionId: 's', railReference: null, presentedToken: '9' };
+  reply = { status: 200, body: { payoutId: PAYOUT, submissions: [{ ...record, outcome: null }] } };
+  await expect(r.records(PAYOUT)).resolves.toEqual([
+    { ...record, outcome: null, presentedToken: 9n },
+  ]);
+  reply = {
+    status: 200,
+    body: { payoutId: PAYOUT, submissions: [{ ...record, outcome: 'PAID' }] },
+  };
+  await expect(r.records(PAYOUT)).rejects.toBeInstanceOf(PeerProtocolError);
+  reply = { status: 200, body: { payoutId: PAYOUT, state: 'NOT_A_STATE' } };
+  const c = new PaymentResourceClient(base, 'w-1');
+  await expect(c.claim(PAYOUT, 5n, 'PENDING')).rejects.toBeInstanceOf(PeerProtocolError);
+  c.close();
+  r.close();
+});
+
+test('a rail-proxy client built without a submit budget cannot submit', async () => {
+  const r = new RailProxyClient(base, 'reconciler-1');
+  await expect(
+    r.submit(5n, {
+      payoutId: PAYOUT,
+      accountId: 'a',
+      amountMinor: 1,
+      currency: 'EUR',
+      beneficiaryRef: 'b',
+    }),
+  ).rejects.toThrow(AssertionError);
+  r.close();
+  expect(seen).toHaveLength(0);
 });
