@@ -43,6 +43,13 @@ beforeEach(() => {
 });
 
 const PAYOUT = '0b5e1c1e-8a3c-4c8e-9a51-3d1a2b4c5d6e';
+const SUBMISSION = {
+  payoutId: PAYOUT,
+  accountId: 'a',
+  amountMinor: 1,
+  currency: 'EUR',
+  beneficiaryRef: 'b',
+};
 
 describe('a missing or invalid token is a programming error, never a warning', () => {
   const payments = () => new PaymentResourceClient(base, 'w-1');
@@ -64,15 +71,7 @@ describe('a missing or invalid token is a programming error, never a warning', (
 
   test.each(bad)('rail-proxy submit with %p rejects before sending', async (token) => {
     const c = rail();
-    await expect(
-      c.submit(token as bigint, {
-        payoutId: PAYOUT,
-        accountId: 'a',
-        amountMinor: 1,
-        currency: 'EUR',
-        beneficiaryRef: 'b',
-      }),
-    ).rejects.toThrow(AssertionError);
+    await expect(c.submit(token as bigint, SUBMISSION)).rejects.toThrow(AssertionError);
     c.close();
     expect(seen).toHaveLength(0);
   });
@@ -96,13 +95,7 @@ test('every protected call sends the token, owner and the payout stable key', as
       outcome: 'ACKED',
     },
   };
-  const ack = await r.submit(token, {
-    payoutId: PAYOUT,
-    accountId: 'a',
-    amountMinor: 1,
-    currency: 'EUR',
-    beneficiaryRef: 'b',
-  });
+  const ack = await r.submit(token, SUBMISSION);
   r.close();
   expect(ack.presentedToken).toBe(token);
   expect(
@@ -159,15 +152,7 @@ test('a 503 on a fenced write is retried exactly once; the submit never is', asy
     body: { code: 'RAIL_UNAVAILABLE', message: 'm', retrySafe: true, traceId: 't' },
   };
   const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
-  await expect(
-    r.submit(5n, {
-      payoutId: PAYOUT,
-      accountId: 'a',
-      amountMinor: 1,
-      currency: 'EUR',
-      beneficiaryRef: 'b',
-    }),
-  ).rejects.toMatchObject({ code: 'RAIL_UNAVAILABLE' });
+  await expect(r.submit(5n, SUBMISSION)).rejects.toMatchObject({ code: 'RAIL_UNAVAILABLE' });
   r.close();
   expect(seen).toHaveLength(1);
 });
@@ -254,15 +239,7 @@ test('R2: 404 means no records; an answer off the contract is a protocol error, 
 
 test('a rail-proxy client built without a submit budget cannot submit', async () => {
   const r = new RailProxyClient(base, 'reconciler-1');
-  await expect(
-    r.submit(5n, {
-      payoutId: PAYOUT,
-      accountId: 'a',
-      amountMinor: 1,
-      currency: 'EUR',
-      beneficiaryRef: 'b',
-    }),
-  ).rejects.toThrow(AssertionError);
+  await expect(r.submit(5n, SUBMISSION)).rejects.toThrow(AssertionError);
   r.close();
   expect(seen).toHaveLength(0);
 });

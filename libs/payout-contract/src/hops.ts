@@ -17,6 +17,15 @@ export function protectedHeaders(
   };
 }
 
+/** An advisory GET (P1, P4, R2, S2): the read budget, retried on transient failures. */
+export function advisoryGet<T>(peer: JsonPeer, path: string, signal?: AbortSignal): Promise<T> {
+  return withHopRetries(
+    'advisoryRead',
+    () => peer.call<T>({ method: 'GET', path, budget: HOP_BUDGETS.advisoryRead, signal }),
+    signal,
+  );
+}
+
 export interface FloorRaise {
   revocationId: string;
   accountId: string;

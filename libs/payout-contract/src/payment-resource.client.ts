@@ -1,7 +1,8 @@
 import { DlockError, type FencingToken } from '@dlock/lock-api';
 import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 import { BodyReader } from './body-reader';
-import { protectedHeaders, raiseFloor, type FloorRaise, type RaiseResult } from './hops';
+import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
+import type { FloorRaise, RaiseResult } from './hops';
 import { assertToken } from './payout-protocol';
 import type { PayoutState } from './payout-types';
 import type {
@@ -95,18 +96,8 @@ export class PaymentResourceClient {
 
   /** P4 (advisory): the re-read after acquire when the poll's state is not enough (FR-14). */
   async get(payoutId: string, signal?: AbortSignal): Promise<PayoutRecord> {
-    const body = await withHopRetries(
-      'advisoryRead',
-      () =>
-        this.hop.call<PayoutRecord>({
-          method: 'GET',
-          path: `/v1/payouts/${encodeURIComponent(payoutId)}`,
-          budget: HOP_BUDGETS.advisoryRead,
-          signal,
-        }),
-      signal,
-    );
-    return this.payoutRecord(body);
+    const path = `/v1/payouts/${encodeURIComponent(payoutId)}`;
+    return this.payoutRecord(await advisoryGet<PayoutRecord>(this.hop, path, signal));
   }
 
   /** P2: fenced claim; `expectedState` CLAIMED is the recovery re-claim. */
@@ -183,17 +174,7 @@ export class PaymentResourceClient {
     const query = new URLSearchParams({ state: payoutState, limit: String(opts.limit) });
     if (opts.accountId !== undefined) query.set('accountId', opts.accountId);
     if (opts.cursor !== undefined) query.set('cursor', opts.cursor);
-    const body = await withHopRetries(
-      'advisoryRead',
-      () =>
-        this.hop.call<PayoutPage>({
-          method: 'GET',
-          path: `/v1/payouts?${query.toString()}`,
-          budget: HOP_BUDGETS.advisoryRead,
-          signal,
-        }),
-      signal,
-    );
+    const body = await advisoryGet<PayoutPage>(this.hop, `/v1/payouts?${query.toString()}`, signal);
     const page = new BodyReader(this.hop.name, body);
     const nextCursor = page.strOrNull('nextCursor') ?? undefined;
     return { items: page.array('items').map((item) => this.summary(item)), nextCursor };

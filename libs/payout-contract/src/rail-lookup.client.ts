@@ -1,4 +1,5 @@
-import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
+import { JsonPeer } from '@dlock/http-client';
+import { advisoryGet } from './hops';
 import { BodyReader } from './body-reader';
 import type { RailLookup, RailTransfer } from './wire';
 
@@ -11,17 +12,8 @@ export class RailLookupClient {
   }
 
   async lookup(clientRef: string, signal?: AbortSignal): Promise<RailLookup> {
-    const answer = await withHopRetries(
-      'advisoryRead',
-      () =>
-        this.peer.call<RailLookup>({
-          method: 'GET',
-          path: `/lookup?clientRef=${encodeURIComponent(clientRef)}`,
-          budget: HOP_BUDGETS.advisoryRead,
-          signal,
-        }),
-      signal,
-    );
+    const path = `/lookup?clientRef=${encodeURIComponent(clientRef)}`;
+    const answer = await advisoryGet<RailLookup>(this.peer, path, signal);
     const r = new BodyReader(this.peer.name, answer);
     return {
       clientRef: r.str('clientRef'),

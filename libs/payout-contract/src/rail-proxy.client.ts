@@ -1,14 +1,9 @@
 import assert from 'node:assert/strict';
 import { DlockError, type FencingToken } from '@dlock/lock-api';
-import {
-  HOP_BUDGETS,
-  JsonPeer,
-  PeerProtocolError,
-  withHopRetries,
-  type CallBudget,
-} from '@dlock/http-client';
+import { JsonPeer, PeerProtocolError, withHopRetries, type CallBudget } from '@dlock/http-client';
 import { BodyReader } from './body-reader';
-import { protectedHeaders, raiseFloor, type FloorRaise, type RaiseResult } from './hops';
+import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
+import type { FloorRaise, RaiseResult } from './hops';
 import { assertToken } from './payout-protocol';
 import type { RailOutcome } from './payout-types';
 import type { SubmissionsResponse, SubmitRequest, SubmitResponse } from './wire';
@@ -90,17 +85,8 @@ export class RailProxyClient {
   async records(payoutId: string, signal?: AbortSignal): Promise<ProxyRecord[]> {
     let answer: SubmissionsResponse;
     try {
-      answer = await withHopRetries(
-        'advisoryRead',
-        () =>
-          this.hop.call<SubmissionsResponse>({
-            method: 'GET',
-            path: `/v1/rail/submissions/${encodeURIComponent(payoutId)}`,
-            budget: HOP_BUDGETS.advisoryRead,
-            signal,
-          }),
-        signal,
-      );
+      const path = `/v1/rail/submissions/${encodeURIComponent(payoutId)}`;
+      answer = await advisoryGet<SubmissionsResponse>(this.hop, path, signal);
     } catch (err) {
       if (err instanceof DlockError && err.code === 'NOT_FOUND') return [];
       throw err;
