@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import {
   REPO_ROOT,
   createDatabase,

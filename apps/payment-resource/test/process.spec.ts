@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import {

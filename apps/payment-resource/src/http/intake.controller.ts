@@ -1,12 +1,13 @@
 import { Body, Controller, Param, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { ClientIdempotencyKeyParam } from '@dlock/http-contract';
+import type { CreatedAccount, CreatedPayout, DepositResponse } from '@dlock/payout-contract';
 import { IntakeService, type IntakeAnswer } from '../service/intake.service';
 import { CreateAccountBody, CreatePayoutBody, DepositBody } from './intake.dto';
 import { accountIdParam } from './params';
 
 /** The answer as first given; a replay says so in `Idempotent-Replayed`. */
-function send(res: Response, answer: IntakeAnswer): Record<string, unknown> {
+function send<T>(res: Response, answer: IntakeAnswer<T>): T {
   res.status(answer.statusCode);
   if (answer.replayed) res.setHeader('Idempotent-Replayed', 'true');
   return answer.body;
@@ -22,7 +23,7 @@ export class IntakeController {
     @ClientIdempotencyKeyParam() key: string,
     @Body() body: CreateAccountBody,
     @Res({ passthrough: true }) res: Response,
-  ) {
+  ): Promise<CreatedAccount> {
     return send(res, await this.intake.openAccount(key, body));
   }
 
@@ -32,7 +33,7 @@ export class IntakeController {
     @ClientIdempotencyKeyParam() key: string,
     @Body() body: DepositBody,
     @Res({ passthrough: true }) res: Response,
-  ) {
+  ): Promise<DepositResponse> {
     return send(res, await this.intake.deposit(key, accountIdParam(accountId), body));
   }
 
@@ -41,7 +42,7 @@ export class IntakeController {
     @ClientIdempotencyKeyParam() key: string,
     @Body() body: CreatePayoutBody,
     @Res({ passthrough: true }) res: Response,
-  ) {
+  ): Promise<CreatedPayout> {
     return send(res, await this.intake.createPayout(key, body));
   }
 }

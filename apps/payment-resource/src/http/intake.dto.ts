@@ -1,12 +1,17 @@
 import { IsOptional, IsString, Length, Matches } from 'class-validator';
-import { ACCOUNT_ID_PATTERN } from '@dlock/lock-api';
+import {
+  ACCOUNT_ID_PATTERN,
+  type CreateAccountRequest,
+  type CreatePayoutRequest,
+  type DepositRequest,
+} from '@dlock/payout-contract';
 import { IsMinorAmount } from '@dlock/http-contract';
 
 const CURRENCY = /^[A-Z]{3}$/;
 const PRINTABLE = /^[\x20-\x7e]+$/;
 
 /** POST /v1/accounts. */
-export class CreateAccountBody {
+export class CreateAccountBody implements CreateAccountRequest {
   @IsString()
   @Matches(CURRENCY, { message: 'currency must be an ISO 4217 code such as EUR' })
   currency!: string;
@@ -18,7 +23,7 @@ export class CreateAccountBody {
 }
 
 /** POST /v1/accounts/{accountId}/deposits. */
-export class DepositBody {
+export class DepositBody implements DepositRequest {
   @IsMinorAmount()
   amountMinor!: number;
 
@@ -28,7 +33,7 @@ export class DepositBody {
 }
 
 /** POST /v1/payouts. */
-export class CreatePayoutBody {
+export class CreatePayoutBody implements CreatePayoutRequest {
   @IsString()
   @Matches(ACCOUNT_ID_PATTERN, { message: 'accountId must be 1..64 of [A-Za-z0-9._-]' })
   accountId!: string;

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DlockError, ValidationError, formatFencingToken, railClientRef } from '@dlock/lock-api';
+import { DlockError, ValidationError, formatFencingToken } from '@dlock/lock-api';
+import {
+  railClientRef,
+  type CreateAccountRequest,
+  type CreatedAccount,
+  type CreatedPayout,
+  type CreatePayoutRequest,
+  type DepositRequest,
+  type DepositResponse,
+} from '@dlock/payout-contract';
 import { preparedManager } from '@dlock/persistence';
 import { balancedPair, fundingAccountId } from '../domain/ledger';
 import { AccountRepository, type Account } from '../persistence/account.repository';
@@ -12,26 +21,9 @@ import { LedgerRepository } from '../persistence/ledger.repository';
 import { PayoutRepository } from '../persistence/payout.repository';
 import { requestHash } from './canonical';
 
-export interface NewAccount {
-  accountId?: string;
-  currency: string;
-}
-
-export interface NewDeposit {
-  amountMinor: number;
-  currency: string;
-}
-
-export interface NewPayout {
-  accountId: string;
-  amountMinor: number;
-  currency: string;
-  beneficiaryRef: string;
-}
-
-export interface IntakeAnswer {
+export interface IntakeAnswer<T> {
   statusCode: number;
-  body: Record<string, unknown>;
+  body: T;
   /** True when the key had already been answered and this is that answer again. */
   replayed: boolean;
 }
@@ -61,7 +53,10 @@ export class IntakeService {
     this.db = preparedManager(dataSource.manager);
   }
 
-  openAccount(idempotencyKey: string, req: NewAccount): Promise<IntakeAnswer> {
+  openAccount(
+    idempotencyKey: string,
+    req: CreateAccountRequest,
+  ): Promise<IntakeAnswer<CreatedAccount>> {
     const accountId = req.accountId ?? `acct-${randomUUID()}`;
     if (RESERVED_PREFIXES.some((p) => accountId.startsWith(p))) {
       throw new ValidationError([{ field: 'accountId', message: 'names a system account' }]);
@@ -76,7 +71,11 @@ export class IntakeService {
     });
   }
 
-  deposit(idempotencyKey: string, accountId: string, req: NewDeposit): Promise<IntakeAnswer> {
+  deposit(
+    idempotencyKey: string,
+    accountId: string,
+    req: DepositRequest,
+  ): Promise<IntakeAnswer<DepositResponse>> {
     const key: IntakeKey = { operation: 'deposit', idempotencyKey };
     const depositId = randomUUID();
     return this.once(key, accountId, req, depositId, async (tx) => {
@@ -88,17 +87,22 @@ export class IntakeService {
         balancedPair(funding, accountId, req.amountMinor),
         { kind: 'DEPOSIT', txnGroupId: depositId },
       );
+      const moved = balances.get(accountId);
+      assert.ok(moved, 'a deposit that did not move its account');
       return {
         depositId,
         accountId,
         amountMinor: req.amountMinor,
         currency: account.currency,
-        balanceMinor: balances.get(accountId)?.balanceMinor,
+        balanceMinor: moved.balanceMinor,
       };
     });
   }
 
-  createPayout(idempotencyKey: string, req: NewPayout): Promise<IntakeAnswer> {
+  createPayout(
+    idempotencyKey: string,
+    req: CreatePayoutRequest,
+  ): Promise<IntakeAnswer<CreatedPayout>> {
     const key: IntakeKey = { operation: 'create_payout', idempotencyKey };
     const payoutId = randomUUID();
     return this.once(key, '', req, payoutId, async (tx) => {
@@ -112,18 +116,18 @@ export class IntakeService {
         clientRef: railClientRef(payoutId),
       };
       await this.payouts.insert(tx, payout);
-      return { ...payout, state: 'PENDING' };
+      return { ...payout, state: 'PENDING' as const };
     });
   }
 
   /** Runs `create` once per key; see the class comment. */
-  private async once(
+  private async once<T>(
     key: IntakeKey,
     scope: string,
     request: object,
     resourceId: string,
-    create: (tx: Db) => Promise<Record<string, unknown>>,
-  ): Promise<IntakeAnswer> {
+    create: (tx: Db) => Promise<T>,
+  ): Promise<IntakeAnswer<T>> {
     const hash = requestHash(`${key.operation}:${scope}`, request);
     const body = await this.dataSource.transaction(async (manager) => {
       const tx = preparedManager(manager);
@@ -142,7 +146,7 @@ export class IntakeService {
         { details: { idempotencyKey: key.idempotencyKey } },
       );
     }
-    const replayed = JSON.parse(stored.body) as Record<string, unknown>;
+    const replayed = JSON.parse(stored.body) as T; // written by this code from a T
     return { statusCode: stored.statusCode, body: replayed, replayed: true };
   }
 
@@ -167,10 +171,11 @@ export class IntakeService {
   }
 }
 
-function accountBody(a: Account): Record<string, unknown> {
+function accountBody(a: Account): CreatedAccount {
+  assert.equal(a.kind, 'CUSTOMER');
   return {
     accountId: a.accountId,
-    kind: a.kind,
+    kind: 'CUSTOMER',
     currency: a.currency,
     balanceMinor: a.balanceMinor,
     fence: formatFencingToken(a.fence),
