@@ -1,4 +1,4 @@
-import { env, readEnv } from '@dlock/config';
+import { EnvError, env, readEnv } from '@dlock/config';
 
 /** Where finished spans go: nowhere (ids still propagate), an OTLP/HTTP collector, or memory. */
 export const TRACE_EXPORTERS = ['none', 'otlp', 'memory'] as const;
@@ -25,8 +25,11 @@ export function readTracingConfig(
   source: Record<string, string | undefined> = process.env,
 ): TracingConfig {
   const raw = readEnv(schema, source);
-  const endpoint = raw.OTEL_EXPORTER_OTLP_ENDPOINT;
-  const tracesEndpoint = raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const endpoint = httpOnly(raw.OTEL_EXPORTER_OTLP_ENDPOINT, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const tracesEndpoint = httpOnly(
+    raw.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  );
   const exporter = env
     .oneOf(TRACE_EXPORTERS, {
       default: endpoint !== undefined || tracesEndpoint !== undefined ? 'otlp' : 'none',
@@ -38,4 +41,10 @@ export function readTracingConfig(
       ? undefined
       : (tracesEndpoint ?? `${endpoint ?? 'http://localhost:4318'}/v1/traces`);
   return { serviceName: raw.OTEL_SERVICE_NAME ?? service, exporter, otlpTracesUrl };
+}
+
+/** OTLP over HTTP: `collector:4318` parses as a URL of scheme `collector:`, and would never be reached. */
+function httpOnly(url: string | undefined, name: string): string | undefined {
+  if (url === undefined || /^https?:$/.test(new URL(url).protocol)) return url;
+  throw new EnvError([`${name}: must be an http:// or https:// URL, got "${url}"`]);
 }
