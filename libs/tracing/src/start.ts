@@ -1,7 +1,7 @@
 import { propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { ExpressInstrumentation } from '@opentelemetry/instrumentation-express';
+import { ExpressInstrumentation, ExpressLayerType } from '@opentelemetry/instrumentation-express';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { NestInstrumentation } from '@opentelemetry/instrumentation-nestjs-core';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
@@ -75,7 +75,10 @@ export function startTracing(service: string): TracingConfig {
     }),
     ...(exporting
       ? [
-          new ExpressInstrumentation(),
+          // The route's handler is Nest's span; a span per middleware (deadline, body, logger) is noise.
+          new ExpressInstrumentation({
+            ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.REQUEST_HANDLER],
+          }),
           new NestInstrumentation(),
           // Pool probes and other background statements would each be a trace of their own.
           new PgInstrumentation({ requireParentSpan: true }),
