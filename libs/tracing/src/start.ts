@@ -3,7 +3,6 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { ExpressInstrumentation, ExpressLayerType } from '@opentelemetry/instrumentation-express';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
-import { NestInstrumentation } from '@opentelemetry/instrumentation-nestjs-core';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -42,8 +41,8 @@ function spanProcessor(config: TracingConfig): SpanProcessor[] {
 }
 
 /**
- * Starts OpenTelemetry for one service. It must run before express, Nest and
- * pg are loaded (each app's `tracing.ts`, imported first by its main.ts), so
+ * Starts OpenTelemetry for one service. It must run before express and pg
+ * are loaded (each app's `tracing.ts`, imported first by its main.ts), so
  * the instrumentations can patch them. Without an exporter only the HTTP
  * instrumentation runs: ids are continued or started and forwarded as
  * `traceparent`, spans are not recorded (docs/tracing.md). Only the W3C trace
@@ -75,11 +74,10 @@ export function startTracing(service: string): TracingConfig {
     }),
     ...(exporting
       ? [
-          // The route's handler is Nest's span; a span per middleware (deadline, body, logger) is noise.
-          new ExpressInstrumentation({
-            ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.REQUEST_HANDLER],
-          }),
-          new NestInstrumentation(),
+          // A span per route handler, named by its route; middleware layers (deadline, body,
+          // logger) would only be noise. No Nest instrumentation: its app-creation span would
+          // adopt every timer started during boot (pool probes) for the life of the process.
+          new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE] }),
           // Pool probes and other background statements would each be a trace of their own.
           new PgInstrumentation({ requireParentSpan: true }),
         ]
