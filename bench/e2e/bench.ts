@@ -234,14 +234,18 @@ async function spawnApp(
     },
   );
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
+  // A shared 2-core machine under load has been seen to need more than 30 s to start an app.
+  const deadline = Date.now() + 120_000;
   for (;;) {
     try {
       if ((await fetch(`${url}/health/live`)).ok) break;
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`${app} did not start`);
+    if (Date.now() > deadline || proc.exitCode !== null) {
+      proc.kill('SIGKILL');
+      throw new Error(`${app} did not start`);
+    }
     await sleep(100);
   }
   return {
@@ -255,6 +259,15 @@ async function spawnApp(
         proc.kill('SIGTERM');
       }),
   };
+}
+
+/** Every app started, or none left running: a failed start stops the ones that did start. */
+async function allOrStop(starting: Promise<App>[]): Promise<App[]> {
+  const settled = await Promise.allSettled(starting);
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (!failed) return settled.map((r) => (r as PromiseFulfilledResult<App>).value);
+  await Promise.all(settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value.stop()] : [])));
+  throw failed.reason;
 }
 
 /** Sum of a Prometheus sample over the matching label sets. */
@@ -309,7 +322,7 @@ async function startStack(
     backend === 'pg'
       ? { LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb, LOCKDB_POOL_MAX: '32' }
       : { LOCK_BACKEND: 'etcd', ETCD_ENDPOINTS: etcd!.endpoints.join(',') };
-  const [lockServer, payments, stub] = await Promise.all([
+  const [lockServer, payments, stub] = await allOrStop([
     spawnApp('lock-server', lockEnv, variant),
     spawnApp(
       'payment-resource',
@@ -330,7 +343,10 @@ async function startStack(
     'rail-proxy',
     { PROXYDB_URL: proxydb, RAIL_STUB_URL: stub.url, PROXYDB_POOL_MAX: '32' },
     variant,
-  );
+  ).catch(async (err: unknown) => {
+    await Promise.all([lockServer, payments, stub].map((a) => a.stop()));
+    throw err;
+  });
   return {
     pgAdmin: pg.admin,
     paydb,
@@ -410,7 +426,7 @@ function startExecutors(
   tag: string,
   variant?: Variant,
 ): Promise<App[]> {
-  return Promise.all(
+  return allOrStop(
     Array.from({ length: n }, (_, i) =>
       spawnApp(
         'executor',
@@ -636,14 +652,15 @@ async function throughputRun(
   variant: Variant,
 ): Promise<RunResult> {
   const s = await startStack(pg, backend, etcd, variant);
-  const executors = await startExecutors(
-    s,
-    cfg.executors,
-    cfg.concurrency,
-    `${backend}-${cfg.executors}`,
-    variant,
-  );
+  let executors: App[] = [];
   try {
+    executors = await startExecutors(
+      s,
+      cfg.executors,
+      cfg.concurrency,
+      `${backend}-${cfg.executors}`,
+      variant,
+    );
     const r = await measure(s, backend, executors, cfg, PAYOUTS);
     console.log(
       `[bench] ${backend} [${variant.name}] N=${cfg.executors}×${cfg.concurrency} M=${cfg.accounts}: ${r.payouts} payouts in ${f1(r.seconds)} s = ${f1(r.perSecond)}/s; ` +
