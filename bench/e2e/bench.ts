@@ -827,7 +827,7 @@ async function main(): Promise<void> {
     '',
     `Machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. Everything on this one machine: embedded PostgreSQL (fsync on, defaults), etcd 3.4 (one member), lock-server, payment-resource, rail-proxy, rail-stub and the executors, each its own Node process, LOG_LEVEL=warn.`,
     '',
-    `Command: \`npm run build && ${envShown} node dist/bench/e2e/bench.js\` (took ${Math.round((Date.now() - t0) / 1000)} s; the variables shown are the defaults).`,
+    `Command: \`npm run build && ${envShown} node dist/bench/e2e/bench.js\` (took ${Math.round((Date.now() - t0) / 1000)} s; every BENCH_ variable in effect is shown).`,
     '',
     `payment-resource runs with PAYMENT_CLEARING_SHARDS=${CLEARING_SHARDS}; every guard on: fenced claim/outcome/post at payment-resource, high-water + one-submission-per-payout at the proxy, intent row committed before the rail, SDK session heartbeating, checkStillHeld and lease check before each side effect. Per payout: L4 acquire, P2 claim (a P4 read only when the claim finds the payout in another state), P6 SUBMITTED, proxy submit (→ stub over a fresh connection), P6 ACKED, P3 post, L6 release; the other hops keep their connections alive; every SQL statement is a named prepared statement. After every run the bench checks INV-03 in paydb (every group sums to zero, every balance equals its ledger sum).`,
     '',
