@@ -64,6 +64,13 @@ describe('configuration refused at start', () => {
       env: { PROXYDB_URL: DB, RAIL_STUB_URL: 'https://rail:8085' },
       variable: 'RAIL_STUB_URL',
     },
+    // Tracing is read before anything else loads (libs/tracing): refused the same way.
+    {
+      app: 'lock-server',
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'jaeger:4318' },
+      variable: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    },
+    { app: 'rail-stub', env: { OTEL_TRACES_EXPORTER: 'jaeger' }, variable: 'OTEL_TRACES_EXPORTER' },
   ];
 
   it.each(cases)('$app refuses a bad $variable with exit code 1, naming it', async (c) => {

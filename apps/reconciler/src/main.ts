@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { EnvError } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';

@@ -12,8 +12,6 @@ export interface PeerCall {
   body?: unknown;
   budget: CallBudget;
   signal?: AbortSignal;
-  /** The caller's W3C trace context, forwarded as is when given. */
-  traceparent?: string;
 }
 
 /**
@@ -43,7 +41,6 @@ export class JsonPeer {
       headers['content-type'] = 'application/json; charset=utf-8';
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
-    if (call.traceparent) headers.traceparent = call.traceparent;
     const { status, text } = await this.transport.send({
       method: call.method,
       url: new URL(call.path, this.base),
