@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { FencedOutError } from '@dlock/lock-api';
+import { unacceptingPort } from '@dlock/testing';
 import { PeerProtocolError, PeerUnavailableError } from './errors';
 import { HOP_BUDGETS, withHopRetries } from './hop-policy';
 import { JsonPeer } from './peer';
@@ -59,6 +60,11 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(condition()).toBe(true);
+}
+
 const failure = (p: Promise<unknown>) => p.then(() => undefined).catch((e: unknown) => e);
 
 let server: Server;
@@ -93,9 +99,36 @@ describe('phases: could the request have been presented?', () => {
       }),
     );
     const elapsedMs = performance.now() - started;
-    expect(err).toMatchObject({ phase: 'response', neverPresented: false });
+    expect(err).toMatchObject({
+      phase: 'response',
+      neverPresented: false,
+      message: 'p: no response within 250 ms',
+    });
+    expect((err as Error).cause).toMatchObject({ name: 'TimeoutError' });
     expect(server.seen).toHaveLength(1);
     expect(elapsedMs).toBeGreaterThanOrEqual(240);
+  });
+
+  it('a handshake that does not finish is `connect` after the connect timeout', async () => {
+    const port = await unacceptingPort();
+    peer = new JsonPeer('p', `http://127.0.0.1:${port.port}`);
+    try {
+      const err = await failure(
+        peer.call({
+          method: 'GET',
+          path: '/x',
+          budget: { connectTimeoutMs: 200, readTimeoutMs: 50 },
+        }),
+      );
+      expect(err).toMatchObject({
+        phase: 'connect',
+        neverPresented: true,
+        message: 'p: no connection within 200 ms',
+      });
+      expect((err as Error).cause).toMatchObject({ name: 'TimeoutError' });
+    } finally {
+      port.close();
+    }
   });
 
   it('a connection dropped after the request arrived is `response`', async () => {
@@ -139,6 +172,7 @@ describe('answers', () => {
       );
       expect(err).toBeInstanceOf(PeerUnavailableError);
       expect(err).toMatchObject({ phase: 'response', message: 'p: answer exceeds 1024 bytes' });
+      expect((err as Error).cause).toBeInstanceOf(RangeError);
     } finally {
       transport.close();
     }
@@ -204,6 +238,96 @@ describe('connections', () => {
     const idleMs = performance.now() - started;
     expect(idleMs).toBeGreaterThanOrEqual(IDLE_SOCKET_MS - 100);
     expect(idleMs).toBeLessThan(5_000);
+  });
+});
+
+describe('a connection opened ahead of its one request (the rail-proxy, docs/rail.md)', () => {
+  let transport: HttpTransport;
+  beforeEach(() => {
+    transport = new HttpTransport({ peer: 'p' });
+  });
+  afterEach(() => transport.close());
+
+  const post = (base: string, connection: Socket, readTimeoutMs = 1_000) =>
+    transport.send({
+      method: 'POST',
+      url: new URL('/submit', base),
+      headers: { 'content-type': 'application/json' },
+      body: '{"a":1}',
+      connectTimeoutMs: 0,
+      readTimeoutMs,
+      connection,
+    });
+
+  it('connect writes nothing; the one request goes on that connection, which then closes', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{"ok":true}'));
+    const connection = await transport.connect(new URL(server.base), 1_000);
+    await waitUntil(() => server.sockets.length === 1);
+    expect(server.seen).toEqual([]);
+    expect(await post(server.base, connection, 700)).toEqual({ status: 200, text: '{"ok":true}' });
+    expect(server.seen).toHaveLength(1);
+    expect(server.seen[0]).toMatchObject({ method: 'POST', url: '/submit', body: '{"a":1}' });
+    expect(server.seen[0].headers).toMatchObject({
+      connection: 'close',
+      'x-request-deadline-ms': '700',
+    });
+    expect(server.sockets).toHaveLength(1);
+    expect(connection.destroyed).toBe(true);
+  });
+
+  it('a refused connect is `connect`, with the socket error as its cause', async () => {
+    const err = await failure(
+      transport.connect(new URL(`http://127.0.0.1:${await closedPort()}`), 1_000),
+    );
+    expect(err).toBeInstanceOf(PeerUnavailableError);
+    expect(err).toMatchObject({ phase: 'connect', neverPresented: true });
+    expect((err as Error).message).toMatch(/^p: connect failed: .*ECONNREFUSED/);
+    expect((err as Error).cause).toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('a handshake that does not finish is `connect` after the connect timeout', async () => {
+    const port = await unacceptingPort();
+    try {
+      const started = performance.now();
+      const err = await failure(transport.connect(new URL(`http://127.0.0.1:${port.port}`), 200));
+      expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+      expect(err).toMatchObject({ phase: 'connect', message: 'p: no connection within 200 ms' });
+      expect((err as Error).cause).toMatchObject({ name: 'TimeoutError' });
+    } finally {
+      port.close();
+    }
+  });
+
+  it.each([
+    ['ended', (s: Socket) => s.end()],
+    ['reset', (s: Socket) => s.resetAndDestroy()],
+  ])(
+    'a connection the peer %s before the write is `connect`: nothing was presented',
+    async (_how, close) => {
+      server = await startServer(() => undefined);
+      const connection = await transport.connect(new URL(server.base), 1_000);
+      await waitUntil(() => server.sockets.length === 1);
+      close(server.sockets[0]);
+      // (events.once would reject on the reset's 'error')
+      await new Promise((r) => connection.once('close', r));
+      const err = await failure(post(server.base, connection));
+      expect(err).toBeInstanceOf(PeerUnavailableError);
+      expect(err).toMatchObject({
+        phase: 'connect',
+        neverPresented: true,
+        message: 'p: connection closed before the request was written',
+      });
+      expect(server.seen).toEqual([]);
+    },
+  );
+
+  it('a connection the peer drops after the request arrived is `response`, and closed', async () => {
+    server = await startServer((req) => req.socket.destroy());
+    const connection = await transport.connect(new URL(server.base), 1_000);
+    const err = await failure(post(server.base, connection));
+    expect(err).toMatchObject({ phase: 'response', neverPresented: false });
+    expect(server.seen).toHaveLength(1);
+    expect(connection.destroyed).toBe(true);
   });
 });
 
