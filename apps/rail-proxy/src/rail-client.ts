@@ -55,12 +55,14 @@ export class RailConnection {
     this.used = true;
     // The rail read ends before the request's deadline; a read cut shorter
     // than the minimum is not started (the intent is withdrawn, retry-safe).
+    // A connection the rail closed meanwhile is withdrawn as closed before the
+    // write, whatever the deadline (docs/rail.md): the transport says so.
     const readTimeoutMs = boundedWaitMs(
       this.read.limitMs,
       this.read.deadline,
       RAIL_DEADLINE_MARGIN_MS,
     );
-    if (readTimeoutMs < this.read.minMs) {
+    if (readTimeoutMs < this.read.minMs && this.socket.writable) {
       this.socket.destroy();
       return Promise.resolve({ kind: 'not-presented', reason: 'deadline-too-short' });
     }

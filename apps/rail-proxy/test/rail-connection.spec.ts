@@ -155,15 +155,25 @@ describe('rail-proxy RailClient over real TCP', () => {
     };
     // RAIL_READ_TIMEOUT_MIN_MS defaults to 100 (a quarter of 400); 150 ms minus the
     // 100 ms margin leaves at most 50.
-    const rail = nextRailSocket();
+    const railClosed = nextRailSocket().then(({ closed }) => closed);
     const connection = await connected(client(), 150);
     expect(await connection.present(transfer)).toEqual({
       kind: 'not-presented',
       reason: 'deadline-too-short',
     });
-    await (
-      await rail
-    ).closed; // the unused connection is closed, not left to the rail
+    // The unused connection is closed, not left to the rail.
+    await railClosed;
+
+    // Closed by the rail as well: that is the reason given (the intent's error_code).
+    const railToo = nextRailSocket();
+    const closed = await connected(client(), 150);
+    const { socket, closed: closedAtRail } = await railToo;
+    socket.end();
+    await closedAtRail;
+    expect(await closed.present(transfer)).toEqual({
+      kind: 'not-presented',
+      reason: 'connection-closed-before-write',
+    });
     expect(seen).toEqual([]);
   });
 
@@ -171,13 +181,11 @@ describe('rail-proxy RailClient over real TCP', () => {
     script = () => {
       throw new Error('the rail must see nothing');
     };
-    const rail = nextRailSocket();
+    const railClosed = nextRailSocket().then(({ closed }) => closed);
     const abandoned = await connected(client());
     abandoned.abandon();
     expect(() => abandoned.present(transfer)).toThrow('presented at most once');
-    await (
-      await rail
-    ).closed;
+    await railClosed;
 
     const sockets = new Set<net.Socket>();
     const onConnection = (s: net.Socket) => sockets.add(s);
