@@ -149,6 +149,17 @@ describe('rail-proxy RailClient over real TCP', () => {
     });
   });
 
+  it('a read of exactly the shortest allowed length is started', async () => {
+    script = (_req, res) => {
+      res.writeHead(402);
+      res.end('{}');
+    };
+    // Read limit = minimum: with time to spare the read is the minimum itself.
+    const connection = await connected(client({ RAIL_READ_TIMEOUT_MIN_MS: '400' }));
+    expect(await connection.present(transfer)).toEqual({ kind: 'declined', status: 402 });
+    expect(seen).toHaveLength(1);
+  });
+
   it('nothing is presented when too little of the deadline is left for the shortest read', async () => {
     script = () => {
       throw new Error('the rail must see nothing');
