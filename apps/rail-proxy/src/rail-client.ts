@@ -102,7 +102,8 @@ export class RailClient {
 
   constructor(@Inject(RAIL_PROXY_CONFIG) private readonly config: RailProxyConfig) {
     this.url = new URL(config.RAIL_STUB_URL);
-    this.submitUrl = new URL(`${this.url.pathname.replace(/\/+$/, '')}/submit`, this.url);
+    // RAIL_STUB_URL has no trailing slash (libs/config): /submit goes under its path.
+    this.submitUrl = new URL('submit', `${config.RAIL_STUB_URL}/`);
   }
 
   /**

@@ -25,10 +25,9 @@ const RAIL_REFERENCE = /^[\x21-\x7e]{1,128}$/;
 export function classifyAnswer(status: number, text: string): RailAnswer {
   if (status === 200) {
     try {
+      // A JSON null makes the property read throw, caught below.
       const body = JSON.parse(text) as { railReference?: unknown; acceptedAt?: unknown };
       if (
-        typeof body === 'object' &&
-        body !== null &&
         typeof body.railReference === 'string' &&
         RAIL_REFERENCE.test(body.railReference) &&
         typeof body.acceptedAt === 'string'
