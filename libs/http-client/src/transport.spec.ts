@@ -6,7 +6,7 @@ import { unacceptingPort } from '@dlock/testing';
 import { PeerProtocolError, PeerUnavailableError } from './errors';
 import { HOP_BUDGETS, withHopRetries } from './hop-policy';
 import { JsonPeer } from './peer';
-import { HttpTransport, IDLE_SOCKET_MS } from './transport';
+import { HttpTransport, IDLE_SOCKET_MS, RESPONSE_BYTES_MAX } from './transport';
 
 interface Seen {
   method?: string;
@@ -84,6 +84,7 @@ describe('phases: could the request have been presented?', () => {
     expect(err).toBeInstanceOf(PeerUnavailableError);
     expect(err).toMatchObject({ code: 'UNAVAILABLE', phase: 'connect', neverPresented: true });
     expect((err as PeerUnavailableError).details).toEqual({ peer: 'p', phase: 'connect' });
+    expect((err as Error).message).toMatch(/^p: call failed: .*ECONNREFUSED/);
   });
 
   it('accepted but unanswered is `response` after the read timeout, not before', async () => {
@@ -154,6 +155,19 @@ describe('phases: could the request have been presented?', () => {
     setTimeout(() => controller.abort(new Error('stop')), 50);
     await expect(pending).rejects.toThrow('stop');
   });
+
+  it('an already aborted signal sends nothing', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    peer = new JsonPeer('p', server.base);
+    const pending = peer.call({
+      method: 'GET',
+      path: '/x',
+      budget: HOP_BUDGETS.advisoryRead,
+      signal: AbortSignal.abort(new Error('gone')),
+    });
+    await expect(pending).rejects.toThrow('gone');
+    expect(server.sockets).toEqual([]);
+  });
 });
 
 describe('answers', () => {
@@ -176,6 +190,23 @@ describe('answers', () => {
     } finally {
       transport.close();
     }
+  });
+
+  it('without a cap of its own a transport reads at most RESPONSE_BYTES_MAX (1 MiB)', async () => {
+    const body = (n: number) => `"${'x'.repeat(n - 2)}"`;
+    server = await startServer((req, res) =>
+      json(res, 200, body(req.url === '/at' ? RESPONSE_BYTES_MAX : RESPONSE_BYTES_MAX + 1)),
+    );
+    peer = new JsonPeer('p', server.base);
+    const budget = HOP_BUDGETS.fencedWrite;
+    expect(await peer.call({ method: 'GET', path: '/at', budget })).toHaveLength(
+      RESPONSE_BYTES_MAX - 2,
+    );
+    const err = await failure(peer.call({ method: 'GET', path: '/over', budget }));
+    expect(err).toMatchObject({
+      phase: 'response',
+      message: `p: answer exceeds ${RESPONSE_BYTES_MAX} bytes`,
+    });
   });
 
   it('2^53+1 goes out as a decimal string and an int64 answer comes back exact', async () => {
@@ -227,6 +258,19 @@ describe('connections', () => {
       await peer.call({ method: 'GET', path: '/x', budget: HOP_BUDGETS.advisoryRead });
     expect(server.seen).toHaveLength(3);
     expect(server.sockets).toHaveLength(1);
+  });
+
+  it('close() drops the pooled connections', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    peer = new JsonPeer('p', server.base);
+    await peer.call({ method: 'GET', path: '/x', budget: HOP_BUDGETS.advisoryRead });
+    const closed = new Promise((r) => server.sockets[0].once('close', r));
+    peer.close();
+    // Well before the idle close (IDLE_SOCKET_MS) would do it.
+    const late = new Promise((_r, reject) =>
+      setTimeout(() => reject(new Error('still open')), IDLE_SOCKET_MS / 2),
+    );
+    await Promise.race([closed, late]);
   });
 
   it('the client closes an idle connection after IDLE_SOCKET_MS, before a node server would (5 s)', async () => {
