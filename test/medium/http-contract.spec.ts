@@ -7,7 +7,7 @@ import { IsString, MaxLength } from 'class-validator';
 import { LoggerModule } from 'nestjs-pino';
 import { DlockError } from '@dlock/lock-api';
 import { FencingTokenParam, applyHttpContract } from '@dlock/http-contract';
-import { http } from '@dlock/testing';
+import { http, registerAudience, testVerifier } from '@dlock/testing';
 
 class EchoBody {
   @IsString()
@@ -56,10 +56,11 @@ describe('HTTP contract (envelope on every non-2xx)', () => {
       bodyParser: false,
       logger: false,
     });
-    applyHttpContract(app);
+    applyHttpContract(app, await testVerifier('probe'));
     await app.listen(0, '127.0.0.1');
     const address = app.getHttpServer().address();
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    registerAudience(base, 'probe');
   });
   afterAll(() => app.close());
 

@@ -1,3 +1,4 @@
+import { fileTokenProvider } from '@dlock/identity';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PaymentResourceClient } from './clients/payment-resource.client';
@@ -44,7 +45,12 @@ export class ExecutorModule {
         ExecutorMetrics,
         {
           provide: PaymentResourceClient,
-          useFactory: () => new PaymentResourceClient(config.PAYMENT_RESOURCE_URL, config.OWNER_ID),
+          useFactory: () =>
+            new PaymentResourceClient(
+              config.PAYMENT_RESOURCE_URL,
+              config.OWNER_ID,
+              fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
+            ),
         },
         {
           provide: RailProxyClient,
@@ -53,6 +59,7 @@ export class ExecutorModule {
               config.RAIL_PROXY_URL,
               config.OWNER_ID,
               config.RAIL_READ_TIMEOUT_MS,
+              fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
             ),
         },
         PayoutExecutionService,

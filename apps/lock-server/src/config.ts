@@ -1,4 +1,5 @@
 import { EnvError, env, readEnv, type EnvOf } from '@dlock/config';
+import { AUTH_ENV } from '@dlock/identity';
 import {
   LOCK_TTL_MAX_MS,
   LOCK_TTL_MIN_MS,
@@ -10,6 +11,7 @@ import { readEtcdConfig, type EtcdStoreConfig } from './store/etcd/etcd-config';
 /** Every environment variable the lock-server reads (docs/lock-server.md has the table). */
 const schema = {
   PORT: env.int({ default: 8081, min: 0, max: 65535 }),
+  ...AUTH_ENV,
   LOG_LEVEL: env.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     default: 'info',
   }),

@@ -1,3 +1,4 @@
+import { fileTokenProvider } from '@dlock/identity';
 import { Inject, Module, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
@@ -60,16 +61,29 @@ export function createAppModule(config: ReconcilerConfig): Type<unknown> {
     providers: [
       {
         provide: PAYMENT_RESOURCE,
-        useValue: new PaymentResourceClient(config.PAYMENT_RESOURCE_URL),
+        useValue: new PaymentResourceClient(
+          config.PAYMENT_RESOURCE_URL,
+          fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
+        ),
       },
       { provide: RAIL_LOOKUP, useValue: new RailLookupClient(config.RAIL_STUB_URL) },
-      { provide: RevocationsClient, useValue: new RevocationsClient(config.LOCK_SERVER_URL) },
+      {
+        provide: RevocationsClient,
+        useValue: new RevocationsClient(
+          config.LOCK_SERVER_URL,
+          fileTokenProvider(config.AUTH_TOKEN_DIR, 'lock-server'),
+        ),
+      },
       {
         provide: GuardFloorClient,
         useValue: new GuardFloorClient(
           config.PAYMENT_RESOURCE_URL,
           config.RAIL_PROXY_URL,
           config.OWNER_ID,
+          {
+            paymentResource: fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
+            railProxy: fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
+          },
         ),
       },
       RevocationFencingService,

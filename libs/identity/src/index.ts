@@ -3,3 +3,4 @@ export * from './errors';
 export * from './token-files';
 export * from './token-provider';
 export * from './verifier';
+export * from './auth-env';

@@ -5,3 +5,4 @@ export * from './etcd';
 export * from './tcp-proxy';
 export * from './embedded-postgres';
 export * from './paydb-fixtures';
+export * from './identity';

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { registerAudience, testAppAuthEnv } from './identity';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -78,6 +79,8 @@ export interface RunningApp {
 /**
  * Spawns a built app (`dist/apps/<app>/main.js`) as a real process on a free
  * port and waits for /health/live. The tests run after `npm run build`.
+ * The app trusts the tests' issuer and, when it calls others, holds tokens
+ * for its OWNER_ID (or its name) unless `env` says otherwise (identity.ts).
  */
 export async function spawnApp(
   app: string,
@@ -86,8 +89,9 @@ export async function spawnApp(
 ): Promise<RunningApp> {
   const port = opts.port ?? (await freePort());
   const main = path.join(REPO_ROOT, 'dist', 'apps', app, 'main.js');
+  const auth = await testAppAuthEnv(env.OWNER_ID ?? app);
   const proc = spawn(process.execPath, [main], {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...auth, ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -98,6 +102,7 @@ export async function spawnApp(
   proc.stdout?.on('data', keep);
   proc.stderr?.on('data', keep);
   const url = `http://127.0.0.1:${port}`;
+  registerAudience(url, app);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   const running: RunningApp = {
     name: app,

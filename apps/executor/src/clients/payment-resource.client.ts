@@ -1,3 +1,4 @@
+import type { TokenProvider } from '@dlock/identity';
 import {
   formatFencingToken,
   isPayoutState,
@@ -59,8 +60,9 @@ export class PaymentResourceClient {
   constructor(
     baseUrl: string,
     private readonly ownerId: string,
+    token?: TokenProvider,
   ) {
-    this.hop = new JsonPeer('payment-resource', baseUrl);
+    this.hop = new JsonPeer('payment-resource', baseUrl, { token });
   }
 
   /** P1 (advisory). */

@@ -1,3 +1,4 @@
+import type { TokenProvider } from '@dlock/identity';
 import {
   DlockError,
   formatFencingToken,
@@ -45,8 +46,9 @@ export class RailProxyClient {
     baseUrl: string,
     private readonly ownerId: string,
     railReadTimeoutMs: number,
+    token?: TokenProvider,
   ) {
-    this.hop = new JsonPeer('rail-proxy', baseUrl);
+    this.hop = new JsonPeer('rail-proxy', baseUrl, { token });
     this.submitBudget = {
       connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
       readTimeoutMs: submitReadTimeoutMs(railReadTimeoutMs),

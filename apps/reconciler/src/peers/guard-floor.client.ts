@@ -1,3 +1,4 @@
+import type { TokenProvider } from '@dlock/identity';
 import { DlockError, formatFencingToken, parseFencingToken } from '@dlock/lock-api';
 import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 
@@ -30,8 +31,8 @@ function str(o: Record<string, unknown>, k: string): string {
 export class RevocationsClient {
   private readonly peer: JsonPeer;
 
-  constructor(baseUrl: string) {
-    this.peer = new JsonPeer('lock-server', baseUrl);
+  constructor(baseUrl: string, token?: TokenProvider) {
+    this.peer = new JsonPeer('lock-server', baseUrl, { token });
   }
 
   async list(afterFloor: bigint, limit: number, signal?: AbortSignal): Promise<Revocation[]> {
@@ -70,9 +71,12 @@ export class GuardFloorClient {
     paymentResourceUrl: string,
     railProxyUrl: string,
     private readonly operator: string,
+    tokens: { paymentResource?: TokenProvider; railProxy?: TokenProvider } = {},
   ) {
-    this.payments = new JsonPeer('payment-resource', paymentResourceUrl);
-    this.proxy = new JsonPeer('rail-proxy', railProxyUrl);
+    this.payments = new JsonPeer('payment-resource', paymentResourceUrl, {
+      token: tokens.paymentResource,
+    });
+    this.proxy = new JsonPeer('rail-proxy', railProxyUrl, { token: tokens.railProxy });
   }
 
   async raiseAccountFence(raise: FloorRaise, signal?: AbortSignal): Promise<RaiseResult> {

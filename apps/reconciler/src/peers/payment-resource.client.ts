@@ -1,3 +1,4 @@
+import type { TokenProvider } from '@dlock/identity';
 import { formatFencingToken, type FencingToken } from '@dlock/lock-api';
 import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 
@@ -67,8 +68,8 @@ function int(o: Record<string, unknown>, k: string): number {
 export class PaymentResourceClient {
   private readonly peer: JsonPeer;
 
-  constructor(baseUrl: string) {
-    this.peer = new JsonPeer('payment-resource', baseUrl);
+  constructor(baseUrl: string, token?: TokenProvider) {
+    this.peer = new JsonPeer('payment-resource', baseUrl, { token });
   }
 
   /** P1 over every page, up to `max` payouts. */
