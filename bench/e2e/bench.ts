@@ -28,6 +28,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
+import { testAppAuthEnv } from '../../libs/testing/src/identity';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const REPORT = path.join(ROOT, 'bench', 'reports', 'e2e.md');
@@ -179,6 +180,8 @@ interface App {
 
 async function spawnApp(app: string, env: Record<string, string>): Promise<App> {
   const port = await freePort();
+  // Authentication on, as everywhere: the development issuer of this run (docs/security.md).
+  const auth = await testAppAuthEnv(env.OWNER_ID ?? app);
   const profile = PROFILE_APPS.includes(app)
     ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, '.tmp', 'bench-e2e-prof')}`]
     : [];
@@ -186,7 +189,13 @@ async function spawnApp(app: string, env: Record<string, string>): Promise<App> 
     process.execPath,
     [...profile, path.join(ROOT, 'dist', 'apps', app, 'main.js')],
     {
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
+      env: {
+        PATH: process.env.PATH ?? '',
+        LOG_LEVEL: 'warn',
+        ...auth,
+        ...env,
+        PORT: String(port),
+      },
       stdio: ['ignore', 'ignore', 'inherit'],
     },
   );

@@ -18,6 +18,7 @@ import {
   waitFor,
   withClient,
   type RunningApp,
+  testTokenProvider,
 } from '@dlock/testing';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
@@ -447,7 +448,11 @@ beforeAll(async () => {
     ['8086', reconciler.url],
     ['8087', stub.url],
   ]);
-  session = await new LockClient({ baseUrl: lockServer.url, ownerId: WORKER }).openSession();
+  session = await new LockClient({
+    baseUrl: lockServer.url,
+    ownerId: WORKER,
+    token: testTokenProvider(WORKER),
+  }).openSession();
 }, 90_000);
 
 afterAll(async () => {

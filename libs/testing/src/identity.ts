@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   DEV_ISSUER,
+  DEV_TOKEN_TTL_SEC,
   DevIssuer,
   DevTokenFiles,
   TokenVerifier,
@@ -84,13 +85,25 @@ export async function testBearer(
   return `Bearer ${await (await testIssuer()).mint(subject, audience, opts)}`;
 }
 
-/** An SDK token provider minting for `subject` (lock-server audience), cached like a file. */
-export async function testTokenProvider(
-  subject: string,
-  audience = 'lock-server',
-): Promise<TokenProvider> {
-  const token = (await testBearer(subject, audience)).slice('Bearer '.length);
-  return () => token;
+const bearers = new Map<string, { value: Promise<string>; untilMs: number }>();
+
+/**
+ * `Bearer <JWT>` for `subject` → `audience`, minted once and reused until
+ * half its lifetime has passed (benches send it on every request).
+ */
+export function cachedBearer(subject: string, audience: string): Promise<string> {
+  const key = `${audience}\n${subject}`;
+  const hit = bearers.get(key);
+  if (hit && Date.now() < hit.untilMs) return hit.value;
+  const value = testBearer(subject, audience);
+  bearers.set(key, { value, untilMs: Date.now() + (DEV_TOKEN_TTL_SEC * 1000) / 2 });
+  return value;
+}
+
+/** An SDK token provider for `subject` (lock-server audience by default), minted once. */
+export function testTokenProvider(subject: string, audience = 'lock-server'): TokenProvider {
+  let token: Promise<string> | undefined;
+  return () => (token ??= testIssuer().then((issuer) => issuer.mint(subject, audience)));
 }
 
 /** The verifier an in-process app installs (applyHttpContract), for `audience`. */

@@ -1,3 +1,5 @@
+import { withTestToken } from '@dlock/testing';
+
 /** A small JSON-over-HTTP helper with a deadline on every call. */
 export interface HttpResult {
   status: number;
@@ -12,7 +14,8 @@ export async function httpJson(
   url: string,
   opts: { headers?: Record<string, string>; body?: unknown; timeoutMs?: number } = {},
 ): Promise<HttpResult> {
-  const headers: Record<string, string> = { ...opts.headers };
+  // The token of the X-Owner-Id it acts as (else the operator's), for an app this harness started.
+  const headers = await withTestToken(url, { ...opts.headers });
   let body: string | undefined;
   if (opts.body !== undefined) {
     body = JSON.stringify(opts.body, (_k, v: unknown) =>

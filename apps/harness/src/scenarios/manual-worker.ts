@@ -1,3 +1,4 @@
+import { testTokenProvider } from '@dlock/testing';
 import { LockClient, type LockHandle, type LockSession } from '@dlock/lock-client';
 import { httpJson, type HttpResult } from '../infra/http';
 import type { DlockSystem } from '../system';
@@ -20,6 +21,7 @@ export class ManualWorker {
     this.client = new LockClient({
       baseUrl: sys.lockNet.url,
       ownerId,
+      token: testTokenProvider(ownerId),
       sessionTtlMs: sys.timing.sessionTtlMs,
       lockTtlMs: sys.timing.lockTtlMs,
       safetyMargin: sys.timing.safetyMargin,
