@@ -238,6 +238,8 @@ async function identities() {
     await files.start((err) => console.error(`[dlock] token refresh for ${identity} failed:`, err));
     return { ...trust, AUTH_TOKEN_DIR: files.dir };
   };
+  // The runbook's operator tokens (docs/operations.md: DLOCK_TOKENS=.dlock/identity/tokens/operator).
+  await caller('operator');
   return { trust, caller };
 }
 

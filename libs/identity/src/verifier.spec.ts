@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { base64url, importJWK, SignJWT, type JWK } from 'jose';
@@ -208,14 +208,41 @@ describe('TokenVerifier', () => {
     expect(await refusal(v, `Bearer ${token}`)).toBe('token expired');
   });
 
-  it('refuses to start on a missing JWKS file', () => {
-    expect(
-      () =>
-        new TokenVerifier({
-          jwks: join(tempDir(), 'none.json'),
-          issuer: DEV_ISSUER,
-          audience: 'x',
-        }),
-    ).toThrow(/ENOENT/);
+  it('refuses every token until a missing JWKS file appears, then verifies', async () => {
+    let now = Date.now();
+    const dir = tempDir();
+    const v = new TokenVerifier({
+      jwks: join(dir, 'issuer', 'jwks.json'),
+      issuer: DEV_ISSUER,
+      audience: AUDIENCE,
+      now: () => now,
+    });
+    const late = await DevIssuer.open(join(dir, 'issuer'));
+    const token = `Bearer ${await late.mint('w', AUDIENCE)}`;
+    expect(await refusal(v, token)).toBe('token key id unknown');
+    now += 2_000;
+    expect((await v.verify(token)).subject).toBe('w');
+  });
+
+  it('refuses to start on a file that is not a JWKS', () => {
+    const path = join(tempDir(), 'jwks.json');
+    writeFileSync(path, '{"not":"keys"}');
+    expect(() => new TokenVerifier({ jwks: path, issuer: DEV_ISSUER, audience: 'x' })).toThrow(
+      /is not a JWKS/,
+    );
+  });
+
+  it('a pod-bound Kubernetes token acts as its pod', async () => {
+    const key = JSON.parse(readFileSync(join(issuer.dir, 'issuer-keys.json'), 'utf8')) as {
+      keys: JWK[];
+    };
+    const token = await new SignJWT({ 'kubernetes.io': { pod: { name: 'executor-7d9f-x2x' } } })
+      .setProtectedHeader({ alg: 'ES256', kid: key.keys[0].kid })
+      .setIssuer(DEV_ISSUER)
+      .setSubject('system:serviceaccount:dlock:executor')
+      .setAudience(AUDIENCE)
+      .setExpirationTime('5m')
+      .sign(await importJWK(key.keys[0], 'ES256'));
+    expect((await verifier.verify(`Bearer ${token}`)).subject).toBe('executor-7d9f-x2x');
   });
 });

@@ -33,7 +33,11 @@ export interface VerifierOptions {
 }
 
 export interface VerifiedIdentity {
-  /** The token's `sub`: the identity the request acts as. */
+  /**
+   * The owner the request acts as: the token's `sub`, or, for a Kubernetes
+   * pod-bound service-account token, the pod's name (each replica is its own
+   * worker, docs/security.md).
+   */
   subject: string;
   expiresAtMs: number;
 }
@@ -88,12 +92,19 @@ export class TokenVerifier {
       });
       if (typeof payload.sub !== 'string' || payload.sub === '' || payload.sub.length > 256)
         throw new UnauthenticatedError('token subject is missing or too long');
-      return { subject: payload.sub, expiresAtMs: payload.exp! * 1000 };
+      return { subject: podName(payload) ?? payload.sub, expiresAtMs: payload.exp! * 1000 };
     } catch (err) {
       if (err instanceof UnauthenticatedError) throw err;
       throw new UnauthenticatedError(refusal(err));
     }
   }
+}
+
+/** `kubernetes.io.pod.name` of a projected service-account token, if it is one. */
+function podName(payload: Record<string, unknown>): string | undefined {
+  const k8s = payload['kubernetes.io'] as { pod?: { name?: unknown } } | undefined;
+  const name = k8s?.pod?.name;
+  return typeof name === 'string' && name !== '' && name.length <= 253 ? name : undefined;
 }
 
 function bearerToken(authorization: string | string[] | undefined): string {
@@ -131,10 +142,22 @@ function refusal(err: unknown): string {
   }
 }
 
-/** Keys from a JWKS file, re-read periodically and on an unknown key id (a rotation). */
+/**
+ * Keys from a JWKS file, re-read periodically and on an unknown key id (a
+ * rotation). A file not there yet (an issuer that starts after the service,
+ * as compose's identity service may) is an empty key set: every token is
+ * refused until it appears. A file that is there but is no JWKS stops the boot.
+ */
 function fileKeySet(path: string, now: () => number): JWTVerifyGetKey {
   const load = () => {
-    const set = JSON.parse(readFileSync(path, 'utf8')) as JSONWebKeySet;
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      text = '{"keys":[]}';
+    }
+    const set = JSON.parse(text) as JSONWebKeySet;
     if (!Array.isArray(set.keys)) throw new Error(`${path} is not a JWKS (no "keys" array)`);
     return createLocalJWKSet(set);
   };

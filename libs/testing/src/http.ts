@@ -21,7 +21,7 @@ export async function http(
 ): Promise<HttpResult> {
   const headers: Record<string, string> = options.noAuth
     ? { ...options.headers }
-    : await withTestToken(url, { ...options.headers });
+    : await withTestToken(url, { ...options.headers }, options.body);
   let body: string | undefined;
   if (options.rawBody !== undefined) body = options.rawBody;
   else if (options.body !== undefined) {
@@ -46,17 +46,23 @@ export async function http(
 /**
  * Adds `Authorization: Bearer` for a request to an app the tests started
  * (registerAudience), unless the test set one itself: the subject is the
- * request's X-Owner-Id (the owner it acts as must be its identity), else
- * the test operator.
+ * owner the request acts as (X-Owner-Id, else the body's ownerId: it must be
+ * the caller's identity), else the test operator.
  */
 export async function withTestToken(
   url: string,
   headers: Record<string, string>,
+  body?: unknown,
 ): Promise<Record<string, string>> {
   const names = Object.keys(headers).map((h) => h.toLowerCase());
   const audience = audienceOf(url);
   if (audience === undefined || names.includes('authorization')) return headers;
   const ownerHeader = Object.keys(headers).find((h) => h.toLowerCase() === 'x-owner-id');
-  const subject = ownerHeader ? headers[ownerHeader] : TEST_OPERATOR;
+  const bodyOwner = (body as { ownerId?: unknown } | undefined)?.ownerId;
+  const subject = ownerHeader
+    ? headers[ownerHeader]
+    : typeof bodyOwner === 'string' && bodyOwner !== ''
+      ? bodyOwner
+      : TEST_OPERATOR;
   return { ...headers, authorization: await testBearer(subject, audience) };
 }

@@ -15,7 +15,7 @@ export async function httpJson(
   opts: { headers?: Record<string, string>; body?: unknown; timeoutMs?: number } = {},
 ): Promise<HttpResult> {
   // The token of the X-Owner-Id it acts as (else the operator's), for an app this harness started.
-  const headers = await withTestToken(url, { ...opts.headers });
+  const headers = await withTestToken(url, { ...opts.headers }, opts.body);
   let body: string | undefined;
   if (opts.body !== undefined) {
     body = JSON.stringify(opts.body, (_k, v: unknown) =>
