@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
+import { SkipThrottle } from '@nestjs/throttler';
 import { ValidationError } from '@dlock/lock-api';
 import { CallerIdentity, OwnerIdParam, ownerIdHeader } from '@dlock/http-contract';
 import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
@@ -52,6 +53,7 @@ export class SessionsController {
   /** L3: 204, and every lock of the session is released. */
   @Delete(':sessionId')
   @HttpCode(204)
+  @SkipThrottle()
   async close(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {
     await this.sessions.close(parseSessionId(sessionId));
   }
