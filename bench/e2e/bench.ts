@@ -32,6 +32,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
+import { testAppAuthEnv } from '../../libs/testing/src/identity';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** BENCH_REPORT=bench/reports/tracing.md writes a focused run elsewhere than the full report. */
@@ -216,6 +217,8 @@ async function spawnApp(
   variant: Variant = TRACES_OFF,
 ): Promise<App> {
   const port = await freePort();
+  // Authentication on, as everywhere: the development issuer of this run (docs/security.md).
+  const auth = await testAppAuthEnv(env.OWNER_ID ?? app);
   const profile = PROFILE_APPS.includes(app)
     ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, '.tmp', 'bench-e2e-prof')}`]
     : [];
@@ -226,6 +229,7 @@ async function spawnApp(
       env: {
         PATH: process.env.PATH ?? '',
         LOG_LEVEL: 'warn',
+        ...auth,
         ...variant.env,
         ...env,
         PORT: String(port),

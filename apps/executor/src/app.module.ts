@@ -1,3 +1,4 @@
+import { fileTokenProvider } from '@dlock/identity';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
@@ -44,15 +45,25 @@ export class ExecutorModule {
         ExecutorMetrics,
         {
           provide: PaymentResourceClient,
-          useFactory: () => new PaymentResourceClient(config.PAYMENT_RESOURCE_URL, config.OWNER_ID),
+          useFactory: () =>
+            new PaymentResourceClient(
+              config.PAYMENT_RESOURCE_URL,
+              config.OWNER_ID,
+              fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
+            ),
         },
         {
           provide: RailProxyClient,
           useFactory: () =>
-            new RailProxyClient(config.RAIL_PROXY_URL, config.OWNER_ID, {
-              connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
-              readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
-            }),
+            new RailProxyClient(
+              config.RAIL_PROXY_URL,
+              config.OWNER_ID,
+              {
+                connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
+                readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
+              },
+              fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
+            ),
         },
         PayoutExecutionService,
         PayoutPollingLoop,

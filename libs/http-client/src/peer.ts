@@ -1,3 +1,4 @@
+import type { TokenProvider } from '@dlock/identity';
 import { errorFromEnvelope } from '@dlock/lock-api';
 import { PeerProtocolError, type CallBudget } from './errors';
 import { isErrorEnvelope, parsePeerJson, stringifyInt64Json } from './json';
@@ -27,10 +28,12 @@ export class JsonPeer {
   constructor(
     readonly name: string,
     baseUrl: string,
+    /** The caller's service token for this peer (docs/security.md). */
+    options: { token?: TokenProvider } = {},
   ) {
     this.base = new URL(baseUrl);
     if (this.base.protocol !== 'http:') throw new RangeError(`${name}: only http:// is supported`);
-    this.transport = new HttpTransport({ peer: name });
+    this.transport = new HttpTransport({ peer: name, token: options.token });
   }
 
   async call<T = unknown>(call: PeerCall): Promise<T> {

@@ -233,6 +233,26 @@ describe('answers', () => {
     expect(server.seen[0].headers.traceparent).toBeUndefined();
   });
 
+  it('sends the provider’s current token on every call, asking it each time (rotation)', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    const tokens = ['a.b.c', 'd.e.f'];
+    let asked = 0;
+    peer = new JsonPeer('p', server.base, { token: () => tokens[asked++] });
+    await peer.call({ method: 'GET', path: '/a', budget: HOP_BUDGETS.advisoryRead });
+    await peer.call({ method: 'POST', path: '/b', body: {}, budget: HOP_BUDGETS.fencedWrite });
+    expect(server.seen.map((s) => s.headers.authorization)).toEqual([
+      'Bearer a.b.c',
+      'Bearer d.e.f',
+    ]);
+  });
+
+  it('a peer given no token provider sends no Authorization header', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    peer = new JsonPeer('p', server.base);
+    await peer.call({ method: 'GET', path: '/a', budget: HOP_BUDGETS.advisoryRead });
+    expect(server.seen[0].headers.authorization).toBeUndefined();
+  });
+
   it.each([
     [409, envelope('FENCED_OUT', false), FencedOutError, { code: 'FENCED_OUT', httpStatus: 409 }],
     [502, '<html>bad gateway</html>', PeerUnavailableError, { phase: 'response' }],

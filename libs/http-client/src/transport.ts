@@ -1,5 +1,6 @@
 import http from 'node:http';
 import net from 'node:net';
+import type { TokenProvider } from '@dlock/identity';
 import { requestDeadlineHeader } from '@dlock/lock-api';
 import {
   abortReason,
@@ -45,6 +46,14 @@ export interface TransportOptions {
   peer: string;
   responseBytesMax?: number;
   unavailable?: UnavailableErrorFactory;
+  /** The caller's service token, sent as `Authorization: Bearer` on every call (docs/security.md). */
+  token?: TokenProvider;
+}
+
+/** Asks the provider on every request, so a rotated token is used without a restart. */
+export function withBearerToken(send: Transport, token: TokenProvider): Transport {
+  return async (request) =>
+    send({ ...request, headers: { ...request.headers, authorization: `Bearer ${await token()}` } });
 }
 
 /**
@@ -70,10 +79,12 @@ export class HttpTransport {
   constructor(readonly options: TransportOptions) {
     this.responseBytesMax = options.responseBytesMax ?? RESPONSE_BYTES_MAX;
     this.unavailable = options.unavailable ?? peerUnavailable;
+    const exchange: Transport = (request) => this.exchange(request);
+    this.send = options.token ? withBearerToken(exchange, options.token) : exchange;
   }
 
   /** The exchange as a plain function, for callers that take a `Transport` seam. */
-  readonly send: Transport = (request) => this.exchange(request);
+  readonly send: Transport;
 
   /** The unavailable error of this peer, for failures the caller finds in an answer. */
   unavailableError(phase: TransportPhase, message: string, cause?: unknown): PeerUnavailableError {

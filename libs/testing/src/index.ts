@@ -6,3 +6,4 @@ export * from './tcp-proxy';
 export * from './embedded-postgres';
 export * from './paydb-fixtures';
 export * from './unaccepting-port';
+export * from './identity';

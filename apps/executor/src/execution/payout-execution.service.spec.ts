@@ -22,6 +22,12 @@ import { ExecutorMetrics } from '../metrics';
 import type { ProxyRecord } from './recovery';
 import { PayoutExecutionService } from './payout-execution.service';
 
+const AUTH = {
+  AUTH_JWKS: '/run/dlock/jwks.json',
+  AUTH_ISSUER: 'https://issuer.test',
+  AUTH_TOKEN_DIR: '/run/dlock/tokens',
+};
+
 // The orchestration of one attempt with fake hops: which calls go out, in which
 // order, and how often (the real hops are covered by the medium tests).
 
@@ -150,7 +156,7 @@ function harness(opts: Options = {}) {
   const metrics = new ExecutorMetrics();
   const safetyRegistry = new Registry();
   const service = new PayoutExecutionService(
-    readExecutorConfig({ OWNER_ID: 'exec-test', ...opts.env }),
+    readExecutorConfig({ OWNER_ID: 'exec-test', ...AUTH, ...opts.env }),
     payments as unknown as PaymentResourceClient,
     rail as unknown as RailProxyClient,
     metrics,
