@@ -3,7 +3,9 @@ import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PaymentResourceClient } from './clients/payment-resource.client';
 import { RailProxyClient } from './clients/rail-proxy.client';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from './config';
+import { AttemptHooks, NoAttemptHooks } from './execution/attempt-hooks';
 import { PayoutExecutionService } from './execution/payout-execution.service';
+import { HarnessAttemptHooks } from './harness/harness-attempt-hooks';
 import { LockSessionHolder } from './lock/lock-session.holder';
 import { ExecutorMetrics } from './metrics';
 import { PayoutPollingLoop } from './polling/payout-polling.loop';
@@ -54,6 +56,12 @@ export class ExecutorModule {
               config.OWNER_ID,
               config.RAIL_READ_TIMEOUT_MS,
             ),
+        },
+        {
+          // The harness's crash and pause points exist only under DLOCK_HARNESS=1.
+          provide: AttemptHooks,
+          useFactory: () =>
+            config.DLOCK_HARNESS ? HarnessAttemptHooks.fromConfig(config) : new NoAttemptHooks(),
         },
         PayoutExecutionService,
         PayoutPollingLoop,

@@ -19,6 +19,7 @@ import type {
 import type { RailProxyClient } from '../clients/rail-proxy.client';
 import { readExecutorConfig } from '../config';
 import { ExecutorMetrics } from '../metrics';
+import { AttemptHooks, type AttemptPoint } from './attempt-hooks';
 import type { ProxyRecord } from './recovery';
 import { PayoutExecutionService } from './payout-execution.service';
 
@@ -56,6 +57,24 @@ interface Options {
   lockTtlMs?: number;
   env?: Record<string, string>;
   stop?: AbortSignal;
+  /** What the harness hook does at a point (recorded in calls as `at <point>` either way). */
+  at?: (point: AttemptPoint) => void;
+}
+
+/** Records the points an attempt passes, as the harness's crash and pause points see them. */
+class RecordingHooks extends AttemptHooks {
+  constructor(
+    private readonly calls: string[],
+    private readonly at: (point: AttemptPoint) => void = () => undefined,
+  ) {
+    super();
+  }
+
+  reached(point: AttemptPoint): Promise<void> {
+    this.calls.push(`at ${point}`);
+    this.at(point);
+    return Promise.resolve();
+  }
 }
 
 /** A refusal as invalid, as JsonPeer builds it from a 400 envelope. */
@@ -155,6 +174,7 @@ function harness(opts: Options = {}) {
     rail as unknown as RailProxyClient,
     metrics,
     new SafetyEvents(safetyRegistry),
+    new RecordingHooks(calls, opts.at),
   );
   const run = (payout: PayoutSummary = polled) =>
     service.execute(
@@ -169,9 +189,9 @@ function harness(opts: Options = {}) {
   return { calls, outcomes, posts, run, service, invalidCount, ambiguousCount, metrics };
 }
 
-/** The calls without the liveness checks. */
+/** The calls without the liveness checks and the harness points. */
 function effects(calls: string[]): string[] {
-  return calls.filter((c) => c !== 'check');
+  return calls.filter((c) => c !== 'check' && !c.startsWith('at '));
 }
 
 const HAPPY = [
@@ -810,7 +830,7 @@ describe('stopping, lease discipline and the harness switches', () => {
       env: { DLOCK_HARNESS: '1', EXECUTOR_SKIP_LIVENESS_CHECK: 'true' },
     });
     expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
-    expect(calls).toEqual(HAPPY);
+    expect(calls.filter((c) => !c.startsWith('at '))).toEqual(HAPPY);
   });
 
   it('the harness alone does not switch liveness off', async () => {
