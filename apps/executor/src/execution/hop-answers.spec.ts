@@ -29,6 +29,11 @@ function refusal(code: ErrorCode, httpStatus: number, details?: Record<string, u
   return new DlockError(code, code, { httpStatus, details });
 }
 
+/** A plain error with a `code` property, as Node's system errors have: not a contract answer. */
+function coded(code: string): Error {
+  return Object.assign(new Error(code), { code, httpStatus: 409, details: {} });
+}
+
 const invalid400 = refusal('VALIDATION_FAILED', 400, { fields: [{ field: 'beneficiaryRef' }] });
 const byPayments = new RefusedByPaymentResource('record_outcome', invalid400);
 
@@ -136,6 +141,7 @@ describe('the submit: every answer of the proxy other than ACKED', () => {
     ],
     ['INTERNAL', refusal('INTERNAL', 500), undefined],
     ['a non-contract error', new TypeError('boom'), undefined],
+    ['a non-contract error carrying a contract code', coded('RAIL_UNAVAILABLE'), undefined],
   ])('%s', (_name, err, next) => {
     expect(afterSubmitFailure(view, err)).toEqual(next);
   });
@@ -188,6 +194,18 @@ describe('the claim', () => {
       undefined,
     ],
     ['a non-contract error', new TypeError('boom'), false, undefined],
+    [
+      'a non-contract error carrying a contract code',
+      coded('PAYOUT_NOT_CLAIMABLE'),
+      true,
+      undefined,
+    ],
+    [
+      'a non-contract error carrying INSUFFICIENT_FUNDS',
+      coded('INSUFFICIENT_FUNDS'),
+      true,
+      undefined,
+    ],
   ])('%s', (_name, err, rereadIfMoved, next) => {
     expect(afterClaimRefused(err, rereadIfMoved)).toEqual(next);
   });
@@ -253,6 +271,11 @@ describe('what a thrown error means for the attempt', () => {
       { kind: 'error', code: 'VALIDATION_FAILED' },
     ],
     ['a non-contract error', new TypeError('boom'), { kind: 'error', code: undefined }],
+    [
+      'a non-contract error carrying LOCK_LOST',
+      coded('LOCK_LOST'),
+      { kind: 'error', code: undefined },
+    ],
   ])('%s', (_name, err, failure) => {
     expect(classifyFailure(err)).toEqual(failure);
   });

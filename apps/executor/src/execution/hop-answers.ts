@@ -135,8 +135,6 @@ export type Failure =
   | { kind: 'lock-lost'; code: ErrorCode }
   | { kind: 'error'; code: ErrorCode | undefined };
 
-const LOCK_LOST_CODES: readonly ErrorCode[] = ['LOCK_LOST', 'SESSION_EXPIRED', 'SESSION_UNKNOWN'];
-
 /** FENCED_OUT is terminal for this worker; a lost lock leaves the payout for a fresh holder. */
 export function classifyFailure(err: unknown): Failure {
   if (err instanceof RefusedByPaymentResource) {
@@ -148,6 +146,8 @@ export function classifyFailure(err: unknown): Failure {
     const where = details.resourceType === 'rail' ? 'rail' : 'account';
     return { kind: 'fenced', where, highestToken: details.highestToken };
   }
-  if (code !== undefined && LOCK_LOST_CODES.includes(code)) return { kind: 'lock-lost', code };
+  if (code === 'LOCK_LOST' || code === 'SESSION_EXPIRED' || code === 'SESSION_UNKNOWN') {
+    return { kind: 'lock-lost', code };
+  }
   return { kind: 'error', code };
 }

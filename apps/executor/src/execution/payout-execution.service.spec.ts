@@ -271,6 +271,13 @@ describe('acquire', () => {
     expect(calls).toEqual(['acquire payout:a-1 with-signal']);
   });
 
+  it('a non-contract error carrying CONTENTION_EXCEEDED is not contention: thrown to the lane', async () => {
+    const err = Object.assign(new Error('odd'), { code: 'CONTENTION_EXCEEDED' });
+    const { calls, run } = harness({ acquire: () => Promise.reject(err) });
+    await expect(run()).rejects.toBe(err);
+    expect(calls).toEqual(['acquire payout:a-1 with-signal']);
+  });
+
   it('any other acquire failure is thrown to the lane (fail closed), with no side effect', async () => {
     const { calls, run } = harness({
       acquire: () => Promise.reject(new DlockError('SESSION_EXPIRED', 'gone')),
@@ -878,6 +885,21 @@ describe('the attempt metrics', () => {
     await run();
     expect(await count(metrics, 'posted')).toBe(n + 1);
     expect(await observed(metrics, 'posted')).toBe(t + 1);
+  });
+
+  it('an attempt is timed in seconds from acquire to release', async () => {
+    const { metrics, run } = harness({
+      acquire: () => new Promise((resolve) => setTimeout(resolve, 20)),
+    });
+    const sum = async () =>
+      (await metrics.executeSeconds.get()).values.find(
+        (v) => v.labels.outcome === 'posted' && v.metricName === 'payout_execute_seconds_sum',
+      )?.value ?? 0;
+    const before = await sum();
+    await run();
+    // At least the 20 ms acquire; far below 5 s with fakes, even on a loaded machine.
+    expect(await sum()).toBeGreaterThanOrEqual(before + 0.015);
+    expect(await sum()).toBeLessThan(before + 5);
   });
 
   it('a contended attempt is counted but not timed as an execution', async () => {
