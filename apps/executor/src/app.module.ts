@@ -4,7 +4,9 @@ import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from './config';
 import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './execution/lease';
+import { AttemptHooks, NoAttemptHooks } from './execution/attempt-hooks';
 import { PayoutExecutionService } from './execution/payout-execution.service';
+import { HarnessAttemptHooks } from './harness/harness-attempt-hooks';
 import { LockSessionHolder } from './lock/lock-session.holder';
 import { ExecutorMetrics } from './metrics';
 import { PayoutPollingLoop } from './polling/payout-polling.loop';
@@ -64,6 +66,12 @@ export class ExecutorModule {
               },
               fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
             ),
+        },
+        {
+          // The harness's crash and pause points exist only under DLOCK_HARNESS=1.
+          provide: AttemptHooks,
+          useFactory: () =>
+            config.DLOCK_HARNESS ? HarnessAttemptHooks.fromConfig(config) : new NoAttemptHooks(),
         },
         PayoutExecutionService,
         PayoutPollingLoop,
