@@ -39,6 +39,9 @@ describe('crash points', () => {
   it('reads its points from the validated config', async () => {
     const config = readExecutorConfig({
       OWNER_ID: 'exec-test',
+      AUTH_JWKS: '/run/dlock/jwks.json',
+      AUTH_ISSUER: 'https://issuer.test',
+      AUTH_TOKEN_DIR: '/run/dlock/tokens',
       DLOCK_HARNESS: '1',
       EXECUTOR_CRASH_AT: 'after-submit',
     });
