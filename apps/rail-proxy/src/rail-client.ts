@@ -8,6 +8,7 @@ import {
   requestDeadlineHeader,
   type RequestDeadline,
 } from '@dlock/http-contract';
+import { withTraceHeaders } from '@dlock/tracing';
 import { RAIL_DEADLINE_MARGIN_MS, RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 
 /** What the rail is asked to do: no token, no key — it is a third party (C3 §3.6). */
@@ -95,12 +96,12 @@ export class RailConnection {
         port: this.url.port,
         path: `${this.url.pathname.replace(/\/+$/, '')}/submit`,
         method: 'POST',
-        headers: {
+        headers: withTraceHeaders({
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(payload),
           connection: 'close',
           ...requestDeadlineHeader(readTimeoutMs),
-        },
+        }),
         createConnection: () => socket,
       });
       const timer = setTimeout(() => {

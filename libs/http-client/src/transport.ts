@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { requestDeadlineHeader } from '@dlock/lock-api';
+import { withTraceHeaders } from '@dlock/tracing';
 import {
   abortReason,
   peerUnavailable,
@@ -49,7 +50,8 @@ export interface TransportOptions {
  * closed after IDLE_SOCKET_MS idle, before a node server would close them.
  * A failure on a reused connection counts as `response` ("maybe presented"),
  * the safe reading. Every request carries its read timeout as
- * X-Request-Deadline-Ms (README "Wire conventions").
+ * X-Request-Deadline-Ms (README "Wire conventions"), and the active trace's
+ * `traceparent` (docs/tracing.md).
  */
 export class HttpTransport {
   private readonly agent = new http.Agent({
@@ -114,7 +116,10 @@ export class HttpTransport {
       };
       const req = http.request(request.url, {
         method: request.method,
-        headers: { ...request.headers, ...requestDeadlineHeader(request.readTimeoutMs) },
+        headers: withTraceHeaders({
+          ...request.headers,
+          ...requestDeadlineHeader(request.readTimeoutMs),
+        }),
         agent: this.agent,
       });
       req.on('socket', (socket) => {
