@@ -1,16 +1,17 @@
 import { context, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { AlwaysOffSampler } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { EventEmitter } from 'node:events';
-import { activeTraceFields } from './context';
+import { activeTraceFields, inRootSpan } from './context';
 import { runInRequestTrace, setManualPropagation, withTraceHeaders } from './propagation';
 
 const CALLER_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const CALLER = `00-${CALLER_TRACE}-b7ad6b7169203331-01`;
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-00$/;
 
-// What startTracing registers with export off: the context manager and the W3C propagator.
-const provider = new NodeTracerProvider();
+// What startTracing registers with export off: nothing sampled, the W3C propagator.
+const provider = new NodeTracerProvider({ sampler: new AlwaysOffSampler() });
 beforeAll(() => provider.register({ propagator: new W3CTraceContextPropagator() }));
 afterAll(() => provider.shutdown());
 beforeEach(() => setManualPropagation(true));
@@ -89,5 +90,24 @@ describe('withTraceHeaders (export off)', () => {
 
   it('adds nothing outside any trace', () => {
     expect(withTraceHeaders({ accept: 'x' })).toEqual({ accept: 'x' });
+  });
+});
+
+describe('inRootSpan (export off)', () => {
+  it('starts a new valid trace per attempt, even inside a request, and forwards it', async () => {
+    const inAttempt = () =>
+      inRootSpan('payout attempt', {}, async () => ({
+        ...activeTraceFields(),
+        outbound: withTraceHeaders({}),
+      }));
+    const [a, b] = await new Promise<Awaited<ReturnType<typeof inAttempt>>[]>((resolve) =>
+      runInRequestTrace({ traceparent: CALLER }, [], () => {
+        void Promise.all([inAttempt(), inAttempt()]).then(resolve);
+      }),
+    );
+    expect(a.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect([a.traceId, b.traceId]).not.toContain(CALLER_TRACE);
+    expect(a.traceId).not.toBe(b.traceId);
+    expect(a.outbound).toEqual({ traceparent: `00-${a.traceId}-${a.spanId}-00` });
   });
 });
