@@ -9,14 +9,14 @@ import {
 } from './support';
 
 /**
- * docs/tracing.md: one payout is one trace. Every process runs with spans kept
- * in memory (OTEL_TRACES_EXPORTER=memory, served at /debug/spans) and debug
- * logs (a line per request, hot routes included); one payout goes through
- * executor → lock-server, payment-resource, rail-proxy → rail-stub.
+ * docs/tracing.md: one payout is one trace. Every process runs with debug logs
+ * (a line per request, hot routes included); one payout goes through
+ * executor → lock-server, payment-resource, rail-proxy → rail-stub. With export
+ * off (the default) the ids travel by hand (libs/tracing propagation.ts); with
+ * spans kept in memory (OTEL_TRACES_EXPORTER=memory, served at /debug/spans) by
+ * the instrumentations, and the spans form one tree.
  */
 jest.setTimeout(90_000);
-
-const TRACED = { LOG_LEVEL: 'debug', OTEL_TRACES_EXPORTER: 'memory' };
 
 interface LogLine {
   msg?: string;
@@ -35,18 +35,24 @@ interface Span {
   service: string;
 }
 
-let s: Services;
-let exec: RunningApp;
+interface Stack {
+  s: Services;
+  exec: RunningApp;
+}
 
-beforeAll(async () => {
-  s = await startServices(TRACED);
-  exec = await startExecutor(s, 'exec-trace', TRACED);
-});
-
-afterAll(async () => {
-  await exec?.stop();
-  await s?.stop();
-});
+/** A fresh stack for the enclosing describe, stopped after its tests. */
+function stackWith(env: Record<string, string>): Stack {
+  const stack = {} as Stack;
+  beforeAll(async () => {
+    stack.s = await startServices(env);
+    stack.exec = await startExecutor(stack.s, 'exec-trace', env);
+  });
+  afterAll(async () => {
+    await stack.exec?.stop();
+    await stack.s?.stop();
+  });
+  return stack;
+}
 
 function logLines(app: RunningApp): LogLine[] {
   return app
@@ -69,7 +75,8 @@ async function spansOf(app: RunningApp, traceId: string): Promise<Span[]> {
   return (res.body as { spans: Span[] }).spans;
 }
 
-test('one payout is one trace: the same trace id in the logs and spans of every service it crossed', async () => {
+/** Runs one payout; checks every service logged its calls under one trace id, and returns it. */
+async function followOnePayout({ s, exec }: Stack): Promise<string> {
   const account = await seedAccount(s.paydb);
   const payoutId = await seedPayout(s.paydb, account, 2_500);
   await waitForState(s.paydb, payoutId, ['POSTED']);
@@ -106,35 +113,53 @@ test('one payout is one trace: the same trace id in the logs and spans of every 
       .filter((l) => l.traceId === traceId)
       .map((l) => l.msg),
   ).toContain('submit');
+  return traceId;
+}
 
-  // The spans form one tree under the executor's root span, across the five processes.
-  const spans = (
-    await Promise.all(
-      [exec, s.lockServer, s.payments, s.proxy, s.stub].map((a) => spansOf(a, traceId)),
-    )
-  ).flat();
-  const services = new Set(spans.map((span) => span.service));
-  expect([...services].sort()).toEqual([
-    'executor',
-    'lock-server',
-    'payment-resource',
-    'rail-proxy',
-    'rail-stub',
-  ]);
-  const ids = new Set(spans.map((span) => span.spanId));
-  const roots = spans.filter((span) => span.parentSpanId === null || !ids.has(span.parentSpanId));
-  expect(roots).toEqual([
-    expect.objectContaining({ name: 'payout attempt', service: 'executor', parentSpanId: null }),
-  ]);
+describe('export off (the default)', () => {
+  const stack = stackWith({ LOG_LEVEL: 'debug' });
+
+  test('one payout is one trace: the same trace id in the logs of every service it crossed', async () => {
+    await followOnePayout(stack);
+  });
 });
 
-test('bad input to the span listing gets the envelope', async () => {
-  const res = await http('GET', `${exec.url}/debug/spans?traceId=nope`);
-  expect(res.status).toBe(400);
-  expect(res.body).toEqual({
-    code: 'VALIDATION_FAILED',
-    message: 'traceId must be 32 lowercase hex digits',
-    retrySafe: false,
-    traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
+describe('export to memory', () => {
+  const stack = stackWith({ LOG_LEVEL: 'debug', OTEL_TRACES_EXPORTER: 'memory' });
+
+  test('one payout is one trace: the same trace id in the logs and spans of every service it crossed', async () => {
+    const { s, exec } = stack;
+    const traceId = await followOnePayout(stack);
+
+    // The spans form one tree under the executor's root span, across the five processes.
+    const spans = (
+      await Promise.all(
+        [exec, s.lockServer, s.payments, s.proxy, s.stub].map((a) => spansOf(a, traceId)),
+      )
+    ).flat();
+    const services = new Set(spans.map((span) => span.service));
+    expect([...services].sort()).toEqual([
+      'executor',
+      'lock-server',
+      'payment-resource',
+      'rail-proxy',
+      'rail-stub',
+    ]);
+    const ids = new Set(spans.map((span) => span.spanId));
+    const roots = spans.filter((span) => span.parentSpanId === null || !ids.has(span.parentSpanId));
+    expect(roots).toEqual([
+      expect.objectContaining({ name: 'payout attempt', service: 'executor', parentSpanId: null }),
+    ]);
+  });
+
+  test('bad input to the span listing gets the envelope', async () => {
+    const res = await http('GET', `${stack.exec.url}/debug/spans?traceId=nope`);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      code: 'VALIDATION_FAILED',
+      message: 'traceId must be 32 lowercase hex digits',
+      retrySafe: false,
+      traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
   });
 });

@@ -2,6 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { TokenProvider } from '@dlock/identity';
 import { requestDeadlineHeader } from '@dlock/lock-api';
+import { withTraceHeaders } from '@dlock/tracing';
 import {
   abortReason,
   peerUnavailable,
@@ -64,8 +65,9 @@ export function withBearerToken(send: Transport, token: TokenProvider): Transpor
  * closed after IDLE_SOCKET_MS idle, before a node server would close them.
  * A failure on a reused connection counts as `response` ("maybe presented"),
  * the safe reading. Every request carries its read timeout as
- * X-Request-Deadline-Ms (README "Wire conventions"). A timer's failure has a
- * `TimeoutError` DOMException as its cause, the size cap's a RangeError.
+ * X-Request-Deadline-Ms (README "Wire conventions"), and the active trace's
+ * `traceparent` (docs/tracing.md). A timer's failure has a `TimeoutError`
+ * DOMException as its cause, the size cap's a RangeError.
  */
 export class HttpTransport {
   private readonly agent = new http.Agent({
@@ -172,7 +174,10 @@ export class HttpTransport {
           request.readTimeoutMs,
         );
       };
-      const headers = { ...request.headers, ...requestDeadlineHeader(request.readTimeoutMs) };
+      const headers = withTraceHeaders({
+        ...request.headers,
+        ...requestDeadlineHeader(request.readTimeoutMs),
+      });
       const req = http.request(
         request.url,
         connection

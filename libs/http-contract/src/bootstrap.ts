@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { TokenVerifier } from '@dlock/identity';
 import { authenticateRequests, type AuthOptions } from './authentication';
+import { runInRequestTrace } from '@dlock/tracing';
 import { requestDeadline } from './deadline';
 import { ContractExceptionFilter, sendError } from './exception.filter';
 import { int64Replacer, parseRequestBody } from './json';
@@ -30,16 +31,19 @@ export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth
   // Every response is a fresh API answer; express would hash each body for an ETag nobody revalidates.
   app.set('etag', false);
   app.set('json replacer', int64Replacer);
-  app.use((req: TracedRequest, res: Response, next: NextFunction) => {
-    res.setHeader('trace-id', requestTraceId(req));
-    // The caller's budget starts counting on arrival; a malformed one is refused here.
-    try {
-      requestDeadline(req);
-      next();
-    } catch (err) {
-      next(err);
-    }
-  });
+  app.use((req: TracedRequest, res: Response, next: NextFunction) =>
+    // The rest of the request runs in its trace (docs/tracing.md), found here when export is off.
+    runInRequestTrace(req.headers, [req, res], () => {
+      res.setHeader('trace-id', requestTraceId(req));
+      // The caller's budget starts counting on arrival; a malformed one is refused here.
+      try {
+        requestDeadline(req);
+        next();
+      } catch (err) {
+        next(err);
+      }
+    }),
+  );
   if (auth instanceof TokenVerifier) authenticateRequests(app, auth);
   // inflate: false: a Content-Encoding other than identity is 415, never decoded (README, Wire conventions).
   app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES, inflate: false }));

@@ -18,6 +18,7 @@ import type { IncomingMessage } from 'node:http';
 import { EnvError } from '@dlock/config';
 import { BoundedMemoryExporter, type SpanRecord } from './memory-exporter';
 import { readTracingConfig, type TracingConfig } from './config';
+import { setManualPropagation } from './propagation';
 
 /** Probes and scrapes would each be a trace of their own, every few seconds, for nothing. */
 const UNTRACED_PATHS = /^\/(health|metrics)(\/|\?|$)/;
@@ -43,9 +44,9 @@ function spanProcessor(config: TracingConfig): SpanProcessor[] {
 /**
  * Starts OpenTelemetry for one service. It must run before express and pg
  * are loaded (each app's `tracing.ts`, imported first by its main.ts), so
- * the instrumentations can patch them. Without an exporter only the HTTP
- * instrumentation runs: ids are continued or started and forwarded as
- * `traceparent`, spans are not recorded (docs/tracing.md). Only the W3C trace
+ * the instrumentations can patch them. Without an exporter no instrumentation
+ * runs: ids are continued or started and forwarded as `traceparent` by hand
+ * (propagation.ts), spans are not recorded (docs/tracing.md). Only the W3C trace
  * context is propagated, never baggage: nothing of a request (a fencing token
  * least of all) travels implicitly.
  */
@@ -67,22 +68,24 @@ export function startTracing(service: string): TracingConfig {
   });
   provider.register({ propagator: new W3CTraceContextPropagator() });
   assertPropagator();
+  // Export off: no instrumentation at all; the HTTP contract and HttpTransport carry the
+  // trace context by hand (propagation.ts), the instrumentation's per-request work was most of
+  // the cost of propagation (bench/reports/tracing.md).
+  setManualPropagation(!exporting);
   // Each patches its module on construction (and on every later require of it).
-  instrumentations = [
-    new HttpInstrumentation({
-      ignoreIncomingRequestHook: (req: IncomingMessage) => UNTRACED_PATHS.test(req.url ?? ''),
-    }),
-    ...(exporting
-      ? [
-          // A span per route handler, named by its route; middleware layers (deadline, body,
-          // logger) would only be noise. No Nest instrumentation: its app-creation span would
-          // adopt every timer started during boot (pool probes) for the life of the process.
-          new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE] }),
-          // Pool probes and other background statements would each be a trace of their own.
-          new PgInstrumentation({ requireParentSpan: true }),
-        ]
-      : []),
-  ];
+  instrumentations = exporting
+    ? [
+        new HttpInstrumentation({
+          ignoreIncomingRequestHook: (req: IncomingMessage) => UNTRACED_PATHS.test(req.url ?? ''),
+        }),
+        // A span per route handler, named by its route; middleware layers (deadline, body,
+        // logger) would only be noise. No Nest instrumentation: its app-creation span would
+        // adopt every timer started during boot (pool probes) for the life of the process.
+        new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE] }),
+        // Pool probes and other background statements would each be a trace of their own.
+        new PgInstrumentation({ requireParentSpan: true }),
+      ]
+    : [];
   return config;
 }
 
@@ -98,6 +101,7 @@ export async function stopTracing(): Promise<void> {
   const running = provider;
   provider = undefined;
   if (!running) return;
+  setManualPropagation(false);
   for (const instrumentation of instrumentations) instrumentation.disable();
   instrumentations = [];
   await Promise.race([
