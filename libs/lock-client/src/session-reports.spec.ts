@@ -92,7 +92,12 @@ function setup(options: Partial<LockClientOptions> = {}) {
     transport,
     logger,
     random: () => 0.5,
-    events: { onSafetyEvent: (_event, fields) => void safety.push(fields) },
+    events: {
+      onSafetyEvent: (event, fields) => {
+        expect(event).toBe('session_lost');
+        safety.push(fields);
+      },
+    },
     ...options,
   });
   const sent = (r: Route) => transport.requests.filter((req) => route(req) === r);
@@ -128,6 +133,19 @@ describe('what a handle reports', () => {
       reason: 'lock_deadline',
       fencingToken: '42',
     });
+  });
+
+  it('a released lock throws "lock released" when checked', async () => {
+    const { client } = setup();
+    const session = await client.openSession();
+    const lock = (await session.tryAcquire('k'))!;
+    await lock.release();
+    expect(() => lock.checkStillHeld()).toThrow(
+      expect.objectContaining({
+        message: 'lock released',
+        details: { key: 'k', reason: 'released', fencingToken: '42' },
+      }),
+    );
   });
 
   it.each([
@@ -206,6 +224,87 @@ describe('what a session reports', () => {
     expect(again.state).toBe('held');
     await again.release();
     expect(session.heldLockCount).toBe(0);
+  });
+
+  it.each([
+    [
+      'another key',
+      (body: Record<string, unknown>) => ({ ...body, key: 'other' }),
+      'acquire answered for another key',
+    ],
+    [
+      'another session',
+      (body: Record<string, unknown>) => ({
+        ...body,
+        sessionId: '00000000-0000-4000-8000-000000000000',
+      }),
+      'acquire answered for another session',
+    ],
+  ])('an acquire answered for %s is refused, not adopted', async (_what, change, message) => {
+    const { client, overrides, grant } = setup();
+    const session = await client.openSession();
+    overrides.acquire = (req) => {
+      const answer = grant(req, '50');
+      return ok(answer.status, change(JSON.parse(answer.text)));
+    };
+    const err: unknown = await session.tryAcquire('k').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AssertionError);
+    expect((err as AssertionError).message.split('\n')[0]).toBe(message);
+    expect(session.heldLockCount).toBe(0);
+  });
+
+  it('a bad key is refused naming the field and the pattern', async () => {
+    const { client } = setup();
+    const session = await client.openSession();
+    const err: unknown = await session.tryAcquire('no spaces').catch((e: unknown) => e);
+    expect((err as DlockError).details).toEqual({
+      fields: [{ field: 'key', message: 'must match [a-zA-Z0-9:._-]{1,128}' }],
+    });
+  });
+
+  it('a deadline noticed by the clock, not the timer, loses the session as session_deadline', async () => {
+    const { clock, client, safety } = setup({ sessionTtlMs: 3_000 });
+    const session = await client.openSession();
+    const lock = (await session.tryAcquire('k', { ttlMs: 30_000 }))!;
+    clock.jump(2_100); // the event loop was blocked: no timer ran
+    expect(() => lock.checkStillHeld()).toThrow(LockLostError);
+    expect(safety).toEqual([
+      {
+        reason: 'session_deadline',
+        scope: 'session',
+        ownerId: 'worker-1',
+        sessionId: SID,
+        lostLockCount: 1,
+      },
+    ]);
+    expect(session.remainingMs()).toBe(0);
+  });
+
+  it('a closed session has no time left, whatever its deadline said', async () => {
+    const { client } = setup();
+    const session = await client.openSession();
+    expect(session.remainingMs()).toBeGreaterThan(0);
+    await session.close();
+    expect(session.remainingMs()).toBe(0);
+  });
+
+  it('the deadline after the last heartbeat that got through is kept to the millisecond', async () => {
+    const { clock, client, overrides } = setup({ sessionTtlMs: 3_000 });
+    overrides.heartbeat = () =>
+      ok(200, {
+        sessionId: SID,
+        expiresAt: serverAt(clock.nowMs() + 3_000),
+        serverTime: serverAt(clock.nowMs()),
+        heldLockCount: 0,
+      });
+    const session = await client.openSession();
+    await clock.advance(1_000); // one heartbeat through: deadline 1 000 + 2 100
+    overrides.heartbeat = () => unreachable('connect');
+    await clock.advance(2_099);
+    expect(session.state).toBe('open');
+    await clock.advance(1);
+    expect(session.state).toBe('lost');
+    expect(clock.pendingTimers()).toBe(0);
   });
 
   it('a failed acquire frees its key for the next try', async () => {
@@ -321,6 +420,15 @@ describe('what a session reports', () => {
         [level, SID, code, 'session close not confirmed; the server expires it on its own'],
       ]);
     }
+  });
+
+  it('a client without an event hook loses its session without logging an error', async () => {
+    const { client, logs } = setup({ events: undefined });
+    const session = await client.openSession();
+    await session.tryAcquire('k');
+    await session.close();
+    expect(logs.filter((l) => l.level === 'error')).toEqual([]);
+    expect(logs.filter((l) => l.fields.event === 'session_lost')).toHaveLength(1);
   });
 
   it('a throwing safety-event hook is logged and the loss still reaches the application', async () => {
