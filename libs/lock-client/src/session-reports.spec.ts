@@ -307,6 +307,28 @@ describe('what a session reports', () => {
     expect(clock.pendingTimers()).toBe(0);
   });
 
+  it('a slow L2 answer: the extended deadline counts from the heartbeat send time', async () => {
+    const { clock, client, overrides } = setup({ sessionTtlMs: 3_000 });
+    const session = await client.openSession();
+    overrides.heartbeat = () =>
+      new Promise((resolve) =>
+        clock.setTimer(
+          () =>
+            resolve(
+              ok(200, {
+                sessionId: SID,
+                expiresAt: serverAt(clock.nowMs() + 3_000),
+                serverTime: serverAt(clock.nowMs()),
+                heldLockCount: 0,
+              }),
+            ),
+          400,
+        ),
+      );
+    await clock.advance(1_400); // sent at 1 000, answered at 1 400
+    expect(session.deadline).toBeCloseTo(1_000 + 2_100, 9);
+  });
+
   it('a failed acquire frees its key for the next try', async () => {
     const { client, overrides } = setup();
     const session = await client.openSession();
