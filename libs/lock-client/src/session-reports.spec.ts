@@ -329,6 +329,44 @@ describe('what a session reports', () => {
     expect(session.deadline).toBeCloseTo(1_000 + 2_100, 9);
   });
 
+  it('a heartbeat timer that fires late still gets a full round of budget', async () => {
+    const { clock, client, sent } = setup({ sessionTtlMs: 3_000 });
+    await client.openSession();
+    clock.jump(1_500); // the round was due at 1 000; the event loop was busy
+    await clock.advance(0);
+    const [beat] = sent('heartbeat');
+    expect([beat.sentAtMs, beat.connectTimeoutMs, beat.readTimeoutMs]).toEqual([1_500, 300, 1_000]);
+  });
+
+  it('a round whose first try used up the interval sends no second try with no time left', async () => {
+    const { clock, client, sent, overrides } = setup({ sessionTtlMs: 3_000 });
+    await client.openSession();
+    // The first try hangs for its whole read budget, which ends exactly at the round's end.
+    overrides.heartbeat = (req) =>
+      new Promise<never>((_resolve, reject) =>
+        clock.setTimer(() => reject(unreachable('response')), req.readTimeoutMs),
+      );
+    await clock.advance(2_000);
+    // At 2 000 the next round starts with a full budget; nothing is sent with none.
+    expect(sent('heartbeat').map((r) => [r.sentAtMs, r.readTimeoutMs])).toEqual([
+      [1_000, 1_000],
+      [2_000, 1_000],
+    ]);
+  });
+
+  it('an acquire answered SESSION_EXPIRED after the session closed leaves it closed, with no loss reported', async () => {
+    const { clock, client, overrides, safety } = setup();
+    const session = await client.openSession();
+    overrides.acquire = () =>
+      new Promise((resolve) => clock.setTimer(() => resolve(envelope('SESSION_EXPIRED')), 100));
+    const pending = session.tryAcquire('k').catch((e: unknown) => e);
+    await session.close();
+    await clock.advance(100);
+    expect(await pending).toBeInstanceOf(SessionLostError);
+    expect(session.state).toBe('closed');
+    expect(safety).toEqual([]);
+  });
+
   it('a failed acquire frees its key for the next try', async () => {
     const { client, overrides } = setup();
     const session = await client.openSession();
