@@ -401,7 +401,8 @@ export class EtcdLockStore extends LockStore {
     if (signal.aborted) return;
     const res = await this.gw.read([get(this.keys.lock(key))], this.gw.deadline());
     const lockKv = firstAt(res, 0);
-    if (!lockKv) return;
+    // Aborted during the read: an abort listener added now would never fire.
+    if (!lockKv || signal.aborted) return;
     const holderSessionId = decodeLock(lockKv).sessionId;
     await new Promise<void>((resolve) => {
       // Watch from the revision just read: no delete after the read can be missed.

@@ -1,0 +1,74 @@
+import { http, waitFor } from '@dlock/testing';
+import { BACKENDS } from '../support/backends';
+import type { RunningLockServer } from '../support/in-process';
+import { LockApi } from '../support/lock-client';
+
+/** A gauge's value from the server's /metrics. */
+async function gauge(url: string, name: string): Promise<number> {
+  const text = (await http('GET', `${url}/metrics`)).text;
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return Number(line?.split(' ')[1]);
+}
+
+/**
+ * A waiting acquire (L4 waitMillis) is handed the key as soon as it is freed
+ * through this server: by a release, a revoke or the holder's session close.
+ * The poll is set slower than any of these waits, so only the backend's own
+ * wake-up (pg: the in-process signal; etcd: the watch) can meet them.
+ */
+describe.each(BACKENDS)('waiting acquires and activity gauges [$name]', (backend) => {
+  let server: RunningLockServer;
+  let api: LockApi;
+
+  beforeAll(async () => {
+    server = await backend.start({ LOCK_WAIT_POLL_MS: '5000' });
+    api = new LockApi(server.url);
+  });
+  afterAll(() => server.stop());
+
+  it('the activity gauges count live sessions and live grants', async () => {
+    const read = async () => [
+      await gauge(server.url, 'lock_server_active_sessions'),
+      await gauge(server.url, 'lock_server_active_grants'),
+    ];
+    const [sessions, grants] = await read();
+    const s1 = await api.session('g1', 30_000);
+    await api.session('g2', 30_000);
+    expect((await api.acquire('gauge:1', s1, 'g1')).status).toBe(200);
+    expect((await api.acquire('gauge:2', s1, 'g1')).status).toBe(200);
+    expect(await read()).toEqual([sessions + 2, grants + 2]);
+  });
+
+  it.each(['release', 'revoke', 'session close'] as const)(
+    'a %s wakes a waiting acquire at once, not at the next poll',
+    async (free) => {
+      const holder = await api.session('holder', 30_000);
+      const waiter = await api.session('waiter', 30_000);
+      const key = `wake:${free.replace(' ', '-')}`;
+      const grant = await api.acquire(key, holder, 'holder', { ttlMillis: 30_000 });
+      expect(grant.status).toBe(200);
+      const waiting = api.acquire(key, waiter, 'waiter', { waitMillis: 20_000 });
+      await waitFor(
+        async () => (await gauge(server.url, 'lock_server_waiting_acquires')) === 1,
+        10_000,
+        'the acquire to wait',
+      );
+      const freedAt = Date.now();
+      const freed =
+        free === 'release'
+          ? await api.release(key, holder, grant.body.fencingToken, 'holder')
+          : free === 'revoke'
+            ? await api.revoke(key, { operator: 'ops', reason: 'wake test' })
+            : await api.closeSession(holder, 'holder');
+      expect(freed.status).toBe(free === 'revoke' ? 200 : 204);
+      const res = await waiting;
+      expect({ status: res.status, ownerId: res.body.ownerId }).toEqual({
+        status: 200,
+        ownerId: 'waiter',
+      });
+      // A poll would take 5 s; a wake-up takes milliseconds. 3 s is margin for a loaded machine.
+      expect(Date.now() - freedAt).toBeLessThan(3_000);
+      expect((await api.release(key, waiter, res.body.fencingToken, 'waiter')).status).toBe(204);
+    },
+  );
+});

@@ -1,0 +1,95 @@
+import { migratedDatabase, waitFor } from '@dlock/testing';
+import { Client } from 'pg';
+import { ACQUIRE_SQL } from '../../src/store/pg/sql';
+import { startInProcess, type RunningLockServer } from '../support/in-process';
+import { LockApi, TRACE_ID } from '../support/lock-client';
+
+/** Backends of this database waiting for a lock (our acquire behind the rival's row lock). */
+async function lockWaiters(raw: Client): Promise<number> {
+  const { rows } = await raw.query(
+    `SELECT count(*) AS n FROM pg_stat_activity
+      WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+  );
+  return Number(rows[0].n);
+}
+
+/**
+ * pg backend: what an acquire that lost a race is told. The race is forced
+ * with a second replica's acquire held open in a transaction (its row lock
+ * makes ours wait), never with sleeps.
+ */
+describe('pg backend: the answer to an acquire that lost a race', () => {
+  let dbUrl: string;
+  let server: RunningLockServer;
+  let api: LockApi;
+
+  beforeAll(async () => {
+    dbUrl = await migratedDatabase('lockdb');
+    server = await startInProcess({ LOCK_BACKEND: 'pg', LOCKDB_URL: dbUrl });
+    api = new LockApi(server.url);
+  });
+  afterAll(() => server.stop());
+
+  /**
+   * Our acquire starts while the key looks free to its snapshot (`prepare`
+   * left it so), then waits on the row lock of another replica's grant, which
+   * commits: the answer must name that new holder, read after the wait.
+   */
+  async function raceAgainstCommittingGrant(key: string, prepare: () => Promise<void>) {
+    await prepare();
+    const rival = await api.session('rival', 30_000);
+    const late = await api.session('late', 30_000);
+    const raw = new Client({ connectionString: dbUrl });
+    await raw.connect();
+    try {
+      await raw.query('BEGIN');
+      const granted = (await raw.query(ACQUIRE_SQL, [key, rival, 'rival', 20_000])).rows[0];
+      expect(granted.outcome).toBe('granted');
+      const answer = api.acquire(key, late, 'late');
+      const watcher = new Client({ connectionString: dbUrl });
+      await watcher.connect();
+      try {
+        await waitFor(async () => (await lockWaiters(watcher)) > 0, 10_000, 'the acquire to wait');
+      } finally {
+        await watcher.end();
+      }
+      await raw.query('COMMIT');
+      const res = await answer;
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 409,
+        body: {
+          code: 'LOCK_CONTENDED',
+          message: expect.any(String),
+          retrySafe: true,
+          retryAfterMillis: expect.any(Number),
+          details: { holderOwnerId: 'rival', expiresAt: granted.expires_at.toISOString() },
+          traceId: TRACE_ID,
+        },
+      });
+    } finally {
+      await raw.end();
+    }
+  }
+
+  it('a key released before our acquire but granted to another replica meanwhile: contended, naming the new holder', async () => {
+    await raceAgainstCommittingGrant('race:released', async () => {
+      const old = await api.session('old', 30_000);
+      const grant = await api.acquire('race:released', old, 'old');
+      expect((await api.release('race:released', old, grant.body.fencingToken, 'old')).status).toBe(
+        204,
+      );
+    });
+  });
+
+  it('a lease that lapsed before our acquire but was granted to another replica meanwhile: contended, naming the new holder', async () => {
+    await raceAgainstCommittingGrant('race:lapsed', async () => {
+      const old = await api.session('old', 30_000);
+      expect((await api.acquire('race:lapsed', old, 'old', { ttlMillis: 1_000 })).status).toBe(200);
+      await waitFor(
+        async () => (await api.inspect('race:lapsed')).body.held === false,
+        5_000,
+        'the lease to lapse',
+      );
+    });
+  });
+});
