@@ -9,6 +9,7 @@ import {
   seedFundedAccount,
   seedPendingPayout,
   withClient,
+  withTriggersOff,
 } from '@dlock/testing';
 
 /**
@@ -84,26 +85,7 @@ async function link(
   return res.rows[0] as Link;
 }
 
-/** Runs `sql` as the table owner with every trigger of the table off (the seal and the guards). */
-async function untriggered(
-  c: Client,
-  table: string,
-  sql: string,
-  params: unknown[] = [],
-): Promise<void> {
-  const triggers = await c.query<{ name: string; always: boolean }>(
-    `SELECT tgname AS name, tgenabled = 'A' AS always FROM pg_trigger
-      WHERE tgrelid = $1::regclass AND NOT tgisinternal`,
-    [table],
-  );
-  await c.query('BEGIN');
-  await c.query(`ALTER TABLE ${table} DISABLE TRIGGER USER`);
-  await c.query(sql, params);
-  for (const t of triggers.rows) {
-    await c.query(`ALTER TABLE ${table} ENABLE ${t.always ? 'ALWAYS ' : ''}TRIGGER ${t.name}`);
-  }
-  await c.query('COMMIT');
-}
+const untriggered = withTriggersOff;
 
 const reinsert = (table: string) =>
   `INSERT INTO ${table} SELECT * FROM jsonb_populate_record(null::${table}, $1::jsonb)`;
@@ -403,5 +385,89 @@ describe('audit chains: every tampering is found, at the right row', () => {
     const run = await auditVerify('lockdb', urls.lockdb, ['--anchor', 'lock_revocation=4:xyz']);
     expect(run.code).toBe(2);
     expect(run.out).toContain('expected --anchor <chain>=<seq>:<64 hex>');
+  });
+});
+
+describe('audit chains under concurrent writers', () => {
+  const WRITERS = 8;
+  const ROUNDS = 10;
+
+  it('paydb: concurrent transactions appending to both chains, in either order, keep one valid chain each', async () => {
+    const paydb = await migratedDatabase('paydb');
+    const accountId = await seedFundedAccount(paydb); // 2 ledger links
+    const payoutId = await seedPendingPayout(paydb, accountId);
+    const transition = (c: Client) =>
+      c.query(
+        `INSERT INTO payout_transition (payout_id, from_state, to_state, event, actor, token)
+         VALUES ($1, 'PENDING', 'CLAIMED', 'TEST', 'writer', 7)`,
+        [payoutId],
+      );
+    const legs = (c: Client) =>
+      c.query(
+        `INSERT INTO ledger_entry (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, kind)
+         VALUES ($1, $3, 'funding-EUR', -5, $2, 'OPENING_BALANCE'), ($4, $3, $2, 5, 'funding-EUR', 'OPENING_BALANCE')`,
+        [randomUUID(), accountId, randomUUID(), randomUUID()],
+      );
+    await Promise.all(
+      Array.from({ length: WRITERS }, (_, w) =>
+        withClient(paydb, async (c) => {
+          for (let i = 0; i < ROUNDS; i++) {
+            await c.query('BEGIN');
+            // Half the writers append the ledger first: one lock per database, so no deadlock.
+            if (w % 2 === 0) {
+              await transition(c);
+              await legs(c);
+            } else {
+              await legs(c);
+              await transition(c);
+            }
+            await c.query('COMMIT');
+          }
+        }),
+      ),
+    );
+    const run = await auditVerify('paydb', paydb);
+    expect(run.code).toBe(0);
+    const n = WRITERS * ROUNDS;
+    expect(run.out).toMatch(new RegExp(`ok payout_transition: ${n} link\\(s\\), head ${n}:`));
+    expect(run.out).toMatch(
+      new RegExp(`ok ledger_entry: ${2 * n + 2} link\\(s\\), head ${2 * n + 2}:`),
+    );
+  });
+
+  it('proxydb: concurrent intents and outcomes keep both chains valid', async () => {
+    const proxydb = await migratedDatabase('proxydb');
+    await Promise.all(
+      Array.from({ length: WRITERS }, (_, w) =>
+        withClient(proxydb, async (c) => {
+          for (let i = 0; i < ROUNDS; i++) {
+            const submissionId = randomUUID();
+            const payoutId = randomUUID();
+            await c.query(
+              `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
+                 idempotency_key, client_ref, amount_minor, currency, beneficiary_ref)
+               VALUES ($1, $2, 'acct-1', $3, 'worker', $4, $5, 100, 'EUR', 'ben')`,
+              [
+                submissionId,
+                payoutId,
+                w * ROUNDS + i + 1,
+                `payout-${payoutId}`,
+                railClientRef(payoutId),
+              ],
+            );
+            await c.query(
+              `UPDATE rail_submission SET outcome = 'ACKED', rail_reference = 'RAIL', resolved_at = now()
+                WHERE submission_id = $1`,
+              [submissionId],
+            );
+          }
+        }),
+      ),
+    );
+    const run = await auditVerify('proxydb', proxydb);
+    expect(run.code).toBe(0);
+    const n = WRITERS * ROUNDS;
+    expect(run.out).toMatch(new RegExp(`ok rail_submission: ${n} link\\(s\\), head ${n}:`));
+    expect(run.out).toMatch(new RegExp(`ok rail_submission_outcome: ${n} link\\(s\\), head ${n}:`));
   });
 });
