@@ -777,22 +777,24 @@ const CASES: Case[] = [
       ok(out);
       expect(out.stdout).toMatch(/\[X\] \d+ LockSchema1764400000000/);
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationsKept1796083200000/);
+      expect(out.stdout).toMatch(/\[X\] \d+ RevocationsChained1796169600000/);
       expect(out.stdout).toContain(
-        'Migration RevocationsKept1796083200000 has been reverted successfully',
+        'Migration RevocationsChained1796169600000 has been reverted successfully',
       );
     },
   },
   {
     block: 'refusing to revert',
     async check(out) {
-      // A lockdb's first migration, reverted (newest first, then the first one), in
-      // process: `migration:revert` prints the error its down() throws.
+      // A lockdb's first migration, reverted (the later ones first, then the first one),
+      // in process: `migration:revert` prints the error its down() throws.
       const url = await migratedDatabase('lockdb');
       const ds = new DataSource({ type: 'postgres', url, migrations: MIGRATIONS.lockdb });
       await ds.initialize();
       let refused: unknown;
       try {
-        await ds.undoLastMigration({ transaction: 'each' });
+        const later = (MIGRATIONS.lockdb as unknown[]).length - 1;
+        for (let i = 0; i < later; i++) await ds.undoLastMigration({ transaction: 'each' });
         refused = await ds.undoLastMigration({ transaction: 'each' }).catch((err: unknown) => err);
       } finally {
         await ds.destroy();
