@@ -1,26 +1,30 @@
 import type { QueryRunner } from 'typeorm';
 import {
   CHAIN_GENESIS,
-  CHAIN_LOCK_SQL,
   chainContentSql,
   linkHashSql,
+  partitionLockSql,
   type ChainSpec,
 } from '@dlock/persistence';
 
 /**
  * The SQL the audit-chain migrations share (docs/audit.md). A chained table
- * gets `<seq>` (its place in the chain, 1, 2, …, unique) and `<hash>`; the
- * rows already there are chained in `backfillOrder`; afterwards a BEFORE
- * trigger (`<table>_seal`) appends every new row.
+ * gets `<seq>` (its place in its partition's chain, 1, 2, …, unique per
+ * partition) and `<hash>`; the rows already there are chained per partition
+ * in `backfillOrder`; afterwards a BEFORE trigger (`<table>_seal`) appends
+ * every new row to its partition's chain.
  */
 
-/** PL/pgSQL that appends NEW to `spec`'s chain (variables prev_seq, prev_hash declared by the caller). */
+/** PL/pgSQL that appends NEW to its partition's chain (variables prev_seq, prev_hash declared by the caller). */
 export function appendLinkSql(spec: ChainSpec): string {
-  const { table, seqColumn: seq, hashColumn: hash } = spec;
+  const { table, partitionColumn: part, seqColumn: seq, hashColumn: hash } = spec;
+  // READ COMMITTED: the SELECT after the lock sees the partition's committed last link.
   return `
-    ${CHAIN_LOCK_SQL};
+    ${partitionLockSql(spec, 'NEW')};
+    prev_seq := NULL;
+    prev_hash := NULL;
     SELECT ${seq}, ${hash} INTO prev_seq, prev_hash FROM ${table}
-     WHERE ${seq} IS NOT NULL ORDER BY ${seq} DESC LIMIT 1;
+     WHERE ${part} = NEW.${part} AND ${seq} IS NOT NULL ORDER BY ${seq} DESC LIMIT 1;
     NEW.${seq} := coalesce(prev_seq, 0) + 1;
     NEW.${hash} := ${linkHashSql(`coalesce(prev_hash, '${CHAIN_GENESIS}')`, chainContentSql(spec, 'NEW'))};`;
 }
@@ -31,24 +35,30 @@ export function appendLinkSql(spec: ChainSpec): string {
  * migration's transaction holds the table exclusively meanwhile).
  */
 export async function addChain(q: QueryRunner, spec: ChainSpec, guard: string): Promise<void> {
-  const { table, seqColumn: seq, hashColumn: hash, idColumn: id } = spec;
+  const { table, partitionColumn: part, seqColumn: seq, hashColumn: hash, idColumn: id } = spec;
   await q.query(
     `ALTER TABLE ${table} ADD COLUMN ${seq} bigint NULL, ADD COLUMN ${hash} char(64) NULL`,
   );
   await q.query(`ALTER TABLE ${table} DISABLE TRIGGER ${guard}`);
   await q.query(`
     DO $$
-    DECLARE r record; prev text := '${CHAIN_GENESIS}'; n bigint := 0;
+    DECLARE r record; prev text; n bigint; at text;
     BEGIN
       FOR r IN SELECT * FROM ${table} ${spec.memberWhere ? `WHERE ${spec.memberWhere}` : ''}
-               ORDER BY ${spec.backfillOrder} LOOP
+               ORDER BY ${part}, ${spec.backfillOrder} LOOP
+        IF at IS DISTINCT FROM r.${part}::text THEN
+          at := r.${part}::text; prev := '${CHAIN_GENESIS}'; n := 0;
+        END IF;
         n := n + 1;
         prev := ${linkHashSql('prev', chainContentSql(spec, 'r', 'n'))};
         UPDATE ${table} SET ${seq} = n, ${hash} = prev WHERE ${id} = r.${id};
       END LOOP;
     END $$`);
   await q.query(`ALTER TABLE ${table} ENABLE ALWAYS TRIGGER ${guard}`);
-  await q.query(`ALTER TABLE ${table} ADD CONSTRAINT ${table}_${seq}_unique UNIQUE (${seq})`);
+  // Also the index the seal reads its partition's head with and the verifier walks.
+  await q.query(
+    `ALTER TABLE ${table} ADD CONSTRAINT ${table}_${seq}_unique UNIQUE (${part}, ${seq})`,
+  );
   if (spec.memberWhere) {
     await q.query(`
       ALTER TABLE ${table} ADD CONSTRAINT ${table}_${seq}_member

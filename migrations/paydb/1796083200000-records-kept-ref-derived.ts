@@ -9,7 +9,7 @@ const APPEND_ONLY = ['ledger_entry', 'payout_transition'];
  *   Both now get a statement-level trigger refusing every DELETE and TRUNCATE
  *   (even one matching no row), and all their guards fire `ALWAYS`, so
  *   `session_replication_role = replica` does not switch them off.
- * - `payout.client_ref` is held to `railClientRef(payout_id)` (lock-api):
+ * - `payout.client_ref` is held to `railClientRef(payout_id)` (payout-contract):
  *   `po-` and the lower-case id. Rows that differ only in case (an upper-case
  *   id given to the old fixture code) are normalised first; any other value
  *   makes this migration fail, for a human to look at.

@@ -217,3 +217,40 @@ describe('database down at boot', () => {
     }
   });
 });
+
+describe('database unavailable: the lock-server role password changes under a running server', () => {
+  const role = `ls_${randomBytes(4).toString('hex')}`;
+  let app: RunningApp;
+  let lockdb: string;
+
+  beforeAll(async () => {
+    lockdb = await migratedDatabase('lockdb');
+    await withClient(lockdb, async (c) => {
+      await c.query(`CREATE ROLE ${role} LOGIN PASSWORD 'first'`);
+      await c.query(
+        `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`,
+      );
+      await c.query(`GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
+    });
+    const url = new URL(lockdb);
+    url.username = role;
+    url.password = 'first';
+    app = await spawnApp('lock-server', { LOCK_BACKEND: 'pg', LOCKDB_URL: url.toString() });
+  });
+  afterAll(async () => {
+    await app?.stop();
+    await withClient(lockdb, async (c) => {
+      await c.query(`DROP OWNED BY ${role}`);
+      await c.query(`DROP ROLE IF EXISTS ${role}`);
+    });
+  });
+
+  it('is unready while no new connection authenticates, and ready again after the revert', async () => {
+    expect(await readiness(app)).toBe(200);
+    await withClient(lockdb, (c) => c.query(`ALTER ROLE ${role} PASSWORD 'second'`));
+    // Pooled sessions still answer the probe statement; a new session does not.
+    await waitFor(async () => (await readiness(app)) === 503, 10_000, 'unready after the change');
+    await withClient(lockdb, (c) => c.query(`ALTER ROLE ${role} PASSWORD 'first'`));
+    await waitFor(async () => (await readiness(app)) === 200, 10_000, 'ready after the revert');
+  });
+});

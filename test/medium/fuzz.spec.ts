@@ -73,6 +73,10 @@ const ROUTES: Route[] = [
   { app: 'payment-resource', method: 'POST', path: '/v1/payouts/{payout}/abandon', body: true },
   { app: 'payment-resource', method: 'POST', path: '/v1/payouts/{payout}/resolve', body: true },
   { app: 'payment-resource', method: 'GET', path: '/v1/accounts/{account}', body: false },
+  // the payouts API
+  { app: 'payment-resource', method: 'POST', path: '/v1/accounts', body: true },
+  { app: 'payment-resource', method: 'POST', path: '/v1/accounts/{account}/deposits', body: true },
+  { app: 'payment-resource', method: 'POST', path: '/v1/payouts', body: true },
   // rail-proxy R1-R2
   { app: 'rail-proxy', method: 'POST', path: '/v1/rail/submissions', body: true },
   { app: 'rail-proxy', method: 'GET', path: '/v1/rail/submissions/{payout}', body: false },

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import {
   REPO_ROOT,
   createDatabase,
@@ -216,7 +216,7 @@ describe('records are never removed; down migrations never rewind a token source
     for (const [db, url, harmless] of [
       ['lockdb', lockdb, 2],
       ['proxydb', proxydb, 2],
-      ['paydb', paydb, 3],
+      ['paydb', paydb, 5],
     ] as const) {
       await roundTrip(db, url, harmless);
       const refused = await typeorm('migration:revert', db, url, {

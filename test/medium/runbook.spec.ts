@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import { LockClient, type LockSession } from '@dlock/lock-client';
 import {
   REPO_ROOT,
@@ -491,11 +491,27 @@ const CASES: Case[] = [
     async check(out, env) {
       expect(out.code).toBe(0);
       expect(out.stdout).toContain('[migrate] lockdb: 2 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] paydb: 3 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] paydb: 5 migration(s) applied');
       expect(out.stdout).toContain('[migrate] proxydb: 2 migration(s) applied');
       expect(out.stdout).toContain('No migrations are pending');
       const seq = await sql(env.LOCKDB_URL, `SELECT last_value FROM fencing_token_seq`);
       expect(seq).toEqual([{ last_value: '1' }]);
+    },
+  },
+  {
+    block: 'CREATE INDEX CONCURRENTLY IF NOT EXISTS payout_terminal_by_time',
+    async prepare() {
+      await sql(dbUrl('paydb'), `DROP INDEX payout_terminal_by_time`);
+      return { env: {} };
+    },
+    async check(out) {
+      ok(out);
+      const built = await sql(
+        dbUrl('paydb'),
+        `SELECT i.indisvalid AS valid FROM pg_index i
+           JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = 'payout_terminal_by_time'`,
+      );
+      expect(built).toEqual([{ valid: true }]);
     },
   },
   {
@@ -777,9 +793,9 @@ const CASES: Case[] = [
       ok(out);
       expect(out.stdout).toMatch(/\[X\] \d+ LockSchema1764400000000/);
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationsKept1796083200000/);
-      expect(out.stdout).toMatch(/\[X\] \d+ RevocationsChained1796169600000/);
+      expect(out.stdout).toMatch(/\[X\] \d+ RevocationsChained1796313600000/);
       expect(out.stdout).toContain(
-        'Migration RevocationsChained1796169600000 has been reverted successfully',
+        'Migration RevocationsChained1796313600000 has been reverted successfully',
       );
     },
   },

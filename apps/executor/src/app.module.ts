@@ -1,8 +1,8 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
-import { PaymentResourceClient } from './clients/payment-resource.client';
-import { RailProxyClient } from './clients/rail-proxy.client';
+import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from './config';
+import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './execution/lease';
 import { PayoutExecutionService } from './execution/payout-execution.service';
 import { LockSessionHolder } from './lock/lock-session.holder';
 import { ExecutorMetrics } from './metrics';
@@ -49,11 +49,10 @@ export class ExecutorModule {
         {
           provide: RailProxyClient,
           useFactory: () =>
-            new RailProxyClient(
-              config.RAIL_PROXY_URL,
-              config.OWNER_ID,
-              config.RAIL_READ_TIMEOUT_MS,
-            ),
+            new RailProxyClient(config.RAIL_PROXY_URL, config.OWNER_ID, {
+              connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
+              readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
+            }),
         },
         PayoutExecutionService,
         PayoutPollingLoop,

@@ -1,13 +1,12 @@
 import { EnvError, env, readEnv, type EnvOf } from '@dlock/config';
 import {
-  ACCOUNT_ID_RULE,
   LOCK_TTL_MAX_MS,
   LOCK_TTL_MIN_MS,
   OWNER_ID_MAX_LENGTH,
   SESSION_TTL_MAX_MS,
   SESSION_TTL_MIN_MS,
-  isAccountId,
 } from '@dlock/lock-api';
+import { ACCOUNT_ID_RULE, isAccountId } from '@dlock/payout-contract';
 import { submitBudgetMs } from './execution/lease';
 
 /** Where the harness may make a worker SIGKILL itself (DLOCK_HARNESS=1 only). */

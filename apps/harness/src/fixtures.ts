@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import type { Client } from 'pg';
 import { withPg } from './infra/postgres';
 

@@ -15,7 +15,6 @@ export function checkSystem(sys: DlockSystem, watch: FenceWatch): Promise<Invari
     grants: sys.recorder.grants,
     revocations: sys.recorder.revocations,
     fenceWatchViolations: watch.violations,
-    lockKeyPrefix: sys.lockKeyPrefix,
   });
 }
 

@@ -93,10 +93,6 @@ export class DlockSystem {
     return sys;
   }
 
-  get lockKeyPrefix(): string {
-    return 'payout:';
-  }
-
   private async boot(): Promise<void> {
     const { label, pg, workDir } = this.opts;
     const t = this.timing;

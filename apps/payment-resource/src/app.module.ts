@@ -8,12 +8,15 @@ import { FenceFloorController } from './fence-floor/fence-floor.controller';
 import { FenceFloorRepository } from './fence-floor/fence-floor.repository';
 import { FenceFloorService } from './fence-floor/fence-floor.service';
 import { AccountsController } from './http/accounts.controller';
+import { IntakeController } from './http/intake.controller';
 import { PayoutsController } from './http/payouts.controller';
 import { PaymentMetrics } from './metrics';
 import { AccountRepository } from './persistence/account.repository';
 import { paydbDataSource } from './persistence/data-source';
 import { FenceRepository } from './persistence/fence.repository';
 import { IdempotencyRepository } from './persistence/idempotency.repository';
+import { IntakeRepository } from './persistence/intake.repository';
+import { IntakeService } from './service/intake.service';
 import { LedgerRepository } from './persistence/ledger.repository';
 import { PayoutRepository } from './persistence/payout.repository';
 import { PaydbReadiness } from './persistence/readiness';
@@ -76,7 +79,7 @@ export function createAppModule(config: PaymentConfig): Type<unknown> {
       }),
       HealthModule.register(PaydbReadiness, [PaydbModule]),
     ],
-    controllers: [PayoutsController, AccountsController, FenceFloorController],
+    controllers: [PayoutsController, AccountsController, IntakeController, FenceFloorController],
     providers: [
       PaymentMetrics,
       FenceRepository,
@@ -84,6 +87,8 @@ export function createAppModule(config: PaymentConfig): Type<unknown> {
       AccountRepository,
       LedgerRepository,
       IdempotencyRepository,
+      IntakeRepository,
+      IntakeService,
       TransitionLogRepository,
       FencedWriter,
       PayoutCommands,

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -95,6 +95,48 @@ describe('payment-resource as a real process, and the fixture CLI', () => {
       balanceMinor: -5_000,
       ledgerSumMinor: -5_000,
     });
+  });
+
+  it('feeds payouts that are each funded, so the demo never runs dry', async () => {
+    const feedDb = await migratedDatabase('paydb');
+    const env = { PAYDB_URL: feedDb };
+    expect(
+      (
+        await node(
+          CLI,
+          ['seed', '--accounts', '3', '--payouts', '0', '--opening-balance', '0'],
+          env,
+        )
+      ).code,
+    ).toBe(0);
+    const feed = execFile(process.execPath, [CLI, 'feed', '--rate', '20', '--max-amount', '900'], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+    });
+    const exited = new Promise<number | null>((resolve) => feed.once('exit', resolve));
+    const fed = () =>
+      withClient(feedDb, async (c) =>
+        Number((await c.query(`SELECT count(*) AS n FROM payout`)).rows[0].n),
+      );
+    const deadline = Date.now() + 20_000;
+    while ((await fed()) < 10 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    feed.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(await fed()).toBeGreaterThanOrEqual(10);
+    // Every account can pay all of its pending payouts: none would end FAILED for want of funds.
+    const short = await withClient(
+      feedDb,
+      async (c) =>
+        (
+          await c.query(`
+          SELECT a.account_id FROM account a
+            JOIN payout p ON p.account_id = a.account_id AND p.state = 'PENDING'
+           GROUP BY a.account_id, a.balance_minor
+          HAVING a.balance_minor < sum(p.amount_minor)`)
+        ).rows,
+    );
+    expect(short).toEqual([]);
+    expect(await ledgerInvariants(feedDb)).toEqual({ unbalancedGroups: 0, wrongBalances: 0 });
   });
 
   it('refuses bad CLI input with usage and exit code 2', async () => {

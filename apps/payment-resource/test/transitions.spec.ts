@@ -1,4 +1,4 @@
-import { PAYOUT_STATES, type PayoutState } from '@dlock/lock-api';
+import { PAYOUT_STATES, type PayoutState } from '@dlock/payout-contract';
 import { http } from '@dlock/testing';
 import {
   bodies,

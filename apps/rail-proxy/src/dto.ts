@@ -7,10 +7,15 @@ import {
   type ValidationArguments,
 } from 'class-validator';
 import { IsMinorAmount } from '@dlock/http-contract';
-import { ACCOUNT_ID_PATTERN, ACCOUNT_ID_RULE, railClientRef } from '@dlock/lock-api';
+import {
+  ACCOUNT_ID_PATTERN,
+  ACCOUNT_ID_RULE,
+  railClientRef,
+  type SubmitRequest,
+} from '@dlock/payout-contract';
 
 /** POST /v1/rail/submissions body (C3 §3.5). Headers carry token, owner and key. */
-export class SubmissionBody {
+export class SubmissionBody implements SubmitRequest {
   @IsUUID()
   payoutId!: string;
 

@@ -3,7 +3,8 @@ import { Injectable } from '@nestjs/common';
 import { sqlRows } from './sql';
 import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
-import { parseFencingToken, type RailOutcome } from '@dlock/lock-api';
+import { parseFencingToken } from '@dlock/lock-api';
+import { type RailOutcome } from '@dlock/payout-contract';
 import type { StoredResponse } from './idempotency.repository';
 import type { SubmissionRecord, SubmissionRequest } from './submission.types';
 

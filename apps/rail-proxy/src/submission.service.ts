@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { DlockError, formatFencingToken, formatInstant } from '@dlock/lock-api';
 import type { RequestDeadline } from '@dlock/http-contract';
 import { SafetyEvents } from '@dlock/observability';
+import type { SubmitResponse } from '@dlock/payout-contract';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 import {
   IdempotencyRepository,
@@ -27,17 +28,6 @@ import {
 } from './submission.errors';
 import { SubmissionRepository } from './submission.repository';
 import type { SubmissionRecord, SubmissionRequest } from './submission.types';
-
-/** 200 body of POST /v1/rail/submissions (C3 §3.5). */
-export interface AckedSubmission {
-  submissionId: string;
-  payoutId: string;
-  presentedToken: string;
-  outcome: 'ACKED';
-  railReference: string;
-  submittedAt: string;
-  resolvedAt: string;
-}
 
 type Admission =
   | { kind: 'admitted'; intent: SubmissionRecord; connection: RailConnection }
@@ -66,7 +56,7 @@ export class SubmissionService {
     private readonly metrics: RailProxyMetrics,
   ) {}
 
-  async submit(req: SubmissionRequest): Promise<AckedSubmission> {
+  async submit(req: SubmissionRequest): Promise<SubmitResponse> {
     const hash = requestHash(req);
     const deadline = this.withinBudget(req);
     // A replay finds its scope taken by the reservation and is answered as a twin.
@@ -210,7 +200,7 @@ export class SubmissionService {
     req: SubmissionRequest,
     intent: SubmissionRecord,
     connection: RailConnection,
-  ): Promise<AckedSubmission> {
+  ): Promise<SubmitResponse> {
     const pauseMs = this.config.RAIL_PROXY_TEST_PAUSE_AFTER_INTENT_MS;
     if (pauseMs > 0) {
       this.logger.warn(
@@ -334,7 +324,7 @@ export class SubmissionService {
     prior: IdempotencyRecord,
     hash: string,
     req: SubmissionRequest,
-  ): Promise<AckedSubmission> {
+  ): Promise<SubmitResponse> {
     if (prior.requestHash !== hash) throw idempotencyConflictError();
     const deadline =
       Date.now() +
@@ -361,7 +351,7 @@ export class SubmissionService {
       'idempotent replay',
     );
     if ('error' in stored) throw replayedError(stored);
-    if (stored.body) return stored.body as unknown as AckedSubmission;
+    if (stored.body) return stored.body as unknown as SubmitResponse;
     const submissionId = current.submissionId;
     assert(submissionId, 'an answered scope names its submission');
     const acked = await this.guardDb(req.traceId, () => this.submissions.find(submissionId));
@@ -429,7 +419,7 @@ function errorName(err: unknown): string {
   return typeof e?.name === 'string' ? e.name : 'error';
 }
 
-export function ackedBody(r: SubmissionRecord): AckedSubmission {
+export function ackedBody(r: SubmissionRecord): SubmitResponse {
   assert(r.outcome === 'ACKED' && r.railReference && r.resolvedAt, 'not an acked submission');
   return {
     submissionId: r.submissionId,

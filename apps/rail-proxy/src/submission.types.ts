@@ -1,5 +1,5 @@
 import type { RequestDeadline } from '@dlock/http-contract';
-import type { RailOutcome } from '@dlock/lock-api';
+import type { RailOutcome, SubmitRequest } from '@dlock/payout-contract';
 
 /** One row of rail_submission, parsed at the repository edge (tokens as bigint). */
 export interface SubmissionRecord {
@@ -22,16 +22,11 @@ export interface SubmissionRecord {
   resolvedAt: Date | null;
 }
 
-/** A validated POST /v1/rail/submissions, with the token passed explicitly. */
-export interface SubmissionRequest {
+/** A validated POST /v1/rail/submissions (R1's body), with the token passed explicitly. */
+export interface SubmissionRequest extends SubmitRequest {
   presentedToken: bigint;
   ownerId: string;
   idempotencyKey: string;
-  payoutId: string;
-  accountId: string;
-  amountMinor: number;
-  currency: string;
-  beneficiaryRef: string;
   /** Always `railClientRef(payoutId)`: the caller never chooses it. */
   clientRef: string;
   /** For log lines (not part of the request's identity): the route runs without the request logger context. */

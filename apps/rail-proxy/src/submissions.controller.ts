@@ -1,11 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import {
-  DlockError,
-  formatFencingToken,
-  formatInstant,
-  railClientRef,
-  type FencingToken,
-} from '@dlock/lock-api';
+import { DlockError, formatFencingToken, formatInstant, type FencingToken } from '@dlock/lock-api';
 import {
   FencingTokenParam,
   IdempotencyKeyParam,
@@ -15,10 +9,16 @@ import {
   type RequestDeadline,
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
-import { SubmissionService, type AckedSubmission } from './submission.service';
+import {
+  railClientRef,
+  type SubmissionView,
+  type SubmissionsResponse,
+  type SubmitResponse,
+} from '@dlock/payout-contract';
+import { SubmissionService } from './submission.service';
 import type { SubmissionRecord } from './submission.types';
 
-function view(r: SubmissionRecord) {
+function view(r: SubmissionRecord): SubmissionView {
   return {
     submissionId: r.submissionId,
     payoutId: r.payoutId,
@@ -49,7 +49,7 @@ export class SubmissionsController {
     @TraceIdParam() traceId: string,
     @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: SubmissionBody,
-  ): Promise<AckedSubmission> {
+  ): Promise<SubmitResponse> {
     const payoutId = body.payoutId.toLowerCase();
     return this.service.submit({
       presentedToken: token,
@@ -68,7 +68,7 @@ export class SubmissionsController {
 
   /** R2 (advisory, never a correctness input): the proxy's record(s) of the payout. */
   @Get(':payoutId')
-  async records(@Param() params: PayoutIdParams) {
+  async records(@Param() params: PayoutIdParams): Promise<SubmissionsResponse> {
     const records = await this.service.recordsOf(params.payoutId);
     if (records.length === 0) {
       throw new DlockError('NOT_FOUND', 'no rail submission recorded for this payout');

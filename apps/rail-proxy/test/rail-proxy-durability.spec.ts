@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import path from 'node:path';
 import {
   REPO_ROOT,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { http, migratedDatabase, type RunningApp } from '@dlock/testing';
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import {
   ISO,
   TRACE,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import { migratedDatabase } from '@dlock/testing';
 import { SubmissionRepository } from '../src/submission.repository';
 import type { StoredResponse } from '../src/idempotency.repository';

@@ -1,5 +1,6 @@
 import { Body, Controller, Get, Post, Query, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import type { RailLookup } from '@dlock/payout-contract';
 import { LookupQuery, SubmitBody } from './dto';
 import { RailStubService, type SubmitReply } from './rail.service';
 
@@ -18,7 +19,7 @@ export class RailController {
 
   /** S2: read-only lookup by client reference. */
   @Get('lookup')
-  lookup(@Query() query: LookupQuery) {
+  lookup(@Query() query: LookupQuery): RailLookup {
     return this.rail.lookup(query.clientRef);
   }
 

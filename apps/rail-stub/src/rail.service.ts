@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { Counter, register } from 'prom-client';
 import { formatInstant } from '@dlock/lock-api';
+import type { RailLookup } from '@dlock/payout-contract';
 import { RAIL_STUB_CONFIG, type RailStubConfig } from './config';
 import type { SubmitBody } from './dto';
 import {
@@ -194,7 +195,7 @@ export class RailStubService implements BeforeApplicationShutdown, OnApplication
   }
 
   /** S2: every transfer booked under the reference, with its settlement state. */
-  lookup(clientRef: string, now = new Date()) {
+  lookup(clientRef: string, now = new Date()): RailLookup {
     const windowMs = this.config.RAIL_STUB_SETTLEMENT_WINDOW_MS;
     return {
       clientRef,

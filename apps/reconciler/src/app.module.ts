@@ -12,9 +12,8 @@ import { TokenSourceCheck } from './fencing/token-source.service';
 import { ReportController } from './http/report.controller';
 import { ReconcilerLoops } from './loops';
 import { ReconcilerMetrics } from './metrics';
-import { GuardFloorClient, RevocationsClient } from './peers/guard-floor.client';
-import { PaymentResourceClient } from './peers/payment-resource.client';
-import { RailLookupClient } from './peers/rail-lookup.client';
+import { PaymentResourceClient, RailLookupClient, RailProxyClient } from '@dlock/payout-contract';
+import { RevocationsClient } from './peers/revocations.client';
 import { LockSessions } from './resolution/lock-sessions';
 import { PAYMENT_RESOURCE, PayoutResolver } from './resolution/payout-resolver';
 import { RAIL_LOOKUP, ResolutionService } from './resolution/resolution.service';
@@ -66,17 +65,14 @@ export function createAppModule(config: ReconcilerConfig): Type<unknown> {
     providers: [
       {
         provide: PAYMENT_RESOURCE,
-        useValue: new PaymentResourceClient(config.PAYMENT_RESOURCE_URL),
+        useValue: new PaymentResourceClient(config.PAYMENT_RESOURCE_URL, config.OWNER_ID),
       },
       { provide: RAIL_LOOKUP, useValue: new RailLookupClient(config.RAIL_STUB_URL) },
       { provide: RevocationsClient, useValue: new RevocationsClient(config.LOCK_SERVER_URL) },
+      // Floor raises only: built without a submit budget, it cannot submit.
       {
-        provide: GuardFloorClient,
-        useValue: new GuardFloorClient(
-          config.PAYMENT_RESOURCE_URL,
-          config.RAIL_PROXY_URL,
-          config.OWNER_ID,
-        ),
+        provide: RailProxyClient,
+        useValue: new RailProxyClient(config.RAIL_PROXY_URL, config.OWNER_ID),
       },
       RevocationFencingService,
       TokenSourceCheck,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { railClientRef } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import { LockClient, type LockSession } from '@dlock/lock-client';
 import {
   http,

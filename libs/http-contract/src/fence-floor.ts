@@ -1,12 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { IsOptional, IsString, IsUUID, Length } from 'class-validator';
 import { Counter, register } from 'prom-client';
-import {
-  FENCING_TOKEN_MAX,
-  isAccountId,
-  ValidationError,
-  type ValidationFailure,
-} from '@dlock/lock-api';
+import { FENCING_TOKEN_MAX, ValidationError, type ValidationFailure } from '@dlock/lock-api';
+import { isAccountId, type FloorRaiseRequest } from '@dlock/payout-contract';
 
 /**
  * The operator/reconciler raise of a guard's memory to a floor, shared by the
@@ -14,7 +10,7 @@ import {
  * docs/operations.md, "Revocation fencing". One request shape, one parse, one
  * audit trail, so the two guards cannot drift apart.
  */
-export class FenceFloorBody {
+export class FenceFloorBody implements FloorRaiseRequest {
   @IsString()
   floor!: string;
 

@@ -41,16 +41,20 @@ export function ownerIdHeader(req: Request, required = true): string | undefined
   return value;
 }
 
-/** `X-Idempotency-Key`: required on claim, post and rail submissions; stable per payout. */
-export function idempotencyKeyHeader(req: Request): string {
-  const value = single(req, 'x-idempotency-key');
+/**
+ * `X-Idempotency-Key`: required on claim, post and rail submissions; stable per
+ * payout. The payouts API's creating requests take the industry's
+ * `Idempotency-Key` instead (docs/payment-resource.md), with the same rules.
+ */
+export function idempotencyKeyHeader(req: Request, name = 'X-Idempotency-Key'): string {
+  const value = single(req, name);
   if (value === undefined || value === '') {
-    throw new ValidationError([{ field: 'X-Idempotency-Key', message: 'header is required' }]);
+    throw new ValidationError([{ field: name, message: 'header is required' }]);
   }
   if (value.length > IDEMPOTENCY_KEY_MAX_LENGTH || !IDEMPOTENCY_KEY_PATTERN.test(value)) {
     throw new ValidationError([
       {
-        field: 'X-Idempotency-Key',
+        field: name,
         message: `must be 1..${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters`,
       },
     ]);
@@ -70,6 +74,10 @@ export const OptionalOwnerIdParam = createParamDecorator((_: unknown, ctx: Execu
 );
 export const IdempotencyKeyParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
   idempotencyKeyHeader(ctx.switchToHttp().getRequest<Request>()),
+);
+/** `Idempotency-Key` on the payouts API's creating requests. */
+export const ClientIdempotencyKeyParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
+  idempotencyKeyHeader(ctx.switchToHttp().getRequest<Request>(), 'Idempotency-Key'),
 );
 /** The request's trace id, for log lines on routes served without the request logger context. */
 export const TraceIdParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>

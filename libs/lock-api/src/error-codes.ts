@@ -5,7 +5,7 @@
  * without risking a duplicate side effect?" — not "was it transient".
  * NOT_FOUND, UNAVAILABLE and INTERNAL are this project's additions for the
  * envelope of an unknown resource/route, a failing readiness probe and an
- * unexpected server fault (docs/api.md).
+ * unexpected server fault (README.md, "Wire conventions").
  */
 export const ERROR_CATALOGUE = {
   LOCK_CONTENDED: { httpStatus: 409, retrySafe: true },

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 /**
  * Tamper-evident audit chains (docs/audit.md). Each kept record carries its
- * place in a per-chain sequence and a hash over its canonical content and the
+ * place in its partition's sequence (one chain per payout, account, lock key) and a hash over its canonical content and the
  * previous link's hash. A BEFORE trigger computes them in PostgreSQL, so no
  * writer can forget it; the verifier below recomputes every hash in Node from
  * the columns, trusting nothing the database computed.
@@ -21,30 +21,53 @@ export interface ChainSpec {
   readonly table: string;
   /** Names the row in a break report (never in a metric label). */
   readonly idColumn: string;
+  /** One chain per value of this column: appends to different partitions never wait for each other. */
+  readonly partitionColumn: string;
+  /**
+   * What the seal locks before reading the partition's head: the partition's
+   * own row (one the writer already holds, so no new wait and no new lock
+   * order), or else a transaction-scoped advisory lock keyed (chain, partition).
+   */
+  readonly partitionLock:
+    { readonly rowOf: string; readonly keyColumn: string } | { readonly advisoryKey: number };
   readonly seqColumn: string;
   readonly hashColumn: string;
   readonly columns: readonly (readonly [name: string, kind: ColumnKind])[];
-  /** The order existing rows are back-filled in. */
+  /** The order existing rows of one partition are back-filled in. */
   readonly backfillOrder: string;
   /** Which rows belong to the chain (all, when absent). */
   readonly memberWhere?: string;
+  /**
+   * A query answering one record whose chain must exist but does not end as
+   * it should ({id, expected, found}): catches a partition's chain deleted whole.
+   */
+  readonly coverSql?: string;
 }
 
 /** The hash the first link chains to. */
 export const CHAIN_GENESIS = '0'.repeat(64);
 
 /**
- * One lock per database serialises every chained append until commit: the
- * head a trigger reads is then always the committed last link, and two chains
- * of one database can never be locked in opposite orders. Keys: 'dloc', 1.
+ * The PL/pgSQL statement that serialises appends to NEW's partition until
+ * commit, so the head the seal reads next is that partition's committed last
+ * link. Only writers of the same partition wait (docs/audit.md).
  */
-export const CHAIN_LOCK_SQL = 'PERFORM pg_advisory_xact_lock(1684828003, 1)';
+export function partitionLockSql(spec: ChainSpec, alias: string): string {
+  const value = `${alias}.${spec.partitionColumn}`;
+  const lock = spec.partitionLock;
+  return 'rowOf' in lock
+    ? `PERFORM 1 FROM ${lock.rowOf} WHERE ${lock.keyColumn} = ${value} FOR NO KEY UPDATE`
+    : `PERFORM pg_advisory_xact_lock(${lock.advisoryKey}, hashtext(${value}::text))`;
+}
 
 const REVOCATION: ChainSpec = {
   chain: 'lock_revocation',
   database: 'lockdb',
   table: 'lock_revocation',
   idColumn: 'revocation_id',
+  partitionColumn: 'lock_key',
+  // The revocation already holds the lock_entry row; lock keys without one are not revoked.
+  partitionLock: { advisoryKey: 1684828003 },
   seqColumn: 'chain_seq',
   hashColumn: 'chain_hash',
   columns: [
@@ -66,6 +89,8 @@ const TRANSITION: ChainSpec = {
   database: 'paydb',
   table: 'payout_transition',
   idColumn: 'transition_id',
+  partitionColumn: 'payout_id',
+  partitionLock: { rowOf: 'payout', keyColumn: 'payout_id' },
   seqColumn: 'chain_seq',
   hashColumn: 'chain_hash',
   columns: [
@@ -82,6 +107,15 @@ const TRANSITION: ChainSpec = {
     ['created_at', 'instant'],
   ],
   backfillOrder: 'transition_id',
+  // A payout that left PENDING has a chain, and its last link leads to the state it is in.
+  coverSql: `SELECT p.payout_id::text AS id, p.state AS expected,
+                    coalesce(last.to_state, 'no transition') AS found
+               FROM payout p
+               LEFT JOIN LATERAL (SELECT t.to_state FROM payout_transition t
+                                   WHERE t.payout_id = p.payout_id AND t.chain_seq IS NOT NULL
+                                   ORDER BY t.chain_seq DESC LIMIT 1) last ON true
+              WHERE p.state <> 'PENDING' AND last.to_state IS DISTINCT FROM p.state
+              LIMIT 1`,
 };
 
 const LEDGER: ChainSpec = {
@@ -89,6 +123,9 @@ const LEDGER: ChainSpec = {
   database: 'paydb',
   table: 'ledger_entry',
   idColumn: 'entry_id',
+  partitionColumn: 'account_id',
+  // The posting statement locks these rows anyway (its UPDATE account); the seal takes them first.
+  partitionLock: { rowOf: 'account', keyColumn: 'account_id' },
   seqColumn: 'chain_seq',
   hashColumn: 'chain_hash',
   columns: [
@@ -111,6 +148,8 @@ const RAIL_INTENT: ChainSpec = {
   database: 'proxydb',
   table: 'rail_submission',
   idColumn: 'submission_id',
+  partitionColumn: 'payout_id',
+  partitionLock: { advisoryKey: 1684828004 },
   seqColumn: 'chain_seq',
   hashColumn: 'chain_hash',
   columns: [
@@ -136,6 +175,8 @@ const RAIL_OUTCOME: ChainSpec = {
   database: 'proxydb',
   table: 'rail_submission',
   idColumn: 'submission_id',
+  partitionColumn: 'payout_id',
+  partitionLock: { advisoryKey: 1684828005 },
   seqColumn: 'outcome_seq',
   hashColumn: 'outcome_hash',
   columns: [

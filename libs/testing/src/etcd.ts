@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { listensOn } from './port-owner';
 import { freePort, REPO_ROOT, waitFor } from './process';
 
 /**
@@ -70,7 +71,22 @@ async function memberStatus(clientUrl: string, timeoutMs = 500): Promise<MemberS
   }
 }
 
+/** A cluster whose ports another process took first is started again on new ones, this many times. */
+const PORT_RACE_ATTEMPTS_MAX = 3;
+
 export async function startEtcdCluster(opts: EtcdClusterOptions = {}): Promise<EtcdCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEtcdClusterOnce(opts);
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || attempt >= PORT_RACE_ATTEMPTS_MAX) throw err;
+    }
+  }
+}
+
+class PortTakenError extends Error {}
+
+async function startEtcdClusterOnce(opts: EtcdClusterOptions): Promise<EtcdCluster> {
   const count = opts.members ?? 1;
   const heartbeatMs = opts.heartbeatMs ?? 50;
   const electionMs = opts.electionMs ?? 500;
@@ -182,12 +198,19 @@ export async function startEtcdCluster(opts: EtcdClusterOptions = {}): Promise<E
     await waitFor(
       async () => {
         const dead = members.find((m) => !m.running());
+        // Another jest worker was handed the same free port and bound it first (port-owner.ts).
+        if (dead?.output().includes('address already in use')) return dead;
         if (dead) throw new Error(`etcd ${dead.name} exited:\n${dead.output().slice(-2000)}`);
         return findLeader();
       },
       20_000,
       `etcd (${count} member${count > 1 ? 's' : ''}) to elect a leader`,
     );
+    for (const m of members) {
+      const port = Number(new URL(m.clientUrl).port);
+      if (!m.running() || !(await listensOn(m.proc.pid ?? -1, port)))
+        throw new PortTakenError(`etcd ${m.name}: port ${port} is answered by another process`);
+    }
   } catch (err) {
     await cluster.stop();
     throw err;

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { listensOn } from './port-owner';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -75,16 +76,37 @@ export interface RunningApp {
   kill(): Promise<void>;
 }
 
+/** Spawns on a port another process took first: tried again on a new port, this many times. */
+const PORT_RACE_ATTEMPTS_MAX = 3;
+
+class PortTakenError extends Error {}
+
 /**
  * Spawns a built app (`dist/apps/<app>/main.js`) as a real process on a free
- * port and waits for /health/live. The tests run after `npm run build`.
+ * port and waits for /health/live, answered by that process itself (see
+ * port-owner.ts). The tests run after `npm run build`.
  */
 export async function spawnApp(
   app: string,
   env: Record<string, string>,
   opts: { port?: number; readyPath?: string } = {},
 ): Promise<RunningApp> {
-  const port = opts.port ?? (await freePort());
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnOnce(app, env, opts.port ?? (await freePort()), opts.readyPath);
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || opts.port !== undefined) throw err;
+      if (attempt >= PORT_RACE_ATTEMPTS_MAX) throw err;
+    }
+  }
+}
+
+async function spawnOnce(
+  app: string,
+  env: Record<string, string>,
+  port: number,
+  readyPath: string | undefined,
+): Promise<RunningApp> {
   const main = path.join(REPO_ROOT, 'dist', 'apps', app, 'main.js');
   const proc = spawn(process.execPath, [main], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
@@ -125,7 +147,7 @@ export async function spawnApp(
     await waitFor(
       async () => {
         if (proc.exitCode !== null) throw new Error(`${app} exited with ${proc.exitCode}:\n${out}`);
-        const res = await fetch(`${url}${opts.readyPath ?? '/health/live'}`);
+        const res = await fetch(`${url}${readyPath ?? '/health/live'}`);
         return res.ok;
       },
       // Seconds on an idle machine; a 2-core CI box running two jest workers, each
@@ -136,6 +158,10 @@ export async function spawnApp(
   } catch (err) {
     await running.kill();
     throw new Error(`${String(err)}\n--- ${app} output ---\n${out}`, { cause: err });
+  }
+  if (proc.pid !== undefined && !(await listensOn(proc.pid, port))) {
+    await running.kill();
+    throw new PortTakenError(`${app}: port ${port} is answered by another process`);
   }
   return running;
 }

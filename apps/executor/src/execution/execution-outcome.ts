@@ -1,4 +1,4 @@
-import type { ExecutionOutcome } from '@dlock/lock-api';
+import type { ExecutionOutcome } from '@dlock/payout-contract';
 import type { ExecuteLabel } from '../metrics';
 
 export type { ExecutionOutcome };

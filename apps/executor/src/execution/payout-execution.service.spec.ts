@@ -6,17 +6,17 @@ import {
   LockLostError,
   type ErrorCode,
   type FencingToken,
-  type PayoutState,
 } from '@dlock/lock-api';
 import type { LockSession } from '@dlock/lock-client';
 import { SafetyEvents } from '@dlock/observability';
 import { PeerUnavailableError } from '@dlock/http-client';
 import type {
   PaymentResourceClient,
+  PayoutState,
   PayoutSummary,
   PayoutView,
-} from '../clients/payment-resource.client';
-import type { RailProxyClient } from '../clients/rail-proxy.client';
+  RailProxyClient,
+} from '@dlock/payout-contract';
 import { readExecutorConfig } from '../config';
 import { ExecutorMetrics } from '../metrics';
 import type { ProxyRecord } from './recovery';

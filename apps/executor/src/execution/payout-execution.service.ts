@@ -8,10 +8,10 @@ import { EXECUTOR_CONFIG, type CrashPoint, type ExecutorConfig } from '../config
 import { PeerUnavailableError } from '@dlock/http-client';
 import {
   PaymentResourceClient,
+  RailProxyClient,
   type PayoutSummary,
   type PayoutView,
-} from '../clients/payment-resource.client';
-import { RailProxyClient } from '../clients/rail-proxy.client';
+} from '@dlock/payout-contract';
 import { ExecutorMetrics, type InvalidHop, type Step } from '../metrics';
 import { attemptLabel, executeLabel, type AttemptResult } from './execution-outcome';
 import { grantedTtlMs, leaseCoversSubmit, leaseDeadlineMs } from './lease';

@@ -1,4 +1,4 @@
-import { PAYOUT_STATES } from '@dlock/lock-api';
+import { PAYOUT_STATES } from '@dlock/payout-contract';
 import { decideFromRecords, nextStepFor, type ProxyRecord } from './recovery';
 
 function record(outcome: ProxyRecord['outcome'], railReference: string | null = null): ProxyRecord {

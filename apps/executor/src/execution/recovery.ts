@@ -1,4 +1,4 @@
-import { isLiveRailOutcome, type PayoutState, type RailOutcome } from '@dlock/lock-api';
+import { isLiveRailOutcome, type PayoutState, type RailOutcome } from '@dlock/payout-contract';
 
 /** The proxy's record of a submission as R2 shows it; `outcome` null = unresolved. */
 export interface ProxyRecord {

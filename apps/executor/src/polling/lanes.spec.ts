@@ -1,4 +1,4 @@
-import type { PayoutSummary } from '../clients/payment-resource.client';
+import type { PayoutSummary } from '@dlock/payout-contract';
 import { backlogAgeSeconds, lanesByAccount, shuffled } from './lanes';
 
 function p(

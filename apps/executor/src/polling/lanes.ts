@@ -1,4 +1,4 @@
-import type { PayoutSummary } from '../clients/payment-resource.client';
+import type { PayoutSummary } from '@dlock/payout-contract';
 
 /**
  * Groups a poll's payouts into one lane per account, in the order given and

@@ -6,11 +6,15 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DlockError, type PayoutState } from '@dlock/lock-api';
+import { DlockError } from '@dlock/lock-api';
 import type { LockSession } from '@dlock/lock-client';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
-import { PaymentResourceClient, type PayoutSummary } from '../clients/payment-resource.client';
-import { RailProxyClient } from '../clients/rail-proxy.client';
+import {
+  PaymentResourceClient,
+  RailProxyClient,
+  type PayoutState,
+  type PayoutSummary,
+} from '@dlock/payout-contract';
 import { PayoutExecutionService } from '../execution/payout-execution.service';
 import { LockSessionHolder } from '../lock/lock-session.holder';
 import { ExecutorMetrics } from '../metrics';

@@ -1,6 +1,6 @@
 import type { Client } from 'pg';
 import type { GrantRecord, RevocationRecord } from '../infra/lock-recorder';
-import { httpJson } from '../infra/http';
+import { payoutLockKey, RailLookupClient, type RailTransfer } from '@dlock/payout-contract';
 import { withPg } from '../infra/postgres';
 import { checkGrantHistory, checkRevocations } from './history';
 
@@ -24,7 +24,6 @@ export interface CheckInput {
   revocations: readonly RevocationRecord[];
   /** Violations the FenceWatch collected while the run went on. */
   fenceWatchViolations: readonly string[];
-  lockKeyPrefix: string;
 }
 
 export interface InvariantReport {
@@ -68,10 +67,6 @@ interface SubmissionRow {
   highest_token_seen: string | null;
   client_ref: string;
 }
-interface Transfer {
-  railReference: string;
-  duplicateOf?: string | null;
-}
 
 /**
  * INV-01..08 (02 §2.5), evaluated after the fact from paydb, proxydb, the
@@ -96,7 +91,7 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
     grantsByKey.set(g.key, set);
   }
   const granted = (accountId: string, token: bigint) =>
-    grantsByKey.get(`${input.lockKeyPrefix}${accountId}`)?.has(token) ?? false;
+    grantsByKey.get(payoutLockKey(accountId))?.has(token) ?? false;
 
   // INV-01: mutations of one payout, and of one account, happen in token order.
   const transitionsByPayout = group(pay.transitions, (t) => t.payout_id);
@@ -329,17 +324,20 @@ async function readProxydb(c: Client) {
 async function lookupTransfers(
   stubUrl: string,
   clientRefs: string[],
-): Promise<Map<string, Transfer[]>> {
-  const out = new Map<string, Transfer[]>();
+): Promise<Map<string, RailTransfer[]>> {
+  const out = new Map<string, RailTransfer[]>();
   const queue = [...new Set(clientRefs)];
+  const rail = new RailLookupClient(stubUrl);
   const worker = async () => {
     for (let ref = queue.pop(); ref !== undefined; ref = queue.pop()) {
-      const res = await httpJson('GET', `${stubUrl}/lookup?clientRef=${encodeURIComponent(ref)}`);
-      if (res.status !== 200) throw new Error(`rail lookup ${ref} answered ${res.status}`);
-      out.set(ref, (res.body as { transfers: Transfer[] }).transfers);
+      out.set(ref, (await rail.lookup(ref)).transfers);
     }
   };
-  await Promise.all(Array.from({ length: LOOKUP_CONCURRENCY }, worker));
+  try {
+    await Promise.all(Array.from({ length: LOOKUP_CONCURRENCY }, worker));
+  } finally {
+    rail.close();
+  }
   return out;
 }
 

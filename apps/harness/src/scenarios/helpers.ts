@@ -1,5 +1,6 @@
-import { railClientRef } from '@dlock/lock-api';
-import { httpJson } from '../infra/http';
+import { DlockError } from '@dlock/lock-api';
+import { payoutLockKey, railClientRef, RailLookupClient } from '@dlock/payout-contract';
+import { callOnce } from '../infra/http';
 import { withPg } from '../infra/postgres';
 import { waitUntil } from '../infra/time';
 import { payoutStates } from '../fixtures';
@@ -62,12 +63,12 @@ export async function submissionsOf(sys: DlockSystem, payoutId: string): Promise
 
 /** S2: how many transfers the rail booked for a payout (its client reference). */
 export async function railTransfers(sys: DlockSystem, payoutId: string): Promise<number> {
-  const res = await httpJson(
-    'GET',
-    `${sys.railStub.url}/lookup?clientRef=${railClientRef(payoutId)}`,
-  );
-  if (res.status !== 200) throw new Error(`rail lookup answered ${res.status}`);
-  return (res.body as { transfers: unknown[] }).transfers.length;
+  const rail = new RailLookupClient(sys.railStub.url);
+  try {
+    return (await rail.lookup(railClientRef(payoutId))).transfers.length;
+  } finally {
+    rail.close();
+  }
 }
 
 /** rail-stub GET /admin/stats (the fields the scenarios use). */
@@ -77,17 +78,22 @@ export interface StubStats {
   failures?: { error?: number; reset?: number; hold?: number };
 }
 
-export async function stubStats(sys: DlockSystem): Promise<StubStats> {
-  const res = await httpJson('GET', `${sys.railStub.url}/admin/stats`);
-  return res.body as StubStats;
+export function stubStats(sys: DlockSystem): Promise<StubStats> {
+  return callOnce<StubStats>('rail-stub', sys.railStub.url, {
+    method: 'GET',
+    path: '/admin/stats',
+  });
 }
 
 export async function setStubFaults(
   sys: DlockSystem,
   patch: Record<string, unknown>,
 ): Promise<void> {
-  const res = await httpJson('POST', `${sys.railStub.url}/admin/faults`, { body: patch });
-  if (res.status !== 200) throw new Error(`rail-stub faults ${res.status}: ${res.text}`);
+  await callOnce('rail-stub', sys.railStub.url, {
+    method: 'POST',
+    path: '/admin/faults',
+    body: patch,
+  });
 }
 
 /** Tokens under which a payout's transitions were written (paydb audit). */
@@ -117,11 +123,17 @@ export async function transitionsOf(
 
 /** L7 (advisory, for the harness only): is the key held right now? */
 export async function lockHeld(sys: DlockSystem, accountId: string): Promise<boolean> {
-  const res = await httpJson(
-    'GET',
-    `${sys.lockServer.url}/v1/locks/${sys.lockKeyPrefix}${accountId}`,
-  );
-  return res.status === 200 && (res.body as { held: boolean }).held;
+  try {
+    const info = await callOnce<{ held: boolean }>('lock-server', sys.lockServer.url, {
+      method: 'GET',
+      path: `/v1/locks/${payoutLockKey(accountId)}`,
+    });
+    return info.held;
+  } catch (err) {
+    // L7 answers 404 for a key never seen: not held.
+    if (err instanceof DlockError && err.httpStatus === 404) return false;
+    throw err;
+  }
 }
 
 export function maxToken(tokens: Iterable<bigint>): bigint {

@@ -1,17 +1,29 @@
 import { LockClient, type LockHandle, type LockSession } from '@dlock/lock-client';
-import { httpJson, type HttpResult } from '../infra/http';
+import {
+  PaymentResourceClient,
+  RailProxyClient,
+  payoutLockKey,
+  type AckedSubmission,
+  type PayoutRecord,
+  type RailOutcomeRecord,
+  type TransitionResult,
+} from '@dlock/payout-contract';
+import { answerOf, type Answer } from '../infra/http';
 import type { DlockSystem } from '../system';
 
 /**
  * An in-process worker the harness drives step by step through the critical
  * section of flow A, so a scenario can stop between two writes (UC-02, UC-06)
  * or present an old token on purpose (the stale write of UC-03). It talks to
- * the same services over the same HTTP contract as the executor, and its
- * lock traffic passes the recorder like every other client.
+ * the same services with the executor's own clients (@dlock/payout-contract),
+ * and its lock traffic passes the recorder like every other client. A refusal
+ * comes back as an Answer the scenario records.
  */
 export class ManualWorker {
   readonly client: LockClient;
   session: LockSession | null = null;
+  private readonly payments: PaymentResourceClient;
+  private readonly rail: RailProxyClient;
 
   constructor(
     private readonly sys: DlockSystem,
@@ -24,6 +36,12 @@ export class ManualWorker {
       lockTtlMs: sys.timing.lockTtlMs,
       safetyMargin: sys.timing.safetyMargin,
     });
+    this.payments = new PaymentResourceClient(sys.payment.url, ownerId);
+    // The executor's submit budget shape (connect, rail read + slack), with a wider slack.
+    this.rail = new RailProxyClient(sys.railProxy.url, ownerId, {
+      connectTimeoutMs: 1_000,
+      readTimeoutMs: sys.timing.railReadTimeoutMs + 3_000,
+    });
   }
 
   async open(): Promise<LockSession> {
@@ -33,90 +51,71 @@ export class ManualWorker {
 
   tryAcquire(accountId: string, waitMs = 0, ttlMs?: number): Promise<LockHandle | null> {
     if (!this.session) throw new Error('open() first');
-    return this.session.tryAcquire(`${this.sys.lockKeyPrefix}${accountId}`, { waitMs, ttlMs });
+    return this.session.tryAcquire(payoutLockKey(accountId), { waitMs, ttlMs });
   }
 
   acquire(accountId: string): Promise<LockHandle> {
     if (!this.session) throw new Error('open() first');
-    return this.session.acquire(`${this.sys.lockKeyPrefix}${accountId}`);
+    return this.session.acquire(payoutLockKey(accountId));
   }
 
   async close(): Promise<void> {
+    this.payments.close();
+    this.rail.close();
     await this.session?.close();
   }
 
-  private headers(token: bigint, payoutId: string): Record<string, string> {
-    return {
-      'x-fencing-token': token.toString(),
-      'x-owner-id': this.ownerId,
-      'x-idempotency-key': `harness-${payoutId}`,
-    };
+  /** P4, advisory. */
+  get(payoutId: string): Promise<Answer<PayoutRecord>> {
+    return answerOf(this.payments.get(payoutId));
   }
 
   claim(
     payoutId: string,
     token: bigint,
     expectedState: 'PENDING' | 'CLAIMED' = 'PENDING',
-  ): Promise<HttpResult> {
-    return httpJson('POST', `${this.sys.payment.url}/v1/payouts/${payoutId}/claim`, {
-      headers: this.headers(token, payoutId),
-      body: { expectedState },
-    });
+  ): Promise<Answer<TransitionResult>> {
+    return answerOf(this.payments.claim(payoutId, token, expectedState));
   }
 
-  railOutcome(payoutId: string, token: bigint, body: Record<string, string>): Promise<HttpResult> {
-    return httpJson('POST', `${this.sys.payment.url}/v1/payouts/${payoutId}/rail-outcome`, {
-      headers: this.headers(token, payoutId),
-      body,
-    });
-  }
-
-  async submit(payoutId: string, token: bigint): Promise<HttpResult> {
-    const view = await httpJson('GET', `${this.sys.payment.url}/v1/payouts/${payoutId}`);
-    const p = view.body as Record<string, unknown>;
-    return httpJson('POST', `${this.sys.railProxy.url}/v1/rail/submissions`, {
-      headers: this.headers(token, payoutId),
-      body: {
-        payoutId,
-        accountId: p.accountId,
-        amountMinor: p.amountMinor,
-        currency: p.currency,
-        beneficiaryRef: p.beneficiaryRef ?? `ben-${payoutId.slice(0, 8)}`,
-      },
-      timeoutMs: this.sys.timing.railReadTimeoutMs + 3_000,
-    });
-  }
-
-  post(
+  railOutcome(
     payoutId: string,
     token: bigint,
-    submissionId: string,
-    railReference: string,
-  ): Promise<HttpResult> {
-    return httpJson('POST', `${this.sys.payment.url}/v1/payouts/${payoutId}/post`, {
-      headers: this.headers(token, payoutId),
-      body: { railReference, submissionId, railOutcome: 'ACKED' },
-    });
+    record: RailOutcomeRecord,
+  ): Promise<Answer<TransitionResult>> {
+    return answerOf(this.payments.railOutcome(payoutId, token, record));
   }
 
-  /** Flow A end to end under `token`; returns the final answer (POSTED on success). */
-  async runFlowA(payoutId: string, token: bigint): Promise<HttpResult> {
-    const claim = await this.claim(payoutId, token);
-    if (claim.status !== 200) return claim;
-    const marked = await this.railOutcome(payoutId, token, { outcome: 'SUBMITTED' });
-    if (marked.status !== 200) return marked;
-    const ack = await this.submit(payoutId, token);
-    if (ack.status !== 200) return ack;
-    const { submissionId, railReference } = ack.body as {
-      submissionId: string;
-      railReference: string;
-    };
-    const acked = await this.railOutcome(payoutId, token, {
+  /** R1 with the payout as P4 shows it. */
+  submit(payoutId: string, token: bigint): Promise<Answer<AckedSubmission>> {
+    return answerOf(this.submitted(payoutId, token));
+  }
+
+  /** Flow A end to end under `token`; the first refusal, or the POSTED answer. */
+  runFlowA(payoutId: string, token: bigint): Promise<Answer<TransitionResult>> {
+    return answerOf(this.flowA(payoutId, token));
+  }
+
+  private async flowA(payoutId: string, token: bigint): Promise<TransitionResult> {
+    await this.payments.claim(payoutId, token, 'PENDING');
+    await this.payments.railOutcome(payoutId, token, { outcome: 'SUBMITTED' });
+    const ack = await this.submitted(payoutId, token);
+    await this.payments.railOutcome(payoutId, token, {
       outcome: 'ACKED',
-      submissionId,
-      railReference,
+      submissionId: ack.submissionId,
+      railReference: ack.railReference,
     });
-    if (acked.status !== 200) return acked;
-    return this.post(payoutId, token, submissionId, railReference);
+    return this.payments.post(payoutId, token, ack);
+  }
+
+  private async submitted(payoutId: string, token: bigint): Promise<AckedSubmission> {
+    const p = await this.payments.get(payoutId);
+    return this.rail.submit(token, {
+      payoutId,
+      accountId: p.accountId,
+      amountMinor: p.amountMinor,
+      currency: p.currency,
+      beneficiaryRef: p.beneficiaryRef,
+    });
   }
 }

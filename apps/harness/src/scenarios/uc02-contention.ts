@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { ContentionError } from '@dlock/lock-client';
 import { createFixture } from '../fixtures';
-import { httpJson } from '../infra/http';
 import { ManualWorker } from './manual-worker';
 import { Evidence, type Scenario } from './types';
 
@@ -79,7 +78,7 @@ export const uc02: Scenario = {
       if (h2) {
         ev.set('tokens', { t1: t1.toString(), t2: h2.fencingToken.toString() });
         ev.expect(h2.fencingToken > t1, 'T2 > T1');
-        const view = await httpJson('GET', `${sys.payment.url}/v1/payouts/${payout}`);
+        const view = await w2.get(payout);
         ev.set('w2ReRead', view.body?.state);
         ev.expect(view.body?.state === 'POSTED', 'W2 re-reads POSTED and executes nothing');
         await h2.release();

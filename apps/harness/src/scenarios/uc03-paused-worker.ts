@@ -8,6 +8,7 @@ import {
   transitionsOf,
   waitForStates,
 } from './helpers';
+import { payoutLockKey } from '@dlock/payout-contract';
 import { ManualWorker } from './manual-worker';
 import { Evidence, type Scenario, type ScenarioContext, type ScenarioOutcome } from './types';
 
@@ -51,14 +52,14 @@ export async function runPausedWorker(
     w1.pause();
     const pausedAt = Date.now();
     log(`${tag}: W1 stopped inside the critical section`);
-    const t1 = maxToken(sys.recorder.tokensFor(`${sys.lockKeyPrefix}${account}`));
+    const t1 = maxToken(sys.recorder.tokensFor(payoutLockKey(account)));
     ev.set('t1', t1.toString());
     // The server decides the lease is over (session TTL passes without heartbeats).
     await waitUntil('W1 lease to lapse', async () => !(await lockHeld(sys, account)), 15_000, 100);
     ev.set('leaseLapsedAfterMs', Date.now() - pausedAt);
     w2 = await sys.startExecutor(`${tag}-w2`, { EXECUTOR_ACCOUNT_ID: account });
     await waitForStates(sys, [payout], (s) => s === 'POSTED', 20_000, 'W2 to complete the payout');
-    const t2 = maxToken(sys.recorder.tokensFor(`${sys.lockKeyPrefix}${account}`));
+    const t2 = maxToken(sys.recorder.tokensFor(payoutLockKey(account)));
     ev.set('t2', t2.toString());
     ev.expect(t2 > t1, `W2 holds a larger token (T1 ${t1}, T2 ${t2})`);
     await w2.stop();
@@ -73,14 +74,18 @@ export async function runPausedWorker(
       100,
     );
     await sleep(300);
-    // The experiment: W1's next write at the resource, under the same stale token.
+    // The experiment: W1's next write at the resource, under the same stale token: its
+    // submit's outcome. (Its SUBMITTED again would be a replay of a request already
+    // answered under T1 with the payout's key, and a replay gets the stored answer.)
     const stale = new ManualWorker(sys, `${tag}-w1`);
     const resourceAnswer = await stale.railOutcome(payout, t1, {
-      outcome: 'SUBMITTED',
+      outcome: 'AMBIGUOUS',
+      reason: 'stale holder: submit outcome unknown',
     });
+    await stale.close();
     ev.set('staleResourceWrite', {
       status: resourceAnswer.status,
-      code: resourceAnswer.body?.code,
+      code: resourceAnswer.code,
     });
     await w1.stop();
 
@@ -106,8 +111,8 @@ export async function runPausedWorker(
         `the proxy fenced W1's submit (${staleAtProxy?.outcome})`,
       );
       ev.expect(
-        resourceAnswer.status === 409 && resourceAnswer.body?.code === 'FENCED_OUT',
-        `the resource fenced W1's write (${resourceAnswer.status} ${resourceAnswer.body?.code})`,
+        resourceAnswer.status === 409 && resourceAnswer.code === 'FENCED_OUT',
+        `the resource fenced W1's write (${resourceAnswer.status} ${resourceAnswer.code})`,
       );
       ev.expect(fencedRail > 0 && fencedAccount > 0, 'fenced_out observed at both guards');
       ev.expect(transfers === 1, `the rail paid once (${transfers})`);

@@ -1,5 +1,6 @@
 import { createFixture } from '../fixtures';
-import { httpJson } from '../infra/http';
+import { payoutLockKey } from '@dlock/payout-contract';
+import { answerOf, callOnce } from '../infra/http';
 import { railTransfers, waitForStates } from './helpers';
 import { ManualWorker } from './manual-worker';
 import { Evidence, type Scenario } from './types';
@@ -33,20 +34,20 @@ export const uc06: Scenario = {
       const claim = await w1.claim(payout, t1);
       ev.expect(claim.status === 200, `W1 claimed (${claim.status})`);
 
-      const revoke = await httpJson(
-        'POST',
-        `${sys.lockNet.url}/v1/locks/${sys.lockKeyPrefix}${account}/revoke`,
-        {
+      const revoke = await answerOf(
+        callOnce<{ newTokenFloor: string }>('lock-server', sys.lockNet.url, {
+          method: 'POST',
+          path: `/v1/locks/${payoutLockKey(account)}/revoke`,
           body: {
             operator: 'harness-operator',
             reason: 'UC-06 stuck holder drill',
             expectedToken: t1.toString(),
           },
-        },
+        }),
       );
-      ev.set('revoke', { status: revoke.status, body: revoke.body });
+      ev.set('revoke', revoke);
       ev.expect(revoke.status === 200, `revoke answered ${revoke.status}`);
-      const floor = revoke.status === 200 ? BigInt(String(revoke.body.newTokenFloor)) : 0n;
+      const floor = revoke.body ? BigInt(revoke.body.newTokenFloor) : 0n;
       ev.expect(floor > t1, 'the revoke advanced the token floor above T1');
 
       let renewCode = 'renewed';
@@ -70,9 +71,7 @@ export const uc06: Scenario = {
       } finally {
         await w2.stop();
       }
-      const t2 = [...sys.recorder.tokensFor(`${sys.lockKeyPrefix}${account}`)].filter(
-        (t) => t > t1,
-      );
+      const t2 = [...sys.recorder.tokensFor(payoutLockKey(account))].filter((t) => t > t1);
       ev.set('newTokens', t2.map(String));
       ev.expect(
         t2.length > 0 && t2.every((t) => t >= floor),
@@ -83,17 +82,11 @@ export const uc06: Scenario = {
       const marked = await w1.railOutcome(payout, t1, { outcome: 'SUBMITTED' });
       const submitted = await w1.submit(payout, t1);
       ev.set('w1StaleWrites', {
-        resource: `${marked.status} ${marked.body?.code}`,
-        proxy: `${submitted.status} ${submitted.body?.code}`,
+        resource: `${marked.status} ${marked.code}`,
+        proxy: `${submitted.status} ${submitted.code}`,
       });
-      ev.expect(
-        marked.status === 409 && marked.body?.code === 'FENCED_OUT',
-        'the resource fenced W1',
-      );
-      ev.expect(
-        submitted.status === 409 && submitted.body?.code === 'FENCED_OUT',
-        'the proxy fenced W1',
-      );
+      ev.expect(marked.status === 409 && marked.code === 'FENCED_OUT', 'the resource fenced W1');
+      ev.expect(submitted.status === 409 && submitted.code === 'FENCED_OUT', 'the proxy fenced W1');
       const transfers = await railTransfers(sys, payout);
       ev.set('railTransfers', transfers);
       ev.expect(transfers === 1, 'the rail paid once');

@@ -12,7 +12,7 @@ const USAGE = `usage (PAYDB_URL must be set):
       creates accounts (opening balance posted through the ledger) and PENDING payouts;
       does nothing if customer accounts already exist
   fixtures create-account [--id ID] [--currency EUR] [--opening-balance 1000000] [--migrate]
-  fixtures create-payout --account ID --amount N [--id UUID] [--beneficiary REF]
+  fixtures create-payout --account ID --amount N [--beneficiary REF]
   fixtures feed [--rate 2] [--min-amount 100] [--max-amount 50000] [--seed 7]
       keeps creating PENDING payouts on existing customer accounts, --rate per second,
       until SIGINT/SIGTERM
@@ -130,7 +130,6 @@ async function main(argv: string[]): Promise<void> {
         out = {
           command,
           payoutId: await fixtures.createPayout({
-            payoutId: values.id,
             accountId: values.account,
             amountMinor: int('amount', values.amount, undefined, 1),
             beneficiaryRef: values.beneficiary,

@@ -1,4 +1,4 @@
-import { PAYOUT_STATES, type PayoutState } from '@dlock/lock-api';
+import { PAYOUT_STATES, type PayoutState } from '@dlock/payout-contract';
 
 /**
  * Every event that can be applied to a payout (02 §2.3, DECISIONS §4). The

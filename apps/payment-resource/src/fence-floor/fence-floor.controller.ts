@@ -1,6 +1,7 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { FenceFloorBody, parseFloorRequest } from '@dlock/http-contract';
+import type { AccountFloorResponse } from '@dlock/payout-contract';
 import { FenceFloorService } from './fence-floor.service';
 
 /**
@@ -13,7 +14,11 @@ export class FenceFloorController {
 
   @Post(':accountId/fence-floor')
   @HttpCode(200)
-  raise(@Param('accountId') rawId: string, @Body() body: FenceFloorBody, @Req() req: Request) {
+  raise(
+    @Param('accountId') rawId: string,
+    @Body() body: FenceFloorBody,
+    @Req() req: Request,
+  ): Promise<AccountFloorResponse> {
     return this.service.raise(parseFloorRequest(rawId, body, req.headers['x-operator']));
   }
 }

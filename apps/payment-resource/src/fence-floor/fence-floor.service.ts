@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DlockError } from '@dlock/lock-api';
 import { FenceFloorAudit, type FloorCommand } from '@dlock/http-contract';
+import type { AccountFloorResponse } from '@dlock/payout-contract';
 import { FenceFloorRepository } from './fence-floor.repository';
 
 /**
@@ -18,14 +19,14 @@ export class FenceFloorService {
     private readonly repo: FenceFloorRepository,
   ) {}
 
-  async raise(cmd: FloorCommand) {
+  async raise(cmd: FloorCommand): Promise<AccountFloorResponse> {
     const out = await this.repo.raise(this.dataSource.manager, cmd.accountId, cmd.floor);
     if (out === null) {
       throw new DlockError('NOT_FOUND', 'no such account', {
         details: { accountId: cmd.accountId },
       });
     }
-    const view = {
+    const view: AccountFloorResponse = {
       accountId: cmd.accountId,
       floor: cmd.floor.toString(),
       fenceBefore: out.fenceBefore.toString(),

@@ -1,4 +1,5 @@
 import { Controller, Get, Param } from '@nestjs/common';
+import type { AccountView } from '@dlock/payout-contract';
 import { PayoutQueries } from '../service/payout-queries.service';
 import { accountIdParam } from './params';
 
@@ -8,7 +9,7 @@ export class AccountsController {
 
   /** P5: the balance and the ledger sum recomputed beside it (FR-25). */
   @Get(':accountId')
-  get(@Param('accountId') accountId: string) {
+  get(@Param('accountId') accountId: string): Promise<AccountView> {
     return this.queries.account(accountIdParam(accountId));
   }
 }

@@ -1,15 +1,24 @@
 import { IsIn, IsOptional, IsString, IsUUID, Length, Matches } from 'class-validator';
+import type {
+  AbandonRequest,
+  ClaimRequest,
+  PostRequest,
+  RailOutcomeKind,
+  RailOutcomeRequest,
+  Resolution,
+  ResolveRequest,
+} from '@dlock/payout-contract';
 
 const PRINTABLE = /^[\x20-\x7e]+$/;
 
 /** P2 body. */
-export class ClaimBody {
+export class ClaimBody implements ClaimRequest {
   @IsIn(['PENDING', 'CLAIMED'])
-  expectedState!: 'PENDING' | 'CLAIMED';
+  expectedState!: ClaimRequest['expectedState'];
 }
 
 /** P3 body. */
-export class PostBody {
+export class PostBody implements PostRequest {
   @IsString()
   @Length(1, 128)
   @Matches(PRINTABLE)
@@ -23,9 +32,9 @@ export class PostBody {
 }
 
 /** P6 body (DECISIONS §4). */
-export class RailOutcomeBody {
+export class RailOutcomeBody implements RailOutcomeRequest {
   @IsIn(['SUBMITTED', 'ACKED', 'REJECTED', 'AMBIGUOUS'])
-  outcome!: 'SUBMITTED' | 'ACKED' | 'REJECTED' | 'AMBIGUOUS';
+  outcome!: RailOutcomeKind;
 
   @IsOptional()
   @IsUUID()
@@ -44,7 +53,7 @@ export class RailOutcomeBody {
 }
 
 /** P7 body: an operator's decision, attributed and explained. */
-export class AbandonBody {
+export class AbandonBody implements AbandonRequest {
   @IsString()
   @Length(1, 64)
   @Matches(PRINTABLE)
@@ -56,9 +65,9 @@ export class AbandonBody {
 }
 
 /** P8 body: the reconciler's verdict and the rail evidence behind it. */
-export class ResolveBody {
+export class ResolveBody implements ResolveRequest {
   @IsIn(['ACKED', 'NOT_FOUND'])
-  resolution!: 'ACKED' | 'NOT_FOUND';
+  resolution!: Resolution;
 
   @IsString()
   @Length(1, 1024)

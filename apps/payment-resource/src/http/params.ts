@@ -1,10 +1,5 @@
-import {
-  DlockError,
-  ValidationError,
-  isAccountId,
-  isPayoutState,
-  type PayoutState,
-} from '@dlock/lock-api';
+import { DlockError, ValidationError } from '@dlock/lock-api';
+import { isAccountId, isPayoutState, type PayoutState } from '@dlock/payout-contract';
 import { UUID_PATTERN } from '../persistence/db';
 import { decodeCursor, type Cursor } from '../service/cursor';
 

@@ -1,5 +1,14 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import type { FencingToken } from '@dlock/lock-api';
+import type {
+  AbandonResponse,
+  ClaimResponse,
+  PayoutDetail,
+  PayoutPage,
+  PostResponse,
+  RailOutcomeResponse,
+  ResolveResponse,
+} from '@dlock/payout-contract';
 import {
   FencingTokenParam,
   IdempotencyKeyParam,
@@ -33,13 +42,13 @@ export class PayoutsController {
 
   /** P1 (advisory). */
   @Get()
-  list(@Query() query: Record<string, unknown>) {
+  list(@Query() query: Record<string, unknown>): Promise<PayoutPage> {
     return this.queries.list(parseListQuery(query));
   }
 
   /** P4 (advisory). */
   @Get(':payoutId')
-  get(@Param('payoutId') payoutId: string) {
+  get(@Param('payoutId') payoutId: string): Promise<PayoutDetail> {
     return this.queries.get(payoutIdParam(payoutId));
   }
 
@@ -54,7 +63,7 @@ export class PayoutsController {
     @TraceIdParam() traceId: string,
     @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: ClaimBody,
-  ) {
+  ): Promise<ClaimResponse> {
     return this.commands.claim(
       payoutIdParam(payoutId),
       grant(token, ownerId, key, traceId, deadline),
@@ -73,7 +82,7 @@ export class PayoutsController {
     @TraceIdParam() traceId: string,
     @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: PostBody,
-  ) {
+  ): Promise<PostResponse> {
     return this.commands.post(
       payoutIdParam(payoutId),
       grant(token, ownerId, key, traceId, deadline),
@@ -92,7 +101,7 @@ export class PayoutsController {
     @TraceIdParam() traceId: string,
     @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: RailOutcomeBody,
-  ) {
+  ): Promise<RailOutcomeResponse> {
     return this.commands.railOutcome(
       payoutIdParam(payoutId),
       grant(token, ownerId, key, traceId, deadline),
@@ -103,7 +112,10 @@ export class PayoutsController {
   /** P7: operator action, no token. */
   @Post(':payoutId/abandon')
   @HttpCode(200)
-  abandon(@Param('payoutId') payoutId: string, @Body() body: AbandonBody) {
+  abandon(
+    @Param('payoutId') payoutId: string,
+    @Body() body: AbandonBody,
+  ): Promise<AbandonResponse> {
     return this.commands.abandon(payoutIdParam(payoutId), body);
   }
 
@@ -118,7 +130,7 @@ export class PayoutsController {
     @TraceIdParam() traceId: string,
     @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: ResolveBody,
-  ) {
+  ): Promise<ResolveResponse> {
     return this.commands.resolve(
       payoutIdParam(payoutId),
       grant(token, ownerId, key, traceId, deadline),

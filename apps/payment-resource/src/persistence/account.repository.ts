@@ -101,6 +101,16 @@ export class AccountRepository {
     ]);
   }
 
+  /** A new customer account; false when the id is taken. */
+  async insertCustomer(tx: Db, accountId: string, currency: string): Promise<boolean> {
+    const rows: unknown[] = await tx.query(
+      `INSERT INTO account (account_id, kind, currency) VALUES ($1, 'CUSTOMER', $2)
+       ON CONFLICT DO NOTHING RETURNING 1`,
+      [accountId, currency],
+    );
+    return rows.length === 1;
+  }
+
   /** System accounts (clearing, funding) appear on first use, one per currency. */
   async ensureSystem(tx: Db, accountId: string, kind: AccountKind, currency: string) {
     await tx.query(

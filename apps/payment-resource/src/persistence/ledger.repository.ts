@@ -20,12 +20,18 @@ export class LedgerRepository {
   async post(
     tx: Db,
     legs: readonly Leg[],
-    meta: { kind: 'OPENING_BALANCE' | 'PAYOUT'; payoutId?: string; fence?: bigint },
+    meta: {
+      kind: 'OPENING_BALANCE' | 'PAYOUT' | 'DEPOSIT';
+      payoutId?: string;
+      fence?: bigint;
+      /** The movement's id when the caller names it (a deposit's id); new otherwise. */
+      txnGroupId?: string;
+    },
   ): Promise<{
     entries: LedgerEntry[];
     balances: Map<string, { balanceMinor: number; currency: string }>;
   }> {
-    const txnGroupId = randomUUID();
+    const txnGroupId = meta.txnGroupId ?? randomUUID();
     const entries = legs.map((leg) => ({ ...leg, entryId: randomUUID(), txnGroupId }));
     const values: unknown[] = [];
     const rows = entries.map((e, i) => {

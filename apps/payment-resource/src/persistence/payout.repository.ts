@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
-import type { PayoutState } from '@dlock/lock-api';
+import type { PayoutRecord, PayoutState } from '@dlock/payout-contract';
 import { toBigintOrNull, toMinor, updatedRows, type Db } from './db';
 import {
   answerInsert,
@@ -10,20 +10,9 @@ import {
 } from './idempotency.repository';
 import type { TransitionRecord } from './transition-log.repository';
 
-export interface Payout {
-  payoutId: string;
-  accountId: string;
-  amountMinor: number;
-  currency: string;
-  beneficiaryRef: string;
-  clientRef: string;
-  state: PayoutState;
-  attemptCount: number;
-  claimedBy: string | null;
+/** A payout as P4 shows it (@dlock/payout-contract), with its token a bigint and instants Dates. */
+export interface Payout extends Omit<PayoutRecord, 'tokenStamp' | `${string}At`> {
   tokenStamp: bigint | null;
-  submissionId: string | null;
-  railReference: string | null;
-  failureReason: string | null;
   createdAt: Date;
   claimedAt: Date | null;
   submittedAt: Date | null;
@@ -310,14 +299,10 @@ export class PayoutRepository {
 
   async insert(
     tx: Db,
-    p: {
-      payoutId: string;
-      accountId: string;
-      amountMinor: number;
-      currency: string;
-      beneficiaryRef: string;
-      clientRef: string;
-    },
+    p: Pick<
+      Payout,
+      'payoutId' | 'accountId' | 'amountMinor' | 'currency' | 'beneficiaryRef' | 'clientRef'
+    >,
   ): Promise<void> {
     await tx.query(
       `INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref)

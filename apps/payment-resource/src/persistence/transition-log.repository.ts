@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { PayoutState } from '@dlock/lock-api';
+import type { PayoutState } from '@dlock/payout-contract';
 import type { PayoutEvent } from '../domain/transition-table';
 import { toBigintOrNull, type Db } from './db';
 

@@ -58,8 +58,8 @@ export interface FenceContext {
   answer(outcome: WriteOutcome): Answer;
 }
 
-export type WriteOutcome = (
-  | { kind: 'ok'; body: Record<string, unknown> }
+export type WriteOutcome<T extends object = object> = (
+  | { kind: 'ok'; body: T }
   /** A transition that commits and is still reported as an error (INSUFFICIENT_FUNDS). */
   | { kind: 'committed-error'; error: DlockError }
 ) & {
@@ -99,10 +99,11 @@ export class FencedWriter {
     @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
   ) {}
 
-  async run(
+  /** `T` is the route's 200 body (@dlock/payout-contract); a replay answers the stored one. */
+  async run<T extends object>(
     cmd: FencedCommand,
-    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome>,
-  ): Promise<Record<string, unknown>> {
+    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome<T>>,
+  ): Promise<T> {
     const started = process.hrtime.bigint();
     let result: WriteResult = 'error';
     try {
@@ -122,11 +123,11 @@ export class FencedWriter {
     }
   }
 
-  private async execute(
+  private async execute<T extends object>(
     cmd: FencedCommand,
-    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome>,
+    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome<T>>,
     setResult: (r: WriteResult) => void,
-  ): Promise<Record<string, unknown>> {
+  ): Promise<T> {
     const scope: IdempotencyScope = {
       operation: cmd.operation,
       key: cmd.idempotencyKey,
@@ -137,7 +138,7 @@ export class FencedWriter {
     refuseShortBudget(deadline, requiredMs);
     const qr = this.dataSource.createQueryRunner();
     await qr.connect();
-    let outcome: WriteOutcome;
+    let outcome: WriteOutcome<T>;
     try {
       // The pool wait may have used the caller's budget up: refuse before BEGIN.
       refuseShortBudget(deadline, requiredMs);
@@ -153,7 +154,7 @@ export class FencedWriter {
     } catch (err) {
       if (err instanceof Replay) {
         setResult('replayed');
-        return this.replay(err.stored, cmd);
+        return this.replay<T>(err.stored, cmd);
       }
       if (err instanceof DlockError) {
         setResult(err.code === 'FENCED_OUT' ? 'fenced_out' : 'rejected');
@@ -184,12 +185,12 @@ export class FencedWriter {
     ]);
   }
 
-  private async inTransaction(
+  private async inTransaction<T extends object>(
     tx: Db,
     cmd: FencedCommand,
     scope: IdempotencyScope,
-    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome>,
-  ): Promise<WriteOutcome> {
+    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome<T>>,
+  ): Promise<WriteOutcome<T>> {
     const request = { payoutId: cmd.payoutId, token: cmd.token, continuation: cmd.continuation };
     let accountId: string;
     let fence: bigint;
@@ -264,7 +265,7 @@ export class FencedWriter {
     );
   }
 
-  private replay(stored: StoredResponse, cmd: FencedCommand): Record<string, unknown> {
+  private replay<T extends object>(stored: StoredResponse, cmd: FencedCommand): T {
     if (stored.requestHash !== cmd.requestHash) {
       throw new DlockError(
         'IDEMPOTENCY_CONFLICT',
@@ -272,9 +273,9 @@ export class FencedWriter {
         { details: { operation: cmd.operation, idempotencyKey: cmd.idempotencyKey } },
       );
     }
-    const body = JSON.parse(stored.body) as Record<string, unknown>;
-    if (stored.statusCode === 200) return body;
-    const e = body as unknown as StoredError;
+    // Written by answerOf from this route's own 200 body or error.
+    if (stored.statusCode === 200) return JSON.parse(stored.body) as T;
+    const e = JSON.parse(stored.body) as StoredError;
     throw new DlockError(e.code, e.message, { details: e.details });
   }
 }

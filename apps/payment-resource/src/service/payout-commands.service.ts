@@ -7,8 +7,22 @@ import {
   ValidationError,
   formatFencingToken,
   type FencingToken,
-  type PayoutState,
 } from '@dlock/lock-api';
+import type {
+  AbandonRequest,
+  AbandonResponse,
+  ClaimRequest,
+  ClaimResponse,
+  PayoutState,
+  PostRequest,
+  PostResponse,
+  RailOutcomeKind,
+  RailOutcomeRequest,
+  RailOutcomeResponse,
+  ResolveRequest,
+  ResolveResponse,
+  TransitionView,
+} from '@dlock/payout-contract';
 import { SafetyEvents } from '@dlock/observability';
 import { preparedManager } from '@dlock/persistence';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
@@ -34,28 +48,6 @@ export interface Grant {
   traceId: string;
   /** The caller's X-Request-Deadline-Ms, when sent: bounds the write's statements. */
   deadline?: RequestDeadline;
-}
-
-export type RailOutcomeKind = 'SUBMITTED' | 'ACKED' | 'REJECTED' | 'AMBIGUOUS';
-
-export interface RailOutcomeInput {
-  outcome: RailOutcomeKind;
-  submissionId?: string;
-  railReference?: string;
-  reason?: string;
-}
-
-export interface PostInput {
-  railReference: string;
-  submissionId: string;
-  railOutcome: 'ACKED';
-}
-
-export interface ResolveInput {
-  resolution: 'ACKED' | 'NOT_FOUND';
-  evidence: string;
-  railReference?: string;
-  submissionId?: string;
 }
 
 const RAIL_EVENT: Record<RailOutcomeKind, PayoutEvent> = {
@@ -84,12 +76,8 @@ export class PayoutCommands {
   ) {}
 
   /** P2. */
-  claim(
-    payoutId: string,
-    grant: Grant,
-    body: { expectedState: 'PENDING' | 'CLAIMED' },
-  ): Promise<Record<string, unknown>> {
-    return this.writer.run(
+  claim(payoutId: string, grant: Grant, body: ClaimRequest): Promise<ClaimResponse> {
+    return this.writer.run<ClaimResponse>(
       this.command('claim', 'claim', payoutId, grant, body, false),
       async (tx, ctx) => {
         const payout = ctx.payout;
@@ -111,7 +99,7 @@ export class PayoutCommands {
         // The answer rides on the transition's statement, so it is built first, from the pinned row.
         const to = this.next(payout, event);
         const attemptCount = payout.attemptCount + 1;
-        const outcome: WriteOutcome = insufficient
+        const outcome: WriteOutcome<ClaimResponse> = insufficient
           ? {
               kind: 'committed-error',
               error: insufficientFunds(payout, to, availableMinor),
@@ -151,8 +139,8 @@ export class PayoutCommands {
   railOutcome(
     payoutId: string,
     grant: Grant,
-    body: RailOutcomeInput,
-  ): Promise<Record<string, unknown>> {
+    body: RailOutcomeRequest,
+  ): Promise<RailOutcomeResponse> {
     if (body.outcome === 'ACKED' && body.submissionId === undefined) {
       throw new ValidationError([
         { field: 'submissionId', message: 'submissionId is required when outcome is ACKED' },
@@ -195,7 +183,7 @@ export class PayoutCommands {
    * transaction (INV-03). The clearing balance is the last row touched, so its
    * row lock is held only from that update to the commit.
    */
-  async post(payoutId: string, grant: Grant, body: PostInput): Promise<Record<string, unknown>> {
+  async post(payoutId: string, grant: Grant, body: PostRequest): Promise<PostResponse> {
     let created: string | undefined;
     const answer = await this.writer.run(
       this.command('post', 'post', payoutId, grant, body, true),
@@ -248,7 +236,7 @@ export class PayoutCommands {
   }
 
   /** P8: the reconciler's only way out of RAIL_AMBIGUOUS, on the rail's evidence. */
-  resolve(payoutId: string, grant: Grant, body: ResolveInput): Promise<Record<string, unknown>> {
+  resolve(payoutId: string, grant: Grant, body: ResolveRequest): Promise<ResolveResponse> {
     return this.writer.run(
       this.command('resolve', 'resolve', payoutId, grant, body, true),
       async (tx, ctx) => {
@@ -276,10 +264,7 @@ export class PayoutCommands {
    * P7: operator cancel. No token: it advances no fence, but it takes the
    * account's row lock, so it serialises with every fenced writer.
    */
-  async abandon(
-    payoutId: string,
-    body: { operator: string; reason: string },
-  ): Promise<Record<string, unknown>> {
+  async abandon(payoutId: string, body: AbandonRequest): Promise<AbandonResponse> {
     const started = process.hrtime.bigint();
     let result: 'ok' | 'rejected' | 'error' = 'error';
     try {
@@ -444,15 +429,15 @@ export class PayoutCommands {
    * from the pinned row and the patch before the statement runs, and checked
    * against the row it returns.
    */
-  private async transitionAnswered(
+  private async transitionAnswered<E extends object>(
     tx: Db,
     ctx: FenceContext,
     event: PayoutEvent,
     grant: Grant,
     patch: Omit<PayoutPatch, 'state'>,
     reason: string | undefined,
-    extra: Record<string, unknown>,
-  ): Promise<WriteOutcome> {
+    extra: E,
+  ): Promise<WriteOutcome<TransitionView & E>> {
     const before = ctx.payout;
     const expected = this.transitionBody(
       before,
@@ -480,12 +465,12 @@ export class PayoutCommands {
     return { ...outcome, recorded: answered };
   }
 
-  private transitionBody(
+  private transitionBody<E extends object>(
     before: Payout,
     after: Pick<Payout, 'payoutId' | 'state' | 'submissionId' | 'railReference' | 'tokenStamp'>,
     ctx: FenceContext,
-    extra: Record<string, unknown>,
-  ): Record<string, unknown> {
+    extra: E,
+  ): TransitionView & E {
     return {
       payoutId: after.payoutId,
       state: after.state,
@@ -498,7 +483,7 @@ export class PayoutCommands {
     };
   }
 
-  private ok(body: Record<string, unknown>): WriteOutcome {
+  private ok<T extends object>(body: T): WriteOutcome<T> {
     return { kind: 'ok', body };
   }
 }

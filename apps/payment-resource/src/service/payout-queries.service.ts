@@ -1,6 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DlockError, formatFencingToken, type PayoutState } from '@dlock/lock-api';
+import { DlockError, formatFencingToken } from '@dlock/lock-api';
+import type {
+  AccountView,
+  PayoutDetail,
+  PayoutPage,
+  PayoutRecord,
+  PayoutState,
+} from '@dlock/payout-contract';
 import { preparedManager } from '@dlock/persistence';
 import { AccountRepository } from '../persistence/account.repository';
 import { LedgerRepository } from '../persistence/ledger.repository';
@@ -37,14 +44,19 @@ export class PayoutQueries {
     this.db = preparedManager(dataSource.manager);
   }
 
-  async list(filter: { state: PayoutState; accountId?: string; limit: number; after?: Cursor }) {
+  async list(filter: {
+    state: PayoutState;
+    accountId?: string;
+    limit: number;
+    after?: Cursor;
+  }): Promise<PayoutPage> {
     const rows = await this.payouts.list(this.db, {
       ...filter,
       limit: filter.limit + 1,
     });
     const page = rows.slice(0, filter.limit);
     const last = page[page.length - 1];
-    const body: Record<string, unknown> = {
+    const body: PayoutPage = {
       items: page.map((p) => ({
         payoutId: p.payoutId,
         accountId: p.accountId,
@@ -62,7 +74,7 @@ export class PayoutQueries {
     return body;
   }
 
-  async get(payoutId: string) {
+  async get(payoutId: string): Promise<PayoutDetail> {
     const manager = this.db;
     const payout = await this.payouts.find(manager, payoutId);
     if (!payout) throw new DlockError('NOT_FOUND', 'no such payout', { details: { payoutId } });
@@ -80,7 +92,7 @@ export class PayoutQueries {
     };
   }
 
-  async account(accountId: string) {
+  async account(accountId: string): Promise<AccountView> {
     // One snapshot for both numbers, so a concurrent posting cannot make them disagree.
     return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
       const tx = preparedManager(manager);
@@ -101,7 +113,7 @@ export class PayoutQueries {
     });
   }
 
-  private payoutBody(p: Payout) {
+  private payoutBody(p: Payout): PayoutRecord {
     return {
       payoutId: p.payoutId,
       accountId: p.accountId,
@@ -116,12 +128,12 @@ export class PayoutQueries {
       submissionId: p.submissionId,
       railReference: p.railReference,
       failureReason: p.failureReason,
-      createdAt: iso(p.createdAt),
+      createdAt: p.createdAt.toISOString(),
       claimedAt: iso(p.claimedAt),
       submittedAt: iso(p.submittedAt),
       ambiguousAt: iso(p.ambiguousAt),
       settledAt: iso(p.settledAt),
-      updatedAt: iso(p.updatedAt),
+      updatedAt: p.updatedAt.toISOString(),
     };
   }
 }

@@ -1,6 +1,7 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { FenceFloorBody, parseFloorRequest } from '@dlock/http-contract';
+import type { HighWaterFloorResponse } from '@dlock/payout-contract';
 import { HighWaterFloorService } from './high-water-floor.service';
 
 /**
@@ -14,7 +15,11 @@ export class HighWaterFloorController {
 
   @Post(':accountId/floor')
   @HttpCode(200)
-  raise(@Param('accountId') rawId: string, @Body() body: FenceFloorBody, @Req() req: Request) {
+  raise(
+    @Param('accountId') rawId: string,
+    @Body() body: FenceFloorBody,
+    @Req() req: Request,
+  ): Promise<HighWaterFloorResponse> {
     return this.service.raise(parseFloorRequest(rawId, body, req.headers['x-operator']));
   }
 }

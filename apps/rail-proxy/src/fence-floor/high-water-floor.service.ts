@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { FenceFloorAudit, type FloorCommand } from '@dlock/http-contract';
+import type { HighWaterFloorResponse } from '@dlock/payout-contract';
 import { HighWaterFloorRepository } from './high-water-floor.repository';
 
 /**
@@ -13,9 +14,9 @@ export class HighWaterFloorService {
 
   constructor(private readonly repo: HighWaterFloorRepository) {}
 
-  async raise(cmd: FloorCommand) {
+  async raise(cmd: FloorCommand): Promise<HighWaterFloorResponse> {
     const out = await this.repo.raise(cmd.accountId, cmd.floor);
-    const view = {
+    const view: HighWaterFloorResponse = {
       accountId: cmd.accountId,
       floor: cmd.floor.toString(),
       highestTokenBefore: out.highestBefore?.toString() ?? null,

@@ -3,7 +3,6 @@ import {
   AUDIT_CHAINS,
   describeBreak,
   verifyChain,
-  type ChainHead,
   type ChainReport,
   type ChainSpec,
 } from '@dlock/persistence';
@@ -14,15 +13,17 @@ import { ReconcilerMetrics } from '../metrics';
 /**
  * The audit chains' detective check (docs/audit.md): the same verification as
  * `npm run audit:verify`, on its own interval, read-only. It also remembers
- * the head each chain had when it last verified intact and checks it again
- * next time, so a tail removed or a history rewritten (every hash recomputed)
- * while this process runs is a break too. Only the first break of a chain is
- * reported: everything after it is unverifiable until a human has looked.
+ * how many partitions and links each chain had when it last verified intact:
+ * records are only ever appended, so fewer next time (a tail or a whole
+ * partition's chain removed while this process runs) is a break too. Bounded
+ * memory: two numbers per chain, not every partition's head. Only the first
+ * break of a chain is reported: everything after it is unverifiable until a
+ * human has looked.
  */
 @Injectable()
 export class AuditChainService {
   private readonly logger = new Logger('audit');
-  private readonly anchors = new Map<string, ChainHead>();
+  private readonly seen = new Map<string, { partitions: number; links: number }>();
 
   constructor(
     @Inject(LOCKDB) private readonly lockdb: ReadOnlyDb | null,
@@ -59,10 +60,7 @@ export class AuditChainService {
     const { chain } = spec;
     let report: ChainReport;
     try {
-      report = await verifyChain((sql, params, s) => db.query(sql, params, s), spec, {
-        anchor: this.anchors.get(chain),
-        signal,
-      });
+      report = await verifyChain((sql, params, s) => db.query(sql, params, s), spec, { signal });
     } catch (err) {
       if (signal?.aborted) return null;
       this.metrics.auditErrorsTotal.inc({ chain });
@@ -75,6 +73,7 @@ export class AuditChainService {
       return null;
     }
     this.metrics.auditLinks.set({ chain }, report.verifiedRows);
+    this.shrunk(report);
     const broken = report.firstBreak;
     this.metrics.auditBreaks.set({ chain }, broken ? 1 : 0);
     if (broken) {
@@ -82,9 +81,26 @@ export class AuditChainService {
         { event: 'audit_chain_break', ...broken, verifiedLinks: report.verifiedRows },
         `audit chain broken: ${describeBreak(broken)}`,
       );
-    } else if (report.head) {
-      this.anchors.set(chain, report.head);
+    } else {
+      this.seen.set(chain, { partitions: report.partitions, links: report.verifiedRows });
     }
     return report;
+  }
+
+  /** An intact chain with fewer partitions or links than last time lost records: a break. */
+  private shrunk(report: ChainReport): void {
+    const before = this.seen.get(report.chain);
+    if (report.firstBreak || !before) return;
+    if (report.partitions >= before.partitions && report.verifiedRows >= before.links) return;
+    report.firstBreak = {
+      chain: report.chain,
+      table: report.table,
+      kind: 'truncated',
+      partition: null,
+      rowId: null,
+      seq: null,
+      expected: `${before.partitions} partition(s), ${before.links} link(s) or more`,
+      found: `${report.partitions} partition(s), ${report.verifiedRows} link(s)`,
+    };
   }
 }

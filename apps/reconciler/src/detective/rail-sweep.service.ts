@@ -1,11 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { formatInstant, railClientRef } from '@dlock/lock-api';
+import { formatInstant } from '@dlock/lock-api';
+import { railClientRef } from '@dlock/payout-contract';
 import { RAIL_SWEEP_FINDINGS, SafetyEvents } from '@dlock/observability';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
 import type { ReadOnlyDb } from '../db/read-only-db';
 import { PAYDB } from '../db/tokens';
 import { ReconcilerMetrics } from '../metrics';
-import type { RailLookupClient } from '../peers/rail-lookup.client';
+import type { RailLookupClient } from '@dlock/payout-contract';
 import { RAIL_LOOKUP } from '../resolution/resolution.service';
 import { OFFENDERS_MAX } from './check-queries';
 import { OpenFindings, type TerminalPayout } from './rail-sweep-findings';

@@ -1,18 +1,4 @@
-import { advanceCursor, payoutAccountOf, type Handled } from './revocation-cursor';
-
-describe('payoutAccountOf', () => {
-  it.each([
-    ['payout:acct-1', 'acct-1'],
-    ['payout:a.b_c-9', 'a.b_c-9'],
-    ['payout:', null],
-    ['payout:bad:id', null],
-    ['payouts:acct-1', null],
-    ['dlock:token-probe', null],
-    [`payout:${'x'.repeat(65)}`, null],
-  ])('%s -> %s', (key, account) => {
-    expect(payoutAccountOf(key)).toBe(account);
-  });
-});
+import { advanceCursor, type Handled } from './revocation-cursor';
 
 describe('advanceCursor', () => {
   const NOW = 1_000_000;

@@ -1,14 +1,3 @@
-import { isAccountId } from '@dlock/lock-api';
-
-const PAYOUT_KEY_PREFIX = 'payout:';
-
-/** The account a lock key guards, when it is a payout key `payout:{accountId}`; else null. */
-export function payoutAccountOf(key: string): string | null {
-  if (!key.startsWith(PAYOUT_KEY_PREFIX)) return null;
-  const accountId = key.slice(PAYOUT_KEY_PREFIX.length);
-  return isAccountId(accountId) ? accountId : null;
-}
-
 export interface Handled {
   newTokenFloor: bigint;
   revokedAtMs: number;

@@ -1,8 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
 import { ReconcilerMetrics } from '../metrics';
-import { GuardFloorClient, RevocationsClient, type Revocation } from '../peers/guard-floor.client';
-import { advanceCursor, payoutAccountOf, type Handled } from './revocation-cursor';
+import { PaymentResourceClient, RailProxyClient, payoutAccountOf } from '@dlock/payout-contract';
+import { RevocationsClient, type Revocation } from '../peers/revocations.client';
+import { PAYMENT_RESOURCE } from '../resolution/payout-resolver';
+import { advanceCursor, type Handled } from './revocation-cursor';
 
 /** Revocations fetched per request to the lock-server. */
 const PAGE_LIMIT = 100;
@@ -32,7 +34,8 @@ export class RevocationFencingService {
   constructor(
     @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
     private readonly revocations: RevocationsClient,
-    private readonly guards: GuardFloorClient,
+    @Inject(PAYMENT_RESOURCE) private readonly payments: PaymentResourceClient,
+    private readonly proxy: RailProxyClient,
     private readonly metrics: ReconcilerMetrics,
   ) {}
 
@@ -93,11 +96,11 @@ export class RevocationFencingService {
       reason: `lock ${r.key} revoked (token ${r.revokedToken.toString()})`,
     };
     const [account, rail] = await Promise.all([
-      this.guards.raiseAccountFence(raise, signal).then(
+      this.payments.raiseFenceFloor(raise, signal).then(
         (result) => this.count('account', result),
         (err: unknown) => this.failed('account', r, err),
       ),
-      this.guards.raiseRailMark(raise, signal).then(
+      this.proxy.raiseHighWaterFloor(raise, signal).then(
         (result) => this.count('rail', result),
         (err: unknown) => this.failed('rail', r, err),
       ),

@@ -1,4 +1,4 @@
-import type { RailLookup, RailTransfer } from '../peers/rail-lookup.client';
+import type { RailLookup, RailTransfer } from '@dlock/payout-contract';
 import { attemptEndedAt, classify, evidenceText, type AmbiguousPayout } from './evidence';
 
 const payout: AmbiguousPayout = {

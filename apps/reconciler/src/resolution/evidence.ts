@@ -1,4 +1,4 @@
-import type { RailLookup, RailTransfer } from '../peers/rail-lookup.client';
+import type { RailLookup, RailTransfer } from '@dlock/payout-contract';
 
 /** What the reconciler knows of one RAIL_AMBIGUOUS payout before it looks at the rail. */
 export interface AmbiguousPayout {

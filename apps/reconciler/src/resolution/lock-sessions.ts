@@ -34,10 +34,6 @@ export class LockSessions {
     });
   }
 
-  get ownerId(): string {
-    return this.client.ownerId;
-  }
-
   async session(signal?: AbortSignal): Promise<LockSession> {
     if (this.current?.state === 'open') return this.current;
     this.opening ??= this.client

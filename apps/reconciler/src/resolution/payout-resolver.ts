@@ -4,8 +4,12 @@ import type { LockHandle } from '@dlock/lock-client';
 import type { ReadOnlyDb } from '../db/read-only-db';
 import { PROXYDB } from '../db/tokens';
 import type { ResolutionResult } from '../metrics';
-import { PaymentResourceClient, type PayoutDetail } from '../peers/payment-resource.client';
-import type { RailLookup } from '../peers/rail-lookup.client';
+import {
+  PaymentResourceClient,
+  payoutLockKey,
+  type PayoutRecord,
+  type RailLookup,
+} from '@dlock/payout-contract';
 import { evidenceText, type Verdict } from './evidence';
 import { LockSessions } from './lock-sessions';
 
@@ -30,7 +34,7 @@ export class PayoutResolver {
   ) {}
 
   async apply(
-    payout: PayoutDetail,
+    payout: PayoutRecord,
     verdict: Writable,
     lookup: RailLookup,
     signal: AbortSignal,
@@ -39,13 +43,12 @@ export class PayoutResolver {
     const session = await this.sessions.session(signal);
     let handle: LockHandle;
     try {
-      handle = await session.acquire(`payout:${payout.accountId}`, { signal });
+      handle = await session.acquire(payoutLockKey(payout.accountId), { signal });
     } catch (err) {
       if (err instanceof ContentionError) return 'contended';
       throw err;
     }
     const token = handle.fencingToken;
-    const writer = { token, ownerId: this.sessions.ownerId };
     const log = { payoutId: payout.payoutId, accountId: payout.accountId, token: token.toString() };
     let resolved = false;
     try {
@@ -53,7 +56,7 @@ export class PayoutResolver {
       const railReference = verdict.kind === 'acked' ? verdict.transfer.railReference : undefined;
       await this.payments.resolve(
         payout.payoutId,
-        writer,
+        token,
         {
           resolution: verdict.kind === 'acked' ? 'ACKED' : 'NOT_FOUND',
           evidence: evidenceText(verdict, lookup),
@@ -77,7 +80,7 @@ export class PayoutResolver {
           handle.checkStillHeld();
           await this.payments.post(
             payout.payoutId,
-            writer,
+            token,
             { railReference: verdict.transfer.railReference, submissionId },
             handle.signal,
           );

@@ -2,8 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { formatInstant } from '@dlock/lock-api';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
 import { ReconcilerMetrics, RESOLUTION_RESULTS, type ResolutionResult } from '../metrics';
-import type { PaymentResourceClient, PayoutDetail } from '../peers/payment-resource.client';
-import { RailLookupClient } from '../peers/rail-lookup.client';
+import type { PaymentResourceClient, PayoutRecord, RailLookupClient } from '@dlock/payout-contract';
 import { attemptEndedAt, classify, type Verdict } from './evidence';
 import { PAYMENT_RESOURCE, PayoutResolver } from './payout-resolver';
 
@@ -100,7 +99,7 @@ export class ResolutionService {
     };
     try {
       const batchMax = this.config.RECONCILER_BATCH_MAX;
-      const items = await this.payments.listAmbiguous(batchMax, signal);
+      const items = await this.payments.listUpTo('RAIL_AMBIGUOUS', batchMax, signal);
       pass.ambiguous = items.length;
       this.metrics.ambiguousPayouts.set(items.length);
       const seen = new Set<string>();
@@ -131,7 +130,7 @@ export class ResolutionService {
 
   private async resolveOne(payoutId: string, signal: AbortSignal): Promise<ResolutionResult> {
     let result: ResolutionResult = 'error';
-    let payout: PayoutDetail | undefined;
+    let payout: PayoutRecord | undefined;
     try {
       payout = await this.payments.get(payoutId, signal);
       if (payout.state !== 'RAIL_AMBIGUOUS') return (result = 'not_ambiguous');
@@ -168,7 +167,7 @@ export class ResolutionService {
   }
 
   private act(
-    payout: PayoutDetail,
+    payout: PayoutRecord,
     verdict: Verdict,
     lookup: Parameters<PayoutResolver['apply']>[2],
     signal: AbortSignal,
@@ -192,7 +191,7 @@ export class ResolutionService {
   }
 
   /** Two transfers for one reference: possibly paid twice. Reported, never auto-resolved. */
-  private flagDuplicate(payout: PayoutDetail, railReferences: string[]): void {
+  private flagDuplicate(payout: PayoutRecord, railReferences: string[]): void {
     const known = this.duplicates.get(payout.payoutId);
     if (known && known.railReferences.length === railReferences.length) return;
     const flag: DuplicateFlag = {
@@ -213,7 +212,7 @@ export class ResolutionService {
   }
 
   /** One transfer that is not this payout's amount or currency: a human reads the statement. */
-  private flagMismatch(payout: PayoutDetail, railReference: string, reason: string): void {
+  private flagMismatch(payout: PayoutRecord, railReference: string, reason: string): void {
     if (this.mismatches.has(payout.payoutId)) return;
     const flag: MismatchFlag = {
       payoutId: payout.payoutId,
@@ -230,7 +229,7 @@ export class ResolutionService {
   }
 
   /** past the SLA the payout is a human's problem; say so once, keep counting it. */
-  private checkSla(payout: PayoutDetail): void {
+  private checkSla(payout: PayoutRecord): void {
     const since = payout.ambiguousAt ?? payout.submittedAt ?? payout.createdAt;
     const ageMs = Date.now() - Date.parse(since);
     if (ageMs < this.config.RECONCILER_AMBIGUOUS_SLA_MS) return;

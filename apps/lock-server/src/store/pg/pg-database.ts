@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
 import { QueryFailedError, type DataSource } from 'typeorm';
 import { DlockError } from '@dlock/lock-api';
-import { masterPool, preparedStatement } from '@dlock/persistence';
+import { masterPool, preparedStatement, probeNewConnection } from '@dlock/persistence';
 import type { LockServerConfig } from '../../config';
 import { isUnavailable } from './pg-errors';
 import { GRACE_SQL, PROBE_SQL, REAP_SESSIONS_SQL } from './sql';
@@ -61,9 +61,19 @@ export class PgDatabase {
     return this.raw<T>(sql, params);
   }
 
-  /** Throws NOT_LEADER unless the database answers and accepts writes. */
+  /**
+   * Throws NOT_LEADER unless the database answers and accepts writes, and a
+   * new connection authenticates: pooled sessions outlive a password change
+   * or a server refusing new sessions, and the pool replaces them as they
+   * close (docs/operations.md, "Containers, start-up and database outages").
+   */
   async ping(): Promise<void> {
     this.assertWritable(await this.rows<{ in_recovery: boolean; read_only: boolean }>(PROBE_SQL));
+    try {
+      await probeNewConnection(this.ds);
+    } catch (err) {
+      throw this.notLeader(err);
+    }
   }
 
   /**

@@ -6,12 +6,12 @@ const [TRANSITIONS, LEDGER] = AUDIT_CHAINS.paydb;
 
 /**
  * `payout_transition` and `ledger_entry` become hash chains (docs/audit.md),
- * one per table: an edited, removed or slipped-in row is found by
+ * one per payout and one per account: an edited, removed or slipped-in row is found by
  * `npm run audit:verify` even when the append-only triggers were bypassed.
  * Existing rows are chained in the order they were written.
  */
-export class RecordsChained1796169600000 implements MigrationInterface {
-  name = 'RecordsChained1796169600000';
+export class RecordsChained1796313600000 implements MigrationInterface {
+  name = 'RecordsChained1796313600000';
 
   async up(q: QueryRunner): Promise<void> {
     await addChain(q, TRANSITIONS, 'payout_transition_append_only');

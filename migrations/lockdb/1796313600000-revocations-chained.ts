@@ -9,8 +9,8 @@ const [REVOCATIONS] = AUDIT_CHAINS.lockdb;
  * or slipped-in revocation is found by `npm run audit:verify` even when the
  * append-only trigger was bypassed. Existing rows are chained in revocation order.
  */
-export class RevocationsChained1796169600000 implements MigrationInterface {
-  name = 'RevocationsChained1796169600000';
+export class RevocationsChained1796313600000 implements MigrationInterface {
+  name = 'RevocationsChained1796313600000';
 
   async up(q: QueryRunner): Promise<void> {
     await addChain(q, REVOCATIONS, 'lock_revocation_append_only');

@@ -12,8 +12,8 @@ const [INTENTS, OUTCOMES] = AUDIT_CHAINS.proxydb;
  * outcome is recorded (or at INSERT for a row born resolved, e.g. FENCED).
  * The chain columns themselves may never be changed by an UPDATE.
  */
-export class RailAttemptsChained1796169600000 implements MigrationInterface {
-  name = 'RailAttemptsChained1796169600000';
+export class RailAttemptsChained1796313600000 implements MigrationInterface {
+  name = 'RailAttemptsChained1796313600000';
 
   async up(q: QueryRunner): Promise<void> {
     await addChain(q, INTENTS, 'rail_submission_guard');

@@ -1,0 +1,245 @@
+import { AssertionError } from 'node:assert';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DlockError, FencedOutError } from '@dlock/lock-api';
+import { PeerProtocolError } from '@dlock/http-client';
+import { PaymentResourceClient } from './payment-resource.client';
+import { RailProxyClient } from './rail-proxy.client';
+
+/** The executor's submit budget with an 800 ms rail read timeout (apps/executor lease.ts). */
+const SUBMIT_BUDGET = { connectTimeoutMs: 1_000, readTimeoutMs: 2_800 };
+
+/** A local HTTP server recording what the typed clients send (no fakes of the clients themselves). */
+let server: http.Server;
+let base: string;
+const seen: { method?: string; url?: string; headers: http.IncomingHttpHeaders; body: string }[] =
+  [];
+let reply: { status: number; body: unknown } = { status: 200, body: {} };
+/** Answers taken in order before `reply`, for calls that make several requests. */
+const queued: { status: number; body: unknown }[] = [];
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body });
+      const answer = queued.shift() ?? reply;
+      res.writeHead(answer.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(answer.body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+});
+
+beforeEach(() => {
+  seen.length = 0;
+  queued.length = 0;
+});
+
+const PAYOUT = '0b5e1c1e-8a3c-4c8e-9a51-3d1a2b4c5d6e';
+const SUBMISSION = {
+  payoutId: PAYOUT,
+  accountId: 'a',
+  amountMinor: 1,
+  currency: 'EUR',
+  beneficiaryRef: 'b',
+};
+
+describe('a missing or invalid token is a programming error, never a warning', () => {
+  const payments = () => new PaymentResourceClient(base, 'w-1');
+  const rail = () => new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
+  const bad: unknown[] = [undefined, null, 0n, -1n, 2n ** 63n, 5, '5'];
+
+  test.each(bad)('payment-resource claim/outcome/post with %p throw before sending', (token) => {
+    const c = payments();
+    expect(() => c.claim(PAYOUT, token as bigint, 'PENDING')).toThrow(AssertionError);
+    expect(() => c.railOutcome(PAYOUT, token as bigint, { outcome: 'SUBMITTED' })).toThrow(
+      AssertionError,
+    );
+    expect(() =>
+      c.post(PAYOUT, token as bigint, { submissionId: 's', railReference: 'r' }),
+    ).toThrow(AssertionError);
+    c.close();
+    expect(seen).toHaveLength(0);
+  });
+
+  test.each(bad)('rail-proxy submit with %p rejects before sending', async (token) => {
+    const c = rail();
+    await expect(c.submit(token as bigint, SUBMISSION)).rejects.toThrow(AssertionError);
+    c.close();
+    expect(seen).toHaveLength(0);
+  });
+});
+
+test('every protected call sends the token, owner and the payout stable key', async () => {
+  const token = 2n ** 53n + 1n;
+  const c = new PaymentResourceClient(base, 'w-1');
+  reply = { status: 200, body: { payoutId: PAYOUT, state: 'CLAIMED' } };
+  await c.claim(PAYOUT, token, 'PENDING');
+  reply = { status: 200, body: { payoutId: PAYOUT, state: 'POSTED' } };
+  await c.post(PAYOUT, token, { submissionId: 's', railReference: 'r' });
+  c.close();
+  const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
+  reply = {
+    status: 200,
+    body: {
+      submissionId: 's',
+      railReference: 'r',
+      presentedToken: token.toString(),
+      outcome: 'ACKED',
+    },
+  };
+  const ack = await r.submit(token, SUBMISSION);
+  r.close();
+  expect(ack.presentedToken).toBe(token);
+  expect(
+    seen.map((x) => [
+      x.url,
+      x.headers['x-fencing-token'],
+      x.headers['x-owner-id'],
+      x.headers['x-idempotency-key'],
+      x.headers['x-request-deadline-ms'],
+    ]),
+  ).toEqual([
+    // The deadline is each hop's read timeout: 3 s for fenced writes, the caller's budget for the submit.
+    [`/v1/payouts/${PAYOUT}/claim`, '9007199254740993', 'w-1', `payout-${PAYOUT}`, '3000'],
+    [`/v1/payouts/${PAYOUT}/post`, '9007199254740993', 'w-1', `payout-${PAYOUT}`, '3000'],
+    ['/v1/rail/submissions', '9007199254740993', 'w-1', `payout-${PAYOUT}`, '2800'],
+  ]);
+  expect(JSON.parse(seen[1].body)).toEqual({
+    railReference: 'r',
+    submissionId: 's',
+    railOutcome: 'ACKED',
+  });
+});
+
+test('a 409 is never retried and comes back as its typed error', async () => {
+  const c = new PaymentResourceClient(base, 'w-1');
+  reply = {
+    status: 409,
+    body: {
+      code: 'FENCED_OUT',
+      message: 'm',
+      retrySafe: false,
+      details: { resourceType: 'account' },
+      traceId: 't',
+    },
+  };
+  const err: unknown = await c.claim(PAYOUT, 5n, 'PENDING').catch((e: unknown) => e);
+  c.close();
+  expect(err).toBeInstanceOf(FencedOutError);
+  expect(seen).toHaveLength(1);
+});
+
+test('a 503 on a fenced write is retried exactly once; the submit never is', async () => {
+  reply = {
+    status: 503,
+    body: { code: 'UNAVAILABLE', message: 'm', retrySafe: true, traceId: 't' },
+  };
+  const c = new PaymentResourceClient(base, 'w-1');
+  await expect(c.claim(PAYOUT, 5n, 'PENDING')).rejects.toBeInstanceOf(DlockError);
+  c.close();
+  expect(seen).toHaveLength(2);
+  seen.length = 0;
+  reply = {
+    status: 503,
+    body: { code: 'RAIL_UNAVAILABLE', message: 'm', retrySafe: true, traceId: 't' },
+  };
+  const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
+  await expect(r.submit(5n, SUBMISSION)).rejects.toMatchObject({ code: 'RAIL_UNAVAILABLE' });
+  r.close();
+  expect(seen).toHaveLength(1);
+});
+
+const envelope = (code: string) => ({ code, message: 'm', retrySafe: false, traceId: 't' });
+
+test('the reconciler: P8 under its own token and owner, and floor raises attributed by X-Operator', async () => {
+  const c = new PaymentResourceClient(base, 'reconciler-1');
+  const r = new RailProxyClient(base, 'reconciler-1');
+  reply = { status: 200, body: { payoutId: PAYOUT, state: 'RAIL_ACKED' } };
+  await expect(
+    c.resolve(PAYOUT, 7n, { resolution: 'ACKED', evidence: 'one settled transfer' }),
+  ).resolves.toEqual({ payoutId: PAYOUT, state: 'RAIL_ACKED' });
+  const raise = { revocationId: 'r-1', accountId: 'acct-1', floor: 2n ** 60n, reason: 'revoked' };
+  queued.push(
+    { status: 200, body: { raised: true } },
+    { status: 404, body: envelope('NOT_FOUND') },
+  );
+  expect(await c.raiseFenceFloor(raise)).toBe('raised');
+  expect(await c.raiseFenceFloor(raise)).toBe('not_found');
+  reply = { status: 200, body: { raised: false } };
+  expect(await r.raiseHighWaterFloor(raise)).toBe('unchanged');
+  c.close();
+  r.close();
+  expect(seen.map((x) => [x.url, x.headers['x-fencing-token'], x.headers['x-operator']])).toEqual([
+    [`/v1/payouts/${PAYOUT}/resolve`, '7', undefined],
+    ['/v1/accounts/acct-1/fence-floor', undefined, 'reconciler-1'],
+    ['/v1/accounts/acct-1/fence-floor', undefined, 'reconciler-1'],
+    ['/v1/rail/high-water/acct-1/floor', undefined, 'reconciler-1'],
+  ]);
+  expect(seen[0].headers['x-owner-id']).toBe('reconciler-1');
+  expect(JSON.parse(seen[3].body)).toEqual({
+    floor: '1152921504606846976',
+    revocationId: 'r-1',
+    reason: 'revoked',
+  });
+});
+
+test('listUpTo follows nextCursor and stops at the limit asked for', async () => {
+  const item = (n: number) => ({
+    payoutId: `p-${n}`,
+    accountId: 'a',
+    amountMinor: 1,
+    currency: 'EUR',
+    beneficiaryRef: 'b',
+    state: 'RAIL_AMBIGUOUS',
+    attemptCount: 1,
+    createdAt: '2026-01-01T00:00:00.000Z',
+  });
+  queued.push(
+    { status: 200, body: { items: [item(1), item(2)], nextCursor: 'c-1' } },
+    { status: 200, body: { items: [item(3)], nextCursor: 'c-2' } },
+  );
+  const c = new PaymentResourceClient(base, 'w-1');
+  const items = await c.listUpTo('RAIL_AMBIGUOUS', 3);
+  c.close();
+  expect(items.map((i) => i.payoutId)).toEqual(['p-1', 'p-2', 'p-3']);
+  expect(seen.map((x) => x.url)).toEqual([
+    '/v1/payouts?state=RAIL_AMBIGUOUS&limit=3',
+    '/v1/payouts?state=RAIL_AMBIGUOUS&limit=1&cursor=c-1',
+  ]);
+});
+
+test('R2: 404 means no records; an answer off the contract is a protocol error, not a guess', async () => {
+  const r = new RailProxyClient(base, 'w-1');
+  reply = { status: 404, body: envelope('NOT_FOUND') };
+  await expect(r.records(PAYOUT)).resolves.toEqual([]);
+  const record = { submissionId: 's', railReference: null, presentedToken: '9' };
+  reply = { status: 200, body: { payoutId: PAYOUT, submissions: [{ ...record, outcome: null }] } };
+  await expect(r.records(PAYOUT)).resolves.toEqual([
+    { ...record, outcome: null, presentedToken: 9n },
+  ]);
+  reply = {
+    status: 200,
+    body: { payoutId: PAYOUT, submissions: [{ ...record, outcome: 'PAID' }] },
+  };
+  await expect(r.records(PAYOUT)).rejects.toBeInstanceOf(PeerProtocolError);
+  reply = { status: 200, body: { payoutId: PAYOUT, state: 'NOT_A_STATE' } };
+  const c = new PaymentResourceClient(base, 'w-1');
+  await expect(c.claim(PAYOUT, 5n, 'PENDING')).rejects.toBeInstanceOf(PeerProtocolError);
+  c.close();
+  r.close();
+});
+
+test('a rail-proxy client built without a submit budget cannot submit', async () => {
+  const r = new RailProxyClient(base, 'reconciler-1');
+  await expect(r.submit(5n, SUBMISSION)).rejects.toThrow(AssertionError);
+  r.close();
+  expect(seen).toHaveLength(0);
+});

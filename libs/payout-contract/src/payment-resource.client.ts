@@ -1,0 +1,238 @@
+import { DlockError, type FencingToken } from '@dlock/lock-api';
+import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
+import { BodyReader } from './body-reader';
+import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
+import type { FloorRaise, RaiseResult } from './hops';
+import { assertToken } from './payout-protocol';
+import type { PayoutState } from './payout-types';
+import type {
+  ClaimRequest,
+  ClaimResponse,
+  PayoutPage,
+  PayoutRecord,
+  PayoutSummary,
+  PostRequest,
+  PostResponse,
+  RailOutcomeRequest,
+  RailOutcomeResponse,
+  ResolveRequest,
+  ResolveResponse,
+} from './wire';
+
+/** The P4 fields the executor picks its next write by. */
+export type PayoutView = Pick<
+  PayoutRecord,
+  | 'payoutId'
+  | 'accountId'
+  | 'amountMinor'
+  | 'currency'
+  | 'beneficiaryRef'
+  | 'state'
+  | 'submissionId'
+  | 'railReference'
+>;
+
+/** A P6 body as a writer sends it: ACKED names its submission and reference. */
+export type RailOutcomeRecord =
+  | { outcome: 'SUBMITTED' }
+  | { outcome: 'ACKED'; submissionId: string; railReference: string }
+  | { outcome: 'REJECTED'; submissionId?: string; reason?: string }
+  | { outcome: 'AMBIGUOUS'; submissionId?: string; reason?: string };
+
+/** What every fenced write answers first: the payout and its state after the write. */
+export interface TransitionResult {
+  payoutId: string;
+  state: PayoutState;
+}
+
+type FencedAnswer = ClaimResponse | RailOutcomeResponse | PostResponse | ResolveResponse;
+
+/** P1 pages are at most this long (C3 §3.4). */
+const LIST_PAGE_MAX = 500;
+
+/**
+ * Typed client of payment-resource (C3 §3.4, DECISIONS §4). Every fenced
+ * write takes the grant's token as a required `bigint` (checked before a byte
+ * is sent) and sends it as X-Fencing-Token with X-Owner-Id and the payout's
+ * stable X-Idempotency-Key; the same `ownerId` signs the floor raises as
+ * X-Operator. Budgets and retries are the hop policy's (@dlock/http-client).
+ */
+export class PaymentResourceClient {
+  private readonly hop: JsonPeer;
+
+  constructor(
+    baseUrl: string,
+    private readonly ownerId: string,
+  ) {
+    this.hop = new JsonPeer('payment-resource', baseUrl);
+  }
+
+  /** P1 (advisory): one page. */
+  async list(
+    payoutState: PayoutState,
+    opts: { limit: number; accountId?: string },
+    signal?: AbortSignal,
+  ): Promise<PayoutSummary[]> {
+    return (await this.page(payoutState, opts, signal)).items;
+  }
+
+  /** P1 (advisory) page after page, up to `max` payouts. */
+  async listUpTo(
+    payoutState: PayoutState,
+    max: number,
+    signal?: AbortSignal,
+  ): Promise<PayoutSummary[]> {
+    const out: PayoutSummary[] = [];
+    let cursor: string | undefined;
+    while (out.length < max) {
+      const limit = Math.min(LIST_PAGE_MAX, max - out.length);
+      const page = await this.page(payoutState, { limit, cursor }, signal);
+      out.push(...page.items);
+      if (page.nextCursor === undefined || page.items.length === 0) break;
+      cursor = page.nextCursor;
+    }
+    return out;
+  }
+
+  /** P4 (advisory): the re-read after acquire when the poll's state is not enough (FR-14). */
+  async get(payoutId: string, signal?: AbortSignal): Promise<PayoutRecord> {
+    const path = `/v1/payouts/${encodeURIComponent(payoutId)}`;
+    return this.payoutRecord(await advisoryGet<PayoutRecord>(this.hop, path, signal));
+  }
+
+  /** P2: fenced claim; `expectedState` CLAIMED is the recovery re-claim. */
+  claim(
+    payoutId: string,
+    token: FencingToken,
+    expectedState: ClaimRequest['expectedState'],
+    signal?: AbortSignal,
+  ): Promise<TransitionResult> {
+    assertToken(token);
+    const body: ClaimRequest = { expectedState };
+    return this.write(payoutId, 'claim', token, body, signal);
+  }
+
+  /** P6: the payout's rail transitions (RAIL_SUBMITTED before the proxy call, the outcome after). */
+  railOutcome(
+    payoutId: string,
+    token: FencingToken,
+    record: RailOutcomeRecord,
+    signal?: AbortSignal,
+  ): Promise<TransitionResult> {
+    assertToken(token);
+    const body: RailOutcomeRequest = record;
+    return this.write(payoutId, 'rail-outcome', token, body, signal);
+  }
+
+  /** P3: both ledger legs and the balance, from RAIL_ACKED to POSTED. */
+  post(
+    payoutId: string,
+    token: FencingToken,
+    ack: { submissionId: string; railReference: string },
+    signal?: AbortSignal,
+  ): Promise<TransitionResult> {
+    assertToken(token);
+    const body: PostRequest = {
+      railReference: ack.railReference,
+      submissionId: ack.submissionId,
+      railOutcome: 'ACKED',
+    };
+    return this.write(payoutId, 'post', token, body, signal);
+  }
+
+  /** P8: the only way out of RAIL_AMBIGUOUS, on the rail's evidence. */
+  resolve(
+    payoutId: string,
+    token: FencingToken,
+    body: ResolveRequest,
+    signal?: AbortSignal,
+  ): Promise<TransitionResult> {
+    assertToken(token);
+    return this.write(payoutId, 'resolve', token, body, signal);
+  }
+
+  /** Raises the account's fence to a revocation's floor; an unknown account has nothing to fence. */
+  async raiseFenceFloor(raise: FloorRaise, signal?: AbortSignal): Promise<RaiseResult> {
+    const path = `/v1/accounts/${encodeURIComponent(raise.accountId)}/fence-floor`;
+    try {
+      return await raiseFloor(this.hop, path, this.ownerId, raise, signal);
+    } catch (err) {
+      if (err instanceof DlockError && err.code === 'NOT_FOUND') return 'not_found';
+      throw err;
+    }
+  }
+
+  close(): void {
+    this.hop.close();
+  }
+
+  private async page(
+    payoutState: PayoutState,
+    opts: { limit: number; accountId?: string; cursor?: string },
+    signal?: AbortSignal,
+  ): Promise<{ items: PayoutSummary[]; nextCursor?: string }> {
+    const query = new URLSearchParams({ state: payoutState, limit: String(opts.limit) });
+    if (opts.accountId !== undefined) query.set('accountId', opts.accountId);
+    if (opts.cursor !== undefined) query.set('cursor', opts.cursor);
+    const body = await advisoryGet<PayoutPage>(this.hop, `/v1/payouts?${query.toString()}`, signal);
+    const page = new BodyReader(this.hop.name, body);
+    const nextCursor = page.strOrNull('nextCursor') ?? undefined;
+    return { items: page.array('items').map((item) => this.summary(item)), nextCursor };
+  }
+
+  private summary(item: unknown): PayoutSummary {
+    const r = new BodyReader(this.hop.name, item);
+    return {
+      payoutId: r.str('payoutId'),
+      accountId: r.str('accountId'),
+      amountMinor: r.int('amountMinor'),
+      currency: r.str('currency'),
+      beneficiaryRef: r.str('beneficiaryRef'),
+      state: r.state('state'),
+      attemptCount: r.int('attemptCount'),
+      createdAt: r.str('createdAt'),
+    };
+  }
+
+  private payoutRecord(body: unknown): PayoutRecord {
+    const r = new BodyReader(this.hop.name, body);
+    return {
+      ...this.summary(body),
+      clientRef: r.str('clientRef'),
+      claimedBy: r.strOrNull('claimedBy'),
+      tokenStamp: r.strOrNull('tokenStamp'),
+      submissionId: r.strOrNull('submissionId'),
+      railReference: r.strOrNull('railReference'),
+      failureReason: r.strOrNull('failureReason'),
+      claimedAt: r.strOrNull('claimedAt'),
+      submittedAt: r.strOrNull('submittedAt'),
+      ambiguousAt: r.strOrNull('ambiguousAt'),
+      settledAt: r.strOrNull('settledAt'),
+      updatedAt: r.str('updatedAt'),
+    };
+  }
+
+  private async write(
+    payoutId: string,
+    operation: 'claim' | 'rail-outcome' | 'post' | 'resolve',
+    token: FencingToken,
+    body: ClaimRequest | RailOutcomeRequest | PostRequest | ResolveRequest,
+    signal?: AbortSignal,
+  ): Promise<TransitionResult> {
+    const answer = await withHopRetries(
+      'fencedWrite',
+      () =>
+        this.hop.call<FencedAnswer>({
+          method: 'POST',
+          path: `/v1/payouts/${encodeURIComponent(payoutId)}/${operation}`,
+          headers: protectedHeaders(token, this.ownerId, payoutId),
+          body,
+          budget: HOP_BUDGETS.fencedWrite,
+          signal,
+        }),
+      signal,
+    );
+    const r = new BodyReader(this.hop.name, answer);
+    return { payoutId: r.str('payoutId'), state: r.state('state') };
+  }
+}

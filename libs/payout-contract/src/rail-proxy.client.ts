@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { DlockError, type FencingToken } from '@dlock/lock-api';
+import { JsonPeer, PeerProtocolError, withHopRetries, type CallBudget } from '@dlock/http-client';
+import { BodyReader } from './body-reader';
+import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
+import type { FloorRaise, RaiseResult } from './hops';
+import { assertToken } from './payout-protocol';
+import type { RailOutcome } from './payout-types';
+import type { SubmissionsResponse, SubmitRequest, SubmitResponse } from './wire';
+
+/** R1's acknowledgement as the caller uses it (the token parsed back to a bigint). */
+export interface AckedSubmission {
+  submissionId: string;
+  railReference: string;
+  presentedToken: FencingToken;
+}
+
+/** The proxy's record of one submission as R2 shows it; `outcome` null = unresolved. */
+export interface ProxyRecord {
+  submissionId: string;
+  outcome: RailOutcome | null;
+  railReference: string | null;
+  presentedToken: FencingToken;
+}
+
+/**
+ * Typed client of rail-proxy (C3 §3.5, DECISIONS §4 R2). The submit is never
+ * retried, by anyone, for any reason (C3 §3.8): a retry would re-enter the
+ * proxy's admission and come back DUPLICATE_SUBMISSION at best. Its budget is
+ * the caller's (the executor's follows the rail's read timeout, lease.ts);
+ * a client built without one (the reconciler's) cannot submit.
+ */
+export class RailProxyClient {
+  private readonly hop: JsonPeer;
+
+  constructor(
+    baseUrl: string,
+    private readonly ownerId: string,
+    private readonly submitBudget?: CallBudget,
+  ) {
+    this.hop = new JsonPeer('rail-proxy', baseUrl);
+  }
+
+  /** R1: one presentation attempt. Every failure is thrown as its typed error; 0 retries. */
+  async submit(
+    token: FencingToken,
+    payout: SubmitRequest,
+    signal?: AbortSignal,
+  ): Promise<AckedSubmission> {
+    assertToken(token);
+    const budget = this.submitBudget;
+    assert.ok(budget, 'this rail-proxy client was built without a submit budget');
+    const body: SubmitRequest = {
+      payoutId: payout.payoutId,
+      accountId: payout.accountId,
+      amountMinor: payout.amountMinor,
+      currency: payout.currency,
+      beneficiaryRef: payout.beneficiaryRef,
+    };
+    const answer = await withHopRetries(
+      'submit',
+      () =>
+        this.hop.call<SubmitResponse>({
+          method: 'POST',
+          path: '/v1/rail/submissions',
+          headers: protectedHeaders(token, this.ownerId, payout.payoutId),
+          body,
+          budget,
+          signal,
+        }),
+      signal,
+    );
+    const r = new BodyReader(this.hop.name, answer);
+    if (r.outcome('outcome') !== 'ACKED') {
+      throw new PeerProtocolError(this.hop.name, 'a 200 submission must be ACKED', 200);
+    }
+    return {
+      submissionId: r.str('submissionId'),
+      railReference: r.str('railReference'),
+      presentedToken: r.token('presentedToken'),
+    };
+  }
+
+  /** R2 (advisory): the proxy's records of a payout; none = nothing was ever admitted. */
+  async records(payoutId: string, signal?: AbortSignal): Promise<ProxyRecord[]> {
+    let answer: SubmissionsResponse;
+    try {
+      const path = `/v1/rail/submissions/${encodeURIComponent(payoutId)}`;
+      answer = await advisoryGet<SubmissionsResponse>(this.hop, path, signal);
+    } catch (err) {
+      if (err instanceof DlockError && err.code === 'NOT_FOUND') return [];
+      throw err;
+    }
+    return new BodyReader(this.hop.name, answer).array('submissions').map((s) => {
+      const r = new BodyReader(this.hop.name, s);
+      return {
+        submissionId: r.str('submissionId'),
+        outcome: r.outcome('outcome'),
+        railReference: r.strOrNull('railReference'),
+        presentedToken: r.token('presentedToken'),
+      };
+    });
+  }
+
+  /** Raises the account's high-water mark to a revocation's floor. */
+  raiseHighWaterFloor(raise: FloorRaise, signal?: AbortSignal): Promise<RaiseResult> {
+    const path = `/v1/rail/high-water/${encodeURIComponent(raise.accountId)}/floor`;
+    return raiseFloor(this.hop, path, this.ownerId, raise, signal);
+  }
+
+  close(): void {
+    this.hop.close();
+  }
+}

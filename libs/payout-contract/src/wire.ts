@@ -1,0 +1,317 @@
+import type { PayoutState, RailOutcome } from './payout-types';
+
+/**
+ * The bodies of P1–P8, R1–R2, the guards' floor raises and the rail's S2, as
+ * they travel. The servers declare their answers with these types and the
+ * clients read them with the same ones, so renaming or retyping a field
+ * breaks the build on both sides. int64 tokens and fences travel as decimal
+ * strings (`Int64Text`); amounts are safe integers; instants are ISO-8601.
+ */
+export type Int64Text = string;
+export type Instant = string;
+
+// payment-resource (C3 §3.4, DECISIONS §4)
+
+/** One P1 item (beneficiaryRef is this project's addition: the submit needs it). */
+export interface PayoutSummary {
+  payoutId: string;
+  accountId: string;
+  amountMinor: number;
+  currency: string;
+  beneficiaryRef: string;
+  state: PayoutState;
+  attemptCount: number;
+  createdAt: Instant;
+}
+
+/** P1 200. `nextCursor` is opaque and present only when more items follow. */
+export interface PayoutPage {
+  items: PayoutSummary[];
+  nextCursor?: string;
+}
+
+/** One rail transition recorded for the payout, in P4's `submissions[]`. */
+export interface PayoutRailRecord {
+  submissionId: string | null;
+  outcome: string;
+  railReference: string | null;
+  fencingToken: Int64Text | null;
+  ownerId: string;
+  recordedAt: Instant;
+}
+
+/** P4 200 without its `submissions[]`. Advisory: it picks the next write, never decides safety. */
+export interface PayoutRecord {
+  payoutId: string;
+  accountId: string;
+  amountMinor: number;
+  currency: string;
+  beneficiaryRef: string;
+  clientRef: string;
+  state: PayoutState;
+  attemptCount: number;
+  claimedBy: string | null;
+  tokenStamp: Int64Text | null;
+  submissionId: string | null;
+  railReference: string | null;
+  failureReason: string | null;
+  createdAt: Instant;
+  claimedAt: Instant | null;
+  submittedAt: Instant | null;
+  ambiguousAt: Instant | null;
+  settledAt: Instant | null;
+  updatedAt: Instant;
+}
+
+/** P4 200. */
+export interface PayoutDetail extends PayoutRecord {
+  submissions: PayoutRailRecord[];
+}
+
+/** P5 200: the balance beside the ledger sum recomputed in the same snapshot (FR-25). */
+export interface AccountView {
+  accountId: string;
+  kind: string;
+  currency: string;
+  balanceMinor: number;
+  fence: Int64Text;
+  version: number;
+  updatedAt: Instant;
+  ledgerSumMinor: number;
+}
+
+/** POST /v1/accounts body (docs/payment-resource.md, "Creating accounts, deposits and payouts"). */
+export interface CreateAccountRequest {
+  currency: string;
+  accountId?: string;
+}
+
+/** POST /v1/accounts 201. */
+export interface CreatedAccount {
+  accountId: string;
+  kind: 'CUSTOMER';
+  currency: string;
+  balanceMinor: number;
+  fence: Int64Text;
+}
+
+/** POST /v1/accounts/{accountId}/deposits body. */
+export interface DepositRequest {
+  amountMinor: number;
+  currency: string;
+}
+
+/** POST /v1/accounts/{accountId}/deposits 201. */
+export interface DepositResponse {
+  depositId: string;
+  accountId: string;
+  amountMinor: number;
+  currency: string;
+  balanceMinor: number;
+}
+
+/** POST /v1/payouts body: the system names the payout and its rail reference. */
+export interface CreatePayoutRequest {
+  accountId: string;
+  amountMinor: number;
+  currency: string;
+  beneficiaryRef: string;
+}
+
+/** POST /v1/payouts 201. */
+export interface CreatedPayout {
+  payoutId: string;
+  accountId: string;
+  amountMinor: number;
+  currency: string;
+  beneficiaryRef: string;
+  clientRef: string;
+  state: 'PENDING';
+}
+
+/** P2 body: PENDING, or CLAIMED for the recovery re-claim. */
+export interface ClaimRequest {
+  expectedState: 'PENDING' | 'CLAIMED';
+}
+
+/** P2 200. */
+export interface ClaimResponse {
+  payoutId: string;
+  state: PayoutState;
+  claimToken: Int64Text;
+  accountFence: Int64Text;
+  attemptCount: number;
+  idempotencyKey: string;
+}
+
+/** P3 body. */
+export interface PostRequest {
+  railReference: string;
+  submissionId: string;
+  railOutcome: 'ACKED';
+}
+
+/** One of P3's two balanced ledger rows. */
+export interface LedgerEntryView {
+  entryId: string;
+  accountId: string;
+  direction: 'DEBIT' | 'CREDIT';
+  amountMinor: number;
+  fence: Int64Text;
+}
+
+/** P3 200. */
+export interface PostResponse {
+  payoutId: string;
+  state: PayoutState;
+  entries: LedgerEntryView[];
+  balanceMinor: number;
+}
+
+export type RailOutcomeKind = 'SUBMITTED' | 'ACKED' | 'REJECTED' | 'AMBIGUOUS';
+
+/** P6 body. */
+export interface RailOutcomeRequest {
+  outcome: RailOutcomeKind;
+  submissionId?: string;
+  railReference?: string;
+  reason?: string;
+}
+
+/** What P6 and P8 answer besides their own field: the transition and the payout's rail fields. */
+export interface TransitionView {
+  payoutId: string;
+  state: PayoutState;
+  previousState: PayoutState;
+  submissionId: string | null;
+  railReference: string | null;
+  tokenStamp: Int64Text | null;
+  accountFence: Int64Text;
+}
+
+/** P6 200. */
+export type RailOutcomeResponse = TransitionView & { outcome: RailOutcomeKind };
+
+/** P7 body: an operator's decision, attributed and explained. */
+export interface AbandonRequest {
+  operator: string;
+  reason: string;
+}
+
+/** P7 200. */
+export interface AbandonResponse {
+  payoutId: string;
+  state: PayoutState;
+  previousState: PayoutState;
+  operator: string;
+  reason: string;
+  abandonedAt: Instant | null;
+}
+
+export type Resolution = 'ACKED' | 'NOT_FOUND';
+
+/** P8 body: the reconciler's verdict and the rail evidence behind it. */
+export interface ResolveRequest {
+  resolution: Resolution;
+  evidence: string;
+  railReference?: string;
+  submissionId?: string;
+}
+
+/** P8 200. */
+export type ResolveResponse = TransitionView & { resolution: Resolution };
+
+// The guards' floor raises (docs/operations.md, "Revocation fencing"); attribution in X-Operator.
+
+/** Body of both floor raises. */
+export interface FloorRaiseRequest {
+  floor: Int64Text;
+  revocationId?: string;
+  reason?: string;
+}
+
+/** payment-resource POST /v1/accounts/{accountId}/fence-floor 200. */
+export interface AccountFloorResponse {
+  accountId: string;
+  floor: Int64Text;
+  fenceBefore: Int64Text;
+  fenceAfter: Int64Text;
+  raised: boolean;
+}
+
+/** rail-proxy POST /v1/rail/high-water/{accountId}/floor 200. */
+export interface HighWaterFloorResponse {
+  accountId: string;
+  floor: Int64Text;
+  highestTokenBefore: Int64Text | null;
+  highestTokenAfter: Int64Text;
+  raised: boolean;
+}
+
+// rail-proxy (C3 §3.5, DECISIONS §4)
+
+/** R1 body (POST /v1/rail/submissions); token, owner and key travel as headers. */
+export interface SubmitRequest {
+  payoutId: string;
+  accountId: string;
+  amountMinor: number;
+  currency: string;
+  beneficiaryRef: string;
+}
+
+/** R1 200: the rail acknowledged. */
+export interface SubmitResponse {
+  submissionId: string;
+  payoutId: string;
+  presentedToken: Int64Text;
+  outcome: 'ACKED';
+  railReference: string;
+  submittedAt: Instant;
+  resolvedAt: Instant;
+}
+
+/** One row of the proxy's record in R2; `outcome` null = unresolved (money may have moved). */
+export interface SubmissionView {
+  submissionId: string;
+  payoutId: string;
+  accountId: string;
+  presentedToken: Int64Text;
+  ownerId: string;
+  clientRef: string;
+  amountMinor: number;
+  currency: string;
+  outcome: RailOutcome | null;
+  railReference: string | null;
+  errorCode: string | null;
+  submittedAt: Instant;
+  resolvedAt: Instant | null;
+}
+
+/** R2 200 (GET /v1/rail/submissions/{payoutId}); 404 when nothing was ever admitted. */
+export interface SubmissionsResponse {
+  payoutId: string;
+  submissions: SubmissionView[];
+}
+
+// The rail (A-08)
+
+/** One transfer the rail booked under a client reference. */
+export interface RailTransfer {
+  railReference: string;
+  clientRef: string;
+  amountMinor: number;
+  currency: string;
+  acceptedAt: Instant;
+  settled: boolean;
+  settledAt: Instant | null;
+  duplicateOf: string | null;
+}
+
+/** S2 200 (GET /lookup?clientRef=). */
+export interface RailLookup {
+  clientRef: string;
+  asOf: Instant;
+  /** The rail's own settlement window, when it reports one. */
+  settlementWindowMs: number | null;
+  transfers: RailTransfer[];
+}

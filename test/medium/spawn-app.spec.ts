@@ -1,0 +1,28 @@
+// The test harness itself: an app whose port another process took first must
+// not be reported as started (its health check would be answered by the other
+// process, and the test would talk to the wrong service).
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnApp, type RunningApp } from '@dlock/testing';
+
+describe('spawnApp', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'spawn-app-'));
+  const stub = (name: string) => ({
+    RAIL_STUB_JOURNAL_PATH: path.join(dir, `${name}.journal`),
+    RAIL_STUB_JOURNAL_FSYNC: 'false',
+  });
+  const apps: RunningApp[] = [];
+  afterAll(async () => {
+    await Promise.all(apps.map((a) => a.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('does not report an app started when another process answers on its port', async () => {
+    const first = await spawnApp('rail-stub', stub('first'));
+    apps.push(first);
+    await expect(spawnApp('rail-stub', stub('second'), { port: first.port })).rejects.toThrow(
+      `rail-stub: port ${first.port} is answered by another process`,
+    );
+  });
+});
