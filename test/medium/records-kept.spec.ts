@@ -272,7 +272,7 @@ describe('records are never removed; down migrations never rewind a token source
     expect(refused.code).not.toBe(0);
     expect(refused.out).toContain('1 WITHDRAWN rail_submission row(s) exist');
     expect((await applied(proxydb)).sort()).toEqual(
-      namesOf('proxydb').filter((n) => n !== 'RailAttemptsChained1796169600000'),
+      namesOf('proxydb').filter((n) => n !== 'RailAttemptsChained1796313600000'),
     );
     await withClient(proxydb, async (c) => expect(await count(c, 'rail_submission')).toBe(1));
   });
