@@ -490,9 +490,9 @@ const CASES: Case[] = [
     },
     async check(out, env) {
       expect(out.code).toBe(0);
-      expect(out.stdout).toContain('[migrate] lockdb: 2 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] paydb: 5 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] proxydb: 2 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] lockdb: 3 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] paydb: 6 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] proxydb: 3 migration(s) applied');
       expect(out.stdout).toContain('No migrations are pending');
       const seq = await sql(env.LOCKDB_URL, `SELECT last_value FROM fencing_token_seq`);
       expect(seq).toEqual([{ last_value: '1' }]);
