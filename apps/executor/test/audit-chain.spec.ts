@@ -196,4 +196,30 @@ test('after real payouts and a revocation every chain verifies clean; an edited 
   );
   // Metric labels name the chain, never the row.
   expect((await http('GET', `${reconciler.url}/metrics`)).text).not.toContain(edited.id);
+
+  // A whole partition's chain deleted (the only revocation) is a consistent, shorter chain:
+  // the reconciler still reports it, as fewer partitions and links than its last intact pass.
+  await withClient(s.lockdb, (c) =>
+    withTriggersOff(c, 'lock_revocation', `DELETE FROM lock_revocation`),
+  );
+  await waitFor(
+    async () =>
+      (await metric(reconciler.url, 'dlock_audit_chain_breaks', { chain: 'lock_revocation' })) ===
+      1,
+    20_000,
+    'the lock_revocation break reported',
+  );
+  const truncated = reconciler
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('"audit_chain_break"') && l.includes('"lock_revocation"'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  expect(truncated[0]).toEqual(
+    expect.objectContaining({
+      chain: 'lock_revocation',
+      kind: 'truncated',
+      expected: '1 partition(s), 1 link(s) or more',
+      found: '0 partition(s), 0 link(s)',
+    }),
+  );
 });
