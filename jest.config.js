@@ -16,7 +16,9 @@ const swc = [
 ];
 const moduleNameMapper = { '^@dlock/([a-z-]+)$': '<rootDir>/libs/$1/src' };
 const common = {
-  transform: { '^.+\\.ts$': swc },
+  // jose 6 ships ESM only: swc turns it into CommonJS like our own sources.
+  transform: { '^.+\\.ts$': swc, '/node_modules/jose/.+\\.js$': swc },
+  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   moduleNameMapper,
   testEnvironment: 'node',
   rootDir: __dirname,

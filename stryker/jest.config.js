@@ -18,6 +18,7 @@ module.exports = {
   testMatch: [
     '<rootDir>/libs/lock-api/src/**/*.spec.ts',
     '<rootDir>/libs/lock-client/src/**/*.spec.ts',
+    '<rootDir>/libs/http-client/src/**/*.spec.ts',
     '<rootDir>/apps/payment-resource/src/**/*.spec.ts',
     '<rootDir>/apps/payment-resource/test/**/*.spec.ts',
     '<rootDir>/apps/rail-proxy/src/**/*.spec.ts',

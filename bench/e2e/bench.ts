@@ -12,6 +12,10 @@
  *      payment-resource; 0 skips the one-lane latency run)
  *   BENCH_CPU_PROF=payment-resource,executor ...   # .cpuprofile files under .tmp/bench-e2e-prof/
  *   BENCH_PG_STATEMENTS=1 ...   # prints SQL statements per payout by database (pg_stat_statements)
+ *   BENCH_REPORT=bench/reports/tracing.md ...   # where the report goes (default bench/reports/e2e.md)
+ *   BENCH_BASE_DIST=/tmp/base/dist BENCH_ROUNDS=5 ...   # tracing cost (docs/tracing.md): every
+ *     throughput run is repeated per variant, interleaved (base build, traces off, traces to
+ *     memory; base only when its dist/ is given), BENCH_ROUNDS times; medians and spread
  *
  * Starts its own embedded PostgreSQL (under .tmp/), its own etcd (Debian's
  * etcd-server) and every process; stops them all at the end.
@@ -28,9 +32,11 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
+import { testAppAuthEnv } from '../../libs/testing/src/identity';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
-const REPORT = path.join(ROOT, 'bench', 'reports', 'e2e.md');
+/** BENCH_REPORT=bench/reports/tracing.md writes a focused run elsewhere than the full report. */
+const REPORT = path.join(ROOT, process.env.BENCH_REPORT ?? 'bench/reports/e2e.md');
 /** Per run. Long enough that start-up (JIT, first prepared statements, ramp-up) stops weighing. */
 const PAYOUTS = Number(process.env.BENCH_PAYOUTS ?? 3000);
 const LATENCY_PAYOUTS = Number(process.env.BENCH_LATENCY_PAYOUTS ?? 30);
@@ -42,6 +48,34 @@ const PROFILE_APPS = (process.env.BENCH_CPU_PROF ?? '').split(',').filter(Boolea
 const PG_STATEMENTS = process.env.BENCH_PG_STATEMENTS === '1';
 /** payment-resource's PAYMENT_CLEARING_SHARDS (1 = the single clearing-EUR row). */
 const CLEARING_SHARDS = Number(process.env.BENCH_CLEARING_SHARDS ?? 16);
+/** Repetitions of every throughput run, the variants interleaved within each (A B C A B C). */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+/** A build to compare with (another checkout's dist/, its node_modules beside it). */
+const BASE_DIST = process.env.BENCH_BASE_DIST;
+
+/** One build and tracing setting every process of a run gets. */
+interface Variant {
+  name: string;
+  dist: string;
+  env: Record<string, string>;
+}
+
+/** This build as deployed by default: trace ids propagate, nothing is exported. */
+const TRACES_OFF: Variant = {
+  name: 'traces off',
+  dist: path.join(ROOT, 'dist'),
+  env: { OTEL_TRACES_EXPORTER: 'none' },
+};
+
+const VARIANTS: Variant[] = [
+  ...(BASE_DIST ? [{ name: 'base', dist: path.resolve(BASE_DIST), env: {} }] : []),
+  TRACES_OFF,
+  {
+    name: 'traces to memory',
+    dist: path.join(ROOT, 'dist'),
+    env: { OTEL_TRACES_EXPORTER: 'memory' },
+  },
+];
 
 interface Config {
   executors: number;
@@ -177,28 +211,45 @@ interface App {
   stop(): Promise<void>;
 }
 
-async function spawnApp(app: string, env: Record<string, string>): Promise<App> {
+async function spawnApp(
+  app: string,
+  env: Record<string, string>,
+  variant: Variant = TRACES_OFF,
+): Promise<App> {
   const port = await freePort();
+  // Authentication on, as everywhere: the development issuer of this run (docs/security.md).
+  const auth = await testAppAuthEnv(env.OWNER_ID ?? app);
   const profile = PROFILE_APPS.includes(app)
     ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, '.tmp', 'bench-e2e-prof')}`]
     : [];
   const proc = spawn(
     process.execPath,
-    [...profile, path.join(ROOT, 'dist', 'apps', app, 'main.js')],
+    [...profile, path.join(variant.dist, 'apps', app, 'main.js')],
     {
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
+      env: {
+        PATH: process.env.PATH ?? '',
+        LOG_LEVEL: 'warn',
+        ...auth,
+        ...variant.env,
+        ...env,
+        PORT: String(port),
+      },
       stdio: ['ignore', 'ignore', 'inherit'],
     },
   );
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
+  // A shared 2-core machine under load has been seen to need more than 30 s to start an app.
+  const deadline = Date.now() + 120_000;
   for (;;) {
     try {
       if ((await fetch(`${url}/health/live`)).ok) break;
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`${app} did not start`);
+    if (Date.now() > deadline || proc.exitCode !== null) {
+      proc.kill('SIGKILL');
+      throw new Error(`${app} did not start`);
+    }
     await sleep(100);
   }
   return {
@@ -212,6 +263,15 @@ async function spawnApp(app: string, env: Record<string, string>): Promise<App> 
         proc.kill('SIGTERM');
       }),
   };
+}
+
+/** Every app started, or none left running: a failed start stops the ones that did start. */
+async function allOrStop(starting: Promise<App>[]): Promise<App[]> {
+  const settled = await Promise.allSettled(starting);
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (!failed) return settled.map((r) => (r as PromiseFulfilledResult<App>).value);
+  await Promise.all(settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value.stop()] : [])));
+  throw failed.reason;
 }
 
 /** Sum of a Prometheus sample over the matching label sets. */
@@ -253,6 +313,7 @@ async function startStack(
   pg: Pg,
   backend: 'pg' | 'etcd',
   etcd: EtcdCluster | null,
+  variant?: Variant,
 ): Promise<Stack> {
   const suffix = `${backend}_${randomUUID().slice(0, 6)}`;
   const [lockdb, paydb, proxydb] = await Promise.all([
@@ -265,19 +326,30 @@ async function startStack(
     backend === 'pg'
       ? { LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb, LOCKDB_POOL_MAX: '32' }
       : { LOCK_BACKEND: 'etcd', ETCD_ENDPOINTS: etcd!.endpoints.join(',') };
-  const [lockServer, payments, stub] = await Promise.all([
-    spawnApp('lock-server', lockEnv),
-    spawnApp('payment-resource', {
-      PAYDB_URL: paydb,
-      PAYDB_POOL_MAX: '32',
-      PAYMENT_CLEARING_SHARDS: String(CLEARING_SHARDS),
-    }),
-    spawnApp('rail-stub', { RAIL_STUB_JOURNAL_PATH: journal, RAIL_STUB_JOURNAL_FSYNC: 'false' }),
+  const [lockServer, payments, stub] = await allOrStop([
+    spawnApp('lock-server', lockEnv, variant),
+    spawnApp(
+      'payment-resource',
+      {
+        PAYDB_URL: paydb,
+        PAYDB_POOL_MAX: '32',
+        PAYMENT_CLEARING_SHARDS: String(CLEARING_SHARDS),
+      },
+      variant,
+    ),
+    spawnApp(
+      'rail-stub',
+      { RAIL_STUB_JOURNAL_PATH: journal, RAIL_STUB_JOURNAL_FSYNC: 'false' },
+      variant,
+    ),
   ]);
-  const proxy = await spawnApp('rail-proxy', {
-    PROXYDB_URL: proxydb,
-    RAIL_STUB_URL: stub.url,
-    PROXYDB_POOL_MAX: '32',
+  const proxy = await spawnApp(
+    'rail-proxy',
+    { PROXYDB_URL: proxydb, RAIL_STUB_URL: stub.url, PROXYDB_POOL_MAX: '32' },
+    variant,
+  ).catch(async (err: unknown) => {
+    await Promise.all([lockServer, payments, stub].map((a) => a.stop()));
+    throw err;
   });
   return {
     pgAdmin: pg.admin,
@@ -351,25 +423,37 @@ async function countByState(paydb: string): Promise<Record<string, number>> {
   }
 }
 
-function startExecutors(s: Stack, n: number, concurrency: number, tag: string): Promise<App[]> {
-  return Promise.all(
+function startExecutors(
+  s: Stack,
+  n: number,
+  concurrency: number,
+  tag: string,
+  variant?: Variant,
+): Promise<App[]> {
+  return allOrStop(
     Array.from({ length: n }, (_, i) =>
-      spawnApp('executor', {
-        OWNER_ID: `bench-${tag}-${i}`,
-        LOCK_SERVER_URL: s.lockServer.url,
-        PAYMENT_RESOURCE_URL: s.payments.url,
-        RAIL_PROXY_URL: s.proxy.url,
-        EXECUTOR_POLL_INTERVAL_MS: '20',
-        EXECUTOR_CONCURRENCY: String(concurrency),
-        EXECUTOR_BATCH_SIZE: '500',
-        EXECUTOR_RECOVERY_INTERVAL_MS: '5000',
-      }),
+      spawnApp(
+        'executor',
+        {
+          OWNER_ID: `bench-${tag}-${i}`,
+          LOCK_SERVER_URL: s.lockServer.url,
+          PAYMENT_RESOURCE_URL: s.payments.url,
+          RAIL_PROXY_URL: s.proxy.url,
+          EXECUTOR_POLL_INTERVAL_MS: '20',
+          EXECUTOR_CONCURRENCY: String(concurrency),
+          EXECUTOR_BATCH_SIZE: '500',
+          EXECUTOR_RECOVERY_INTERVAL_MS: '5000',
+        },
+        variant,
+      ),
     ),
   );
 }
 
 interface RunResult {
   backend: string;
+  variant: string;
+  round: number;
   executors: number;
   concurrency: number;
   accounts: number;
@@ -527,6 +611,8 @@ async function measure(
   for (const step of STEPS) steps[step] = await mean(executors, 'executor_step_seconds', { step });
   return {
     backend,
+    variant: '',
+    round: 0,
     ...cfg,
     payouts: done,
     seconds,
@@ -559,6 +645,110 @@ async function measure(
     loadAvgMax,
     clearingAccounts: await clearingAccountsUsed(s.paydb),
   };
+}
+
+/** One throughput run on a fresh stack of one variant; every process stopped after it. */
+async function throughputRun(
+  pg: Pg,
+  backend: 'pg' | 'etcd',
+  etcd: EtcdCluster | null,
+  cfg: Config,
+  variant: Variant,
+): Promise<RunResult> {
+  const s = await startStack(pg, backend, etcd, variant);
+  let executors: App[] = [];
+  try {
+    executors = await startExecutors(
+      s,
+      cfg.executors,
+      cfg.concurrency,
+      `${backend}-${cfg.executors}`,
+      variant,
+    );
+    const r = await measure(s, backend, executors, cfg, PAYOUTS);
+    console.log(
+      `[bench] ${backend} [${variant.name}] N=${cfg.executors}×${cfg.concurrency} M=${cfg.accounts}: ${r.payouts} payouts in ${f1(r.seconds)} s = ${f1(r.perSecond)}/s; ` +
+        `steps ${STEPS.map((st) => `${st}=${f1(r.steps[st])}`).join(' ')}; ` +
+        `cpu ms/payout ${Object.entries(r.cpuMsPerPayout)
+          .map(([k, v]) => `${k}=${f2(v)}`)
+          .join(
+            ' ',
+          )}; machine busy ${f1(r.machineBusy * 100)} % (ours ${f1(r.oursBusy * 100)} %), load ${f1(r.loadAvgMax)}`,
+    );
+    return r;
+  } finally {
+    await Promise.all(executors.map((e) => e.stop()));
+    await s.stop();
+  }
+}
+
+/**
+ * CPU time per POSTED payout of our node processes and PostgreSQL: on a shared
+ * machine it moves far less with other load than payouts/s does.
+ */
+function appsCpuMs(r: RunResult): number {
+  const parts = [
+    'executor',
+    'lock-server',
+    'payment-resource',
+    'rail-proxy',
+    'rail-stub',
+    'postgres',
+  ];
+  return parts.reduce((sum, k) => sum + (r.cpuMsPerPayout[k] ?? 0), 0);
+}
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Median payouts/s per variant and configuration, the spread of the rounds, and the change against the first variant. */
+function tracingCost(results: RunResult[]): string[] {
+  if (VARIANTS.length < 2) return [];
+  const groups = new Map<string, RunResult[]>();
+  for (const r of results) {
+    const key = `${r.backend} ${r.executors}×${r.concurrency}×${r.accounts}`;
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  const rows: string[] = [];
+  for (const [key, runs] of groups) {
+    const medians = VARIANTS.map((v) =>
+      median(runs.filter((r) => r.variant === v.name).map((r) => r.perSecond)),
+    );
+    const cpu0 = median(runs.filter((r) => r.variant === VARIANTS[0].name).map(appsCpuMs));
+    VARIANTS.forEach((v, i) => {
+      const rates = runs.filter((r) => r.variant === v.name).map((r) => r.perSecond);
+      const change = i === 0 ? '—' : `${f1(((medians[i] - medians[0]) / medians[0]) * 100)} %`;
+      const cpu = runs.filter((r) => r.variant === v.name).map((r) => appsCpuMs(r));
+      const cpuChange = i === 0 ? '—' : `${f1(((median(cpu) - cpu0) / cpu0) * 100)} %`;
+      rows.push(
+        `| ${key} | ${v.name} | ${rates.length} | **${f1(medians[i])}** | ${f1(Math.min(...rates))}–${f1(Math.max(...rates))} | ${rates.map(f1).join(', ')} | ${change} | **${f2(median(cpu))}** | ${f2(Math.min(...cpu))}–${f2(Math.max(...cpu))} | ${cpuChange} |`,
+      );
+    });
+  }
+  return [
+    '## Tracing cost (docs/tracing.md)',
+    '',
+    `Variants run in turn on fresh stacks, interleaved within each of ${ROUNDS} round(s): ${VARIANTS.map(
+      (v) =>
+        `${v.name} (${v.dist === path.join(ROOT, 'dist') ? 'this build' : v.dist}${
+          Object.keys(v.env).length
+            ? `, ${Object.entries(v.env)
+                .map(([k, val]) => `${k}=${val}`)
+                .join(' ')}`
+            : ''
+        })`,
+    ).join(
+      '; ',
+    )}. The change is of the median against the first variant. On a machine shared with other work, payouts/s follows the other load; CPU per payout much less so.`,
+    '',
+    `| backend / run | variant | runs | median payouts/s | min–max | each run | change vs ${VARIANTS[0].name} | median CPU ms per payout (apps + postgres) | min–max | change vs ${VARIANTS[0].name} |`,
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...rows,
+    '',
+  ];
 }
 
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
@@ -600,29 +790,12 @@ async function main(): Promise<void> {
           await s.stop();
         }
       }
-      for (const cfg of CONFIGS) {
-        const s = await startStack(pg, backend, etcd);
-        const executors = await startExecutors(
-          s,
-          cfg.executors,
-          cfg.concurrency,
-          `${backend}-${cfg.executors}`,
-        );
-        try {
-          const r = await measure(s, backend, executors, cfg, PAYOUTS);
-          results.push(r);
-          console.log(
-            `[bench] ${backend} N=${cfg.executors}×${cfg.concurrency} M=${cfg.accounts}: ${r.payouts} payouts in ${f1(r.seconds)} s = ${f1(r.perSecond)}/s; ` +
-              `steps ${STEPS.map((st) => `${st}=${f1(r.steps[st])}`).join(' ')}; ` +
-              `cpu ms/payout ${Object.entries(r.cpuMsPerPayout)
-                .map(([k, v]) => `${k}=${f2(v)}`)
-                .join(
-                  ' ',
-                )}; machine busy ${f1(r.machineBusy * 100)} % (ours ${f1(r.oursBusy * 100)} %), load ${f1(r.loadAvgMax)}`,
-          );
-        } finally {
-          await Promise.all(executors.map((e) => e.stop()));
-          await s.stop();
+      for (let round = 1; round <= ROUNDS; round++) {
+        for (const cfg of CONFIGS) {
+          for (const variant of VARIANTS) {
+            const r = await throughputRun(pg, backend, etcd, cfg, variant);
+            results.push({ ...r, variant: variant.name, round });
+          }
         }
       }
       if (etcd) {
@@ -650,34 +823,37 @@ async function main(): Promise<void> {
     `BENCH_CONFIGS=${CONFIGS.map((c) => `${c.executors}x${c.concurrency}x${c.accounts}`).join(',')}`,
     `BENCH_CLEARING_SHARDS=${CLEARING_SHARDS}`,
     `BENCH_LATENCY_PAYOUTS=${LATENCY_PAYOUTS}`,
+    `BENCH_ROUNDS=${ROUNDS}`,
+    ...(BASE_DIST ? [`BENCH_BASE_DIST=${BASE_DIST}`] : []),
   ].join(' ');
   const lines = [
     '# End-to-end payout benchmark',
     '',
     `Machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. Everything on this one machine: embedded PostgreSQL (fsync on, defaults), etcd 3.4 (one member), lock-server, payment-resource, rail-proxy, rail-stub and the executors, each its own Node process, LOG_LEVEL=warn.`,
     '',
-    `Command: \`npm run build && ${envShown} node dist/bench/e2e/bench.js\` (took ${Math.round((Date.now() - t0) / 1000)} s; the variables shown are the defaults).`,
+    `Command: \`npm run build && ${envShown} node dist/bench/e2e/bench.js\` (took ${Math.round((Date.now() - t0) / 1000)} s; every BENCH_ variable in effect is shown).`,
     '',
     `payment-resource runs with PAYMENT_CLEARING_SHARDS=${CLEARING_SHARDS}; every guard on: fenced claim/outcome/post at payment-resource, high-water + one-submission-per-payout at the proxy, intent row committed before the rail, SDK session heartbeating, checkStillHeld and lease check before each side effect. Per payout: L4 acquire, P2 claim (a P4 read only when the claim finds the payout in another state), P6 SUBMITTED, proxy submit (→ stub over a fresh connection), P6 ACKED, P3 post, L6 release; the other hops keep their connections alive; every SQL statement is a named prepared statement. After every run the bench checks INV-03 in paydb (every group sums to zero, every balance equals its ledger sum).`,
     '',
     '## Throughput',
     '',
-    '| backend | executors × lanes | accounts | payouts POSTED | wall s | payouts/s | mean payout ms (acquire→release) | lock acquire+release share | contended attempts | fenced writes | duplicate submits | clearing accounts | load avg (1 min, max during run) | machine CPU busy (ours) |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| backend | variant | round | executors × lanes | accounts | payouts POSTED | wall s | payouts/s | mean payout ms (acquire→release) | lock acquire+release share | contended attempts | fenced writes | duplicate submits | clearing accounts | load avg (1 min, max during run) | machine CPU busy (ours) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...results.map(
       (r) =>
-        `| ${r.backend} | ${r.executors} × ${r.concurrency} | ${r.accounts} | ${r.payouts} | ${f1(r.seconds)} | **${f1(r.perSecond)}** | ${f1(r.executeMeanMs)} | ${f1(r.lockShare * 100)} % | ${r.contended} | ${r.fencedOut} | ${r.duplicates} | ${r.clearingAccounts} | ${f1(r.loadAvgMax)} | ${f1(r.machineBusy * 100)} % (${f1(r.oursBusy * 100)} %) |`,
+        `| ${r.backend} | ${r.variant} | ${r.round} | ${r.executors} × ${r.concurrency} | ${r.accounts} | ${r.payouts} | ${f1(r.seconds)} | **${f1(r.perSecond)}** | ${f1(r.executeMeanMs)} | ${f1(r.lockShare * 100)} % | ${r.contended} | ${r.fencedOut} | ${r.duplicates} | ${r.clearingAccounts} | ${f1(r.loadAvgMax)} | ${f1(r.machineBusy * 100)} % (${f1(r.oursBusy * 100)} %) |`,
     ),
     '',
     'Wall time runs from inserting the payouts until the last one is POSTED (it includes the polling delay of 20 ms and the ramp-up).',
     '',
+    ...tracingCost(results),
     '## Where the time of one payout goes (mean ms per step, as the executor sees it)',
     '',
     `| backend / run | ${STEPS.join(' | ')} | lock-server acquire (server side) | release (server side) |`,
     `| --- | ${STEPS.map(() => '---').join(' | ')} | --- | --- |`,
     ...results.map(
       (r) =>
-        `| ${r.backend} ${r.executors}×${r.concurrency}×${r.accounts} | ${STEPS.map((st) => f2(r.steps[st])).join(' | ')} | ${f2(r.serverAcquireMeanMs)} | ${f2(r.serverReleaseMeanMs)} |`,
+        `| ${r.backend} ${r.variant} #${r.round} ${r.executors}×${r.concurrency}×${r.accounts} | ${STEPS.map((st) => f2(r.steps[st])).join(' | ')} | ${f2(r.serverAcquireMeanMs)} | ${f2(r.serverReleaseMeanMs)} |`,
     ),
     '',
     '## CPU per payout (ms of CPU time per POSTED payout, by process, from /proc)',
@@ -686,7 +862,7 @@ async function main(): Promise<void> {
     `| --- | ${components.map(() => '---').join(' | ')} | --- | --- |`,
     ...results.map((r) => {
       const total = components.reduce((a, c) => a + (r.cpuMsPerPayout[c] ?? 0), 0);
-      return `| ${r.backend} ${r.executors}×${r.concurrency}×${r.accounts} | ${components.map((c) => f2(r.cpuMsPerPayout[c] ?? NaN)).join(' | ')} | ${f2(total)} | ${f1((os.cpus().length * 1000) / total)} |`;
+      return `| ${r.backend} ${r.variant} #${r.round} ${r.executors}×${r.concurrency}×${r.accounts} | ${components.map((c) => f2(r.cpuMsPerPayout[c] ?? NaN)).join(' | ')} | ${f2(total)} | ${f1((os.cpus().length * 1000) / total)} |`;
     }),
     '',
     ...(latency.length

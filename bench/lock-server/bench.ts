@@ -28,6 +28,7 @@ import { DataSource } from 'typeorm';
 import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { preparedStatement } from '../../libs/persistence/src/prepared';
+import { cachedBearer } from '../../libs/testing/src/identity';
 import { startLockServerProcess } from './etcd-common';
 import {
   ACQUIRE_SQL,
@@ -285,15 +286,19 @@ interface Side {
 
 function httpSide(base: string): Side {
   const connections = new Connections(base);
+  // Each worker's token, minted when its session opens and sent on every call (docs/security.md).
+  const tokens = new Map<string, string>();
+  const auth = (owner: string) => tokens.get(owner)!;
   return {
     name: 'lock-server',
     prepare: async () => undefined,
     async session(owner) {
+      tokens.set(owner, await cachedBearer(owner, 'lock-server'));
       const res = await connections.call(
         owner,
         'POST',
         '/v1/sessions',
-        {},
+        { authorization: auth(owner) },
         { ownerId: owner, ttlMillis: 60_000 },
       );
       return res.body.sessionId as string;
@@ -303,7 +308,7 @@ function httpSide(base: string): Side {
         owner,
         'POST',
         `/v1/locks/${key}/acquire`,
-        { 'x-owner-id': owner },
+        { 'x-owner-id': owner, authorization: auth(owner) },
         {
           sessionId: session,
           ttlMillis: LEASE_MS,
@@ -318,6 +323,7 @@ function httpSide(base: string): Side {
       const res = await connections.call(owner, 'DELETE', `/v1/locks/${key}?sessionId=${session}`, {
         'x-owner-id': owner,
         'x-fencing-token': token,
+        authorization: auth(owner),
       });
       if (res.status !== 204) throw new Error(`release: ${res.status}`);
     },

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { cachedBearer, testAuthEnv } from '../../libs/testing/src/identity';
 import { freePort } from '../../libs/testing/src/process';
 
 export const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -46,6 +47,7 @@ export async function startLockServerProcess(
       PORT: String(port),
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       LOCK_WAITERS_MAX: '1000',
+      ...(await testAuthEnv()),
       ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -77,13 +79,30 @@ export async function startLockServerProcess(
 
 export const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
-export function call(
+/**
+ * One request with the token of the owner it acts as (its X-Owner-Id, else
+ * the body's ownerId): authentication is on in the benches too (docs/security.md).
+ */
+export async function call(
   base: string,
   method: string,
   pathname: string,
   headers: Record<string, string>,
   body?: unknown,
   timeoutMs = 5_000,
+): Promise<{ status: number; body: any }> {
+  const owner = headers['x-owner-id'] ?? (body as { ownerId?: string } | undefined)?.ownerId;
+  const authorization = await cachedBearer(owner ?? 'operator', 'lock-server');
+  return send(base, method, pathname, { ...headers, authorization }, body, timeoutMs);
+}
+
+function send(
+  base: string,
+  method: string,
+  pathname: string,
+  headers: Record<string, string>,
+  body: unknown,
+  timeoutMs: number,
 ): Promise<{ status: number; body: any }> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve) => {

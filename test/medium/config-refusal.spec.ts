@@ -3,18 +3,20 @@
 // trace naming nothing (issue 19 §10). Real built entrypoints.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { REPO_ROOT, freePort } from '@dlock/testing';
+import { REPO_ROOT, freePort, testAppAuthEnv } from '@dlock/testing';
 
 interface Exit {
   code: number | null;
   stderr: string;
 }
 
-function run(args: string[], env: Record<string, string>): Promise<Exit> {
+async function run(args: string[], env: Record<string, string>): Promise<Exit> {
+  // A valid identity configuration: each case is about the one variable it names.
+  const auth = { ...(await testAppAuthEnv('config-refusal')) };
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, args, {
       cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...auth, ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -64,6 +66,13 @@ describe('configuration refused at start', () => {
       env: { PROXYDB_URL: DB, RAIL_STUB_URL: 'https://rail:8085' },
       variable: 'RAIL_STUB_URL',
     },
+    // Tracing is read before anything else loads (libs/tracing): refused the same way.
+    {
+      app: 'lock-server',
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'jaeger:4318' },
+      variable: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    },
+    { app: 'rail-stub', env: { OTEL_TRACES_EXPORTER: 'jaeger' }, variable: 'OTEL_TRACES_EXPORTER' },
   ];
 
   it.each(cases)('$app refuses a bad $variable with exit code 1, naming it', async (c) => {

@@ -7,7 +7,7 @@ import { IsString, MaxLength } from 'class-validator';
 import { LoggerModule } from 'nestjs-pino';
 import { DlockError } from '@dlock/lock-api';
 import { FencingTokenParam, applyHttpContract } from '@dlock/http-contract';
-import { http } from '@dlock/testing';
+import { http, registerAudience, testBearer, testVerifier } from '@dlock/testing';
 
 class EchoBody {
   @IsString()
@@ -56,10 +56,11 @@ describe('HTTP contract (envelope on every non-2xx)', () => {
       bodyParser: false,
       logger: false,
     });
-    applyHttpContract(app);
+    applyHttpContract(app, await testVerifier('probe'));
     await app.listen(0, '127.0.0.1');
     const address = app.getHttpServer().address();
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    registerAudience(base, 'probe');
   });
   afterAll(() => app.close());
 
@@ -193,6 +194,7 @@ describe('HTTP contract (envelope on every non-2xx)', () => {
           'content-encoding': c.encoding,
           'content-type': 'application/json',
           'x-fencing-token': '5',
+          authorization: await testBearer('operator', 'probe'),
         },
         body: c.body,
       });
@@ -209,7 +211,7 @@ describe('HTTP contract (envelope on every non-2xx)', () => {
       });
     }
     const get = await raw(
-      'GET /v1/fenced HTTP/1.1\r\nhost: x\r\ncontent-encoding: gzip\r\ncontent-length: 0\r\nconnection: close\r\n\r\n',
+      `GET /v1/fenced HTTP/1.1\r\nhost: x\r\nauthorization: ${await testBearer('operator', 'probe')}\r\ncontent-encoding: gzip\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`,
     );
     expect(get.status).toBe(415);
     expect(JSON.parse(get.body)).toMatchObject({ code: 'VALIDATION_FAILED', retrySafe: false });

@@ -18,6 +18,8 @@ import {
   waitFor,
   withClient,
   type RunningApp,
+  testTokenProvider,
+  testTokenDir,
 } from '@dlock/testing';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
@@ -198,11 +200,23 @@ interface Run {
 }
 
 /** Runs a program to its end (60 s at most), stdin fed from `input`. */
-function run(cmd: string, args: string[], env: Record<string, string>, input = ''): Promise<Run> {
+async function run(
+  cmd: string,
+  args: string[],
+  env: Record<string, string>,
+  input = '',
+): Promise<Run> {
+  // The operator's tokens, one file per service, as docs/security.md tells an operator to get them.
+  const DLOCK_TOKENS = await testTokenDir('operator');
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, {
       cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? tmpdir(),
+        DLOCK_TOKENS,
+        ...env,
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
       timeout: 60_000,
     });
@@ -447,7 +461,11 @@ beforeAll(async () => {
     ['8086', reconciler.url],
     ['8087', stub.url],
   ]);
-  session = await new LockClient({ baseUrl: lockServer.url, ownerId: WORKER }).openSession();
+  session = await new LockClient({
+    baseUrl: lockServer.url,
+    ownerId: WORKER,
+    token: testTokenProvider(WORKER),
+  }).openSession();
 }, 90_000);
 
 afterAll(async () => {

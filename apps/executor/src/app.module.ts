@@ -1,9 +1,12 @@
+import { fileTokenProvider } from '@dlock/identity';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from './config';
 import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './execution/lease';
+import { AttemptHooks, NoAttemptHooks } from './execution/attempt-hooks';
 import { PayoutExecutionService } from './execution/payout-execution.service';
+import { HarnessAttemptHooks } from './harness/harness-attempt-hooks';
 import { LockSessionHolder } from './lock/lock-session.holder';
 import { ExecutorMetrics } from './metrics';
 import { PayoutPollingLoop } from './polling/payout-polling.loop';
@@ -44,15 +47,31 @@ export class ExecutorModule {
         ExecutorMetrics,
         {
           provide: PaymentResourceClient,
-          useFactory: () => new PaymentResourceClient(config.PAYMENT_RESOURCE_URL, config.OWNER_ID),
+          useFactory: () =>
+            new PaymentResourceClient(
+              config.PAYMENT_RESOURCE_URL,
+              config.OWNER_ID,
+              fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
+            ),
         },
         {
           provide: RailProxyClient,
           useFactory: () =>
-            new RailProxyClient(config.RAIL_PROXY_URL, config.OWNER_ID, {
-              connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
-              readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
-            }),
+            new RailProxyClient(
+              config.RAIL_PROXY_URL,
+              config.OWNER_ID,
+              {
+                connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
+                readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
+              },
+              fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
+            ),
+        },
+        {
+          // The harness's crash and pause points exist only under DLOCK_HARNESS=1.
+          provide: AttemptHooks,
+          useFactory: () =>
+            config.DLOCK_HARNESS ? HarnessAttemptHooks.fromConfig(config) : new NoAttemptHooks(),
         },
         PayoutExecutionService,
         PayoutPollingLoop,

@@ -1,7 +1,13 @@
 import { EnvError } from '@dlock/config';
 import { readExecutorConfig } from './config';
 
-const base = { OWNER_ID: 'exec-1' };
+const AUTH = {
+  AUTH_JWKS: '/run/dlock/jwks.json',
+  AUTH_ISSUER: 'https://issuer.test',
+  AUTH_TOKEN_DIR: '/run/dlock/tokens',
+};
+
+const base = { OWNER_ID: 'exec-1', ...AUTH };
 
 test('defaults: port 8084, an 11 s submit budget covered by the 20 s lease', () => {
   const config = readExecutorConfig(base);

@@ -1,4 +1,5 @@
 import { EnvError, env, readEnv, type EnvOf } from '@dlock/config';
+import { AUTH_ENV, CALLER_AUTH_ENV } from '@dlock/identity';
 import {
   LOCK_TTL_MAX_MS,
   LOCK_TTL_MIN_MS,
@@ -23,6 +24,8 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** Every variable the executor reads (docs/executor.md has the table). */
 const schema = {
   PORT: env.int({ default: 8084, min: 0, max: 65535 }),
+  ...AUTH_ENV,
+  ...CALLER_AUTH_ENV,
   LOG_LEVEL: env.oneOf(LOG_LEVELS, { default: 'info' }),
   OWNER_ID: env.string({ maxLength: OWNER_ID_MAX_LENGTH, pattern: /^[\x20-\x7e]+$/ }),
   LOCK_SERVER_URL: env.peerUrl({ default: 'http://127.0.0.1:8081' }),

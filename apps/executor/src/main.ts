@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { EnvError } from '@dlock/config';
@@ -23,7 +24,11 @@ async function main(): Promise<void> {
     throw err;
   }
   // Metrics and health only; the work is the polling loop (PayoutPollingLoop).
-  await serveHttpApp(rootModule(config), { port: config.PORT, name: 'executor' });
+  await serveHttpApp(rootModule(config), {
+    port: config.PORT,
+    name: 'executor',
+    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+  });
 }
 
 main().catch((err: unknown) => {

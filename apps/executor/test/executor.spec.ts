@@ -1,5 +1,5 @@
 import { LockClient } from '@dlock/lock-client';
-import { http, sleep, waitFor, type RunningApp } from '@dlock/testing';
+import { http, sleep, waitFor, type RunningApp, testTokenProvider } from '@dlock/testing';
 import {
   ledgerRows,
   lockHeld,
@@ -103,7 +103,11 @@ test('a fence advanced out of band before the outcome write: abandoned, then com
     await waitForState(s.paydb, first, ['RAIL_SUBMITTED'], 10_000);
     // Another payout of the account, claimed out of band under a newer token (the global sequence).
     const second = await seedPayout(s.paydb, account);
-    const client = new LockClient({ baseUrl: s.lockServer.url, ownerId: 'out-of-band' });
+    const client = new LockClient({
+      baseUrl: s.lockServer.url,
+      ownerId: 'out-of-band',
+      token: testTokenProvider('out-of-band'),
+    });
     const session = await client.openSession();
     const bump = await session.tryAcquire('test:fence-bump');
     expect(bump).not.toBeNull();

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { LockClient } from '@dlock/lock-client';
-import { http, sleep, waitFor, withClient, type RunningApp } from '@dlock/testing';
+import {
+  http,
+  sleep,
+  waitFor,
+  withClient,
+  type RunningApp,
+  testTokenProvider,
+} from '@dlock/testing';
 import {
   ledgerRows,
   lockHeld,
@@ -178,7 +185,11 @@ test('DUPLICATE_SUBMISSION: resolved from the proxy record (R2) and posted, the 
   const stubBefore = await stubSubmits(s.stub.url);
   const duplicatesBefore = await metric(s.proxy.url, 'rail_duplicate_attempted_total');
   // Someone else already presented this payout through the proxy, under an older token.
-  const client = new LockClient({ baseUrl: s.lockServer.url, ownerId: 'out-of-band' });
+  const client = new LockClient({
+    baseUrl: s.lockServer.url,
+    ownerId: 'out-of-band',
+    token: testTokenProvider('out-of-band'),
+  });
   const session = await client.openSession();
   const other = await session.tryAcquire(`test:dup-${account}`);
   expect(other).not.toBeNull();
@@ -214,7 +225,11 @@ test('DUPLICATE_SUBMISSION: resolved from the proxy record (R2) and posted, the 
 test('a held account lock: five contended acquires per attempt (the retry budget), no side effect', async () => {
   const account = await seedAccount(s.paydb);
   const payoutId = await seedPayout(s.paydb, account);
-  const client = new LockClient({ baseUrl: s.lockServer.url, ownerId: 'holder' });
+  const client = new LockClient({
+    baseUrl: s.lockServer.url,
+    ownerId: 'holder',
+    token: testTokenProvider('holder'),
+  });
   const session = await client.openSession();
   try {
     const held = await session.tryAcquire(`payout:${account}`, { ttlMs: 60_000 });

@@ -27,18 +27,18 @@ export interface Services {
 }
 
 /** lock-server (pg), payment-resource, rail-stub and rail-proxy as real processes on fresh databases. */
-export async function startServices(): Promise<Services> {
+export async function startServices(env: Record<string, string> = {}): Promise<Services> {
   const [lockdb, paydb, proxydb] = await Promise.all([
     migratedDatabase('lockdb'),
     migratedDatabase('paydb'),
     migratedDatabase('proxydb'),
   ]);
   const [lockServer, payments, stub] = await Promise.all([
-    spawnApp('lock-server', { LOCKDB_URL: lockdb, LOCK_BACKEND: 'pg' }),
-    spawnApp('payment-resource', { PAYDB_URL: paydb }),
-    startStub(),
+    spawnApp('lock-server', { ...env, LOCKDB_URL: lockdb, LOCK_BACKEND: 'pg' }),
+    spawnApp('payment-resource', { ...env, PAYDB_URL: paydb }),
+    startStub(undefined, env),
   ]);
-  const proxy = await startProxy(proxydb, stub.url);
+  const proxy = await startProxy(proxydb, stub.url, env);
   const services: Services = {
     lockdb,
     paydb,
@@ -57,11 +57,11 @@ export async function startServices(): Promise<Services> {
 }
 
 /** A rail-stub on a fresh journal; `port` to bring one back where the proxy expects it. */
-export function startStub(port?: number): Promise<RunningApp> {
+export function startStub(port?: number, env: Record<string, string> = {}): Promise<RunningApp> {
   const journal = path.join(mkdtempSync(path.join(tmpdir(), 'executor-stub-')), 'journal.jsonl');
   return spawnApp(
     'rail-stub',
-    { RAIL_STUB_JOURNAL_PATH: journal, RAIL_STUB_JOURNAL_FSYNC: 'false' },
+    { ...env, RAIL_STUB_JOURNAL_PATH: journal, RAIL_STUB_JOURNAL_FSYNC: 'false' },
     port === undefined ? {} : { port },
   );
 }

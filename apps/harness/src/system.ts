@@ -4,7 +4,7 @@ import { startEtcdCluster, TcpProxy, type EtcdCluster } from '@dlock/testing';
 import { AppProcess } from './infra/app-process';
 import { LockRecorder } from './infra/lock-recorder';
 import { createMigratedDatabase, type PgServer } from './infra/postgres';
-import { freePort } from '@dlock/testing';
+import { freePort, registerAudience } from '@dlock/testing';
 
 /**
  * Timing of a harness system. Short on purpose (scenarios must run in
@@ -145,6 +145,9 @@ export class DlockSystem {
     this.payment = payment;
     this.recorder = await LockRecorder.start(lockServer.port);
     this.lockNet = await TcpProxy.start({ target: { port: this.recorder.port } });
+    // Both stand in front of the lock-server: a request through them is addressed to it.
+    registerAudience(this.recorder.url, 'lock-server');
+    registerAudience(this.lockNet.url, 'lock-server');
     this.railNet = await TcpProxy.start({ target: { port: railStub.port } });
     this.railProxy = await AppProcess.start('rail-proxy', {
       ...harness,

@@ -1,11 +1,13 @@
 import { Module, RequestMethod, type DynamicModule, type Type } from '@nestjs/common';
 import type { RouteInfo } from '@nestjs/common/interfaces';
 import { APP_GUARD } from '@nestjs/core';
+import { ThrottlerModule } from '@nestjs/throttler';
 import { DeadlineGuard } from '@dlock/http-contract';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
 import { LockService } from './core/lock.service';
 import { SessionService } from './core/session.service';
+import { IdentityThrottlerGuard } from './http/identity-throttler.guard';
 import { LocksController } from './http/locks.controller';
 import { RevocationsController } from './http/revocations.controller';
 import { SessionsController } from './http/sessions.controller';
@@ -38,6 +40,10 @@ export class LockServerModule {
         }),
         store,
         HealthModule.register(LockBackendReadiness, [store]),
+        ThrottlerModule.forRoot({
+          throttlers: [{ limit: config.LOCK_RATE_LIMIT, ttl: config.LOCK_RATE_WINDOW_MS }],
+          setHeaders: false,
+        }),
       ],
       controllers: [SessionsController, LocksController, RevocationsController],
       providers: [
@@ -46,6 +52,8 @@ export class LockServerModule {
         SessionService,
         // A caller with less than this left would not hear the answer (docs/lock-server.md).
         { provide: APP_GUARD, useValue: new DeadlineGuard(LOCK_DEADLINE_MIN_MS) },
+        // Per caller identity, limits in config (LOCK_RATE_LIMIT, LOCK_RATE_WINDOW_MS).
+        { provide: APP_GUARD, useClass: IdentityThrottlerGuard },
       ],
     };
   }

@@ -1,4 +1,5 @@
 import { EnvError, env, readEnv, type EnvOf } from '@dlock/config';
+import { AUTH_ENV } from '@dlock/identity';
 import {
   LOCK_TTL_MAX_MS,
   LOCK_TTL_MIN_MS,
@@ -10,6 +11,7 @@ import { readEtcdConfig, type EtcdStoreConfig } from './store/etcd/etcd-config';
 /** Every environment variable the lock-server reads (docs/lock-server.md has the table). */
 const schema = {
   PORT: env.int({ default: 8081, min: 0, max: 65535 }),
+  ...AUTH_ENV,
   LOG_LEVEL: env.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     default: 'info',
   }),
@@ -40,6 +42,9 @@ const schema = {
   LOCK_WAITERS_MAX: env.int({ default: 64, min: 0, max: 10_000 }),
   /** A waiting acquire re-tries at least this often (catches releases made by other replicas). */
   LOCK_WAIT_POLL_MS: env.int({ default: 100, min: 10, max: 5_000 }),
+  /** Requests one caller identity may make per LOCK_RATE_WINDOW_MS (docs/security.md); release is exempt. */
+  LOCK_RATE_LIMIT: env.int({ default: 2_000, min: 1, max: 1_000_000 }),
+  LOCK_RATE_WINDOW_MS: env.int({ default: 1_000, min: 100, max: 3_600_000 }),
   /** retryAfterMillis on 503 NOT_LEADER. */
   LOCK_NOT_LEADER_RETRY_AFTER_MS: env.int({ default: 1000, min: 1, max: 60_000 }),
   /** retryAfterMillis on 429 CONTENTION_EXCEEDED. */

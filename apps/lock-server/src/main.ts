@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { EnvError } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
@@ -15,7 +16,11 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  await serveHttpApp(lockServerAppModule(config), { port: config.PORT, name: 'lock-server' });
+  await serveHttpApp(lockServerAppModule(config), {
+    port: config.PORT,
+    name: 'lock-server',
+    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+  });
 }
 
 main().catch((err: unknown) => {

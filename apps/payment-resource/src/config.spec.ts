@@ -1,14 +1,17 @@
 import { EnvError } from '@dlock/config';
 import { readPaymentConfig } from './config';
 
+const AUTH = { AUTH_JWKS: '/run/dlock/jwks.json', AUTH_ISSUER: 'https://issuer.test' };
+
 const DB = 'postgres://u:p@127.0.0.1:5432/paydb';
 
 describe('payment-resource config', () => {
   it('has the documented defaults', () => {
-    expect(readPaymentConfig({ PAYDB_URL: DB })).toEqual({
+    expect(readPaymentConfig({ PAYDB_URL: DB, ...AUTH })).toEqual({
       PORT: 8082,
       LOG_LEVEL: 'info',
       PAYDB_URL: DB,
+      ...AUTH,
       PAYDB_POOL_MAX: 10,
       PAYDB_STATEMENT_TIMEOUT_MS: 2_000,
       PAYMENT_REQUEST_BUDGET_MS: 2_800,
@@ -19,15 +22,24 @@ describe('payment-resource config', () => {
   });
 
   it('turns the fence off only under DLOCK_HARNESS=1', () => {
-    expect(() => readPaymentConfig({ PAYDB_URL: DB, PAYMENT_FENCING_ENABLED: 'false' })).toThrow(
-      /PAYMENT_FENCING_ENABLED=false is refused/,
-    );
     expect(() =>
-      readPaymentConfig({ PAYDB_URL: DB, PAYMENT_FENCING_ENABLED: 'false', DLOCK_HARNESS: 'yes' }),
+      readPaymentConfig({ PAYDB_URL: DB, ...AUTH, PAYMENT_FENCING_ENABLED: 'false' }),
+    ).toThrow(/PAYMENT_FENCING_ENABLED=false is refused/);
+    expect(() =>
+      readPaymentConfig({
+        PAYDB_URL: DB,
+        ...AUTH,
+        PAYMENT_FENCING_ENABLED: 'false',
+        DLOCK_HARNESS: 'yes',
+      }),
     ).toThrow(EnvError);
     expect(
-      readPaymentConfig({ PAYDB_URL: DB, PAYMENT_FENCING_ENABLED: 'false', DLOCK_HARNESS: '1' })
-        .PAYMENT_FENCING_ENABLED,
+      readPaymentConfig({
+        PAYDB_URL: DB,
+        ...AUTH,
+        PAYMENT_FENCING_ENABLED: 'false',
+        DLOCK_HARNESS: '1',
+      }).PAYMENT_FENCING_ENABLED,
     ).toBe(false);
   });
 
@@ -37,7 +49,7 @@ describe('payment-resource config', () => {
       ['3000', '3000'],
       [undefined, '1500'],
     ]) {
-      const source: Record<string, string> = { PAYDB_URL: DB };
+      const source: Record<string, string> = { PAYDB_URL: DB, ...AUTH };
       if (statement !== undefined) source.PAYDB_STATEMENT_TIMEOUT_MS = statement;
       if (budget !== undefined) source.PAYMENT_REQUEST_BUDGET_MS = budget;
       expect(() => readPaymentConfig(source)).toThrow(
@@ -47,6 +59,7 @@ describe('payment-resource config', () => {
     expect(
       readPaymentConfig({
         PAYDB_URL: DB,
+        ...AUTH,
         PAYDB_STATEMENT_TIMEOUT_MS: '2999',
         PAYMENT_REQUEST_BUDGET_MS: '3000',
       }).PAYDB_STATEMENT_TIMEOUT_MS,
@@ -56,13 +69,13 @@ describe('payment-resource config', () => {
   it.each([
     [{}, 'PAYDB_URL'],
     [{ PAYDB_URL: 'not a url' }, 'PAYDB_URL'],
-    [{ PAYDB_URL: DB, PORT: '80a' }, 'PORT'],
-    [{ PAYDB_URL: DB, PAYOUT_AMBIGUOUS_SLA_MS: '4h' }, 'PAYOUT_AMBIGUOUS_SLA_MS'],
-    [{ PAYDB_URL: DB, PAYDB_POOL_MAX: '0' }, 'PAYDB_POOL_MAX'],
-    [{ PAYDB_URL: DB, PAYMENT_FENCING_ENABLED: 'maybe' }, 'PAYMENT_FENCING_ENABLED'],
-    [{ PAYDB_URL: DB, LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
-    [{ PAYDB_URL: DB, PAYMENT_CLEARING_SHARDS: '0' }, 'PAYMENT_CLEARING_SHARDS'],
-    [{ PAYDB_URL: DB, PAYMENT_CLEARING_SHARDS: '65' }, 'PAYMENT_CLEARING_SHARDS'],
+    [{ PAYDB_URL: DB, ...AUTH, PORT: '80a' }, 'PORT'],
+    [{ PAYDB_URL: DB, ...AUTH, PAYOUT_AMBIGUOUS_SLA_MS: '4h' }, 'PAYOUT_AMBIGUOUS_SLA_MS'],
+    [{ PAYDB_URL: DB, ...AUTH, PAYDB_POOL_MAX: '0' }, 'PAYDB_POOL_MAX'],
+    [{ PAYDB_URL: DB, ...AUTH, PAYMENT_FENCING_ENABLED: 'maybe' }, 'PAYMENT_FENCING_ENABLED'],
+    [{ PAYDB_URL: DB, ...AUTH, LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ PAYDB_URL: DB, ...AUTH, PAYMENT_CLEARING_SHARDS: '0' }, 'PAYMENT_CLEARING_SHARDS'],
+    [{ PAYDB_URL: DB, ...AUTH, PAYMENT_CLEARING_SHARDS: '65' }, 'PAYMENT_CLEARING_SHARDS'],
   ])('rejects %p naming %s', (source, name) => {
     expect(() => readPaymentConfig(source)).toThrow(new RegExp(name));
   });

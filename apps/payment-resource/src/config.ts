@@ -1,10 +1,12 @@
 import { EnvError, assertKillSwitchAllowed, env, readEnv, type EnvOf } from '@dlock/config';
+import { AUTH_ENV } from '@dlock/identity';
 import { CLEARING_SHARDS_MAX } from './domain/ledger';
 
 export const PAYMENT_CONFIG = Symbol('PAYMENT_CONFIG');
 
 const schema = {
   PORT: env.int({ default: 8082, min: 0, max: 65535 }),
+  ...AUTH_ENV,
   LOG_LEVEL: env.oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], {
     default: 'info',
   }),

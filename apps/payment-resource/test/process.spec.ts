@@ -9,6 +9,7 @@ import {
   spawnApp,
   withClient,
   type RunningApp,
+  testAuthEnv,
 } from '@dlock/testing';
 import { bodies, ledgerInvariants, write } from './support';
 
@@ -19,7 +20,7 @@ const CLI = path.join(REPO_ROOT, 'dist', 'apps', 'payment-resource', 'src', 'cli
 async function node(script: string, args: string[], env: Record<string, string>) {
   try {
     const { stdout, stderr } = await run(process.execPath, [script, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
+      env: { PATH: process.env.PATH ?? '', ...(await testAuthEnv()), ...env },
       timeout: 30_000,
     });
     return { code: 0, stdout, stderr };

@@ -3,7 +3,15 @@ import { NestFactory } from '@nestjs/core';
 import { register } from 'prom-client';
 import type { DataSource } from 'typeorm';
 import { applyHttpContract } from '@dlock/http-contract';
-import { http, migratedDatabase, withClient, type HttpResult } from '@dlock/testing';
+import {
+  http,
+  migratedDatabase,
+  registerAudience,
+  testAuthEnv,
+  testVerifier,
+  withClient,
+  type HttpResult,
+} from '@dlock/testing';
 import { createAppModule } from '../src/app.module';
 import { readPaymentConfig } from '../src/config';
 import { paydbDataSource } from '../src/persistence/data-source';
@@ -23,15 +31,21 @@ export async function startPaymentResource(
 ): Promise<Harness> {
   const url = dbUrl ?? (await migratedDatabase('paydb'));
   register.clear(); // one process may host several app instances in a test file
-  const config = readPaymentConfig({ PAYDB_URL: url, LOG_LEVEL: 'silent', ...env });
+  const config = readPaymentConfig({
+    PAYDB_URL: url,
+    LOG_LEVEL: 'silent',
+    ...(await testAuthEnv()),
+    ...env,
+  });
   const app = await NestFactory.create<NestExpressApplication>(createAppModule(config), {
     bodyParser: false,
     logger: false,
   });
-  applyHttpContract(app);
+  applyHttpContract(app, await testVerifier('payment-resource'));
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;
+  registerAudience(`http://127.0.0.1:${port}`, 'payment-resource');
   const ds: DataSource = await paydbDataSource({
     url,
     poolMax: 4,

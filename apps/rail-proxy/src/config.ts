@@ -1,8 +1,10 @@
 import { EnvError, assertKillSwitchAllowed, env, readEnv, type EnvOf } from '@dlock/config';
+import { AUTH_ENV } from '@dlock/identity';
 
 /** Every knob of rail-proxy (docs/rail.md). Read once at boot. */
 export const RAIL_PROXY_ENV = {
   PORT: env.int({ default: 8083, min: 0, max: 65535 }),
+  ...AUTH_ENV,
   LOG_LEVEL: env.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     default: 'info',
   }),

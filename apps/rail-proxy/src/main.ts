@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { Logger, Module } from '@nestjs/common';
 import { EnvError } from '@dlock/config';
@@ -22,7 +23,11 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  await serveHttpApp(rootModule(config), { port: config.PORT, name: 'rail-proxy' });
+  await serveHttpApp(rootModule(config), {
+    port: config.PORT,
+    name: 'rail-proxy',
+    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+  });
   if (!config.RAIL_PROXY_FENCING_ENABLED) {
     new Logger('rail-proxy').warn(
       { event: 'fencing_disabled', killSwitch: 'RAIL_PROXY_FENCING_ENABLED' },

@@ -1,6 +1,6 @@
 import { DlockError, formatFencingToken, isErrorCode } from '@dlock/lock-api';
 import type { StoredResponse } from './idempotency.repository';
-import type { AmbiguityReason } from './rail-client';
+import type { AmbiguityReason } from './rail-outcome';
 import type { SubmissionRecord, SubmissionRequest } from './submission.types';
 
 /** C3 §3.4 body: enough to alert on without a database query. */

@@ -2,7 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { DlockError } from '@dlock/lock-api';
 import { RequestDeadline } from '@dlock/http-contract';
-import { sleep, waitFor } from '@dlock/testing';
+import { sleep, unacceptingPort, waitFor } from '@dlock/testing';
 import { readRailProxyConfig } from '../src/config';
 import { RailClient, type RailConnection } from '../src/rail-client';
 
@@ -40,6 +40,15 @@ describe('rail-proxy RailClient over real TCP', () => {
     seen.length = 0;
   });
 
+  /** The rail's side of the next connection, and a promise of its close. */
+  function nextRailSocket(): Promise<{ socket: net.Socket; closed: Promise<unknown> }> {
+    return new Promise((resolve) =>
+      server.once('connection', (socket: net.Socket) =>
+        resolve({ socket, closed: new Promise((r) => socket.once('close', r)) }),
+      ),
+    );
+  }
+
   function client(env: Record<string, string> = {}, path = ''): RailClient {
     const { port } = server.address() as net.AddressInfo;
     return new RailClient(
@@ -66,7 +75,7 @@ describe('rail-proxy RailClient over real TCP', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ railReference: 'rr-1', acceptedAt: '2030-01-01T00:00:00.000Z' }));
     };
-    const connection = await connected(client({}, '/rail/'));
+    const connection = await connected(client({}, '/rail//'));
     expect(await connection.present(transfer)).toEqual({ kind: 'acked', railReference: 'rr-1' });
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({ method: 'POST', url: '/rail/submit' });
@@ -74,6 +83,8 @@ describe('rail-proxy RailClient over real TCP', () => {
     expect(seen[0].headers['content-type']).toBe('application/json');
     expect(seen[0].headers['content-length']).toBe(String(Buffer.byteLength(seen[0].body)));
     expect(seen[0].headers['x-fencing-token']).toBeUndefined();
+    // One request per connection: the rail is told so, and keeps nothing open.
+    expect(seen[0].headers.connection).toBe('close');
     // The rail is told how long the proxy will wait: at most the read timeout.
     const deadlineMs = Number(seen[0].headers['x-request-deadline-ms']);
     expect(deadlineMs).toBeGreaterThan(0);
@@ -86,13 +97,14 @@ describe('rail-proxy RailClient over real TCP', () => {
       [402, '{}', { kind: 'declined', status: 402 }],
       [503, '{}', { kind: 'ambiguous', reason: 'rail-5xx', status: 503 }],
       [409, '{}', { kind: 'ambiguous', reason: 'unexpected-status', status: 409 }],
-      [200, 'x'.repeat(64 * 1024 + 1), { kind: 'ambiguous', reason: 'malformed-ack', status: 200 }],
+      [200, 'x'.repeat(64 * 1024), { kind: 'ambiguous', reason: 'malformed-ack', status: 200 }],
+      [200, 'x'.repeat(64 * 1024 + 1), { kind: 'ambiguous', reason: 'malformed-ack' }],
       // A well-formed ack past the 64 KiB the proxy reads is not taken as an ack.
       [
         200,
         JSON.stringify({ railReference: 'rr-1', acceptedAt: '2030-01-01T00:00:00.000Z' }) +
           ' '.repeat(64 * 1024),
-        { kind: 'ambiguous', reason: 'malformed-ack', status: 200 },
+        { kind: 'ambiguous', reason: 'malformed-ack' },
       ],
     ];
     for (const [status, body, expected] of answers) {
@@ -137,16 +149,41 @@ describe('rail-proxy RailClient over real TCP', () => {
     });
   });
 
+  it('a read of exactly the shortest allowed length is started', async () => {
+    script = (_req, res) => {
+      res.writeHead(402);
+      res.end('{}');
+    };
+    // Read limit = minimum: with time to spare the read is the minimum itself.
+    const connection = await connected(client({ RAIL_READ_TIMEOUT_MIN_MS: '400' }));
+    expect(await connection.present(transfer)).toEqual({ kind: 'declined', status: 402 });
+    expect(seen).toHaveLength(1);
+  });
+
   it('nothing is presented when too little of the deadline is left for the shortest read', async () => {
     script = () => {
       throw new Error('the rail must see nothing');
     };
     // RAIL_READ_TIMEOUT_MIN_MS defaults to 100 (a quarter of 400); 150 ms minus the
     // 100 ms margin leaves at most 50.
+    const railClosed = nextRailSocket().then(({ closed }) => closed);
     const connection = await connected(client(), 150);
     expect(await connection.present(transfer)).toEqual({
       kind: 'not-presented',
       reason: 'deadline-too-short',
+    });
+    // The unused connection is closed, not left to the rail.
+    await railClosed;
+
+    // Closed by the rail as well: that is the reason given (the intent's error_code).
+    const railToo = nextRailSocket();
+    const closed = await connected(client(), 150);
+    const { socket, closed: closedAtRail } = await railToo;
+    socket.end();
+    await closedAtRail;
+    expect(await closed.present(transfer)).toEqual({
+      kind: 'not-presented',
+      reason: 'connection-closed-before-write',
     });
     expect(seen).toEqual([]);
   });
@@ -155,9 +192,11 @@ describe('rail-proxy RailClient over real TCP', () => {
     script = () => {
       throw new Error('the rail must see nothing');
     };
+    const railClosed = nextRailSocket().then(({ closed }) => closed);
     const abandoned = await connected(client());
     abandoned.abandon();
     expect(() => abandoned.present(transfer)).toThrow('presented at most once');
+    await railClosed;
 
     const sockets = new Set<net.Socket>();
     const onConnection = (s: net.Socket) => sockets.add(s);
@@ -166,9 +205,10 @@ describe('rail-proxy RailClient over real TCP', () => {
       const closed = await connected(client());
       await waitFor(async () => sockets.size === 1, 5_000, 'the rail to see the connection');
       const [socket] = sockets;
-      await new Promise<void>((resolve) => socket.end(resolve));
-      // Give the proxy's side time to read the FIN (generous; nothing else is waited on).
-      await sleep(300);
+      // The rail's side closes once the proxy's side has read the FIN and ended too.
+      const closedAtRail = new Promise((resolve) => socket.once('close', resolve));
+      socket.end();
+      await closedAtRail;
       expect(await closed.present(transfer)).toEqual({
         kind: 'not-presented',
         reason: 'connection-closed-before-write',
@@ -177,6 +217,43 @@ describe('rail-proxy RailClient over real TCP', () => {
       server.off('connection', onConnection);
     }
     expect(seen).toEqual([]);
+  });
+
+  it('a rail that resets the connection before the write was presented nothing', async () => {
+    script = () => {
+      throw new Error('the rail must see nothing');
+    };
+    const rail = nextRailSocket();
+    const connection = await connected(client());
+    const { socket, closed } = await rail;
+    socket.resetAndDestroy();
+    await closed;
+    // The reset is on the loopback already; the proxy's side reads it on its next poll.
+    await sleep(100);
+    expect(await connection.present(transfer)).toEqual({
+      kind: 'not-presented',
+      reason: 'connection-closed-before-write',
+    });
+    expect(seen).toEqual([]);
+  });
+
+  it('a rail that does not finish the handshake in RAIL_CONNECT_TIMEOUT_MS is a failed connect', async () => {
+    const port = await unacceptingPort();
+    try {
+      const c = new RailClient(
+        readRailProxyConfig({
+          PROXYDB_URL: 'postgres://unused@127.0.0.1:1/unused',
+          RAIL_STUB_URL: `http://127.0.0.1:${port.port}`,
+          RAIL_CONNECT_TIMEOUT_MS: '200',
+        }),
+      );
+      expect(await c.connect(new RequestDeadline(10_000))).toEqual({
+        ok: false,
+        reason: 'connect-timeout',
+      });
+    } finally {
+      port.close();
+    }
   });
 
   it('a rail nobody listens on is a failed connect, not a presentation', async () => {

@@ -11,6 +11,7 @@ import {
   waitFor,
   withClient,
   type RunningApp,
+  testAuthEnv,
 } from '@dlock/testing';
 import {
   ISO,
@@ -29,10 +30,13 @@ import {
 } from './rail-fixtures';
 
 /** Runs rail-proxy expecting it to refuse to start; returns its exit code and output. */
-function refusedStart(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+async function refusedStart(
+  env: Record<string, string>,
+): Promise<{ code: number | null; out: string }> {
+  const auth = await testAuthEnv();
   return new Promise((resolve) => {
     const proc = spawn(process.execPath, [path.join(REPO_ROOT, 'dist/apps/rail-proxy/main.js')], {
-      env: { PATH: process.env.PATH ?? '', PORT: '0', ...env },
+      env: { PATH: process.env.PATH ?? '', PORT: '0', ...auth, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { EnvError } from '@dlock/config';
@@ -22,7 +23,12 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  await serveHttpApp(rootModule(config), { port: config.PORT, name: 'rail-stub' });
+  await serveHttpApp(rootModule(config), {
+    port: config.PORT,
+    name: 'rail-stub',
+    // The stand-in for a bank outside this system: its callers' authentication is the bank's.
+    auth: 'open: external rail simulator',
+  });
 }
 
 main().catch((err: unknown) => {

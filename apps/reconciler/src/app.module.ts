@@ -1,3 +1,4 @@
+import { fileTokenProvider } from '@dlock/identity';
 import { Inject, Module, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
@@ -65,14 +66,29 @@ export function createAppModule(config: ReconcilerConfig): Type<unknown> {
     providers: [
       {
         provide: PAYMENT_RESOURCE,
-        useValue: new PaymentResourceClient(config.PAYMENT_RESOURCE_URL, config.OWNER_ID),
+        useValue: new PaymentResourceClient(
+          config.PAYMENT_RESOURCE_URL,
+          config.OWNER_ID,
+          fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
+        ),
       },
       { provide: RAIL_LOOKUP, useValue: new RailLookupClient(config.RAIL_STUB_URL) },
-      { provide: RevocationsClient, useValue: new RevocationsClient(config.LOCK_SERVER_URL) },
+      {
+        provide: RevocationsClient,
+        useValue: new RevocationsClient(
+          config.LOCK_SERVER_URL,
+          fileTokenProvider(config.AUTH_TOKEN_DIR, 'lock-server'),
+        ),
+      },
       // Floor raises only: built without a submit budget, it cannot submit.
       {
         provide: RailProxyClient,
-        useValue: new RailProxyClient(config.RAIL_PROXY_URL, config.OWNER_ID),
+        useValue: new RailProxyClient(
+          config.RAIL_PROXY_URL,
+          config.OWNER_ID,
+          undefined,
+          fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
+        ),
       },
       RevocationFencingService,
       TokenSourceCheck,

@@ -1,8 +1,11 @@
 import { env, readEnv, type EnvOf } from '@dlock/config';
+import { AUTH_ENV, CALLER_AUTH_ENV } from '@dlock/identity';
 
 /** Every knob of the reconciler (docs/reconciler.md has the table). Read once at boot. */
 export const RECONCILER_ENV = {
   PORT: env.int({ default: 8086, min: 0, max: 65535 }),
+  ...AUTH_ENV,
+  ...CALLER_AUTH_ENV,
   LOG_LEVEL: env.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     default: 'info',
   }),

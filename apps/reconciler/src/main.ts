@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { EnvError } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
@@ -6,7 +7,11 @@ import { readReconcilerConfig } from './config';
 
 async function main(): Promise<void> {
   const config = readReconcilerConfig();
-  await serveHttpApp(createAppModule(config), { port: config.PORT, name: 'reconciler' });
+  await serveHttpApp(createAppModule(config), {
+    port: config.PORT,
+    name: 'reconciler',
+    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+  });
 }
 
 main().catch((err: unknown) => {

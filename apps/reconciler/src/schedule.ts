@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { inRootSpan } from '@dlock/tracing';
 
 /**
  * Runs `work` now, then again `intervalMs` after each run ends (fixed delay,
@@ -28,11 +29,14 @@ export class FixedDelayLoop {
   private async loop(): Promise<void> {
     const signal = this.abort.signal;
     while (!signal.aborted) {
-      try {
-        await this.work(signal);
-      } catch (err) {
-        if (!signal.aborted) this.onError(this.name, err);
-      }
+      // One trace per iteration: its calls and log lines, its error included, share one trace id.
+      await inRootSpan(`reconciler ${this.name}`, { 'dlock.loop': this.name }, async () => {
+        try {
+          await this.work(signal);
+        } catch (err) {
+          if (!signal.aborted) this.onError(this.name, err);
+        }
+      });
       await delay(this.intervalMs, undefined, { signal }).catch(() => undefined);
     }
   }

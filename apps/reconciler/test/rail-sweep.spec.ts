@@ -13,6 +13,7 @@ import {
   TcpProxy,
   waitFor,
   type RunningApp,
+  testTokenProvider,
 } from '@dlock/testing';
 
 /**
@@ -71,7 +72,11 @@ beforeAll(async () => {
   ]);
   railLink = await TcpProxy.start({ target: { port: stub.port } });
   reconciler = await spawnReconciler();
-  session = await new LockClient({ baseUrl: lockServer.url, ownerId: TEST_OWNER }).openSession();
+  session = await new LockClient({
+    baseUrl: lockServer.url,
+    ownerId: TEST_OWNER,
+    token: testTokenProvider(TEST_OWNER),
+  }).openSession();
 }, 60_000);
 
 afterAll(async () => {

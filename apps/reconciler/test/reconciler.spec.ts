@@ -15,6 +15,7 @@ import {
   waitFor,
   withClient,
   type RunningApp,
+  testTokenProvider,
 } from '@dlock/testing';
 import { ReadOnlyDb } from '../src/db/read-only-db';
 
@@ -162,7 +163,11 @@ beforeAll(async () => {
     RECONCILER_SETTLEMENT_WINDOW_MS: String(WINDOW_MS),
     RECONCILER_TOKEN_MATCH_GRACE_MS: '0',
   });
-  session = await new LockClient({ baseUrl: lockServer.url, ownerId: TEST_OWNER }).openSession();
+  session = await new LockClient({
+    baseUrl: lockServer.url,
+    ownerId: TEST_OWNER,
+    token: testTokenProvider(TEST_OWNER),
+  }).openSession();
 }, 60_000);
 
 afterAll(async () => {

@@ -14,6 +14,7 @@ import {
   withClient,
   type EtcdCluster,
   type RunningApp,
+  testTokenProvider,
 } from '@dlock/testing';
 
 /**
@@ -179,7 +180,11 @@ describe.each(['pg', 'etcd'] as const)('lock backend %s', (backend) => {
       // (the settle rule itself: revocation-cursor.spec.ts).
       RECONCILER_REVOCATION_SETTLE_MS: '0',
     });
-    session = await new LockClient({ baseUrl: lockServer.url, ownerId: WORKER }).openSession();
+    session = await new LockClient({
+      baseUrl: lockServer.url,
+      ownerId: WORKER,
+      token: testTokenProvider(WORKER),
+    }).openSession();
   }, 90_000);
 
   afterAll(async () => {

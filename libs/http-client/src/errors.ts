@@ -9,7 +9,8 @@ export interface CallBudget {
 /**
  * Where a call failed below the contract.
  * - `connect`: no connection was made (refused, unreachable, connect timeout),
- *   so the request was never presented: nothing happened at the peer.
+ *   or a connection from `HttpTransport.connect` closed before the write, so
+ *   the request was never presented: nothing happened at the peer.
  * - `response`: connected (or on a reused connection), then no complete answer
  *   in time, a broken connection, an oversized or non-contract 5xx answer. The
  *   peer may have acted; only calls idempotent by contract may be re-sent.

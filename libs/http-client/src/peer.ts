@@ -1,3 +1,4 @@
+import type { TokenProvider } from '@dlock/identity';
 import { errorFromEnvelope } from '@dlock/lock-api';
 import { PeerProtocolError, type CallBudget } from './errors';
 import { isErrorEnvelope, parsePeerJson, stringifyInt64Json } from './json';
@@ -12,8 +13,6 @@ export interface PeerCall {
   body?: unknown;
   budget: CallBudget;
   signal?: AbortSignal;
-  /** The caller's W3C trace context, forwarded as is when given. */
-  traceparent?: string;
 }
 
 /**
@@ -29,10 +28,12 @@ export class JsonPeer {
   constructor(
     readonly name: string,
     baseUrl: string,
+    /** The caller's service token for this peer (docs/security.md). */
+    options: { token?: TokenProvider } = {},
   ) {
     this.base = new URL(baseUrl);
     if (this.base.protocol !== 'http:') throw new RangeError(`${name}: only http:// is supported`);
-    this.transport = new HttpTransport({ peer: name });
+    this.transport = new HttpTransport({ peer: name, token: options.token });
   }
 
   async call<T = unknown>(call: PeerCall): Promise<T> {
@@ -43,7 +44,6 @@ export class JsonPeer {
       headers['content-type'] = 'application/json; charset=utf-8';
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
-    if (call.traceparent) headers.traceparent = call.traceparent;
     const { status, text } = await this.transport.send({
       method: call.method,
       url: new URL(call.path, this.base),

@@ -2,10 +2,11 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { FencedOutError } from '@dlock/lock-api';
+import { unacceptingPort } from '@dlock/testing';
 import { PeerProtocolError, PeerUnavailableError } from './errors';
 import { HOP_BUDGETS, withHopRetries } from './hop-policy';
 import { JsonPeer } from './peer';
-import { HttpTransport, IDLE_SOCKET_MS } from './transport';
+import { HttpTransport, IDLE_SOCKET_MS, RESPONSE_BYTES_MAX } from './transport';
 
 interface Seen {
   method?: string;
@@ -59,6 +60,11 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(condition()).toBe(true);
+}
+
 const failure = (p: Promise<unknown>) => p.then(() => undefined).catch((e: unknown) => e);
 
 let server: Server;
@@ -78,6 +84,7 @@ describe('phases: could the request have been presented?', () => {
     expect(err).toBeInstanceOf(PeerUnavailableError);
     expect(err).toMatchObject({ code: 'UNAVAILABLE', phase: 'connect', neverPresented: true });
     expect((err as PeerUnavailableError).details).toEqual({ peer: 'p', phase: 'connect' });
+    expect((err as Error).message).toMatch(/^p: call failed: .*ECONNREFUSED/);
   });
 
   it('accepted but unanswered is `response` after the read timeout, not before', async () => {
@@ -93,9 +100,36 @@ describe('phases: could the request have been presented?', () => {
       }),
     );
     const elapsedMs = performance.now() - started;
-    expect(err).toMatchObject({ phase: 'response', neverPresented: false });
+    expect(err).toMatchObject({
+      phase: 'response',
+      neverPresented: false,
+      message: 'p: no response within 250 ms',
+    });
+    expect((err as Error).cause).toMatchObject({ name: 'TimeoutError' });
     expect(server.seen).toHaveLength(1);
     expect(elapsedMs).toBeGreaterThanOrEqual(240);
+  });
+
+  it('a handshake that does not finish is `connect` after the connect timeout', async () => {
+    const port = await unacceptingPort();
+    peer = new JsonPeer('p', `http://127.0.0.1:${port.port}`);
+    try {
+      const err = await failure(
+        peer.call({
+          method: 'GET',
+          path: '/x',
+          budget: { connectTimeoutMs: 200, readTimeoutMs: 50 },
+        }),
+      );
+      expect(err).toMatchObject({
+        phase: 'connect',
+        neverPresented: true,
+        message: 'p: no connection within 200 ms',
+      });
+      expect((err as Error).cause).toMatchObject({ name: 'TimeoutError' });
+    } finally {
+      port.close();
+    }
   });
 
   it('a connection dropped after the request arrived is `response`', async () => {
@@ -121,6 +155,19 @@ describe('phases: could the request have been presented?', () => {
     setTimeout(() => controller.abort(new Error('stop')), 50);
     await expect(pending).rejects.toThrow('stop');
   });
+
+  it('an already aborted signal sends nothing', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    peer = new JsonPeer('p', server.base);
+    const pending = peer.call({
+      method: 'GET',
+      path: '/x',
+      budget: HOP_BUDGETS.advisoryRead,
+      signal: AbortSignal.abort(new Error('gone')),
+    });
+    await expect(pending).rejects.toThrow('gone');
+    expect(server.sockets).toEqual([]);
+  });
 });
 
 describe('answers', () => {
@@ -139,9 +186,27 @@ describe('answers', () => {
       );
       expect(err).toBeInstanceOf(PeerUnavailableError);
       expect(err).toMatchObject({ phase: 'response', message: 'p: answer exceeds 1024 bytes' });
+      expect((err as Error).cause).toBeInstanceOf(RangeError);
     } finally {
       transport.close();
     }
+  });
+
+  it('without a cap of its own a transport reads at most RESPONSE_BYTES_MAX (1 MiB)', async () => {
+    const body = (n: number) => `"${'x'.repeat(n - 2)}"`;
+    server = await startServer((req, res) =>
+      json(res, 200, body(req.url === '/at' ? RESPONSE_BYTES_MAX : RESPONSE_BYTES_MAX + 1)),
+    );
+    peer = new JsonPeer('p', server.base);
+    const budget = HOP_BUDGETS.fencedWrite;
+    expect(await peer.call({ method: 'GET', path: '/at', budget })).toHaveLength(
+      RESPONSE_BYTES_MAX - 2,
+    );
+    const err = await failure(peer.call({ method: 'GET', path: '/over', budget }));
+    expect(err).toMatchObject({
+      phase: 'response',
+      message: `p: answer exceeds ${RESPONSE_BYTES_MAX} bytes`,
+    });
   });
 
   it('2^53+1 goes out as a decimal string and an int64 answer comes back exact', async () => {
@@ -157,16 +222,35 @@ describe('answers', () => {
     expect(answer).toEqual({ t: 9007199254740993n, n: 2 });
   });
 
-  it('sends the read timeout as the deadline header, and the caller’s traceparent only when given', async () => {
+  it('sends the read timeout as the deadline header; trace context is left to OpenTelemetry', async () => {
     server = await startServer((_req, res) => json(res, 200, '{}'));
     peer = new JsonPeer('p', server.base);
-    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
-    await peer.call({ method: 'GET', path: '/a', budget: HOP_BUDGETS.advisoryRead, traceparent });
+    await peer.call({ method: 'GET', path: '/a', budget: HOP_BUDGETS.advisoryRead });
     await peer.call({ method: 'GET', path: '/b', budget: HOP_BUDGETS.fencedWrite });
     expect(server.seen[0].headers['x-request-deadline-ms']).toBe('1000');
-    expect(server.seen[0].headers.traceparent).toBe(traceparent);
     expect(server.seen[1].headers['x-request-deadline-ms']).toBe('3000');
-    expect(server.seen[1].headers.traceparent).toBeUndefined();
+    // No SDK started in this process: nothing adds a traceparent (libs/tracing does, in the apps).
+    expect(server.seen[0].headers.traceparent).toBeUndefined();
+  });
+
+  it('sends the provider’s current token on every call, asking it each time (rotation)', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    const tokens = ['a.b.c', 'd.e.f'];
+    let asked = 0;
+    peer = new JsonPeer('p', server.base, { token: () => tokens[asked++] });
+    await peer.call({ method: 'GET', path: '/a', budget: HOP_BUDGETS.advisoryRead });
+    await peer.call({ method: 'POST', path: '/b', body: {}, budget: HOP_BUDGETS.fencedWrite });
+    expect(server.seen.map((s) => s.headers.authorization)).toEqual([
+      'Bearer a.b.c',
+      'Bearer d.e.f',
+    ]);
+  });
+
+  it('a peer given no token provider sends no Authorization header', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    peer = new JsonPeer('p', server.base);
+    await peer.call({ method: 'GET', path: '/a', budget: HOP_BUDGETS.advisoryRead });
+    expect(server.seen[0].headers.authorization).toBeUndefined();
   });
 
   it.each([
@@ -195,6 +279,19 @@ describe('connections', () => {
     expect(server.sockets).toHaveLength(1);
   });
 
+  it('close() drops the pooled connections', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    peer = new JsonPeer('p', server.base);
+    await peer.call({ method: 'GET', path: '/x', budget: HOP_BUDGETS.advisoryRead });
+    const closed = new Promise((r) => server.sockets[0].once('close', r));
+    peer.close();
+    // Well before the idle close (IDLE_SOCKET_MS) would do it.
+    const late = new Promise((_r, reject) =>
+      setTimeout(() => reject(new Error('still open')), IDLE_SOCKET_MS / 2),
+    );
+    await Promise.race([closed, late]);
+  });
+
   it('the client closes an idle connection after IDLE_SOCKET_MS, before a node server would (5 s)', async () => {
     server = await startServer((_req, res) => json(res, 200, '{}'));
     peer = new JsonPeer('p', server.base);
@@ -204,6 +301,96 @@ describe('connections', () => {
     const idleMs = performance.now() - started;
     expect(idleMs).toBeGreaterThanOrEqual(IDLE_SOCKET_MS - 100);
     expect(idleMs).toBeLessThan(5_000);
+  });
+});
+
+describe('a connection opened ahead of its one request (the rail-proxy, docs/rail.md)', () => {
+  let transport: HttpTransport;
+  beforeEach(() => {
+    transport = new HttpTransport({ peer: 'p' });
+  });
+  afterEach(() => transport.close());
+
+  const post = (base: string, connection: Socket, readTimeoutMs = 1_000) =>
+    transport.send({
+      method: 'POST',
+      url: new URL('/submit', base),
+      headers: { 'content-type': 'application/json' },
+      body: '{"a":1}',
+      connectTimeoutMs: 0,
+      readTimeoutMs,
+      connection,
+    });
+
+  it('connect writes nothing; the one request goes on that connection, which then closes', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{"ok":true}'));
+    const connection = await transport.connect(new URL(server.base), 1_000);
+    await waitUntil(() => server.sockets.length === 1);
+    expect(server.seen).toEqual([]);
+    expect(await post(server.base, connection, 700)).toEqual({ status: 200, text: '{"ok":true}' });
+    expect(server.seen).toHaveLength(1);
+    expect(server.seen[0]).toMatchObject({ method: 'POST', url: '/submit', body: '{"a":1}' });
+    expect(server.seen[0].headers).toMatchObject({
+      connection: 'close',
+      'x-request-deadline-ms': '700',
+    });
+    expect(server.sockets).toHaveLength(1);
+    expect(connection.destroyed).toBe(true);
+  });
+
+  it('a refused connect is `connect`, with the socket error as its cause', async () => {
+    const err = await failure(
+      transport.connect(new URL(`http://127.0.0.1:${await closedPort()}`), 1_000),
+    );
+    expect(err).toBeInstanceOf(PeerUnavailableError);
+    expect(err).toMatchObject({ phase: 'connect', neverPresented: true });
+    expect((err as Error).message).toMatch(/^p: connect failed: .*ECONNREFUSED/);
+    expect((err as Error).cause).toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('a handshake that does not finish is `connect` after the connect timeout', async () => {
+    const port = await unacceptingPort();
+    try {
+      const started = performance.now();
+      const err = await failure(transport.connect(new URL(`http://127.0.0.1:${port.port}`), 200));
+      expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+      expect(err).toMatchObject({ phase: 'connect', message: 'p: no connection within 200 ms' });
+      expect((err as Error).cause).toMatchObject({ name: 'TimeoutError' });
+    } finally {
+      port.close();
+    }
+  });
+
+  it.each([
+    ['ended', (s: Socket) => s.end()],
+    ['reset', (s: Socket) => s.resetAndDestroy()],
+  ])(
+    'a connection the peer %s before the write is `connect`: nothing was presented',
+    async (_how, close) => {
+      server = await startServer(() => undefined);
+      const connection = await transport.connect(new URL(server.base), 1_000);
+      await waitUntil(() => server.sockets.length === 1);
+      close(server.sockets[0]);
+      // (events.once would reject on the reset's 'error')
+      await new Promise((r) => connection.once('close', r));
+      const err = await failure(post(server.base, connection));
+      expect(err).toBeInstanceOf(PeerUnavailableError);
+      expect(err).toMatchObject({
+        phase: 'connect',
+        neverPresented: true,
+        message: 'p: connection closed before the request was written',
+      });
+      expect(server.seen).toEqual([]);
+    },
+  );
+
+  it('a connection the peer drops after the request arrived is `response`, and closed', async () => {
+    server = await startServer((req) => req.socket.destroy());
+    const connection = await transport.connect(new URL(server.base), 1_000);
+    const err = await failure(post(server.base, connection));
+    expect(err).toMatchObject({ phase: 'response', neverPresented: false });
+    expect(server.seen).toHaveLength(1);
+    expect(connection.destroyed).toBe(true);
   });
 });
 

@@ -1,4 +1,6 @@
 import http from 'node:http';
+import net from 'node:net';
+import type { TokenProvider } from '@dlock/identity';
 import { requestDeadlineHeader } from '@dlock/lock-api';
 import {
   abortReason,
@@ -17,6 +19,11 @@ export interface HttpRequest {
   connectTimeoutMs: number;
   readTimeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * A connection from `connect()` to write this one request on, closed after
+   * it (connectTimeoutMs is then unused); without it, a pooled connection.
+   */
+  connection?: net.Socket;
 }
 
 export interface HttpResponse {
@@ -39,6 +46,14 @@ export interface TransportOptions {
   peer: string;
   responseBytesMax?: number;
   unavailable?: UnavailableErrorFactory;
+  /** The caller's service token, sent as `Authorization: Bearer` on every call (docs/security.md). */
+  token?: TokenProvider;
+}
+
+/** Asks the provider on every request, so a rotated token is used without a restart. */
+export function withBearerToken(send: Transport, token: TokenProvider): Transport {
+  return async (request) =>
+    send({ ...request, headers: { ...request.headers, authorization: `Bearer ${await token()}` } });
 }
 
 /**
@@ -49,7 +64,8 @@ export interface TransportOptions {
  * closed after IDLE_SOCKET_MS idle, before a node server would close them.
  * A failure on a reused connection counts as `response` ("maybe presented"),
  * the safe reading. Every request carries its read timeout as
- * X-Request-Deadline-Ms (README "Wire conventions").
+ * X-Request-Deadline-Ms (README "Wire conventions"). A timer's failure has a
+ * `TimeoutError` DOMException as its cause, the size cap's a RangeError.
  */
 export class HttpTransport {
   private readonly agent = new http.Agent({
@@ -63,10 +79,12 @@ export class HttpTransport {
   constructor(readonly options: TransportOptions) {
     this.responseBytesMax = options.responseBytesMax ?? RESPONSE_BYTES_MAX;
     this.unavailable = options.unavailable ?? peerUnavailable;
+    const exchange: Transport = (request) => this.exchange(request);
+    this.send = options.token ? withBearerToken(exchange, options.token) : exchange;
   }
 
   /** The exchange as a plain function, for callers that take a `Transport` seam. */
-  readonly send: Transport = (request) => this.exchange(request);
+  readonly send: Transport;
 
   /** The unavailable error of this peer, for failures the caller finds in an answer. */
   unavailableError(phase: TransportPhase, message: string, cause?: unknown): PeerUnavailableError {
@@ -78,6 +96,33 @@ export class HttpTransport {
     this.agent.destroy();
   }
 
+  /**
+   * Opens a connection for one later request (`HttpRequest.connection`) and
+   * writes nothing, for a caller that must reach the peer before it commits
+   * to the call (the rail-proxy's intent, docs/rail.md). Fails in the
+   * `connect` phase.
+   */
+  connect(url: URL, connectTimeoutMs: number): Promise<net.Socket> {
+    return new Promise<net.Socket>((resolve, reject) => {
+      const socket = net.connect({ host: url.hostname, port: Number(url.port || 80) });
+      const fail = (message: string, cause: unknown) => {
+        clearTimeout(timer);
+        socket.destroy();
+        reject(this.unavailableError('connect', message, cause));
+      };
+      const timer = setTimeout(
+        () => fail(`no connection within ${connectTimeoutMs} ms`, timeoutCause(connectTimeoutMs)),
+        connectTimeoutMs,
+      );
+      // Once connected, a reset only leaves the socket unwritable (checked before the write).
+      socket.on('error', (err) => fail(`connect failed: ${err.message}`, err));
+      socket.once('connect', () => {
+        clearTimeout(timer);
+        resolve(socket);
+      });
+    });
+  }
+
   private exchange(request: HttpRequest): Promise<HttpResponse> {
     return new Promise<HttpResponse>((resolve, reject) => {
       const { signal } = request;
@@ -87,6 +132,13 @@ export class HttpTransport {
       }
       const unavailable = (phase: TransportPhase, message: string, cause?: unknown) =>
         this.unavailableError(phase, message, cause);
+      const { connection } = request;
+      // Ended or reset by the peer (or destroyed) before a byte was written: never presented.
+      if (connection?.writable === false) {
+        connection.destroy();
+        reject(unavailable('connect', 'connection closed before the request was written'));
+        return;
+      }
       let connected = false;
       let settled = false;
       let connectTimer: NodeJS.Timeout | undefined;
@@ -97,6 +149,7 @@ export class HttpTransport {
         clearTimeout(connectTimer);
         clearTimeout(readTimer);
         signal?.removeEventListener('abort', onAbort);
+        connection?.destroy();
         if (err === undefined) resolve(value!);
         else {
           req.destroy();
@@ -108,15 +161,28 @@ export class HttpTransport {
         connected = true;
         clearTimeout(connectTimer);
         readTimer = setTimeout(
-          () => finish(unavailable('response', `no response within ${request.readTimeoutMs} ms`)),
+          () =>
+            finish(
+              unavailable(
+                'response',
+                `no response within ${request.readTimeoutMs} ms`,
+                timeoutCause(request.readTimeoutMs),
+              ),
+            ),
           request.readTimeoutMs,
         );
       };
-      const req = http.request(request.url, {
-        method: request.method,
-        headers: { ...request.headers, ...requestDeadlineHeader(request.readTimeoutMs) },
-        agent: this.agent,
-      });
+      const headers = { ...request.headers, ...requestDeadlineHeader(request.readTimeoutMs) };
+      const req = http.request(
+        request.url,
+        connection
+          ? {
+              method: request.method,
+              headers: { ...headers, connection: 'close' },
+              createConnection: () => connection,
+            }
+          : { method: request.method, headers, agent: this.agent },
+      );
       req.on('socket', (socket) => {
         if (!socket.connecting) {
           startRead();
@@ -124,7 +190,13 @@ export class HttpTransport {
         }
         connectTimer = setTimeout(
           () =>
-            finish(unavailable('connect', `no connection within ${request.connectTimeoutMs} ms`)),
+            finish(
+              unavailable(
+                'connect',
+                `no connection within ${request.connectTimeoutMs} ms`,
+                timeoutCause(request.connectTimeoutMs),
+              ),
+            ),
           request.connectTimeoutMs,
         );
         socket.once('connect', startRead);
@@ -138,7 +210,8 @@ export class HttpTransport {
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
           if (size > this.responseBytesMax) {
-            finish(unavailable('response', `answer exceeds ${this.responseBytesMax} bytes`));
+            const message = `answer exceeds ${this.responseBytesMax} bytes`;
+            finish(unavailable('response', message, new RangeError(message)));
             return;
           }
           chunks.push(chunk);
@@ -157,4 +230,8 @@ export class HttpTransport {
       req.end(request.body);
     });
   }
+}
+
+function timeoutCause(ms: number): DOMException {
+  return new DOMException(`timed out after ${ms} ms`, 'TimeoutError');
 }

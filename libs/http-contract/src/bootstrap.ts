@@ -6,6 +6,8 @@ import { text } from 'express';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Logger as PinoLogger } from 'nestjs-pino';
+import { TokenVerifier } from '@dlock/identity';
+import { authenticateRequests, type AuthOptions } from './authentication';
 import { requestDeadline } from './deadline';
 import { ContractExceptionFilter, sendError } from './exception.filter';
 import { int64Replacer, parseRequestBody } from './json';
@@ -15,8 +17,14 @@ import { contractValidationPipe } from './validation';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
+/**
+ * Who may call: a verifier of service tokens, or (only the rail stub, which
+ * stands in for a bank outside this system) nobody is asked (docs/security.md).
+ */
+export type RequestAuth = TokenVerifier | 'open: external rail simulator';
+
 /** Applies the wire conventions of C3 §3.1 to an express-backed Nest app. */
-export function applyHttpContract(app: NestExpressApplication): void {
+export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth): void {
   const logger = new Logger('http');
   app.disable('x-powered-by');
   // Every response is a fresh API answer; express would hash each body for an ETag nobody revalidates.
@@ -32,6 +40,7 @@ export function applyHttpContract(app: NestExpressApplication): void {
       next(err);
     }
   });
+  if (auth instanceof TokenVerifier) authenticateRequests(app, auth);
   // inflate: false: a Content-Encoding other than identity is 415, never decoded (README, Wire conventions).
   app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES, inflate: false }));
   app.use((req: Request, _res: Response, next: NextFunction) => {
@@ -93,7 +102,9 @@ function answerUnparsableRequests(server: Server): void {
 export interface ServeOptions {
   port: number;
   host?: string;
+  /** Also the audience a token sent to this service must name. */
   name: string;
+  auth: AuthOptions | 'open: external rail simulator';
 }
 
 /** Creates, configures and starts an app; returns it listening. */
@@ -106,7 +117,12 @@ export async function serveHttpApp(
     bufferLogs: true,
   });
   app.useLogger(app.get(PinoLogger));
-  applyHttpContract(app);
+  applyHttpContract(
+    app,
+    typeof options.auth === 'string'
+      ? options.auth
+      : new TokenVerifier({ ...options.auth, audience: options.name }),
+  );
   app.enableShutdownHooks();
   await app.listen(options.port, options.host ?? '0.0.0.0');
   const address = app.getHttpServer().address();

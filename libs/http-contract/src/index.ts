@@ -8,3 +8,4 @@ export * from './json';
 export * from './trace';
 export * from './validation';
 export * from './fence-floor';
+export * from './authentication';

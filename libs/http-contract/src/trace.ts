@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { activeTraceId } from '@dlock/tracing';
 
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
@@ -31,17 +32,16 @@ export function traceIdFrom(header: string | string[] | undefined): string {
   return randomHex(16);
 }
 
-/** A `traceparent` header to send downstream for the given trace id. */
-export function traceparentFor(traceId: string): string {
-  return `00-${traceId}-${randomHex(8)}-01`;
-}
-
 export interface TracedRequest extends IncomingMessage {
   traceId?: string;
 }
 
-/** The trace id the request was given on arrival (set by the body/trace middleware). */
+/**
+ * The trace id the request was given on arrival (set by the body/trace
+ * middleware): the one OpenTelemetry continued or started for it (libs/tracing),
+ * or, where tracing is not started (in-process tests), the header's own.
+ */
 export function requestTraceId(req: TracedRequest): string {
-  if (!req.traceId) req.traceId = traceIdFrom(req.headers.traceparent);
+  if (!req.traceId) req.traceId = activeTraceId() ?? traceIdFrom(req.headers.traceparent);
   return req.traceId;
 }

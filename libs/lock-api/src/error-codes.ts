@@ -5,7 +5,9 @@
  * without risking a duplicate side effect?" — not "was it transient".
  * NOT_FOUND, UNAVAILABLE and INTERNAL are this project's additions for the
  * envelope of an unknown resource/route, a failing readiness probe and an
- * unexpected server fault (README.md, "Wire conventions").
+ * unexpected server fault (README.md, "Wire conventions"). UNAUTHENTICATED and FORBIDDEN are
+ * the identity layer's refusals (docs/security.md): nothing was done, so a
+ * request refused for a stale token may be re-sent with a fresh one.
  */
 export const ERROR_CATALOGUE = {
   LOCK_CONTENDED: { httpStatus: 409, retrySafe: true },
@@ -26,6 +28,8 @@ export const ERROR_CATALOGUE = {
   NOT_FOUND: { httpStatus: 404, retrySafe: false },
   UNAVAILABLE: { httpStatus: 503, retrySafe: true },
   INTERNAL: { httpStatus: 500, retrySafe: false },
+  UNAUTHENTICATED: { httpStatus: 401, retrySafe: true },
+  FORBIDDEN: { httpStatus: 403, retrySafe: false },
 } as const satisfies Record<string, { httpStatus: number; retrySafe: boolean }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -1,11 +1,6 @@
 export { LockClient, type OpenSessionOptions } from './lock-client';
 export { LockSession, type AcquireOptions, type SessionState } from './lock-session';
-export {
-  LockHandle,
-  type HandleState,
-  type ReleaseOptions,
-  type RenewOptions,
-} from './lock-handle';
+export { LockHandle, type HandleState, type RenewOptions } from './lock-handle';
 export {
   CALL_BUDGETS,
   DEFAULT_LOCK_TTL_MS,

@@ -13,7 +13,6 @@ export interface OpenSessionOptions {
   /** Requested TTL; defaults to the client's `sessionTtlMs`. The server may grant less. */
   ttlMs?: number;
   signal?: AbortSignal;
-  traceparent?: string;
 }
 
 /**
@@ -49,7 +48,6 @@ export class LockClient {
     const opened = await this.api.openSession(ttlMs, {
       budget: CALL_BUDGETS.session,
       signal: options.signal,
-      traceparent: options.traceparent,
     });
     // Granted may be clamped down, never up: trust the smaller of the two.
     const granted = { ...opened, ttlMillis: Math.min(opened.ttlMillis, ttlMs) };

@@ -40,11 +40,6 @@ export interface RenewOptions {
   /** New lease length; defaults to the TTL the lock was acquired with. */
   ttlMs?: number;
   signal?: AbortSignal;
-  traceparent?: string;
-}
-
-export interface ReleaseOptions {
-  traceparent?: string;
 }
 
 /**
@@ -163,7 +158,6 @@ export class LockHandle {
         grant = await this.host.api.renew(this.key, this.sessionId, this.fencingToken, ttlMs, {
           budget: CALL_BUDGETS.renew,
           signal: options.signal,
-          traceparent: options.traceparent,
         });
       } catch (err) {
         if (tryIndex + 1 < RENEW_TRIES && renewRetryable(err) && !options.signal?.aborted) continue;
@@ -198,7 +192,7 @@ export class LockHandle {
    * confirmed the release, false otherwise (already lost: LOCK_LOST is
    * benign; or the call failed and the lease will lapse on its own).
    */
-  async release(options: ReleaseOptions = {}): Promise<boolean> {
+  async release(): Promise<boolean> {
     if (this.releaseSent) return false;
     this.releaseSent = true;
     const wasHeld = this.stateValue === 'held';
@@ -213,7 +207,6 @@ export class LockHandle {
     try {
       await this.host.api.release(this.key, this.sessionId, this.fencingToken, {
         budget: CALL_BUDGETS.release,
-        traceparent: options.traceparent,
       });
       return wasHeld;
     } catch (err) {

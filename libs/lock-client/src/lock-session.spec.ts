@@ -494,16 +494,11 @@ describe('LockSession: tryAcquire and acquire', () => {
   it('tryAcquire sends sessionId, ttlMillis, waitMillis and the owner; read budget grows by the wait', async () => {
     const { client, sent } = setup();
     const session = await client.openSession();
-    await session.tryAcquire('payout:acc-7', {
-      ttlMs: 5_000,
-      waitMs: 1_000,
-      traceparent: `00-${'1'.repeat(32)}-${'2'.repeat(16)}-01`,
-    });
+    await session.tryAcquire('payout:acc-7', { ttlMs: 5_000, waitMs: 1_000 });
     const [req] = sent('acquire');
     expect(req.url.pathname).toBe('/v1/locks/payout%3Aacc-7/acquire');
     expect(req.json).toEqual({ sessionId: SID, ttlMillis: 5_000, waitMillis: 1_000 });
     expect(req.headers['x-owner-id']).toBe('worker-1');
-    expect(req.headers.traceparent).toBe(`00-${'1'.repeat(32)}-${'2'.repeat(16)}-01`);
     expect(req.headers['x-fencing-token']).toBeUndefined();
     expect([req.connectTimeoutMs, req.readTimeoutMs]).toEqual([500, 3_000]);
   });

@@ -32,7 +32,6 @@ export interface AcquireOptions {
   waitMs?: number;
   /** Aborts the attempt in flight and the backoff wait. */
   signal?: AbortSignal;
-  traceparent?: string;
 }
 
 export type SessionState = 'open' | 'lost' | 'closed';
@@ -222,7 +221,6 @@ export class LockSession implements HandleHost {
             readTimeoutMs: CALL_BUDGETS.acquire.readTimeoutMs + waitMs,
           },
           signal: options.signal,
-          traceparent: options.traceparent,
         },
       );
     } catch (err) {

@@ -5,9 +5,10 @@ import {
   SESSION_TTL_MAX_MS,
   SESSION_TTL_MIN_MS,
 } from '@dlock/lock-api';
+import type { TokenProvider } from '@dlock/identity';
 import { monotonicClock, type Clock } from './clock';
 import type { Transport } from './transport';
-import { nodeHttpTransport } from './transport';
+import { nodeHttpTransport, withBearerToken } from './transport';
 
 /** Connect and read timeouts of one call (C3 §3.8). */
 export interface CallBudget {
@@ -77,8 +78,15 @@ export interface LockClientEvents {
 export interface LockClientOptions {
   /** lock-server base URL, e.g. `http://127.0.0.1:8081` (LOCK_SERVER_URL). Plain http only. */
   baseUrl: string;
-  /** Sent as X-Owner-Id on every call (FR-30); 1..64 printable ASCII. */
+  /** Sent as X-Owner-Id on every call (FR-30); 1..64 printable ASCII. The token's subject must equal it. */
   ownerId: string;
+  /**
+   * Returns this caller's current service token for the lock-server (audience
+   * `lock-server`), sent as `Authorization: Bearer` on every call; asked once
+   * per call, so a rotated token needs no restart (docs/security.md). Without
+   * it every call is refused with 401 UNAUTHENTICATED.
+   */
+  token?: TokenProvider;
   /** LOCK_CLIENT_SAFETY_MARGIN: fraction of each granted TTL the client gives up early. */
   safetyMargin?: number;
   /** Requested session TTL (LOCK_SESSION_TTL_MS); the server may clamp it down. */
@@ -153,8 +161,14 @@ export function resolveOptions(options: LockClientOptions): ResolvedOptions {
     logger: options.logger ?? SILENT_LOGGER,
     clock: options.clock ?? monotonicClock,
     random: options.random ?? Math.random,
-    transport: options.transport ?? nodeHttpTransport(),
+    transport: withToken(options.transport ?? nodeHttpTransport(), options.token),
   };
+}
+
+function withToken(transport: Transport, token: TokenProvider | undefined): Transport {
+  if (token === undefined) return transport;
+  if (typeof token !== 'function') throw new RangeError('lock-client token must be a function');
+  return withBearerToken(transport, token);
 }
 
 export function ttl(name: string, value: number, min: number, max: number): number {

@@ -109,6 +109,7 @@ describe('every protected call carries the explicit token of its grant', () => {
         baseUrl: server.url,
         ownerId: 'worker-7',
         sessionTtlMs: 3_000,
+        token: () => 'h.p.s',
       });
       const session = await client.openSession();
       const handles: LockHandle[] = [];
@@ -142,6 +143,8 @@ describe('every protected call carries the explicit token of its grant', () => {
       expect(c.fencingToken).toBe(9007199254740993n);
       // Every call names its owner; nothing else ever carries a token.
       for (const call of server.seen) expect(call.headers['x-owner-id']).toBe('worker-7');
+      // … and carries the caller's service token (docs/security.md).
+      for (const call of server.seen) expect(call.headers.authorization).toBe('Bearer h.p.s');
       for (const call of server.seen.filter((s) => !isProtected(s)))
         expect(call.headers['x-fencing-token']).toBeUndefined();
     } finally {

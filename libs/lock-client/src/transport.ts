@@ -4,6 +4,7 @@ import {
   type HttpRequest,
   type HttpResponse,
   type Transport,
+  withBearerToken,
 } from '@dlock/http-client';
 import { LockServerUnavailableError } from './errors';
 
@@ -11,7 +12,7 @@ import { LockServerUnavailableError } from './errors';
 export type { Transport };
 export type WireRequest = HttpRequest;
 export type WireResponse = HttpResponse;
-export { IDLE_SOCKET_MS };
+export { IDLE_SOCKET_MS, withBearerToken };
 
 /** Every lock-server answer of the contract is far below this. */
 const RESPONSE_BYTES_MAX = 64 * 1024;

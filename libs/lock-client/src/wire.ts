@@ -29,7 +29,6 @@ export interface HeartbeatWire {
 export interface CallOptions {
   budget: CallBudget;
   signal?: AbortSignal;
-  traceparent?: string;
 }
 
 /**
@@ -137,7 +136,6 @@ export class LockServerApi {
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
     if (spec.token !== undefined) headers['x-fencing-token'] = formatFencingToken(spec.token);
-    if (call.traceparent) headers.traceparent = call.traceparent;
     const res = await this.transport({
       method,
       url: new URL(path, this.baseUrl),

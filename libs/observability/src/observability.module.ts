@@ -1,11 +1,22 @@
-import { Global, Module, type DynamicModule } from '@nestjs/common';
+import {
+  Global,
+  Inject,
+  Module,
+  type DynamicModule,
+  type MiddlewareConsumer,
+  type NestModule,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import type { RouteInfo } from '@nestjs/common/interfaces';
 import { PrometheusModule } from '@willsoto/nestjs-prometheus';
 import { register } from 'prom-client';
 import { LoggerModule } from 'nestjs-pino';
 import type { IncomingMessage } from 'node:http';
 import { requestTraceId, type TracedRequest } from '@dlock/http-contract';
+import { activeTraceFields, stopTracing } from '@dlock/tracing';
+import { debugRequestLog } from './debug-request-log';
 import { SafetyEvents } from './safety-events';
+import { spanControllers } from './spans.controller';
 
 export interface ObservabilityOptions {
   app: string;
@@ -19,10 +30,27 @@ export interface ObservabilityOptions {
   untracedRoutes?: RouteInfo[];
 }
 
-/** pino JSON logs carrying `traceId`, Prometheus `/metrics`, and the safety events. */
+const OBSERVABILITY_OPTIONS = Symbol('OBSERVABILITY_OPTIONS');
+
+/** pino JSON logs carrying `traceId` and `spanId`, Prometheus `/metrics`, and the safety events. */
 @Global()
 @Module({})
-export class ObservabilityModule {
+export class ObservabilityModule implements NestModule, OnApplicationShutdown {
+  constructor(@Inject(OBSERVABILITY_OPTIONS) private readonly options: ObservabilityOptions) {}
+
+  configure(consumer: MiddlewareConsumer): void {
+    const routes = this.options.untracedRoutes ?? [];
+    const level = this.options.logLevel ?? 'info';
+    if (routes.length > 0 && (level === 'debug' || level === 'trace')) {
+      consumer.apply(debugRequestLog).forRoutes(...routes);
+    }
+  }
+
+  /** Spans still queued for the collector go out before the process exits. */
+  async onApplicationShutdown(): Promise<void> {
+    await stopTracing();
+  }
+
   static forRoot(options: ObservabilityOptions): DynamicModule {
     return {
       module: ObservabilityModule,
@@ -33,7 +61,9 @@ export class ObservabilityModule {
             level: options.logLevel ?? 'info',
             base: { app: options.app },
             genReqId: (req: TracedRequest) => requestTraceId(req),
-            customProps: (req: TracedRequest) => ({ traceId: requestTraceId(req) }),
+            // Every line, request or not (the executor's attempts, safety events), carries the
+            // active trace and span ids (docs/tracing.md); fields a call gives explicitly win.
+            mixin: activeTraceFields,
             autoLogging: {
               ignore: (req: IncomingMessage) => /^\/(metrics|health)/.test(req.url ?? ''),
             },
@@ -51,7 +81,11 @@ export class ObservabilityModule {
           defaultMetrics: { enabled: !register.getSingleMetric('process_cpu_user_seconds_total') },
         }),
       ],
-      providers: [{ provide: SafetyEvents, useFactory: () => new SafetyEvents() }],
+      controllers: spanControllers(),
+      providers: [
+        { provide: OBSERVABILITY_OPTIONS, useValue: options },
+        { provide: SafetyEvents, useFactory: () => new SafetyEvents() },
+      ],
       exports: [SafetyEvents],
     };
   }

@@ -1,3 +1,4 @@
+import type { TokenProvider } from '@dlock/identity';
 import { DlockError, type FencingToken } from '@dlock/lock-api';
 import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 import { BodyReader } from './body-reader';
@@ -63,8 +64,9 @@ export class PaymentResourceClient {
   constructor(
     baseUrl: string,
     private readonly ownerId: string,
+    token?: TokenProvider,
   ) {
-    this.hop = new JsonPeer('payment-resource', baseUrl);
+    this.hop = new JsonPeer('payment-resource', baseUrl, { token });
   }
 
   /** P1 (advisory): one page. */

@@ -1,3 +1,4 @@
+import type { TokenProvider } from '@dlock/identity';
 import assert from 'node:assert/strict';
 import { DlockError, type FencingToken } from '@dlock/lock-api';
 import { JsonPeer, PeerProtocolError, withHopRetries, type CallBudget } from '@dlock/http-client';
@@ -37,8 +38,9 @@ export class RailProxyClient {
     baseUrl: string,
     private readonly ownerId: string,
     private readonly submitBudget?: CallBudget,
+    token?: TokenProvider,
   ) {
-    this.hop = new JsonPeer('rail-proxy', baseUrl);
+    this.hop = new JsonPeer('rail-proxy', baseUrl, { token });
   }
 
   /** R1: one presentation attempt. Every failure is thrown as its typed error; 0 retries. */

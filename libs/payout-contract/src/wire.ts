@@ -118,16 +118,11 @@ export interface CreatePayoutRequest {
   beneficiaryRef: string;
 }
 
-/** POST /v1/payouts 201. */
-export interface CreatedPayout {
-  payoutId: string;
-  accountId: string;
-  amountMinor: number;
-  currency: string;
-  beneficiaryRef: string;
-  clientRef: string;
-  state: 'PENDING';
-}
+/** POST /v1/payouts 201: the payout as P4 would show it at birth. */
+export type CreatedPayout = Pick<
+  PayoutRecord,
+  'payoutId' | 'accountId' | 'amountMinor' | 'currency' | 'beneficiaryRef' | 'clientRef'
+> & { state: 'PENDING' };
 
 /** P2 body: PENDING, or CLAIMED for the recovery re-claim. */
 export interface ClaimRequest {

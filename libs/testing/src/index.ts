@@ -5,3 +5,5 @@ export * from './etcd';
 export * from './tcp-proxy';
 export * from './embedded-postgres';
 export * from './paydb-fixtures';
+export * from './unaccepting-port';
+export * from './identity';

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { listensOn } from './port-owner';
+import { registerAudience, testAppAuthEnv } from './identity';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -85,6 +86,8 @@ class PortTakenError extends Error {}
  * Spawns a built app (`dist/apps/<app>/main.js`) as a real process on a free
  * port and waits for /health/live, answered by that process itself (see
  * port-owner.ts). The tests run after `npm run build`.
+ * The app trusts the tests' issuer and, when it calls others, holds tokens
+ * for its OWNER_ID (or its name) unless `env` says otherwise (identity.ts).
  */
 export async function spawnApp(
   app: string,
@@ -108,8 +111,9 @@ async function spawnOnce(
   readyPath: string | undefined,
 ): Promise<RunningApp> {
   const main = path.join(REPO_ROOT, 'dist', 'apps', app, 'main.js');
+  const auth = await testAppAuthEnv(env.OWNER_ID ?? app);
   const proc = spawn(process.execPath, [main], {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env, PORT: String(port) },
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...auth, ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -120,6 +124,7 @@ async function spawnOnce(
   proc.stdout?.on('data', keep);
   proc.stderr?.on('data', keep);
   const url = `http://127.0.0.1:${port}`;
+  registerAudience(url, app);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   const running: RunningApp = {
     name: app,

@@ -16,6 +16,7 @@ import {
   spawnApp,
   waitFor,
   type RunningApp,
+  testTokenProvider,
 } from '@dlock/testing';
 
 /**
@@ -50,6 +51,7 @@ function client(ownerId: string, extra: Partial<LockClientOptions> = {}) {
   const lockClient = new LockClient({
     baseUrl: server.url,
     ownerId,
+    token: testTokenProvider(ownerId),
     // 3 s: the client gives up 900 ms before the server, ample for a loaded 2-core box.
     sessionTtlMs: 3_000,
     lockTtlMs: 3_000,

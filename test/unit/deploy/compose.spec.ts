@@ -108,6 +108,15 @@ describe('docker-compose.yml', () => {
     for (const [app, port] of Object.entries(APPS)) expect(targets[app]).toBe(`${app}:${port}`);
   });
 
+  it("sends every app's spans to the Jaeger service over OTLP/HTTP", () => {
+    expect(services.jaeger.image).toMatch(/^jaegertracing\/all-in-one:/);
+    expect(services.jaeger.ports).toEqual(['127.0.0.1:16686:16686']);
+    for (const app of Object.keys(APPS)) {
+      expect(services[app].environment.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://jaeger:4318');
+      expect(services[app].environment.OTEL_TRACES_EXPORTER).toBe('${OTEL_TRACES_EXPORTER:-otlp}');
+    }
+  });
+
   it('uses the same init script as the k8s local overlay', () => {
     expect(readRepoFile('k8s/overlays/local/postgres/init-app-dbs.sh')).toBe(
       readRepoFile('deploy/postgres/init-app-dbs.sh'),

@@ -101,6 +101,35 @@ describe.each(OVERLAYS)('%s', (dir) => {
     }
   });
 
+  it("sends every app's spans to the cluster's collector: endpoint from dlock-config, egress on 4318", () => {
+    const docs = render(dir);
+    const config = byKind(docs, 'ConfigMap').find((c) =>
+      c.metadata.name.startsWith('dlock-config'),
+    );
+    expect(config!.data.OTEL_EXPORTER_OTLP_ENDPOINT).toMatch(/^http:\/\/[a-z.-]+:4318$/);
+    const otlp = named(docs, 'NetworkPolicy', 'allow-otlp-egress');
+    expect(otlp.spec.egress).toEqual([
+      {
+        to: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'opentelemetry' } },
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 4318 }],
+      },
+    ]);
+    for (const app of APPS) {
+      const d = named(docs, 'Deployment', app);
+      expect(matches(otlp.spec.podSelector, d.spec.template.metadata.labels)).toBe(true);
+      expect(appContainer(d).env).toContainEqual({
+        name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+        valueFrom: {
+          configMapKeyRef: { name: config!.metadata.name, key: 'OTEL_EXPORTER_OTLP_ENDPOINT' },
+        },
+      });
+    }
+  });
+
   it('gives the executor and reconciler their pod name as OWNER_ID', () => {
     for (const app of ['executor', 'reconciler']) {
       expect(appContainer(named(render(dir), 'Deployment', app)).env).toContainEqual({

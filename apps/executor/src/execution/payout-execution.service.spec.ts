@@ -1,3 +1,5 @@
+import { Logger } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import {
   ContentionError,
@@ -19,8 +21,15 @@ import type {
 } from '@dlock/payout-contract';
 import { readExecutorConfig } from '../config';
 import { ExecutorMetrics } from '../metrics';
+import { AttemptHooks, type AttemptPoint } from './attempt-hooks';
 import type { ProxyRecord } from './recovery';
-import { PayoutExecutionService } from './payout-execution.service';
+import { MAX_STEPS_PER_ATTEMPT, PayoutExecutionService } from './payout-execution.service';
+
+const AUTH = {
+  AUTH_JWKS: '/run/dlock/jwks.json',
+  AUTH_ISSUER: 'https://issuer.test',
+  AUTH_TOKEN_DIR: '/run/dlock/tokens',
+};
 
 // The orchestration of one attempt with fake hops: which calls go out, in which
 // order, and how often (the real hops are covered by the medium tests).
@@ -44,6 +53,7 @@ interface Options {
   stateOnReread?: PayoutState;
   acquire?: () => Promise<void>;
   claim?: () => Promise<void>;
+  reread?: () => Promise<void>;
   submit?: () => Promise<{ submissionId: string; railReference: string }>;
   railOutcome?: (outcome: Outcome, reason?: string) => Promise<void>;
   post?: () => Promise<void>;
@@ -56,6 +66,24 @@ interface Options {
   lockTtlMs?: number;
   env?: Record<string, string>;
   stop?: AbortSignal;
+  /** What the harness hook does at a point (recorded in calls as `at <point>` either way). */
+  at?: (point: AttemptPoint) => void;
+}
+
+/** Records the points an attempt passes, as the harness's crash and pause points see them. */
+class RecordingHooks extends AttemptHooks {
+  constructor(
+    private readonly calls: string[],
+    private readonly at: (point: AttemptPoint) => void = () => undefined,
+  ) {
+    super();
+  }
+
+  reached(point: AttemptPoint): Promise<void> {
+    this.calls.push(`at ${point}`);
+    this.at(point);
+    return Promise.resolve();
+  }
 }
 
 /** A refusal as invalid, as JsonPeer builds it from a 400 envelope. */
@@ -80,8 +108,9 @@ function harness(opts: Options = {}) {
       await (opts.claim ?? ok)();
       return { payoutId: polled.payoutId, state: 'CLAIMED' };
     },
-    get: (): Promise<PayoutView> => {
+    get: async (): Promise<PayoutView> => {
       calls.push('get');
+      await (opts.reread ?? ok)();
       return Promise.resolve({
         ...polled,
         state: opts.stateOnReread ?? 'PENDING',
@@ -150,11 +179,12 @@ function harness(opts: Options = {}) {
   const metrics = new ExecutorMetrics();
   const safetyRegistry = new Registry();
   const service = new PayoutExecutionService(
-    readExecutorConfig({ OWNER_ID: 'exec-test', ...opts.env }),
+    readExecutorConfig({ OWNER_ID: 'exec-test', ...AUTH, ...opts.env }),
     payments as unknown as PaymentResourceClient,
     rail as unknown as RailProxyClient,
     metrics,
     new SafetyEvents(safetyRegistry),
+    new RecordingHooks(calls, opts.at),
   );
   const run = (payout: PayoutSummary = polled) =>
     service.execute(
@@ -166,12 +196,33 @@ function harness(opts: Options = {}) {
     (await safetyRegistry.getSingleMetric('rail_ambiguous_total')?.get())?.values[0]?.value ?? 0;
   const invalidCount = async (hop: string) =>
     (await metrics.payoutInvalidTotal.get()).values.find((v) => v.labels.hop === hop)?.value ?? 0;
-  return { calls, outcomes, posts, run, service, invalidCount, ambiguousCount, metrics };
+  const railAmbiguous = jest.spyOn(SafetyEvents.prototype, 'railAmbiguous');
+  railAmbiguous.mockClear();
+  return {
+    calls,
+    outcomes,
+    posts,
+    run,
+    service,
+    invalidCount,
+    ambiguousCount,
+    metrics,
+    railAmbiguous,
+  };
 }
 
-/** The calls without the liveness checks. */
+/** The executor's error-level log lines as (fields, message) pairs. */
+function errorLogs(): jest.SpyInstance {
+  return jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+}
+
+afterEach(() => {
+  jest.restoreAllMocks();
+});
+
+/** The calls without the liveness checks and the harness points. */
 function effects(calls: string[]): string[] {
-  return calls.filter((c) => c !== 'check');
+  return calls.filter((c) => c !== 'check' && !c.startsWith('at '));
 }
 
 const HAPPY = [
@@ -223,6 +274,13 @@ describe('acquire', () => {
       acquire: () => Promise.reject(new ContentionError('still contended after 5 attempts')),
     });
     expect(await run()).toEqual({ kind: 'contended', payoutId: 'p-1' });
+    expect(calls).toEqual(['acquire payout:a-1 with-signal']);
+  });
+
+  it('a non-contract error carrying CONTENTION_EXCEEDED is not contention: thrown to the lane', async () => {
+    const err = Object.assign(new Error('odd'), { code: 'CONTENTION_EXCEEDED' });
+    const { calls, run } = harness({ acquire: () => Promise.reject(err) });
+    await expect(run()).rejects.toBe(err);
     expect(calls).toEqual(['acquire payout:a-1 with-signal']);
   });
 
@@ -810,7 +868,7 @@ describe('stopping, lease discipline and the harness switches', () => {
       env: { DLOCK_HARNESS: '1', EXECUTOR_SKIP_LIVENESS_CHECK: 'true' },
     });
     expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
-    expect(calls).toEqual(HAPPY);
+    expect(calls.filter((c) => !c.startsWith('at '))).toEqual(HAPPY);
   });
 
   it('the harness alone does not switch liveness off', async () => {
@@ -835,6 +893,21 @@ describe('the attempt metrics', () => {
     expect(await observed(metrics, 'posted')).toBe(t + 1);
   });
 
+  it('an attempt is timed in seconds from acquire to release', async () => {
+    const { metrics, run } = harness({
+      acquire: () => new Promise((resolve) => setTimeout(resolve, 20)),
+    });
+    const sum = async () =>
+      (await metrics.executeSeconds.get()).values.find(
+        (v) => v.labels.outcome === 'posted' && v.metricName === 'payout_execute_seconds_sum',
+      )?.value ?? 0;
+    const before = await sum();
+    await run();
+    // At least the 20 ms acquire; far below 5 s with fakes, even on a loaded machine.
+    expect(await sum()).toBeGreaterThanOrEqual(before + 0.015);
+    expect(await sum()).toBeLessThan(before + 5);
+  });
+
   it('a contended attempt is counted but not timed as an execution', async () => {
     const { metrics, run } = harness({
       acquire: () => Promise.reject(new ContentionError('still contended')),
@@ -849,5 +922,495 @@ describe('the attempt metrics', () => {
       .filter((v) => v.metricName === 'payout_execute_seconds_count')
       .reduce((sum, v) => sum + v.value, 0);
     expect(after).toBe(before);
+  });
+});
+
+describe('the order of one attempt, as the harness sees it', () => {
+  it('check before every side effect; the crash points after the claim, SUBMITTED, the submit and ACKED; the pause before the submit', async () => {
+    const { calls, run } = harness();
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    expect(calls).toEqual([
+      'acquire payout:a-1 with-signal',
+      'check',
+      'claim PENDING 42',
+      'at after-claim',
+      'check',
+      'rail-outcome SUBMITTED',
+      'at after-submitted',
+      'at before-submit',
+      'check',
+      'submit ben-1',
+      'at after-submit',
+      'check',
+      'rail-outcome ACKED',
+      'at after-ack',
+      'check',
+      'post',
+      'release',
+    ]);
+  });
+
+  it('a payout submitted from its record passes the same points after the submit', async () => {
+    const { calls, run } = harness({
+      firstClaim: 'not-claimable',
+      stateOnReread: 'RAIL_SUBMITTED',
+    });
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    expect(calls.slice(calls.indexOf('records'))).toEqual([
+      'records',
+      'at before-submit',
+      'check',
+      'submit ben-1',
+      'at after-submit',
+      'check',
+      'rail-outcome ACKED',
+      'at after-ack',
+      'check',
+      'post',
+      'release',
+    ]);
+  });
+
+  it(`the longest attempt (${MAX_STEPS_PER_ATTEMPT} calls between acquire and release) completes`, async () => {
+    const { calls, run } = harness({
+      firstClaim: 'not-claimable',
+      stateOnReread: 'CLAIMED',
+      submit: () =>
+        Promise.reject(
+          new DlockError('DUPLICATE_SUBMISSION', 'dup', { httpStatus: 409, details: {} }),
+        ),
+      records: [
+        { submissionId: 's-0', outcome: 'ACKED', railReference: 'rr-0', presentedToken: 41n },
+      ],
+    });
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    const between = effects(calls).slice(1, -1);
+    expect(between).toEqual([
+      'claim PENDING 42',
+      'get',
+      'claim CLAIMED 42',
+      'rail-outcome SUBMITTED',
+      'submit ben-1',
+      'records',
+      'rail-outcome ACKED',
+      'post',
+    ]);
+    expect(between).toHaveLength(MAX_STEPS_PER_ATTEMPT);
+  });
+
+  it('a stop during the pause before the submit: nothing is submitted', async () => {
+    const stop = new AbortController();
+    const { calls, run } = harness({
+      stop: stop.signal,
+      at: (point) => (point === 'before-submit' ? stop.abort() : undefined),
+    });
+    expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'shutting-down' });
+    expect(effects(calls)).toEqual([
+      'acquire payout:a-1 with-signal',
+      'claim PENDING 42',
+      'rail-outcome SUBMITTED',
+      'release',
+    ]);
+  });
+
+  it('a lease that runs short during the pause before the submit: left RAIL_SUBMITTED, never submitted', async () => {
+    let skewMs = 0;
+    const now = performance.now.bind(performance);
+    jest.spyOn(performance, 'now').mockImplementation(() => now() + skewMs);
+    // 20 s × 0.7 = 14 s of local lease covers the 11 s budget until 5 s pass.
+    const { calls, run } = harness({
+      at: (point) => {
+        if (point === 'before-submit') skewMs = 5_000;
+      },
+    });
+    expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'lease-too-short' });
+    expect(effects(calls)).toEqual([
+      'acquire payout:a-1 with-signal',
+      'claim PENDING 42',
+      'rail-outcome SUBMITTED',
+      'release',
+    ]);
+  });
+});
+
+describe('the submit is tried once even when a second try would succeed', () => {
+  const once = (first: Error) => {
+    let tries = 0;
+    return () =>
+      ++tries === 1
+        ? Promise.reject(first)
+        : Promise.resolve({ submissionId: 's-2', railReference: 'rr-2' });
+  };
+
+  it('timed out (connected, no answer): abandoned for recovery from the record, never resubmitted', async () => {
+    const logs = errorLogs();
+    const { calls, run } = harness({
+      submit: once(new PeerUnavailableError('rail-proxy', 'response', 'no response in time')),
+    });
+    expect(await run()).toEqual({
+      kind: 'abandoned',
+      payoutId: 'p-1',
+      reason: 'submit-outcome-unknown',
+    });
+    expect(effects(calls).filter((c) => c.startsWith('submit'))).toEqual(['submit ben-1']);
+    expect(effects(calls).at(-1)).toBe('release');
+    expect(logs).toHaveBeenCalledWith(
+      { payoutId: 'p-1' },
+      'submit outcome unknown (no answer from the proxy: no response in time); left RAIL_SUBMITTED for recovery from the record',
+    );
+  });
+
+  it('RAIL_AMBIGUOUS (the proxy timed out at the rail): quarantined after one submit', async () => {
+    const { calls, outcomes, run } = harness({
+      submit: once(new DlockError('RAIL_AMBIGUOUS', 'timeout', { httpStatus: 409 })),
+    });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(effects(calls).filter((c) => c.startsWith('submit'))).toEqual(['submit ben-1']);
+    expect(outcomes.map((o) => o.outcome)).toEqual(['SUBMITTED', 'AMBIGUOUS']);
+  });
+
+  it('no connection or RAIL_UNAVAILABLE: nothing was presented, still not retried in this attempt', async () => {
+    for (const first of [
+      new PeerUnavailableError('rail-proxy', 'connect', 'refused'),
+      new DlockError('RAIL_UNAVAILABLE', 'down', { httpStatus: 503 }),
+    ]) {
+      const { calls, run } = harness({ submit: once(first) });
+      expect(await run()).toMatchObject({ kind: 'abandoned' });
+      expect(effects(calls).filter((c) => c.startsWith('submit'))).toEqual(['submit ben-1']);
+    }
+  });
+});
+
+describe('the ACKED write failing for a reason other than a refusal as invalid', () => {
+  it.each<[string, Error, Record<string, unknown>]>([
+    [
+      'payment-resource unavailable',
+      new DlockError('UNAVAILABLE', 'down', { httpStatus: 503 }),
+      { kind: 'abandoned', reason: 'error-UNAVAILABLE' },
+    ],
+    [
+      'fenced out',
+      new FencedOutError('stale', { httpStatus: 409, details: { resourceType: 'account' } }),
+      { kind: 'fenced', where: 'account' },
+    ],
+    [
+      'a 422 VALIDATION_FAILED',
+      new DlockError('VALIDATION_FAILED', 'x', { httpStatus: 422 }),
+      { kind: 'abandoned', reason: 'error-VALIDATION_FAILED' },
+    ],
+  ])(
+    '%s: left RAIL_SUBMITTED for the record to resolve, not quarantined, not posted',
+    async (_n, err, result) => {
+      const { calls, outcomes, run, ambiguousCount, railAmbiguous } = harness({
+        railOutcome: (o) => (o === 'ACKED' ? Promise.reject(err) : Promise.resolve()),
+      });
+      const before = await ambiguousCount();
+      expect(await run()).toEqual({ payoutId: 'p-1', ...result });
+      expect(outcomes.map((o) => o.outcome)).toEqual(['SUBMITTED', 'ACKED']);
+      expect(effects(calls).slice(-2)).toEqual(['rail-outcome ACKED', 'release']);
+      expect(await ambiguousCount()).toBe(before);
+      expect(railAmbiguous).not.toHaveBeenCalled();
+    },
+  );
+});
+
+describe('VALIDATION_FAILED from the proxy is a decline only as a 422 with outcome REJECTED', () => {
+  const answer = (httpStatus: number) => () =>
+    Promise.reject(
+      new DlockError('VALIDATION_FAILED', 'x', {
+        httpStatus,
+        details: { outcome: 'REJECTED', submissionId: 's-1' },
+      }),
+    );
+
+  it.each([409, 500, 200])(
+    'outcome REJECTED with a %d: nothing recorded, left for the record',
+    async (status) => {
+      const { calls, outcomes, run } = harness({ submit: answer(status) });
+      expect(await run()).toEqual({
+        kind: 'abandoned',
+        payoutId: 'p-1',
+        reason: 'error-VALIDATION_FAILED',
+      });
+      expect(outcomes.map((o) => o.outcome)).toEqual(['SUBMITTED']);
+      expect(effects(calls).at(-1)).toBe('release');
+    },
+  );
+
+  it('outcome REJECTED with a 400: a refusal at the door (INVALID_PAYOUT), no submission cited', async () => {
+    const { outcomes, run, invalidCount } = harness({ submit: answer(400) });
+    const before = await invalidCount('rail_proxy');
+    expect(await run()).toEqual({ kind: 'failed', payoutId: 'p-1', reason: 'INVALID_PAYOUT' });
+    expect(outcomes.at(-1)).toEqual({
+      outcome: 'REJECTED',
+      reason:
+        'rail-proxy refused the submission as invalid (VALIDATION_FAILED); nothing was presented to the rail',
+    });
+    expect(await invalidCount('rail_proxy')).toBe(before + 1);
+  });
+});
+
+describe('liveness on the other paths', () => {
+  const decline = () =>
+    Promise.reject(
+      new DlockError('VALIDATION_FAILED', 'declined', {
+        httpStatus: 422,
+        details: { outcome: 'REJECTED', submissionId: 's-1' },
+      }),
+    );
+
+  it('a check precedes the REJECTED write; a lock lost there writes nothing', async () => {
+    const { calls, run } = harness({ submit: decline });
+    expect(await run()).toMatchObject({ kind: 'failed' });
+    expect(calls[calls.indexOf('rail-outcome REJECTED') - 1]).toBe('check');
+    const lost = harness({ submit: decline, lostAtCheck: 4 });
+    expect(await lost.run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'lock-lost' });
+    expect(lost.outcomes.map((o) => o.outcome)).toEqual(['SUBMITTED']);
+  });
+
+  it('recovered from an ACKED record: a check precedes the ACKED write and the post', async () => {
+    const records: ProxyRecord[] = [
+      { submissionId: 's-9', outcome: 'ACKED', railReference: 'rr-9', presentedToken: 7n },
+    ];
+    const opts: Options = { firstClaim: 'not-claimable', stateOnReread: 'RAIL_SUBMITTED', records };
+    const { calls, run } = harness(opts);
+    expect(await run()).toMatchObject({ kind: 'posted' });
+    for (const effect of ['rail-outcome ACKED', 'post']) {
+      expect([effect, calls[calls.indexOf(effect) - 1]]).toEqual([effect, 'check']);
+    }
+    for (const [n, last] of [
+      [2, 'records'],
+      [3, 'rail-outcome ACKED'],
+    ] as const) {
+      const lost = harness({ ...opts, lostAtCheck: n });
+      expect(await lost.run()).toMatchObject({ reason: 'lock-lost' });
+      expect(effects(lost.calls).slice(-2)).toEqual([last, 'release']);
+    }
+  });
+
+  it('a stop during the claim: no SUBMITTED write either', async () => {
+    const stop = new AbortController();
+    const { outcomes, run } = harness({
+      stop: stop.signal,
+      claim: () => (stop.abort(), Promise.resolve()),
+    });
+    expect(await run()).toEqual({ kind: 'abandoned', payoutId: 'p-1', reason: 'shutting-down' });
+    expect(outcomes).toEqual([]);
+  });
+
+  it('a re-read that still shows PENDING after a refused claim: claimed once more, then skipped', async () => {
+    const { calls, run } = harness({ firstClaim: 'not-claimable', stateOnReread: 'PENDING' });
+    expect(await run()).toEqual({ kind: 'skipped', payoutId: 'p-1', reason: 'not-claimable' });
+    expect(effects(calls)).toEqual([
+      'acquire payout:a-1 with-signal',
+      'claim PENDING 42',
+      'get',
+      'claim PENDING 42',
+      'release',
+    ]);
+  });
+});
+
+describe('the release happens once, last, on every other path too', () => {
+  const record = (over: Partial<ProxyRecord>): ProxyRecord => ({
+    submissionId: 's-9',
+    outcome: 'ACKED',
+    railReference: 'rr-9',
+    presentedToken: 7n,
+    ...over,
+  });
+  const stopped = new AbortController();
+  stopped.abort();
+  it.each<[string, Options, string]>([
+    ['skipped (terminal)', { firstClaim: 'not-claimable', stateOnReread: 'POSTED' }, 'skipped'],
+    ['lease too short', { lockTtlMs: 10_000 }, 'abandoned'],
+    ['shutting down', { stop: stopped.signal }, 'abandoned'],
+    ['refused as invalid', { claim: () => Promise.reject(invalid('expectedState')) }, 'abandoned'],
+    [
+      'the re-read fails',
+      {
+        firstClaim: 'not-claimable',
+        reread: () => Promise.reject(new DlockError('UNAVAILABLE', 'down', { httpStatus: 503 })),
+      },
+      'abandoned',
+    ],
+    [
+      'acked without its reference',
+      { firstClaim: 'not-claimable', stateOnReread: 'RAIL_ACKED' },
+      'abandoned',
+    ],
+    [
+      'duplicate without a record',
+      {
+        submit: () =>
+          Promise.reject(new DlockError('DUPLICATE_SUBMISSION', 'dup', { httpStatus: 409 })),
+      },
+      'abandoned',
+    ],
+    [
+      'a quarantine from the record whose write fails',
+      {
+        firstClaim: 'not-claimable',
+        stateOnReread: 'RAIL_SUBMITTED',
+        records: [record({ outcome: 'TIMEOUT' })],
+        railOutcome: () => Promise.reject(new DlockError('UNAVAILABLE', 'down')),
+      },
+      'ambiguous',
+    ],
+    [
+      'the SUBMITTED write fails',
+      { railOutcome: () => Promise.reject(new DlockError('UNAVAILABLE', 'down')) },
+      'abandoned',
+    ],
+    [
+      'the submit throws a non-contract error',
+      { submit: () => Promise.reject(new TypeError('x')) },
+      'abandoned',
+    ],
+  ])('%s', async (_name, opts, kind) => {
+    const { calls, run } = harness(opts);
+    expect(await run()).toMatchObject({ kind, payoutId: 'p-1' });
+    expect(calls.filter((c) => c === 'release')).toHaveLength(1);
+    expect(calls.at(-1)).toBe('release');
+  });
+});
+
+describe('what an operator sees', () => {
+  const steps = async (metrics: ExecutorMetrics) =>
+    Object.fromEntries(
+      (await metrics.stepSeconds.get()).values
+        .filter((v) => v.metricName === 'executor_step_seconds_count')
+        .map((v) => [v.labels.step, v.value]),
+    ) as Record<string, number>;
+
+  it('each call of the critical section is timed under its own step label', async () => {
+    const h = harness({
+      firstClaim: 'not-claimable',
+      stateOnReread: 'CLAIMED',
+      submit: () =>
+        Promise.reject(new DlockError('DUPLICATE_SUBMISSION', 'dup', { httpStatus: 409 })),
+      records: [
+        { submissionId: 's-0', outcome: 'ACKED', railReference: 'rr-0', presentedToken: 41n },
+      ],
+    });
+    const before = await steps(h.metrics);
+    await h.run();
+    const after = await steps(h.metrics);
+    const delta = Object.fromEntries(
+      Object.entries(after).map(([step, n]) => [step, n - (before[step] ?? 0)]),
+    );
+    expect(delta).toEqual({
+      acquire: 1,
+      claim: 2,
+      reread: 1,
+      mark_submitted: 1,
+      submit: 1,
+      proxy_record: 1,
+      record_outcome: 1,
+      post: 1,
+      release: 1,
+    });
+  });
+
+  it('a DUPLICATE_SUBMISSION is the executor_duplicate_submission event, with the presented token', async () => {
+    const logs = errorLogs();
+    const { run } = harness({
+      submit: () =>
+        Promise.reject(
+          new DlockError('DUPLICATE_SUBMISSION', 'dup', {
+            httpStatus: 409,
+            details: { submissionId: 's-0' },
+          }),
+        ),
+    });
+    await run();
+    expect(logs).toHaveBeenCalledWith(
+      {
+        event: 'executor_duplicate_submission',
+        payoutId: 'p-1',
+        presentedToken: '42',
+        details: { submissionId: 's-0' },
+      },
+      'proxy refused a second submission for this payout; resolving from its record',
+    );
+    expect(logs).toHaveBeenCalledWith(
+      { payoutId: 'p-1' },
+      'DUPLICATE_SUBMISSION but no live record',
+    );
+  });
+
+  it('a refusal as invalid is the payout_invalid event, naming hop, step and fields', async () => {
+    const logs = errorLogs();
+    const { run } = harness({ submit: () => Promise.reject(invalid('beneficiaryRef')) });
+    await run();
+    expect(logs).toHaveBeenCalledWith(
+      {
+        event: 'payout_invalid',
+        payoutId: 'p-1',
+        accountId: 'a-1',
+        hop: 'rail_proxy',
+        step: 'submit',
+        fields: [{ field: 'beneficiaryRef', message: 'is not valid' }],
+      },
+      "rail_proxy refused the payout's submit request as invalid; it is not retried",
+    );
+  });
+
+  it('an ACKED write refused as invalid: payout_invalid at payment_resource record_outcome, then rail_ambiguous', async () => {
+    const logs = errorLogs();
+    const { run, railAmbiguous } = harness({
+      railOutcome: (o) =>
+        o === 'ACKED' ? Promise.reject(invalid('railReference')) : Promise.resolve(),
+    });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(logs).toHaveBeenCalledWith(
+      expect.objectContaining({
+        event: 'payout_invalid',
+        hop: 'payment_resource',
+        step: 'record_outcome',
+      }),
+      expect.any(String),
+    );
+    expect(railAmbiguous).toHaveBeenCalledWith({
+      payoutId: 'p-1',
+      accountId: 'a-1',
+      submissionId: null,
+      presentedToken: '42',
+      ownerId: 'exec-test',
+      reason: 'payment-resource refused the ACKED outcome as invalid',
+      source: 'executor',
+    });
+  });
+
+  it('rail_ambiguous carries the proxy submission, and a reason over 512 characters is cut when written', async () => {
+    const long = 'x'.repeat(600);
+    const { outcomes, run, railAmbiguous } = harness({
+      submit: () =>
+        Promise.reject(
+          new DlockError('RAIL_AMBIGUOUS', 'unknown', {
+            httpStatus: 409,
+            details: { submissionId: 's-1', reason: long },
+          }),
+        ),
+    });
+    await run();
+    expect(railAmbiguous).toHaveBeenCalledWith(
+      expect.objectContaining({ submissionId: 's-1', reason: `proxy: ${long}` }),
+    );
+    expect(outcomes.at(-1)).toEqual({
+      outcome: 'AMBIGUOUS',
+      submissionId: 's-1',
+      reason: `proxy: ${long}`.slice(0, 512),
+    });
+  });
+
+  it('RAIL_ACKED without its reference is reported at error level', async () => {
+    const logs = errorLogs();
+    const { run } = harness({ firstClaim: 'not-claimable', stateOnReread: 'RAIL_ACKED' });
+    await run();
+    expect(logs).toHaveBeenCalledWith(
+      { payoutId: 'p-1' },
+      'RAIL_ACKED payout without its rail reference',
+    );
   });
 });

@@ -1,5 +1,18 @@
-import { PAYOUT_STATES } from '@dlock/payout-contract';
-import { decideFromRecords, nextStepFor, type ProxyRecord } from './recovery';
+import {
+  PAYOUT_STATES,
+  type PayoutState,
+  type PayoutSummary,
+  type PayoutView,
+} from '@dlock/payout-contract';
+import type { AttemptStep } from './attempt-step';
+import {
+  decideFromRecords,
+  firstStep,
+  nextStepFor,
+  stepForState,
+  stepFromRecords,
+  type ProxyRecord,
+} from './recovery';
 
 function record(outcome: ProxyRecord['outcome'], railReference: string | null = null): ProxyRecord {
   return { submissionId: `sub-${String(outcome)}`, outcome, railReference, presentedToken: 7n };
@@ -69,5 +82,146 @@ describe('resolving RAIL_SUBMITTED from the proxy record (R2)', () => {
       action: 'record-ambiguous',
       record: null,
     });
+  });
+});
+
+const polled: PayoutSummary = {
+  payoutId: 'p-1',
+  accountId: 'a-1',
+  amountMinor: 100,
+  currency: 'EUR',
+  beneficiaryRef: 'ben-1',
+  state: 'PENDING',
+  attemptCount: 0,
+  createdAt: '2030-01-01T00:00:00.000Z',
+};
+
+function viewIn(state: PayoutState, over: Partial<PayoutView> = {}): PayoutView {
+  const { attemptCount: _n, createdAt: _c, ...rest } = polled;
+  return { ...rest, state, submissionId: null, railReference: null, ...over };
+}
+
+describe('where an attempt starts', () => {
+  test('a polled PENDING payout is claimed at once with what the poll carried, re-read only if it moved on', () => {
+    expect(firstStep(polled)).toEqual({
+      to: 'claim',
+      view: { ...polled, submissionId: null, railReference: null },
+      expected: 'PENDING',
+      rereadIfMoved: true,
+    });
+  });
+
+  test.each<PayoutState>(['CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED'])(
+    'a payout polled as %s is read first',
+    (state) => {
+      expect(firstStep({ ...polled, state })).toEqual({ to: 'reread' });
+    },
+  );
+});
+
+describe('the step after the re-read', () => {
+  test.each<[PayoutState, AttemptStep]>([
+    [
+      'PENDING',
+      { to: 'claim', view: viewIn('PENDING'), expected: 'PENDING', rereadIfMoved: false },
+    ],
+    [
+      'CLAIMED',
+      { to: 'claim', view: viewIn('CLAIMED'), expected: 'CLAIMED', rereadIfMoved: false },
+    ],
+    ['RAIL_SUBMITTED', { to: 'resolve-from-record', view: viewIn('RAIL_SUBMITTED') }],
+    ['RAIL_AMBIGUOUS', { to: 'end', result: { kind: 'skipped', reason: 'quarantined' } }],
+    ['POSTED', { to: 'end', result: { kind: 'skipped', reason: 'terminal' } }],
+    ['FAILED', { to: 'end', result: { kind: 'skipped', reason: 'terminal' } }],
+    ['ABANDONED', { to: 'end', result: { kind: 'skipped', reason: 'terminal' } }],
+  ])('%s', (state, next) => {
+    expect(stepForState(viewIn(state))).toEqual(next);
+  });
+
+  test('RAIL_ACKED is posted with the recorded submission and rail reference', () => {
+    const view = viewIn('RAIL_ACKED', { submissionId: 's-7', railReference: 'rr-7' });
+    expect(stepForState(view)).toEqual({
+      to: 'post',
+      ack: { submissionId: 's-7', railReference: 'rr-7' },
+    });
+  });
+
+  test.each([
+    [{ submissionId: null, railReference: 'rr-7' }],
+    [{ submissionId: 's-7', railReference: null }],
+  ])('RAIL_ACKED without its reference (%p) is not posted, and is reported', (over) => {
+    expect(stepForState(viewIn('RAIL_ACKED', over))).toEqual({
+      to: 'end',
+      result: { kind: 'abandoned', reason: 'acked-without-reference' },
+      alarm: 'RAIL_ACKED payout without its rail reference',
+    });
+  });
+});
+
+describe('the step after the proxy record', () => {
+  const view = viewIn('RAIL_SUBMITTED');
+  const acked = record('ACKED', 'rail-1');
+
+  test.each<[string, ProxyRecord[], boolean, AttemptStep]>([
+    ['no live record: submit', [record('FENCED')], false, { to: 'submit', view }],
+    [
+      'no live record after a duplicate: reported, never submitted',
+      [record('WITHDRAWN')],
+      true,
+      {
+        to: 'end',
+        result: { kind: 'abandoned', reason: 'duplicate-without-record' },
+        alarm: 'DUPLICATE_SUBMISSION but no live record',
+      },
+    ],
+    [
+      'ACKED: recorded from it, then posted',
+      [acked],
+      false,
+      { to: 'record-acked', ack: { submissionId: 'sub-ACKED', railReference: 'rail-1' } },
+    ],
+    [
+      'ACKED after a duplicate: the same',
+      [acked],
+      true,
+      { to: 'record-acked', ack: { submissionId: 'sub-ACKED', railReference: 'rail-1' } },
+    ],
+    [
+      'ACKED without a rail reference: quarantined',
+      [record('ACKED')],
+      false,
+      { to: 'quarantine', submissionId: 'sub-ACKED', why: 'acked-record-without-reference' },
+    ],
+    [
+      'REJECTED: FAILED citing the submission',
+      [record('REJECTED')],
+      false,
+      {
+        to: 'record-rejected',
+        submissionId: 'sub-REJECTED',
+        why: 'rail declined the transfer',
+        reason: 'RAIL_REJECTED',
+      },
+    ],
+    [
+      'TIMEOUT: quarantined',
+      [record('TIMEOUT')],
+      true,
+      { to: 'quarantine', submissionId: 'sub-TIMEOUT', why: 'record: timeout' },
+    ],
+    [
+      'unresolved: quarantined',
+      [record(null)],
+      false,
+      { to: 'quarantine', submissionId: 'sub-null', why: 'record: unresolved' },
+    ],
+    [
+      'several live records: quarantined without a submission',
+      [acked, record('REJECTED')],
+      false,
+      { to: 'quarantine', submissionId: undefined, why: 'record: several-live-records' },
+    ],
+  ])('%s', (_name, records, afterDuplicate, next) => {
+    expect(stepFromRecords(view, records, afterDuplicate)).toEqual(next);
   });
 });

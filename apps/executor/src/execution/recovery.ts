@@ -1,4 +1,11 @@
-import { isLiveRailOutcome, type PayoutState, type RailOutcome } from '@dlock/payout-contract';
+import {
+  isLiveRailOutcome,
+  type PayoutState,
+  type PayoutSummary,
+  type PayoutView,
+  type RailOutcome,
+} from '@dlock/payout-contract';
+import type { AttemptStep } from './attempt-step';
 
 /** The proxy's record of a submission as R2 shows it; `outcome` null = unresolved. */
 export interface ProxyRecord {
@@ -68,5 +75,86 @@ export function decideFromRecords(records: readonly ProxyRecord[]): RecordDecisi
     case 'FENCED':
     case 'WITHDRAWN':
       throw new Error('unreachable: rows that presented nothing were filtered out');
+  }
+}
+
+/**
+ * The first step of an attempt. A payout polled as PENDING is claimed at once
+ * (T-025's order has no read between acquire and claim): its amount, currency
+ * and beneficiary never change, and the claim's expectedState checks the state
+ * under the row lock, which is the FR-14 re-read without its race. Any other
+ * polled state is read first.
+ */
+export function firstStep(payout: PayoutSummary): AttemptStep {
+  if (payout.state !== 'PENDING') return { to: 'reread' };
+  const view: PayoutView = { ...payout, submissionId: null, railReference: null };
+  return { to: 'claim', view, expected: 'PENDING', rereadIfMoved: true };
+}
+
+/** FR-14: after the re-read the state picks the next conditional write; the write decides. */
+export function stepForState(view: PayoutView): AttemptStep {
+  const next = nextStepFor(view.state);
+  switch (next.step) {
+    case 'leave':
+      return { to: 'end', result: { kind: 'skipped', reason: next.why } };
+    case 'claim':
+      return { to: 'claim', view, expected: 'PENDING', rereadIfMoved: false };
+    case 'reclaim':
+      return { to: 'claim', view, expected: 'CLAIMED', rereadIfMoved: false };
+    case 'resolve-from-record':
+      return { to: 'resolve-from-record', view };
+    case 'post': {
+      const { submissionId, railReference } = view;
+      if (submissionId === null || railReference === null) {
+        return {
+          to: 'end',
+          result: { kind: 'abandoned', reason: 'acked-without-reference' },
+          alarm: 'RAIL_ACKED payout without its rail reference',
+        };
+      }
+      return { to: 'post', ack: { submissionId, railReference } };
+    }
+  }
+}
+
+/**
+ * RAIL_SUBMITTED without a recorded outcome, or a DUPLICATE_SUBMISSION
+ * answer: the proxy's records (R2) say what happened (02 §2.3). After a
+ * duplicate, no live record is a defect to report, never a reason to submit.
+ */
+export function stepFromRecords(
+  view: PayoutView,
+  records: readonly ProxyRecord[],
+  afterDuplicate: boolean,
+): AttemptStep {
+  const decision = decideFromRecords(records);
+  switch (decision.action) {
+    case 'submit':
+      if (!afterDuplicate) return { to: 'submit', view };
+      return {
+        to: 'end',
+        result: { kind: 'abandoned', reason: 'duplicate-without-record' },
+        alarm: 'DUPLICATE_SUBMISSION but no live record',
+      };
+    case 'record-acked': {
+      const { submissionId, railReference } = decision.record;
+      if (railReference === null) {
+        return { to: 'quarantine', submissionId, why: 'acked-record-without-reference' };
+      }
+      return { to: 'record-acked', ack: { submissionId, railReference } };
+    }
+    case 'record-rejected':
+      return {
+        to: 'record-rejected',
+        submissionId: decision.record.submissionId,
+        why: 'rail declined the transfer',
+        reason: 'RAIL_REJECTED',
+      };
+    case 'record-ambiguous':
+      return {
+        to: 'quarantine',
+        submissionId: decision.record?.submissionId,
+        why: `record: ${decision.why}`,
+      };
   }
 }

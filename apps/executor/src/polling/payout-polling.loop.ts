@@ -8,6 +8,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DlockError } from '@dlock/lock-api';
 import type { LockSession } from '@dlock/lock-client';
+import { inRootSpan } from '@dlock/tracing';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
 import {
   PaymentResourceClient,
@@ -15,6 +16,7 @@ import {
   type PayoutState,
   type PayoutSummary,
 } from '@dlock/payout-contract';
+import type { AttemptResult } from '../execution/execution-outcome';
 import { PayoutExecutionService } from '../execution/payout-execution.service';
 import { LockSessionHolder } from '../lock/lock-session.holder';
 import { ExecutorMetrics } from '../metrics';
@@ -156,23 +158,37 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
   private async runLane(session: LockSession, lane: PayoutSummary[]): Promise<void> {
     for (const payout of lane) {
       if (this.stopping.signal.aborted) return;
-      let kind: string;
-      try {
-        kind = (await this.executor.execute(session, payout, this.stopping.signal)).kind;
-      } catch (err) {
-        // The acquire itself failed: lock-server unreachable or the session is gone. Fail closed.
-        this.logger.warn(
-          {
-            payoutId: payout.payoutId,
-            code: err instanceof DlockError ? err.code : undefined,
-            err: (err as Error).message,
-          },
-          'could not acquire the account lock; the payout waits',
-        );
-        return;
-      }
+      const kind = await inRootSpan(
+        'payout attempt',
+        { 'dlock.payout_id': payout.payoutId, 'dlock.payout_state': payout.state },
+        () => this.attempt(session, payout),
+      );
+      if (kind === 'unavailable') return;
       // FENCED_OUT: a newer holder exists; this worker must not come back to the account this pass.
       if (kind === 'contended' || kind === 'fenced') return;
+    }
+  }
+
+  /** One attempt, the root span of its trace (docs/tracing.md): acquire → … → release. */
+  private async attempt(
+    session: LockSession,
+    payout: PayoutSummary,
+  ): Promise<AttemptResult['kind'] | 'unavailable'> {
+    try {
+      const { kind } = await this.executor.execute(session, payout, this.stopping.signal);
+      this.logger.debug({ payoutId: payout.payoutId, kind }, 'payout attempt done');
+      return kind;
+    } catch (err) {
+      // The acquire itself failed: lock-server unreachable or the session is gone. Fail closed.
+      this.logger.warn(
+        {
+          payoutId: payout.payoutId,
+          code: err instanceof DlockError ? err.code : undefined,
+          err: (err as Error).message,
+        },
+        'could not acquire the account lock; the payout waits',
+      );
+      return 'unavailable';
     }
   }
 

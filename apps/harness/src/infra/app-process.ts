@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appMain } from './repo';
-import { freePort } from '@dlock/testing';
+import { freePort, registerAudience, testAppAuthEnv } from '@dlock/testing';
 import { sleep } from './time';
 
 const OUTPUT_KEEP_CHARS = 200_000;
@@ -102,10 +102,14 @@ export class AppProcess {
   }
 
   private async launch(waitReady: boolean): Promise<void> {
+    // Authentication is on here as everywhere: the apps trust the development issuer (docs/security.md).
+    const auth = await testAppAuthEnv(this.env.OWNER_ID ?? this.app);
+    registerAudience(this.url, this.app);
     const proc = spawn(process.execPath, [appMain(this.app)], {
       env: {
         PATH: process.env.PATH ?? '',
         LOG_LEVEL: 'warn',
+        ...auth,
         ...this.env,
         PORT: String(this.port),
       },

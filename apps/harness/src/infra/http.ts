@@ -1,3 +1,4 @@
+import { withTestToken } from '@dlock/testing';
 import { DlockError, type ErrorCode } from '@dlock/lock-api';
 import {
   HttpTransport,
@@ -25,8 +26,10 @@ export async function callOnce<T>(
   call: Omit<PeerCall, 'budget'>,
 ): Promise<T> {
   const hop = new JsonPeer(peer, baseUrl);
+  // The token of the owner it acts as (else the operator's), for an app this harness started.
+  const headers = await withTestToken(baseUrl, { ...call.headers }, call.body);
   try {
-    return await hop.call<T>({ ...call, budget: HARNESS_BUDGET });
+    return await hop.call<T>({ ...call, headers, budget: HARNESS_BUDGET });
   } finally {
     hop.close();
   }

@@ -1,3 +1,4 @@
+import { testTokenProvider } from '@dlock/testing';
 import { LockClient, type LockHandle, type LockSession } from '@dlock/lock-client';
 import {
   PaymentResourceClient,
@@ -32,16 +33,26 @@ export class ManualWorker {
     this.client = new LockClient({
       baseUrl: sys.lockNet.url,
       ownerId,
+      token: testTokenProvider(ownerId),
       sessionTtlMs: sys.timing.sessionTtlMs,
       lockTtlMs: sys.timing.lockTtlMs,
       safetyMargin: sys.timing.safetyMargin,
     });
-    this.payments = new PaymentResourceClient(sys.payment.url, ownerId);
+    this.payments = new PaymentResourceClient(
+      sys.payment.url,
+      ownerId,
+      testTokenProvider(ownerId, 'payment-resource'),
+    );
     // The executor's submit budget shape (connect, rail read + slack), with a wider slack.
-    this.rail = new RailProxyClient(sys.railProxy.url, ownerId, {
-      connectTimeoutMs: 1_000,
-      readTimeoutMs: sys.timing.railReadTimeoutMs + 3_000,
-    });
+    this.rail = new RailProxyClient(
+      sys.railProxy.url,
+      ownerId,
+      {
+        connectTimeoutMs: 1_000,
+        readTimeoutMs: sys.timing.railReadTimeoutMs + 3_000,
+      },
+      testTokenProvider(ownerId, 'rail-proxy'),
+    );
   }
 
   async open(): Promise<LockSession> {

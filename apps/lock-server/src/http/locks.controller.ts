@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
+import { SkipThrottle } from '@nestjs/throttler';
 import { parseFencingToken, type FencingToken } from '@dlock/lock-api';
 import {
   FencingTokenParam,
@@ -80,6 +81,7 @@ export class LocksController {
   /** L6: compare-and-delete on (key, token); sessionId (body or query) is attribution only. */
   @Delete(':key')
   @HttpCode(204)
+  @SkipThrottle()
   async release(
     @Param('key') rawKey: string,
     @FencingTokenParam() token: FencingToken,

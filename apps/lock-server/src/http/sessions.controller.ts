@@ -1,7 +1,9 @@
 import { Body, Controller, Delete, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
+import { SkipThrottle } from '@nestjs/throttler';
 import { ValidationError } from '@dlock/lock-api';
-import { OwnerIdParam, ownerIdHeader } from '@dlock/http-contract';
+import { CallerIdentity, OwnerIdParam, ownerIdHeader } from '@dlock/http-contract';
+import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
 import { SessionService } from '../core/session.service';
 import { OpenSessionBody } from './dto';
 import { parseSessionId } from './params';
@@ -12,9 +14,17 @@ import { heartbeatView, sessionView } from './views';
 export class SessionsController {
   constructor(private readonly sessions: SessionService) {}
 
-  /** L1: ownerId from the body or X-Owner-Id (both present must agree). */
+  /**
+   * L1: ownerId from the body or X-Owner-Id (both present must agree). The
+   * owner is the caller's identity: a body naming anyone else is 403 (the
+   * header was checked at the gate, docs/security.md).
+   */
   @Post()
-  async open(@Body() body: OpenSessionBody, @Req() req: Request) {
+  async open(
+    @Body() body: OpenSessionBody,
+    @Req() req: Request,
+    @CallerIdentity() caller: VerifiedIdentity,
+  ) {
     const header = ownerIdHeader(req, false);
     if (body.ownerId !== undefined && header !== undefined && body.ownerId !== header) {
       throw new ValidationError([
@@ -26,6 +36,9 @@ export class SessionsController {
       throw new ValidationError([
         { field: 'ownerId', message: 'ownerId (body) or X-Owner-Id (header) is required' },
       ]);
+    }
+    if (ownerId !== caller.subject) {
+      throw new ForbiddenError('ownerId is not the authenticated identity', { field: 'ownerId' });
     }
     return sessionView(await this.sessions.open(ownerId, body.ttlMillis ?? undefined));
   }
@@ -40,6 +53,7 @@ export class SessionsController {
   /** L3: 204, and every lock of the session is released. */
   @Delete(':sessionId')
   @HttpCode(204)
+  @SkipThrottle()
   async close(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {
     await this.sessions.close(parseSessionId(sessionId));
   }

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { Etcd3 } from 'etcd3';
-import { http, sleep, startEtcd, waitFor, type EtcdCluster } from '@dlock/testing';
+import { http, sleep, startEtcd, testBearer, waitFor, type EtcdCluster } from '@dlock/testing';
 import { checkHistory } from '../support/history-checker';
 import { startInProcess, type RunningLockServer } from '../support/in-process';
 import { LockApi, TRACE_ID } from '../support/lock-client';
@@ -134,9 +134,9 @@ describe('etcd backend specifics (single member)', () => {
   it('a paused client loses its lock to etcd lease expiry; the key moves on with a larger token', async () => {
     // The holder is a separate process that heartbeats and renews; SIGSTOP freezes it.
     const script = `
-      const [url, key] = process.argv.slice(1);
+      const [url, key, authorization] = process.argv.slice(1);
       const post = (p, body, token) => fetch(url + p, { method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-owner-id': 'paused', ...(token ? { 'x-fencing-token': token } : {}) },
+        headers: { 'content-type': 'application/json', 'x-owner-id': 'paused', authorization, ...(token ? { 'x-fencing-token': token } : {}) },
         body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: await r.json() }));
       (async () => {
         const s = (await post('/v1/sessions', { ownerId: 'paused', ttlMillis: 2000 })).body.sessionId;
@@ -149,9 +149,13 @@ describe('etcd backend specifics (single member)', () => {
           console.log('RENEW ' + rn.status + ' ' + hb.status);
         }
       })();`;
-    const holder = spawn(process.execPath, ['-e', script, server.url, 'paused:1'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const holder = spawn(
+      process.execPath,
+      ['-e', script, server.url, 'paused:1', await testBearer('paused', 'lock-server')],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let out = '';
     holder.stdout.on('data', (d: Buffer) => (out += d.toString()));
     try {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { REPO_ROOT, migratedDatabase, spawnApp } from '@dlock/testing';
+import { REPO_ROOT, migratedDatabase, spawnApp, testAuthEnv } from '@dlock/testing';
 import { LockApi } from '../support/lock-client';
 
 /**
@@ -44,6 +44,7 @@ describe('pg backend: the lock-server process and fencing_token_seq', () => {
 
   it('a bad environment value stops the process, naming the variable', async () => {
     const main = path.join(REPO_ROOT, 'dist', 'apps', 'lock-server', 'main.js');
+    const auth = await testAuthEnv();
     for (const [env, name] of [
       [{ LOCK_BACKEND: 'pg' }, 'LOCKDB_URL'],
       [{ LOCK_BACKEND: 'mysql', LOCKDB_URL: dbUrl }, 'LOCK_BACKEND'],
@@ -53,7 +54,7 @@ describe('pg backend: the lock-server process and fencing_token_seq', () => {
       const { code, output } = await new Promise<{ code: number | null; output: string }>(
         (resolve) => {
           const proc = spawn(process.execPath, [main], {
-            env: { PATH: process.env.PATH ?? '', PORT: '0', ...env },
+            env: { PATH: process.env.PATH ?? '', PORT: '0', ...auth, ...env },
             stdio: ['ignore', 'pipe', 'pipe'],
           });
           let out = '';

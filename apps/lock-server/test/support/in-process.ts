@@ -3,6 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { register } from 'prom-client';
 import { applyHttpContract } from '@dlock/http-contract';
+import { registerAudience, testAuthEnv, testVerifier } from '@dlock/testing';
 import { lockServerAppModule } from '../../src/app.module';
 import { loadConfig } from '../../src/config';
 
@@ -14,7 +15,7 @@ export interface RunningLockServer {
 
 /** The real lock-server module in this process, on a free port, with the given environment. */
 export async function startInProcess(env: Record<string, string>): Promise<RunningLockServer> {
-  const config = loadConfig({ LOG_LEVEL: 'silent', ...env });
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...(await testAuthEnv()), ...env });
   // Several apps in one jest worker share prom-client's default registry: start each one clean.
   register.clear();
   const app = await NestFactory.create<NestExpressApplication>(lockServerAppModule(config), {
@@ -22,9 +23,11 @@ export async function startInProcess(env: Record<string, string>): Promise<Runni
     logger: false,
   });
   app.useLogger(app.get(PinoLogger));
-  applyHttpContract(app);
+  applyHttpContract(app, await testVerifier('lock-server'));
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}`, stop: () => app.close() };
+  const url = `http://127.0.0.1:${port}`;
+  registerAudience(url, 'lock-server');
+  return { url, stop: () => app.close() };
 }

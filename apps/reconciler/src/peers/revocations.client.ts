@@ -1,3 +1,4 @@
+import type { TokenProvider } from '@dlock/identity';
 import { parseFencingToken } from '@dlock/lock-api';
 import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 
@@ -20,8 +21,8 @@ function str(o: Record<string, unknown>, k: string): string {
 export class RevocationsClient {
   private readonly peer: JsonPeer;
 
-  constructor(baseUrl: string) {
-    this.peer = new JsonPeer('lock-server', baseUrl);
+  constructor(baseUrl: string, token?: TokenProvider) {
+    this.peer = new JsonPeer('lock-server', baseUrl, { token });
   }
 
   async list(afterFloor: bigint, limit: number, signal?: AbortSignal): Promise<Revocation[]> {

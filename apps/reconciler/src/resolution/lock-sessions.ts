@@ -1,3 +1,4 @@
+import { fileTokenProvider } from '@dlock/identity';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LockClient, type LockClientLogger, type LockSession } from '@dlock/lock-client';
 import { SafetyEvents } from '@dlock/observability';
@@ -26,6 +27,7 @@ export class LockSessions {
     this.client = new LockClient({
       baseUrl: config.LOCK_SERVER_URL,
       ownerId: config.OWNER_ID,
+      token: fileTokenProvider(config.AUTH_TOKEN_DIR, 'lock-server'),
       safetyMargin: config.LOCK_CLIENT_SAFETY_MARGIN,
       sessionTtlMs: config.LOCK_SESSION_TTL_MS,
       lockTtlMs: config.LOCK_DEFAULT_TTL_MS,

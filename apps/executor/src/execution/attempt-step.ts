@@ -1,0 +1,60 @@
+import type { DlockError } from '@dlock/lock-api';
+import type { PayoutView } from '@dlock/payout-contract';
+import type { AttemptResult } from './execution-outcome';
+
+/** What the rail acknowledged, as P6 ACKED and P3 carry it. */
+export interface Ack {
+  readonly submissionId: string;
+  readonly railReference: string;
+}
+
+type WithoutId<T> = T extends unknown ? Omit<T, 'payoutId'> : never;
+
+/** How an attempt ends; the loop adds the payout id. */
+export type Ending = WithoutId<AttemptResult>;
+
+/**
+ * The next move of one attempt (payout-execution.service.ts runs them in a
+ * bounded loop). Each step does at most one call; the pure functions of
+ * recovery.ts and hop-answers.ts pick the step after it.
+ */
+export type AttemptStep =
+  | { readonly to: 'reread' }
+  | {
+      readonly to: 'claim';
+      readonly view: PayoutView;
+      readonly expected: 'PENDING' | 'CLAIMED';
+      /** A polled PENDING payout that moved on is read once and recovered by its state. */
+      readonly rereadIfMoved: boolean;
+    }
+  | { readonly to: 'mark-submitted'; readonly view: PayoutView }
+  | { readonly to: 'submit'; readonly view: PayoutView }
+  | {
+      readonly to: 'resolve-from-record';
+      readonly view: PayoutView;
+      /** Set after a DUPLICATE_SUBMISSION answer (the proxy's details): never submit again. */
+      readonly duplicate?: Record<string, unknown>;
+    }
+  | { readonly to: 'record-acked'; readonly ack: Ack }
+  | {
+      readonly to: 'record-rejected';
+      readonly submissionId?: string;
+      readonly why: string;
+      readonly reason: 'RAIL_REJECTED' | 'INVALID_PAYOUT';
+      /** rail-proxy's refusal as invalid, reported as payout_invalid first. */
+      readonly refusal?: DlockError;
+    }
+  | {
+      readonly to: 'quarantine';
+      readonly submissionId?: string;
+      readonly why: string;
+      /** payment-resource's refusal of the ACKED write as invalid, reported as payout_invalid first. */
+      readonly refusal?: DlockError;
+    }
+  | { readonly to: 'post'; readonly ack: Ack }
+  | {
+      readonly to: 'end';
+      readonly result: Ending;
+      /** Logged at error level when set: an ending an operator should hear about. */
+      readonly alarm?: string;
+    };

@@ -1,0 +1,4 @@
+import { startTracing } from '@dlock/tracing';
+
+// Imported first by main.ts: the instrumentations must patch http, express and pg before they load.
+startTracing('lock-server');

@@ -1,0 +1,104 @@
+import { createParamDecorator, Logger, type ExecutionContext } from '@nestjs/common';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
+import { Counter, register } from 'prom-client';
+import { DlockError } from '@dlock/lock-api';
+import {
+  ForbiddenError,
+  TokenVerifier,
+  UnauthenticatedError,
+  type VerifiedIdentity,
+  type VerifierOptions,
+} from '@dlock/identity';
+import { requestTraceId, type TracedRequest } from './trace';
+
+/** Probes and scrapers need no identity; every other path does (docs/security.md). */
+const OPEN_PATHS = new Set(['/health/live', '/health/ready', '/metrics']);
+
+export interface AuthenticatedRequest extends TracedRequest {
+  /** Set by the authentication middleware before any route runs. */
+  identity?: VerifiedIdentity;
+}
+
+/** Where the keys are and who issues: this service's audience is its own name. */
+export type AuthOptions = Omit<VerifierOptions, 'audience'>;
+
+function refusalCounter(): Counter {
+  const name = 'auth_refusals_total';
+  const existing = register.getSingleMetric(name);
+  if (existing) return existing as Counter;
+  return new Counter({
+    name,
+    help: 'Requests refused for their identity (401 unauthenticated, 403 forbidden)',
+    labelNames: ['refusal'],
+  });
+}
+
+/**
+ * Records a refusal as the safety event `auth_refused` (a log line and
+ * `auth_refusals_total{refusal}`); the subject goes to the log, never to a label.
+ */
+export function recordAuthRefusal(
+  logger: Logger,
+  req: TracedRequest & Request,
+  err: DlockError,
+  subject?: string,
+): void {
+  const refusal = err.code === 'FORBIDDEN' ? 'forbidden' : 'unauthenticated';
+  refusalCounter().inc({ refusal });
+  logger.warn(
+    {
+      event: 'auth_refused',
+      refusal,
+      reason: err.message,
+      subject,
+      method: req.method,
+      path: req.path,
+      traceId: requestTraceId(req),
+    },
+    `request refused: ${err.message}`,
+  );
+}
+
+/**
+ * The one authentication gate of every service: installed by
+ * applyHttpContract before the body is read, so a refused request costs no
+ * parsing and reaches no route. The owner a request acts as is the token's
+ * subject: an `X-Owner-Id` naming anyone else is 403 (docs/security.md).
+ */
+export function authenticateRequests(app: NestExpressApplication, verifier: TokenVerifier): void {
+  const logger = new Logger('auth');
+  app.use((req: AuthenticatedRequest & Request, _res: Response, next: NextFunction) => {
+    if (OPEN_PATHS.has(req.path)) return next();
+    verifier.verify(req.headers.authorization).then(
+      (identity) => {
+        const owner = req.headers['x-owner-id'];
+        if (owner !== undefined && owner !== identity.subject) {
+          const err = new ForbiddenError('X-Owner-Id is not the authenticated identity', {
+            field: 'X-Owner-Id',
+          });
+          recordAuthRefusal(logger, req, err, identity.subject);
+          return next(err);
+        }
+        req.identity = identity;
+        next();
+      },
+      (err: unknown) => {
+        if (err instanceof UnauthenticatedError) recordAuthRefusal(logger, req, err);
+        next(err);
+      },
+    );
+  });
+}
+
+/** The verified identity of the request (always present past the middleware). */
+export function requestIdentity(req: AuthenticatedRequest): VerifiedIdentity {
+  if (!req.identity) throw new UnauthenticatedError('request was not authenticated');
+  return req.identity;
+}
+
+/** Route parameter: the caller's verified identity (docs/security.md). */
+export const CallerIdentity = createParamDecorator(
+  (_data: unknown, ctx: ExecutionContext): VerifiedIdentity =>
+    requestIdentity(ctx.switchToHttp().getRequest<AuthenticatedRequest>()),
+);

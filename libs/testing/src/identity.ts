@@ -1,0 +1,122 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  DEV_ISSUER,
+  DEV_TOKEN_TTL_SEC,
+  DevIssuer,
+  DevTokenFiles,
+  TokenVerifier,
+  type TokenProvider,
+} from '@dlock/identity';
+
+/**
+ * The tests' development issuer (docs/security.md): one per test file (jest
+ * gives each file its own module registry), kept in a temp dir removed at
+ * exit. Every app spawned by spawnApp trusts it, and http() sends a token it
+ * minted, so a test that is not about identity never mentions it.
+ */
+let issuer: Promise<DevIssuer> | undefined;
+let root: string | undefined;
+const tokenFiles = new Map<string, Promise<DevTokenFiles>>();
+/** origin → the audience (app name) listening there, registered by spawnApp. */
+const audiences = new Map<string, string>();
+
+/** Every audience a test caller may need a token for. */
+export const SERVICE_AUDIENCES = [
+  'lock-server',
+  'payment-resource',
+  'rail-proxy',
+  'executor',
+  'reconciler',
+] as const;
+
+/** Who a test request acts as when it names no owner. */
+export const TEST_OPERATOR = 'operator';
+
+function testRoot(): string {
+  if (root === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'dlock-test-identity-'));
+    root = dir;
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  return root;
+}
+
+export function testIssuer(): Promise<DevIssuer> {
+  issuer ??= DevIssuer.open(join(testRoot(), 'issuer'));
+  return issuer;
+}
+
+/** A service's view of the tests' issuer: where its keys are, and who issues. */
+export async function testAuthEnv(): Promise<{ AUTH_JWKS: string; AUTH_ISSUER: string }> {
+  return { AUTH_JWKS: (await testIssuer()).jwksPath, AUTH_ISSUER: DEV_ISSUER };
+}
+
+/**
+ * The token directory of `identity` (one file per audience, refreshed at
+ * half life while this process runs), as AUTH_TOKEN_DIR for a spawned caller.
+ */
+export async function testTokenDir(identity: string): Promise<string> {
+  let files = tokenFiles.get(identity);
+  if (!files) {
+    files = (async () => {
+      const dir = join(testRoot(), 'tokens', encodeURIComponent(identity));
+      const f = new DevTokenFiles(await testIssuer(), identity, SERVICE_AUDIENCES, dir);
+      await f.start((err) => console.error(`test token refresh failed: ${String(err)}`));
+      return f;
+    })();
+    tokenFiles.set(identity, files);
+  }
+  return (await files).dir;
+}
+
+/** The full identity environment of a spawned app acting as `identity`. */
+export async function testAppAuthEnv(identity: string): Promise<Record<string, string>> {
+  return { ...(await testAuthEnv()), AUTH_TOKEN_DIR: await testTokenDir(identity) };
+}
+
+/** `Bearer <JWT>` for `subject` addressed to `audience`. */
+export async function testBearer(
+  subject: string,
+  audience: string,
+  opts: { ttlSec?: number; nowSec?: number } = {},
+): Promise<string> {
+  return `Bearer ${await (await testIssuer()).mint(subject, audience, opts)}`;
+}
+
+const bearers = new Map<string, { value: Promise<string>; untilMs: number }>();
+
+/**
+ * `Bearer <JWT>` for `subject` → `audience`, minted once and reused until
+ * half its lifetime has passed (benches send it on every request).
+ */
+export function cachedBearer(subject: string, audience: string): Promise<string> {
+  const key = `${audience}\n${subject}`;
+  const hit = bearers.get(key);
+  if (hit && Date.now() < hit.untilMs) return hit.value;
+  const value = testBearer(subject, audience);
+  bearers.set(key, { value, untilMs: Date.now() + (DEV_TOKEN_TTL_SEC * 1000) / 2 });
+  return value;
+}
+
+/** An SDK token provider for `subject` (lock-server audience by default), minted once. */
+export function testTokenProvider(subject: string, audience = 'lock-server'): TokenProvider {
+  let token: Promise<string> | undefined;
+  return () => (token ??= testIssuer().then((issuer) => issuer.mint(subject, audience)));
+}
+
+/** The verifier an in-process app installs (applyHttpContract), for `audience`. */
+export async function testVerifier(audience: string): Promise<TokenVerifier> {
+  const env = await testAuthEnv();
+  return new TokenVerifier({ jwks: env.AUTH_JWKS, issuer: env.AUTH_ISSUER, audience });
+}
+
+/** Tells http() which audience listens at `url` (spawnApp and in-process starters call it). */
+export function registerAudience(url: string, audience: string): void {
+  audiences.set(new URL(url).origin, audience);
+}
+
+export function audienceOf(url: string): string | undefined {
+  return audiences.get(new URL(url).origin);
+}
