@@ -9,6 +9,7 @@ import {
   withClient,
   withTriggersOff,
   type RunningApp,
+  testTokenProvider,
 } from '@dlock/testing';
 import {
   metric,
@@ -87,6 +88,7 @@ test('after real payouts and a revocation every chain verifies clean; an edited 
   const session = await new LockClient({
     baseUrl: s.lockServer.url,
     ownerId: 'audit-holder',
+    token: testTokenProvider('audit-holder'),
   }).openSession();
   await session.acquire('audit:stuck');
   const revoked = await http('POST', `${s.lockServer.url}/v1/locks/audit:stuck/revoke`, {
