@@ -293,6 +293,7 @@ async function main() {
     ...peers,
     PAYDB_URL: dbs.PAYDB_URL,
     PROXYDB_URL: dbs.PROXYDB_URL,
+    LOCKDB_URL: dbs.LOCKDB_URL,
   });
   if (!once && FEED_RATE > 0 && existsSync(path.join(root, fixtures))) {
     // New payouts keep arriving after the seeded backlog drains.

@@ -3,6 +3,7 @@ import { ClearingShards1767312000000 } from './1767312000000-clearing-shards';
 import { RecordsKeptRefDerived1796083200000 } from './1796083200000-records-kept-ref-derived';
 import { SweepIndex1796140800000 } from './1796140800000-sweep-index';
 import { Intake1796227200000 } from './1796227200000-intake';
+import { RecordsChained1796313600000 } from './1796313600000-records-chained';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
 export const PAYDB_MIGRATIONS: Function[] = [
@@ -11,4 +12,5 @@ export const PAYDB_MIGRATIONS: Function[] = [
   RecordsKeptRefDerived1796083200000,
   SweepIndex1796140800000,
   Intake1796227200000,
+  RecordsChained1796313600000,
 ];

@@ -508,9 +508,9 @@ const CASES: Case[] = [
     },
     async check(out, env) {
       expect(out.code).toBe(0);
-      expect(out.stdout).toContain('[migrate] lockdb: 2 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] paydb: 5 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] proxydb: 2 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] lockdb: 3 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] paydb: 6 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] proxydb: 3 migration(s) applied');
       expect(out.stdout).toContain('No migrations are pending');
       const seq = await sql(env.LOCKDB_URL, `SELECT last_value FROM fencing_token_seq`);
       expect(seq).toEqual([{ last_value: '1' }]);
@@ -811,22 +811,24 @@ const CASES: Case[] = [
       ok(out);
       expect(out.stdout).toMatch(/\[X\] \d+ LockSchema1764400000000/);
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationsKept1796083200000/);
+      expect(out.stdout).toMatch(/\[X\] \d+ RevocationsChained1796313600000/);
       expect(out.stdout).toContain(
-        'Migration RevocationsKept1796083200000 has been reverted successfully',
+        'Migration RevocationsChained1796313600000 has been reverted successfully',
       );
     },
   },
   {
     block: 'refusing to revert',
     async check(out) {
-      // A lockdb's first migration, reverted (newest first, then the first one), in
-      // process: `migration:revert` prints the error its down() throws.
+      // A lockdb's first migration, reverted (the later ones first, then the first one),
+      // in process: `migration:revert` prints the error its down() throws.
       const url = await migratedDatabase('lockdb');
       const ds = new DataSource({ type: 'postgres', url, migrations: MIGRATIONS.lockdb });
       await ds.initialize();
       let refused: unknown;
       try {
-        await ds.undoLastMigration({ transaction: 'each' });
+        const later = (MIGRATIONS.lockdb as unknown[]).length - 1;
+        for (let i = 0; i < later; i++) await ds.undoLastMigration({ transaction: 'each' });
         refused = await ds.undoLastMigration({ transaction: 'each' }).catch((err: unknown) => err);
       } finally {
         await ds.destroy();

@@ -4,7 +4,8 @@ import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
 import { ReadOnlyDb, type DbName } from './db/read-only-db';
 import { ReconcilerReadiness } from './db/readiness';
-import { PAYDB, PROXYDB } from './db/tokens';
+import { LOCKDB, PAYDB, PROXYDB } from './db/tokens';
+import { AuditChainService } from './detective/audit-chain.service';
 import { DetectiveService } from './detective/detective.service';
 import { RailSweepService } from './detective/rail-sweep.service';
 import { RevocationFencingService } from './fencing/revocation-fencing.service';
@@ -36,17 +37,22 @@ export function createAppModule(config: ReconcilerConfig): Type<unknown> {
       { provide: RECONCILER_CONFIG, useValue: config },
       { provide: PAYDB, useValue: readOnlyDb(config, 'paydb', config.PAYDB_URL) },
       { provide: PROXYDB, useValue: readOnlyDb(config, 'proxydb', config.PROXYDB_URL) },
+      {
+        provide: LOCKDB,
+        useValue: config.LOCKDB_URL ? readOnlyDb(config, 'lockdb', config.LOCKDB_URL) : null,
+      },
     ],
-    exports: [RECONCILER_CONFIG, PAYDB, PROXYDB],
+    exports: [RECONCILER_CONFIG, PAYDB, PROXYDB, LOCKDB],
   })
   class DatabasesModule implements OnApplicationShutdown {
     constructor(
       @Inject(PAYDB) private readonly paydb: ReadOnlyDb,
       @Inject(PROXYDB) private readonly proxydb: ReadOnlyDb,
+      @Inject(LOCKDB) private readonly lockdb: ReadOnlyDb | null,
     ) {}
 
     async onApplicationShutdown(): Promise<void> {
-      await Promise.all([this.paydb.close(), this.proxydb.close()]);
+      await Promise.all([this.paydb.close(), this.proxydb.close(), this.lockdb?.close()]);
     }
   }
 
@@ -91,6 +97,7 @@ export function createAppModule(config: ReconcilerConfig): Type<unknown> {
       PayoutResolver,
       ResolutionService,
       DetectiveService,
+      AuditChainService,
       RailSweepService,
       ReconcilerLoops,
     ],

@@ -15,6 +15,13 @@ export const RECONCILER_ENV = {
   RAIL_STUB_URL: env.peerUrl({ default: 'http://127.0.0.1:8085' }),
   PAYDB_URL: env.postgresUrl(),
   PROXYDB_URL: env.postgresUrl(),
+  /**
+   * Read-only view of lockdb, for the lock_revocation audit chain only
+   * (docs/audit.md). Unset: that chain is not verified by the reconciler.
+   */
+  LOCKDB_URL: env.optionalPostgresUrl(),
+  /** Fixed delay between two verifications of every audit chain (each reads the whole chain). */
+  RECONCILER_AUDIT_INTERVAL_MS: env.int({ default: 300_000, min: 100, max: 86_400_000 }),
   /** Revocation fencing raises the proxy's high-water marks (docs/reconciler.md). */
   RAIL_PROXY_URL: env.peerUrl({ default: 'http://127.0.0.1:8083' }),
   /** Fixed delay between two revocation-fencing + token-source passes. */

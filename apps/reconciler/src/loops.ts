@@ -6,6 +6,7 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
+import { AuditChainService } from './detective/audit-chain.service';
 import { DetectiveService } from './detective/detective.service';
 import { RailSweepService } from './detective/rail-sweep.service';
 import { RevocationFencingService } from './fencing/revocation-fencing.service';
@@ -22,6 +23,7 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
   private readonly checks: FixedDelayLoop;
   private readonly railSweep: FixedDelayLoop;
   private readonly fencing: FixedDelayLoop;
+  private readonly audit: FixedDelayLoop;
 
   constructor(
     @Inject(RECONCILER_CONFIG) config: ReconcilerConfig,
@@ -31,6 +33,7 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
     railSweep: RailSweepService,
     revocations: RevocationFencingService,
     tokenSource: TokenSourceCheck,
+    audit: AuditChainService,
   ) {
     const onError = (name: string, err: unknown) =>
       this.logger.error({ loop: name, err: (err as Error).message }, 'loop iteration failed');
@@ -52,6 +55,12 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
       async (signal) => void (await railSweep.runPass(signal)),
       onError,
     );
+    this.audit = new FixedDelayLoop(
+      'audit',
+      config.RECONCILER_AUDIT_INTERVAL_MS,
+      async (signal) => void (await audit.runPass(signal)),
+      onError,
+    );
     // Fencing and the token-source probe are independent: one failing still runs the other.
     this.fencing = new FixedDelayLoop(
       'fencing',
@@ -69,6 +78,7 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
     this.checks.start();
     this.railSweep.start();
     this.fencing.start();
+    this.audit.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -77,6 +87,7 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
       this.checks.stop(),
       this.railSweep.stop(),
       this.fencing.stop(),
+      this.audit.stop(),
     ]);
     await this.sessions.close();
   }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, register } from 'prom-client';
+import { AUDIT_CHAIN_NAMES } from '@dlock/persistence';
 import { CHECK_NAMES } from './detective/check-names';
 
 function metric<T>(name: string, make: () => T): T {
@@ -155,6 +156,42 @@ export class ReconcilerMetrics {
         labelNames: ['result'],
       }),
   );
+  /** Audit chains (docs/audit.md): labels are chain names, never a row id. */
+  readonly auditBreaks = metric(
+    'dlock_audit_chain_breaks',
+    () =>
+      new Gauge({
+        name: 'dlock_audit_chain_breaks',
+        help: '1 when the last verification of the audit chain found a break (its first break is logged as audit_chain_break)',
+        labelNames: ['chain'],
+      }),
+  );
+  readonly auditLinks = metric(
+    'dlock_audit_chain_verified_links',
+    () =>
+      new Gauge({
+        name: 'dlock_audit_chain_verified_links',
+        help: 'Links of the audit chain that held at the last verification',
+        labelNames: ['chain'],
+      }),
+  );
+  readonly auditErrorsTotal = metric(
+    'dlock_audit_chain_check_errors_total',
+    () =>
+      new Counter({
+        name: 'dlock_audit_chain_check_errors_total',
+        help: 'Audit chain verifications that could not complete (database unreachable, timeout)',
+        labelNames: ['chain'],
+      }),
+  );
+  readonly auditLastVerified = metric(
+    'dlock_audit_chain_last_verified_timestamp_seconds',
+    () =>
+      new Gauge({
+        name: 'dlock_audit_chain_last_verified_timestamp_seconds',
+        help: 'Unix time every audit chain the reconciler reads was last verified to the end',
+      }),
+  );
   readonly tokenSourceBehind = metric(
     'reconciler_token_source_behind',
     () =>
@@ -177,5 +214,9 @@ export class ReconcilerMetrics {
       }
     }
     for (const result of ['ok', 'behind', 'contended']) this.tokenProbeTotal.inc({ result }, 0);
+    for (const chain of AUDIT_CHAIN_NAMES) {
+      this.auditBreaks.set({ chain }, 0);
+      this.auditErrorsTotal.inc({ chain }, 0);
+    }
   }
 }

@@ -1,2 +1,4 @@
 export * from './prepared';
 export * from './startup';
+export * from './audit-chain';
+export * from './audit-verify';

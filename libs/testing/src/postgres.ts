@@ -62,3 +62,33 @@ export async function withClient<T>(url: string, fn: (client: Client) => Promise
     await client.end();
   }
 }
+
+/**
+ * Runs one statement as the table's owner with every trigger of the table
+ * off (guards, seals, deferred checks), then puts each back as it was (ALWAYS
+ * or not): how an intruder with the owner's rights would go around them.
+ */
+export async function withTriggersOff(
+  c: Client,
+  table: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<void> {
+  const triggers = await c.query<{ name: string; always: boolean }>(
+    `SELECT tgname AS name, tgenabled = 'A' AS always FROM pg_trigger
+      WHERE tgrelid = $1::regclass AND NOT tgisinternal`,
+    [table],
+  );
+  await c.query('BEGIN');
+  try {
+    await c.query(`ALTER TABLE ${table} DISABLE TRIGGER USER`);
+    await c.query(sql, params);
+    for (const t of triggers.rows) {
+      await c.query(`ALTER TABLE ${table} ENABLE ${t.always ? 'ALWAYS ' : ''}TRIGGER ${t.name}`);
+    }
+    await c.query('COMMIT');
+  } catch (err) {
+    await c.query('ROLLBACK');
+    throw err;
+  }
+}

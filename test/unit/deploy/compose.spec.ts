@@ -90,8 +90,10 @@ describe('docker-compose.yml', () => {
     expect(dbVars('rail-proxy')).toEqual(['PROXYDB_URL']);
     expect(dbVars('executor')).toEqual([]);
     expect(dbVars('rail-stub')).toEqual([]);
-    expect(dbVars('reconciler')).toEqual(['PAYDB_URL', 'PROXYDB_URL']);
-    expect(services.reconciler.environment.PAYDB_URL).toContain('reconciler_ro');
+    expect(dbVars('reconciler')).toEqual(['LOCKDB_URL', 'PAYDB_URL', 'PROXYDB_URL']);
+    for (const v of ['LOCKDB_URL', 'PAYDB_URL', 'PROXYDB_URL']) {
+      expect(services.reconciler.environment[v]).toContain('reconciler_ro');
+    }
   });
 
   it('scrapes every app with Prometheus and loads the alert rules', () => {

@@ -46,6 +46,8 @@ describe('Prometheus rules and config', () => {
       DlockDoublePayment: 'page',
       DlockRailLedgerMismatch: 'page',
       DlockInvariantViolation: 'page',
+      DlockAuditChainBroken: 'page',
+      DlockAuditChainStale: 'ticket',
       DlockAmbiguousPastSla: 'page',
       DlockReconcilerChecksStale: 'page',
       DlockRailSweepStale: 'page',

@@ -2,7 +2,7 @@ import { DataSource } from 'typeorm';
 import { probeNewConnection } from '@dlock/persistence';
 import { withDbRetries } from './db-retry';
 
-export type DbName = 'paydb' | 'proxydb';
+export type DbName = 'lockdb' | 'paydb' | 'proxydb';
 
 export interface ReadOnlyDbOptions {
   name: DbName;
@@ -14,7 +14,7 @@ export interface ReadOnlyDbOptions {
 }
 
 /**
- * A read-only view of another component's database (paydb or proxydb). The
+ * A read-only view of another component's database (paydb, proxydb, lockdb). The
  * session itself is read-only (`default_transaction_read_only`), so even a
  * mistaken write here fails in PostgreSQL: the reconciler detects, it never
  * repairs (C3 §3.8, 02 §2.8). TypeORM owns the pool; nothing is synchronised

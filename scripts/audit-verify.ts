@@ -1,0 +1,153 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Client } from 'pg';
+import { readEnv, env } from '@dlock/config';
+import {
+  AUDIT_CHAINS,
+  AUDIT_CHAIN_NAMES,
+  describeBreak,
+  headLine,
+  verifyChain,
+  type ChainHead,
+  type ChainQuery,
+} from '@dlock/persistence';
+import type { DatabaseName } from '../migrations';
+
+/**
+ * `npm run audit:verify [-- --heads <file>] [-- --anchor <chain>=<digest> --anchor-heads <file>]`:
+ * verifies the audit chains (one per partition: payout, account, lock key) of
+ * every database whose URL is set (docs/audit.md). Prints one line per chain
+ * with its partitions, links and heads digest (record the digest externally:
+ * with the head list `--heads` wrote, it is the anchor of a later run), or
+ * exactly where the chain first stops holding. Exit 0 intact, 1 a break,
+ * 2 could not verify. Reads only, in read-only sessions.
+ */
+const STATEMENT_TIMEOUT_MS = 120_000;
+const USAGE =
+  'expected --heads <file>, --anchor-heads <file>, --anchor <chain>=<64 hex>, chain one of ';
+
+interface Args {
+  headsOut?: string;
+  anchorHeads?: string;
+  digests: Map<string, string>;
+}
+
+function parseArgs(args: string[]): Args {
+  const parsed: Args = { digests: new Map() };
+  for (let i = 0; i < args.length; i += 2) {
+    const [flag, value] = [args[i], args[i + 1] ?? ''];
+    const m = /^([a-z_]+)=([0-9a-f]{64})$/.exec(value);
+    if (flag === '--heads' && value) parsed.headsOut = value;
+    else if (flag === '--anchor-heads' && value) parsed.anchorHeads = value;
+    else if (flag === '--anchor' && m && AUDIT_CHAIN_NAMES.includes(m[1]))
+      parsed.digests.set(m[1], m[2]);
+    else
+      throw new Error(`bad argument "${flag} ${value}": ${USAGE}${AUDIT_CHAIN_NAMES.join(', ')}`);
+  }
+  if (parsed.digests.size > 0 && !parsed.anchorHeads) {
+    throw new Error('--anchor needs --anchor-heads <file>: the head list its digest covers');
+  }
+  return parsed;
+}
+
+/**
+ * The anchored heads of each chain, from a head list written by `--heads`,
+ * trusted only when its lines hash to the digest recorded for the chain.
+ */
+function readAnchors(args: Args): Map<string, Map<string, ChainHead>> {
+  const anchors = new Map<string, Map<string, ChainHead>>();
+  if (!args.anchorHeads) return anchors;
+  const lines = readFileSync(args.anchorHeads, 'utf8').split('\n').filter(Boolean);
+  for (const [chain, digest] of args.digests) {
+    const heads = new Map<string, ChainHead>();
+    const hash = createHash('sha256');
+    for (const line of lines) {
+      const [c, partition, seq, h] = line.split('\t');
+      if (c !== chain) continue;
+      heads.set(partition, { seq, hash: h });
+      hash.update(headLine({ partition, seq, hash: h }), 'utf8');
+    }
+    if (hash.digest('hex') !== digest) {
+      throw new Error(`${args.anchorHeads}: the ${chain} heads do not hash to the recorded digest`);
+    }
+    anchors.set(chain, heads);
+  }
+  return anchors;
+}
+
+async function verifyDatabase(
+  db: DatabaseName,
+  url: string,
+  anchors: Map<string, Map<string, ChainHead>>,
+  headsOut: string[] | null,
+): Promise<number> {
+  const client = new Client({
+    connectionString: url,
+    connectionTimeoutMillis: 5_000,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    application_name: 'audit-verify',
+    options: '-c default_transaction_read_only=on',
+  });
+  await client.connect();
+  const query: ChainQuery = async <R>(sql: string, params: unknown[]) =>
+    (await client.query(sql, params)).rows as R[];
+  let breaks = 0;
+  try {
+    for (const spec of AUDIT_CHAINS[db]) {
+      const report = await verifyChain(query, spec, {
+        anchor: anchors.get(spec.chain),
+        collectHeads: headsOut !== null,
+      });
+      if (report.firstBreak) {
+        breaks++;
+        console.log(
+          `[audit] ${db} BREAK ${describeBreak(report.firstBreak)} (${report.verifiedRows} link(s) before it hold)`,
+        );
+        continue;
+      }
+      console.log(
+        `[audit] ${db} ok ${spec.chain}: ${report.partitions} partition(s), ${report.verifiedRows} link(s), heads digest ${report.headsDigest}`,
+      );
+      for (const h of report.heads ?? []) headsOut?.push(`${spec.chain}\t${headLine(h)}`);
+    }
+  } finally {
+    await client.end();
+  }
+  return breaks;
+}
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  const anchors = readAnchors(args);
+  const headsOut = args.headsOut ? [] : null;
+  const config = readEnv({
+    LOCKDB_URL: env.optionalPostgresUrl(),
+    PAYDB_URL: env.optionalPostgresUrl(),
+    PROXYDB_URL: env.optionalPostgresUrl(),
+  });
+  const targets: [DatabaseName, string | undefined][] = [
+    ['lockdb', config.LOCKDB_URL],
+    ['paydb', config.PAYDB_URL],
+    ['proxydb', config.PROXYDB_URL],
+  ];
+  if (targets.every(([, url]) => !url)) {
+    console.error(
+      '[audit] no database URL set (LOCKDB_URL, PAYDB_URL, PROXYDB_URL): nothing verified',
+    );
+    return 2;
+  }
+  let breaks = 0;
+  for (const [db, url] of targets) {
+    if (url) breaks += await verifyDatabase(db, url, anchors, headsOut);
+  }
+  if (args.headsOut && headsOut) writeFileSync(args.headsOut, headsOut.join(''), 'utf8');
+  return breaks > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error('[audit] could not verify:', (err as Error).message);
+    process.exit(2);
+  },
+);
