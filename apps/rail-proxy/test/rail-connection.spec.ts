@@ -54,6 +54,8 @@ describe('rail-proxy RailClient over real TCP', () => {
     return new RailClient(
       readRailProxyConfig({
         PROXYDB_URL: 'postgres://unused@127.0.0.1:1/unused',
+        AUTH_JWKS: '/unused/jwks.json',
+        AUTH_ISSUER: 'https://issuer.test',
         RAIL_STUB_URL: `http://127.0.0.1:${port}${path}`,
         RAIL_CONNECT_TIMEOUT_MS: '2000',
         RAIL_READ_TIMEOUT_MS: '400',
