@@ -6,6 +6,13 @@ import { sleep, unacceptingPort, waitFor } from '@dlock/testing';
 import { readRailProxyConfig } from '../src/config';
 import { RailClient, type RailConnection } from '../src/rail-client';
 
+/** Settings every proxy needs that the rail call itself never reads. */
+const NOT_USED_HERE = {
+  PROXYDB_URL: 'postgres://unused@127.0.0.1:1/unused',
+  AUTH_JWKS: '/unused/jwks.json',
+  AUTH_ISSUER: 'https://issuer.test',
+};
+
 /**
  * The proxy's one rail call over real TCP, in this process, against a small
  * scripted rail: what reached the rail, and how each answer (or silence) is
@@ -53,9 +60,7 @@ describe('rail-proxy RailClient over real TCP', () => {
     const { port } = server.address() as net.AddressInfo;
     return new RailClient(
       readRailProxyConfig({
-        PROXYDB_URL: 'postgres://unused@127.0.0.1:1/unused',
-        AUTH_JWKS: '/unused/jwks.json',
-        AUTH_ISSUER: 'https://issuer.test',
+        ...NOT_USED_HERE,
         RAIL_STUB_URL: `http://127.0.0.1:${port}${path}`,
         RAIL_CONNECT_TIMEOUT_MS: '2000',
         RAIL_READ_TIMEOUT_MS: '400',
@@ -244,7 +249,7 @@ describe('rail-proxy RailClient over real TCP', () => {
     try {
       const c = new RailClient(
         readRailProxyConfig({
-          PROXYDB_URL: 'postgres://unused@127.0.0.1:1/unused',
+          ...NOT_USED_HERE,
           RAIL_STUB_URL: `http://127.0.0.1:${port.port}`,
           RAIL_CONNECT_TIMEOUT_MS: '200',
         }),
@@ -265,7 +270,7 @@ describe('rail-proxy RailClient over real TCP', () => {
     await new Promise<void>((resolve) => unused.close(() => resolve()));
     const c = new RailClient(
       readRailProxyConfig({
-        PROXYDB_URL: 'postgres://unused@127.0.0.1:1/unused',
+        ...NOT_USED_HERE,
         RAIL_STUB_URL: `http://127.0.0.1:${port}`,
       }),
     );
