@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { appendFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,6 +11,8 @@ import {
   seedPendingPayout,
   withClient,
   withTriggersOff,
+  runNode,
+  type NodeRun,
 } from '@dlock/testing';
 
 /**
@@ -28,27 +29,9 @@ const URL_VAR: Record<Db, string> = {
   proxydb: 'PROXYDB_URL',
 };
 
-function auditVerify(
-  db: Db,
-  url: string,
-  args: string[] = [],
-): Promise<{ code: number | null; out: string }> {
+function auditVerify(db: Db, url: string, args: string[] = []): Promise<NodeRun> {
   const script = path.join(REPO_ROOT, 'dist', 'scripts', 'audit-verify.js');
-  return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [script, ...args], {
-      cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', [URL_VAR[db]]: url },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
+  return runNode(script, args, { [URL_VAR[db]]: url });
 }
 
 /** The verifier's lines naming a break, without the count of links before it (empty when every chain holds). */

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Client } from 'pg';
@@ -10,6 +9,8 @@ import {
   seedFundedAccount,
   seedPendingPayout,
   withClient,
+  runNode,
+  type NodeRun,
 } from '@dlock/testing';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 
@@ -31,23 +32,9 @@ function typeorm(
   db: DatabaseName,
   url: string,
   env: Record<string, string> = {},
-): Promise<{ code: number | null; out: string }> {
+): Promise<NodeRun> {
   const dataSource = path.join(REPO_ROOT, 'dist', 'migrations', db, 'data-source.js');
-  return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [TYPEORM, command, '-d', dataSource], {
-      cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', [URL_VAR[db]]: url, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
+  return runNode(TYPEORM, [command, '-d', dataSource], { [URL_VAR[db]]: url, ...env });
 }
 
 async function cliMigrated(db: DatabaseName): Promise<string> {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { LockClient } from '@dlock/lock-client';
 import {
@@ -10,6 +9,8 @@ import {
   withTriggersOff,
   type RunningApp,
   testTokenProvider,
+  runNode,
+  type NodeRun,
 } from '@dlock/testing';
 import {
   metric,
@@ -35,28 +36,9 @@ let s: Services;
 let exec: RunningApp;
 let reconciler: RunningApp;
 
-function auditVerify(s: Services): Promise<{ code: number | null; out: string }> {
+function auditVerify(s: Services): Promise<NodeRun> {
   const script = path.join(REPO_ROOT, 'dist', 'scripts', 'audit-verify.js');
-  return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [script], {
-      cwd: REPO_ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        LOCKDB_URL: s.lockdb,
-        PAYDB_URL: s.paydb,
-        PROXYDB_URL: s.proxydb,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
+  return runNode(script, [], { LOCKDB_URL: s.lockdb, PAYDB_URL: s.paydb, PROXYDB_URL: s.proxydb });
 }
 
 beforeAll(async () => {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { railClientRef } from '@dlock/payout-contract';
 import path from 'node:path';
 import {
@@ -12,6 +11,8 @@ import {
   withClient,
   type RunningApp,
   testAuthEnv,
+  runNode,
+  type NodeRun,
 } from '@dlock/testing';
 import {
   ISO,
@@ -30,24 +31,9 @@ import {
 } from './rail-fixtures';
 
 /** Runs rail-proxy expecting it to refuse to start; returns its exit code and output. */
-async function refusedStart(
-  env: Record<string, string>,
-): Promise<{ code: number | null; out: string }> {
-  const auth = await testAuthEnv();
-  return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [path.join(REPO_ROOT, 'dist/apps/rail-proxy/main.js')], {
-      env: { PATH: process.env.PATH ?? '', PORT: '0', ...auth, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
+async function refusedStart(env: Record<string, string>): Promise<NodeRun> {
+  const main = path.join(REPO_ROOT, 'dist/apps/rail-proxy/main.js');
+  return runNode(main, [], { PORT: '0', ...(await testAuthEnv()), ...env }, 15_000);
 }
 
 describe('rail-proxy: a durable, shared high-water mark and intent-before-forward', () => {

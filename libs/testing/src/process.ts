@@ -37,6 +37,40 @@ function unusedPort(): Promise<number> {
   });
 }
 
+/** A node script run to its exit: its exit code and everything it wrote. */
+export interface NodeRun {
+  code: number | null;
+  out: string;
+}
+
+/**
+ * Runs a built node script (a CLI, or an app expected to refuse to start)
+ * with only `env` and PATH, in the repository root, and waits for its exit;
+ * SIGKILL after `timeoutMs`, so a test never waits on a hung process.
+ */
+export function runNode(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<NodeRun> {
+  return new Promise((resolve) => {
+    const proc = spawn(process.execPath, [script, ...args], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+    proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
