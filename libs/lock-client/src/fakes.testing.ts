@@ -122,3 +122,18 @@ export function unreachable(phase: TransportPhase = 'connect'): LockServerUnavai
 export function serverAt(ms: number): string {
   return new Date(Date.UTC(2030, 0, 1) + ms).toISOString();
 }
+
+/** The session id the scripted lock-servers of the SDK's specs hand out. */
+export const SID = '5b0e1d0c-3f0a-4f5e-9a39-0c8a4b9f2e11';
+
+export type Route = 'open' | 'heartbeat' | 'close' | 'acquire' | 'renew' | 'release';
+
+/** Which lock-server call a recorded request is. */
+export function route(req: RecordedRequest): Route {
+  if (req.path === 'POST /v1/sessions') return 'open';
+  if (req.path.endsWith('/heartbeat')) return 'heartbeat';
+  if (req.path.startsWith('DELETE /v1/sessions/')) return 'close';
+  if (req.path.endsWith('/acquire')) return 'acquire';
+  if (req.path.endsWith('/renew')) return 'renew';
+  return 'release';
+}

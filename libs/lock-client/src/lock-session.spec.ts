@@ -16,21 +16,12 @@ import {
   unreachable,
   type FakeReply,
   type RecordedRequest,
+  SID,
+  route,
+  type Route,
 } from './fakes.testing';
 import { LockClient } from './lock-client';
 import type { LockClientOptions, SessionLostFields } from './options';
-
-const SID = '5b0e1d0c-3f0a-4f5e-9a39-0c8a4b9f2e11';
-type Route = 'open' | 'heartbeat' | 'close' | 'acquire' | 'renew' | 'release';
-
-function route(req: RecordedRequest): Route {
-  if (req.path === 'POST /v1/sessions') return 'open';
-  if (req.path.endsWith('/heartbeat')) return 'heartbeat';
-  if (req.path.startsWith('DELETE /v1/sessions/')) return 'close';
-  if (req.path.endsWith('/acquire')) return 'acquire';
-  if (req.path.endsWith('/renew')) return 'renew';
-  return 'release';
-}
 
 /**
  * A scripted lock-server: a well-behaved default for each route, overridable

@@ -9,6 +9,9 @@ import {
   unreachable,
   type FakeReply,
   type RecordedRequest,
+  SID,
+  route,
+  type Route,
 } from './fakes.testing';
 import { LockClient } from './lock-client';
 import type { LockClientLogger, LockClientOptions, SessionLostFields } from './options';
@@ -19,17 +22,6 @@ import type { LockClientLogger, LockClientOptions, SessionLostFields } from './o
  * arrives too late, and answers that break the protocol. Fake clock, scripted
  * lock-server (see lock-session.spec.ts for the protocol itself).
  */
-const SID = '5b0e1d0c-3f0a-4f5e-9a39-0c8a4b9f2e11';
-type Route = 'open' | 'heartbeat' | 'close' | 'acquire' | 'renew' | 'release';
-
-function route(req: RecordedRequest): Route {
-  if (req.path === 'POST /v1/sessions') return 'open';
-  if (req.path.endsWith('/heartbeat')) return 'heartbeat';
-  if (req.path.startsWith('DELETE /v1/sessions/')) return 'close';
-  if (req.path.endsWith('/acquire')) return 'acquire';
-  if (req.path.endsWith('/renew')) return 'renew';
-  return 'release';
-}
 
 interface LogLine {
   level: keyof LockClientLogger;
