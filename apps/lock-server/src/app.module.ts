@@ -9,7 +9,7 @@ import { LockService } from './core/lock.service';
 import { SessionService } from './core/session.service';
 import { IdentityThrottlerGuard } from './http/identity-throttler.guard';
 import { LocksController } from './http/locks.controller';
-import { LockListingController, SessionListingController } from './http/listings.controller';
+import { LISTINGS } from './http/listings.controller';
 import { RevocationsController } from './http/revocations.controller';
 import { SessionsController } from './http/sessions.controller';
 import { LockBackendReadiness } from './readiness';
@@ -46,13 +46,7 @@ export class LockServerModule {
           setHeaders: false,
         }),
       ],
-      controllers: [
-        SessionsController,
-        LocksController,
-        RevocationsController,
-        LockListingController,
-        SessionListingController,
-      ],
+      controllers: [SessionsController, LocksController, RevocationsController, ...LISTINGS],
       providers: [
         configProvider,
         LockService,

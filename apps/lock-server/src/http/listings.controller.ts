@@ -51,3 +51,6 @@ export class SessionListingController {
     };
   }
 }
+
+/** The console's lock-server reads, mounted beside the L1-L8 controllers. */
+export const LISTINGS = [LockListingController, SessionListingController];
