@@ -1,4 +1,6 @@
-import { http, sleep } from '@dlock/testing';
+import { LockServerReadClient } from '@dlock/lock-client';
+import { SafetyEventsClient } from '@dlock/observability';
+import { http, sleep, testTokenProvider } from '@dlock/testing';
 import { BACKENDS } from '../support/backends';
 import type { RunningLockServer } from '../support/in-process';
 import { LockApi, TOKEN, TRACE_ID } from '../support/lock-client';
@@ -208,5 +210,36 @@ describe.each(BACKENDS)('console listings GET /v1/locks, GET /v1/sessions [$name
     });
     expect(res.body.nextAfter).toBe(res.body.events.at(-1).seq);
     await api.closeSession(s, 'owner-r');
+  });
+
+  it('reads the same listings and feed through the typed clients the console uses', async () => {
+    const sid = await api.session('owner-client', TTL_MS);
+    const grant = await api.acquire('client:1', sid, 'owner-client');
+    const token = testTokenProvider('console', 'lock-server');
+    const reads = new LockServerReadClient(server.url, token);
+    const feed = new SafetyEventsClient('lock-server', server.url, token);
+    try {
+      expect(await reads.locks(10)).toEqual({
+        locks: [
+          {
+            key: 'client:1',
+            ownerId: 'owner-client',
+            sessionId: sid,
+            token: grant.body.fencingToken,
+            leaseRemainingMillis: remainingOf(15_000),
+          },
+        ],
+        truncated: false,
+      });
+      const { sessions: listed } = await reads.sessions(10);
+      expect(listed).toEqual([expect.objectContaining({ sessionId: sid, locksHeld: 1 })]);
+      const page = await feed.after(0, 500);
+      expect(page.service).toBe('lock-server');
+      expect((await feed.after(page.nextAfter, 10)).events).toEqual([]);
+    } finally {
+      reads.close();
+      feed.close();
+      await api.closeSession(sid, 'owner-client');
+    }
   });
 });
