@@ -109,9 +109,7 @@ describe('fencedUpdate', () => {
       params: ['n-1', '8', "x'; DROP TABLE note; --", 'PENDING'],
     });
     expect(() => fencedUpdateStatement({ ...base, table: 'note; DROP' })).toThrow(/identifier/);
-    expect(() => fencedUpdateStatement({ ...base, when: { 'a OR 1=1': 1 } })).toThrow(
-      /identifier/,
-    );
+    expect(() => fencedUpdateStatement({ ...base, when: { 'a OR 1=1': 1 } })).toThrow(/identifier/);
     expect(() => fencedUpdateStatement({ ...base, set: { 'body = 1 --': 1 } })).toThrow(
       /identifier/,
     );

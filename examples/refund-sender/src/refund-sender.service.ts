@@ -23,28 +23,27 @@ export class RefundSender {
   /** One grant's work. The token comes from `handle`, passed in, never from context. */
   async sendUnder(handle: LockHandle, id: string): Promise<SendResult> {
     const token = handle.fencingToken;
-    // The intent, before the side effect and in one fenced statement: an older token stops here.
-    const intent = await fencedUpdate<{ amount_minor: string }>(this.db.manager, {
-      table: 'refund',
-      id,
-      token,
-      set: { status: 'SENDING', sent_token: token.toString() },
-      when: { status: 'PENDING' },
-      returning: ['amount_minor'],
-    });
+    // The intent, before the side effect, in one fenced statement: an older token stops here.
+    const intent = await this.write(id, token, { status: 'SENDING', sent_token: `${token}` }, true);
     if (!intent.row) return this.refusedBecause(id, token);
     handle.checkStillHeld();
-    // Scoped to the token: a retry of this grant replays; a later grant never re-sends blindly.
     const order = { refundId: id, amountMinor: BigInt(intent.row.amount_minor) };
-    await this.sink.deliver(order, `refund-${id}-${token}`, handle.signal);
-    const done = await fencedUpdate(this.db.manager, {
-      table: 'refund',
-      id,
-      token,
-      set: { status: 'SENT' },
-      acceptSameToken: true,
-    });
-    return done.passed ? 'sent' : 'fenced';
+    try {
+      // Keyed by refund AND token: a retry within this grant replays instead of paying again.
+      await this.sink.deliver(order, `refund-${id}-${token}`, handle.signal);
+    } catch (err) {
+      // Lock lost: the aborted delivery paid nothing (RefundSink's contract); a later grant sends it.
+      if (handle.signal.aborted) await this.write(id, token, { status: 'PENDING' });
+      throw err;
+    }
+    return (await this.write(id, token, { status: 'SENT' })).row ? 'sent' : 'fenced';
+  }
+
+  /** A grant's first write needs a PENDING refund and a newer token; its later ones, its own token. */
+  private write(id: string, token: bigint, set: Record<string, unknown>, first = false) {
+    const spec = { table: 'refund', id, token, set, returning: ['amount_minor'] };
+    const rule = first ? { when: { status: 'PENDING' } } : { acceptSameToken: true };
+    return fencedUpdate<{ amount_minor: string }>(this.db.manager, { ...spec, ...rule });
   }
 
   /** The fenced write changed nothing: a newer token wrote (FENCED_OUT), or the refund moved on. */

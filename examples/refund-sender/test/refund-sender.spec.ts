@@ -84,45 +84,54 @@ it('sends a refund once, fenced by its grant; a later send finds it sent and pay
   expect(sink.delivered.size).toBe(1);
 });
 
-it('a stale holder (older token, unaware its lock was revoked) is fenced at the refund table', async () => {
-  const a = await sender('refunds-stale');
-  const b = await sender('refunds-next');
-  await newRefund('r-2', 990);
-  const stale = await (await a.get(LockSessionKeeper).session()).acquire('refund:r-2');
-  const revoked = await http('POST', `${server.url}/v1/locks/refund:r-2/revoke`, {
-    body: {
-      operator: 'refund-test-operator',
-      reason: 'worker hung',
-      expectedToken: `${stale.fencingToken}`,
-    },
-  });
-  expect(revoked.status).toBe(200);
-  await expect(b.get(RefundSender).send('r-2')).resolves.toBe('sent');
-  const newer = (await refund('r-2')) as { fence: string };
-  expect(BigInt(newer.fence)).toBeGreaterThan(stale.fencingToken);
-  // The stale holder still believes it holds the lock: only the table's fence stops it.
-  expect(() => stale.checkStillHeld()).not.toThrow();
-  await expect(a.get(RefundSender).sendUnder(stale, 'r-2')).resolves.toBe('fenced');
-  expect(await refund('r-2')).toEqual(newer);
-  expect([...sink.delivered.keys()]).toEqual([`refund-r-2-${newer.fence}`]);
-  await stale.release();
-});
-
-it('a lock lost during the payment aborts it: nothing is paid, and no later holder re-sends blindly', async () => {
+it('a lock lost during the payment aborts it: nothing is paid, and the next grant pays once', async () => {
   const a = await sender('refunds-slow');
   const b = await sender('refunds-after');
-  await newRefund('r-3', 4_000);
+  await newRefund('r-2', 4_000);
   // The network takes longer than the lease (1 s, given up locally after 0.7 s).
   sink.delayMs = 30_000;
   const failure = await a
     .get(RefundSender)
-    .send('r-3', { ttlMs: 1_000 })
+    .send('r-2', { ttlMs: 1_000 })
     .catch((err: unknown) => err);
   expect(failure).toMatchObject({ name: 'AbortError', cause: expect.any(LockLostError) });
   expect(sink.delivered.size).toBe(0);
-  const row = (await refund('r-3')) as { fence: string };
-  expect(row).toEqual({ id: 'r-3', status: 'SENDING', fence: row.fence, sent_token: row.fence });
+  const lost = (await refund('r-2')) as { fence: string };
+  expect(lost).toEqual({ id: 'r-2', status: 'PENDING', fence: lost.fence, sent_token: lost.fence });
   sink.delayMs = 0;
-  await expect(b.get(RefundSender).send('r-3')).resolves.toBe('needs-check');
+  await expect(b.get(RefundSender).send('r-2')).resolves.toBe('sent');
+  const sent = (await refund('r-2')) as { fence: string };
+  expect(BigInt(sent.fence)).toBeGreaterThan(BigInt(lost.fence));
+  expect([...sink.delivered.keys()]).toEqual([`refund-r-2-${sent.fence}`]);
+});
+
+it('a stale holder (older token, unaware its lock was revoked) is fenced at the refund table', async () => {
+  const stale = await sender('refunds-stale');
+  const a = await sender('refunds-newer');
+  await newRefund('r-3', 990);
+  const session = await stale.get(LockSessionKeeper).session();
+  const handle = await session.acquire('refund:r-3', { ttlMs: 30_000 });
+  const revoked = await http('POST', `${server.url}/v1/locks/refund:r-3/revoke`, {
+    body: {
+      operator: 'refund-test-operator',
+      reason: 'worker hung',
+      expectedToken: `${handle.fencingToken}`,
+    },
+  });
+  expect(revoked.status).toBe(200);
+  // A newer grant writes the refund (its payment was cut short, so it is PENDING again).
+  sink.delayMs = 30_000;
+  await expect(a.get(RefundSender).send('r-3', { ttlMs: 1_000 })).rejects.toMatchObject({
+    name: 'AbortError',
+  });
+  const newer = (await refund('r-3')) as { status: string; fence: string };
+  expect(newer.status).toBe('PENDING');
+  expect(BigInt(newer.fence)).toBeGreaterThan(handle.fencingToken);
+  sink.delayMs = 0;
+  // The stale holder still believes it holds the lock: only the table's fence stops it.
+  expect(() => handle.checkStillHeld()).not.toThrow();
+  await expect(stale.get(RefundSender).sendUnder(handle, 'r-3')).resolves.toBe('fenced');
+  expect(await refund('r-3')).toEqual(newer);
   expect(sink.delivered.size).toBe(0);
+  await handle.release();
 });

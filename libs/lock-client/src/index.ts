@@ -3,12 +3,7 @@
 // internals stay inside the package (they are contract numbers, not knobs).
 export { LockClient, type OpenSessionOptions } from './lock-client';
 export { LockSession, type AcquireOptions, type SessionState } from './lock-session';
-export {
-  LockHandle,
-  type HandleState,
-  type LeaseVerdict,
-  type RenewOptions,
-} from './lock-handle';
+export { LockHandle, type HandleState, type LeaseVerdict, type RenewOptions } from './lock-handle';
 export {
   type LockClientEvents,
   type LockClientLogger,

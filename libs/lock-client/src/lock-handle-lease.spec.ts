@@ -51,7 +51,11 @@ it('the lease left is the granted TTL less the margin, counted from the send', a
   expect(handle.leaseRemainingMs()).toBe(13_000);
   expect(handle.leaseCovers(13_000)).toEqual({ ok: true, remainingMs: 13_000, requiredMs: 13_000 });
   clock.jump(1);
-  expect(handle.leaseCovers(13_000)).toEqual({ ok: false, remainingMs: 12_999, requiredMs: 13_000 });
+  expect(handle.leaseCovers(13_000)).toEqual({
+    ok: false,
+    remainingMs: 12_999,
+    requiredMs: 13_000,
+  });
 });
 
 it('a server that grants less than asked shortens the lease to what it granted', async () => {

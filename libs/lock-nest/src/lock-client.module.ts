@@ -14,8 +14,7 @@ import { nestLockClientLogger } from './nest-logger';
 function createLockClient(options: LockClientModuleOptions, safety?: SafetyEvents): LockClient {
   // The one place session_lost is logged and counted (lock_session_lost_total), as before.
   const events: LockClientEvents | undefined =
-    options.events ??
-    (safety && { onSafetyEvent: (_event, fields) => safety.sessionLost(fields) });
+    options.events ?? (safety && { onSafetyEvent: (_event, fields) => safety.sessionLost(fields) });
   return new LockClient({
     ...options,
     logger: options.logger ?? nestLockClientLogger(new Logger('lock-client')),

@@ -255,9 +255,11 @@ it('the lock-server goes away: health goes down, withLock fails closed; it comes
     });
     expect(first.state).toBe('lost');
     const ran: string[] = [];
-    await expect(locks.withLock('ln:down', async () => void ran.push('ran'))).rejects.toMatchObject({
-      code: 'UNAVAILABLE',
-    });
+    await expect(locks.withLock('ln:down', async () => void ran.push('ran'))).rejects.toMatchObject(
+      {
+        code: 'UNAVAILABLE',
+      },
+    );
     expect(ran).toEqual([]);
     // Same port, same database: the keeper opens a fresh session on the next use.
     again = await spawnApp(
