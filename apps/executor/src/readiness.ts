@@ -10,7 +10,7 @@ export class LockSessionReadiness extends ReadinessCheck {
     super();
   }
 
-  check(): Promise<HealthIndicatorResult> {
+  async check(): Promise<HealthIndicatorResult> {
     return this.lockSession.isHealthy('lockSession');
   }
 }

@@ -3,9 +3,10 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import { LockSessionKeeper } from './lock-session.keeper';
 
 /**
- * Terminus indicator: up while the process holds an open lock-server session.
- * Asking opens one if there is none, so readiness also tells whether a lock
- * could be taken right now; without a session no protected work can run.
+ * Terminus indicator: up while the process holds an open lock-server session;
+ * without one no protected work can run. It never waits on the lock-server
+ * (a probe has a short timeout of its own): when down, it starts opening a
+ * session in the background, so the next probe sees the lock-server's state.
  */
 @Injectable()
 export class LockSessionHealthIndicator {
@@ -14,15 +15,13 @@ export class LockSessionHealthIndicator {
     private readonly health: HealthIndicatorService,
   ) {}
 
-  async isHealthy<const Key extends string = 'lockSession'>(
+  isHealthy<const Key extends string = 'lockSession'>(
     key: Key = 'lockSession' as Key,
-  ): Promise<HealthIndicatorResult<Key>> {
+  ): HealthIndicatorResult<Key> {
     const indicator = this.health.check(key);
-    try {
-      await this.keeper.session();
-      return indicator.up();
-    } catch {
-      return indicator.down({ message: 'no open lock-server session' });
-    }
+    if (this.keeper.isOpen) return indicator.up();
+    // Its outcome is the next probe's answer: a failure leaves it down, so nothing is lost here.
+    void this.keeper.session().catch(() => undefined);
+    return indicator.down({ message: 'no open lock-server session' });
   }
 }
