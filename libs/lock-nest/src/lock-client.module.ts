@@ -15,8 +15,9 @@ function createLockClient(options: LockClientModuleOptions, safety?: SafetyEvent
   // The one place session_lost is logged and counted (lock_session_lost_total), as before.
   const events: LockClientEvents | undefined =
     options.events ?? (safety && { onSafetyEvent: (_event, fields) => safety.sessionLost(fields) });
+  const { openAtBootstrap: _keeperOnly, ...sdkOptions } = options;
   return new LockClient({
-    ...options,
+    ...sdkOptions,
     logger: options.logger ?? nestLockClientLogger(new Logger('lock-client')),
     events,
   });
