@@ -1,5 +1,6 @@
 import { fileTokenProvider } from '@dlock/identity';
 import { Module, type DynamicModule } from '@nestjs/common';
+import { LockClientModule } from '@dlock/lock-nest';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from './config';
@@ -7,12 +8,11 @@ import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './execution/leas
 import { AttemptHooks, NoAttemptHooks } from './execution/attempt-hooks';
 import { PayoutExecutionService } from './execution/payout-execution.service';
 import { HarnessAttemptHooks } from './harness/harness-attempt-hooks';
-import { LockSessionHolder } from './lock/lock-session.holder';
 import { ExecutorMetrics } from './metrics';
 import { PayoutPollingLoop } from './polling/payout-polling.loop';
 import { LockSessionReadiness } from './readiness';
 
-/** The frozen config, visible to every module of the app (the session holder needs it too). */
+/** The frozen config, visible to every module of the app. */
 @Module({})
 class ConfigModule {
   static forRoot(config: ExecutorConfig): DynamicModule {
@@ -25,13 +25,6 @@ class ConfigModule {
   }
 }
 
-/** The session holder is shared by the loop and the readiness check. */
-@Module({
-  providers: [LockSessionHolder],
-  exports: [LockSessionHolder],
-})
-class LockSessionModule {}
-
 @Module({})
 export class ExecutorModule {
   static forRoot(config: ExecutorConfig): DynamicModule {
@@ -40,8 +33,16 @@ export class ExecutorModule {
       imports: [
         ObservabilityModule.forRoot({ app: 'executor', logLevel: config.LOG_LEVEL }),
         ConfigModule.forRoot(config),
-        HealthModule.register(LockSessionReadiness, [LockSessionModule]),
-        LockSessionModule,
+        // The one session, shared by the loop and the readiness check; closed at shutdown.
+        LockClientModule.forRoot({
+          baseUrl: config.LOCK_SERVER_URL,
+          ownerId: config.OWNER_ID,
+          token: fileTokenProvider(config.AUTH_TOKEN_DIR, 'lock-server'),
+          safetyMargin: config.LOCK_CLIENT_SAFETY_MARGIN,
+          sessionTtlMs: config.LOCK_SESSION_TTL_MS,
+          lockTtlMs: config.LOCK_DEFAULT_TTL_MS,
+        }),
+        HealthModule.register(LockSessionReadiness),
       ],
       providers: [
         ExecutorMetrics,

@@ -1,5 +1,6 @@
 import { fileTokenProvider } from '@dlock/identity';
 import { Inject, Module, type OnApplicationShutdown, type Type } from '@nestjs/common';
+import { LockClientModule } from '@dlock/lock-nest';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
 import { ReadOnlyDb, type DbName } from './db/read-only-db';
@@ -15,7 +16,6 @@ import { ReconcilerLoops } from './loops';
 import { ReconcilerMetrics } from './metrics';
 import { PaymentResourceClient, RailLookupClient, RailProxyClient } from '@dlock/payout-contract';
 import { RevocationsClient } from './peers/revocations.client';
-import { LockSessions } from './resolution/lock-sessions';
 import { PAYMENT_RESOURCE, PayoutResolver } from './resolution/payout-resolver';
 import { RAIL_LOOKUP, ResolutionService } from './resolution/resolution.service';
 
@@ -61,6 +61,15 @@ export function createAppModule(config: ReconcilerConfig): Type<unknown> {
       DatabasesModule,
       ObservabilityModule.forRoot({ app: 'reconciler', logLevel: config.LOG_LEVEL }),
       HealthModule.register(ReconcilerReadiness, [DatabasesModule]),
+      // One session, opened when first needed; failing to open it fails the pass closed.
+      LockClientModule.forRoot({
+        baseUrl: config.LOCK_SERVER_URL,
+        ownerId: config.OWNER_ID,
+        token: fileTokenProvider(config.AUTH_TOKEN_DIR, 'lock-server'),
+        safetyMargin: config.LOCK_CLIENT_SAFETY_MARGIN,
+        sessionTtlMs: config.LOCK_SESSION_TTL_MS,
+        lockTtlMs: config.LOCK_DEFAULT_TTL_MS,
+      }),
     ],
     controllers: [ReportController],
     providers: [
@@ -93,7 +102,6 @@ export function createAppModule(config: ReconcilerConfig): Type<unknown> {
       RevocationFencingService,
       TokenSourceCheck,
       ReconcilerMetrics,
-      LockSessions,
       PayoutResolver,
       ResolutionService,
       DetectiveService,
