@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// One TypeScript pass over every app and lib, aliases rewritten, then a
-// `dist/apps/<app>/main.js` entry per app (DECISIONS §8).
+// One TypeScript pass over every app and lib, aliases rewritten. Each app's
+// entry is `dist/apps/<app>/main.js` (from apps/<app>/main.ts), the layout
+// `npx nest build <app>` emits too (nest-cli.json, apps/<app>/tsconfig.app.json).
 'use strict';
 const { execSync } = require('node:child_process');
-const { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } = require('node:fs');
+const { rmSync } = require('node:fs');
 const { join } = require('node:path');
 
 const root = join(__dirname, '..');
@@ -11,13 +12,4 @@ const bin = (name) => join(root, 'node_modules', '.bin', name);
 rmSync(join(root, 'dist'), { recursive: true, force: true });
 execSync(`"${bin('tsc')}" -p tsconfig.build.json`, { cwd: root, stdio: 'inherit' });
 execSync(`"${bin('tsc-alias')}" -p tsconfig.build.json`, { cwd: root, stdio: 'inherit' });
-for (const app of readdirSync(join(root, 'apps'))) {
-  const compiled = join(root, 'dist', 'apps', app, 'src', 'main.js');
-  if (!existsSync(compiled)) continue;
-  mkdirSync(join(root, 'dist', 'apps', app), { recursive: true });
-  writeFileSync(
-    join(root, 'dist', 'apps', app, 'main.js'),
-    "'use strict';\nrequire('./src/main.js');\n",
-  );
-}
 console.log('[dlock] build complete: dist/apps/<app>/main.js');
