@@ -34,7 +34,11 @@ export class IntakeController {
   constructor(private readonly intake: IntakeService) {}
 
   @ApiOperation({ summary: 'Open a customer account' })
-  @ApiCreatedResponse({ schema: schemaRef('CreatedAccount'), headers: REPLAYED })
+  @ApiCreatedResponse({
+    description: 'Opened',
+    schema: schemaRef('CreatedAccount'),
+    headers: REPLAYED,
+  })
   @ApiContractErrors('IDEMPOTENCY_CONFLICT')
   @Post('accounts')
   async openAccount(
@@ -47,7 +51,11 @@ export class IntakeController {
 
   @ApiOperation({ summary: 'Deposit into an account' })
   @ApiParam({ name: 'accountId', schema: { type: 'string' } })
-  @ApiCreatedResponse({ schema: schemaRef('DepositResponse'), headers: REPLAYED })
+  @ApiCreatedResponse({
+    description: 'Deposited',
+    schema: schemaRef('DepositResponse'),
+    headers: REPLAYED,
+  })
   @ApiContractErrors('IDEMPOTENCY_CONFLICT', 'NOT_FOUND')
   @Post('accounts/:accountId/deposits')
   async deposit(
@@ -60,7 +68,11 @@ export class IntakeController {
   }
 
   @ApiOperation({ summary: 'Create a payout (PENDING until a worker takes it)' })
-  @ApiCreatedResponse({ schema: schemaRef('CreatedPayout'), headers: REPLAYED })
+  @ApiCreatedResponse({
+    description: 'Created',
+    schema: schemaRef('CreatedPayout'),
+    headers: REPLAYED,
+  })
   @ApiContractErrors('IDEMPOTENCY_CONFLICT', 'NOT_FOUND')
   @Post('payouts')
   async createPayout(
