@@ -19,6 +19,7 @@ import { requestDeadline } from './deadline';
 import { ContractExceptionFilter, sendError } from './exception.filter';
 import { int64Replacer, parseRequestBody } from './json';
 import { renderError } from './envelope';
+import { serveOpenApiDocument } from './openapi';
 import { requestTraceId, traceIdFrom, type TracedRequest } from './trace';
 import { contractValidationPipe } from './validation';
 
@@ -139,6 +140,10 @@ export async function serveHttpApp(
       ? options.auth
       : new TokenVerifier({ ...options.auth, audience: options.name }),
   );
+  serveOpenApiDocument(app, {
+    name: options.name,
+    authenticated: typeof options.auth !== 'string',
+  });
   app.enableShutdownHooks();
   await app.listen(options.port, options.host ?? '0.0.0.0');
   const address = app.getHttpServer().address();
