@@ -1,5 +1,11 @@
 import { applyDecorators, type INestApplication } from '@nestjs/common';
-import { ApiHeader, ApiResponse, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import {
+  ApiHeader,
+  ApiQuery,
+  ApiResponse,
+  SwaggerModule,
+  type OpenAPIObject,
+} from '@nestjs/swagger';
 import type {
   OperationObject,
   ParameterObject,
@@ -25,6 +31,7 @@ import {
   type WireProperties,
 } from '@dlock/payout-contract';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from './headers';
+import { READ_LIMIT } from './read-query';
 
 /**
  * The OpenAPI description of a service (docs/contract.md): served at
@@ -36,7 +43,7 @@ import { IDEMPOTENCY_KEY_MAX_LENGTH } from './headers';
  */
 export const OPENAPI_PATH = '/openapi.json';
 
-export { INSTANT, int64Text, MINOR_AMOUNT } from '@dlock/payout-contract';
+export { INSTANT, int64Text, MINOR_AMOUNT, objectSchema } from '@dlock/payout-contract';
 
 /** Named schemas referenced from decorators, added to each document that uses them. */
 const NAMED_SCHEMAS = new Map<string, SchemaObject>();
@@ -374,3 +381,16 @@ export function serveOpenApiDocument(app: INestApplication, options: OpenApiOpti
       res.status(200).type('application/json; charset=utf-8').send(doc),
     );
 }
+
+/** The `limit` of an advisory list read (READ_LIMIT: 1..500, 100 when absent). */
+export const ApiReadLimitQuery = () =>
+  ApiQuery({
+    name: 'limit',
+    required: false,
+    schema: {
+      type: 'integer',
+      minimum: READ_LIMIT.min,
+      maximum: READ_LIMIT.max,
+      default: READ_LIMIT.default,
+    },
+  });

@@ -1,5 +1,13 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
-import { parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
+import {
+  ApiReadLimitQuery,
+  INSTANT,
+  objectSchema,
+  parseIntQuery,
+  READ_LIMIT,
+  wireSchema,
+} from '@dlock/http-contract';
+import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { SafetyEventRecord } from './safety-event-feed';
 import { SafetyEvents } from './safety-events';
 
@@ -14,6 +22,24 @@ export interface SafetyEventsResponse {
   nextAfter: number;
 }
 
+const SAFETY_EVENTS_SCHEMA = wireSchema<SafetyEventsResponse>('SafetyEvents', {
+  service: { type: 'string' },
+  events: {
+    type: 'array',
+    items: objectSchema<SafetyEventRecord>({
+      seq: { type: 'integer', minimum: 1 },
+      at: INSTANT,
+      event: { type: 'string', example: 'fenced_out' },
+      fields: {
+        type: 'object',
+        additionalProperties: true,
+        description: "the log line's fields; tokens as decimal strings",
+      },
+    }),
+  },
+  nextAfter: { type: 'integer', minimum: 0 },
+});
+
 const QUERY = {
   after: { min: 0, max: Number.MAX_SAFE_INTEGER, default: 0 },
   limit: READ_LIMIT,
@@ -24,6 +50,7 @@ const QUERY = {
  * operator console (docs/operations.md, "Safety event feed"). Read-only;
  * authenticated like every non-health route.
  */
+@ApiTags('safety-events')
 @Controller('v1/safety-events')
 export class SafetyEventsController {
   constructor(
@@ -31,6 +58,15 @@ export class SafetyEventsController {
     @Inject(SAFETY_EVENT_SERVICE) private readonly service: string,
   ) {}
 
+  @ApiOperation({ summary: 'Recent safety events after a cursor, oldest first' })
+  @ApiQuery({
+    name: 'after',
+    required: false,
+    schema: { type: 'integer', minimum: 0, default: 0 },
+    description: 'the last seq already seen',
+  })
+  @ApiReadLimitQuery()
+  @ApiOkResponse({ description: 'Events', schema: SAFETY_EVENTS_SCHEMA })
   @Get()
   list(@Query() query: Record<string, unknown>): SafetyEventsResponse {
     const { after, limit } = parseIntQuery(query, QUERY);

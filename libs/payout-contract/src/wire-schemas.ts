@@ -261,6 +261,56 @@ export const PAYOUT_WIRE_SCHEMAS = {
     settlementWindowMs: nullable(INTEGER),
     transfers: { type: 'array', items: ref('RailTransfer') },
   }),
+  AccountList: objectSchema<Wire.AccountList>({
+    accounts: {
+      type: 'array',
+      items: objectSchema<Wire.AccountListItem>({
+        accountId: ACCOUNT_ID,
+        currency: CURRENCY,
+        balanceMinor: BALANCE,
+        fence: FENCE,
+      }),
+    },
+    truncated: { type: 'boolean', description: 'more accounts exist than `limit`' },
+  }),
+  PayoutStats: objectSchema<Wire.PayoutStats>({
+    windowSeconds: INTEGER,
+    byState: {
+      type: 'object',
+      description: 'every payout by state; each of the eight states present',
+      properties: Object.fromEntries(PAYOUT_STATES.map((s) => [s, INTEGER])),
+    },
+    postedPerBucket: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { at: INSTANT, count: INTEGER },
+        required: ['at', 'count'],
+      },
+    },
+    bucketSeconds: INTEGER,
+    latencyMillis: {
+      type: 'object',
+      description: 'created to POSTED over the window; percentiles null when count is 0',
+      properties: {
+        p50: nullable({ type: 'number' }),
+        p90: nullable({ type: 'number' }),
+        p99: nullable({ type: 'number' }),
+        count: INTEGER,
+      },
+      required: ['p50', 'p90', 'p99', 'count'],
+    },
+  }),
+  HighWaterList: objectSchema<Wire.HighWaterList>({
+    accounts: {
+      type: 'array',
+      items: objectSchema<Wire.HighWaterItem>({
+        accountId: ACCOUNT_ID,
+        highWater: int64Text('the highest token the proxy admitted for the account', 0),
+      }),
+    },
+    truncated: { type: 'boolean', description: 'more accounts exist than `limit`' },
+  }),
 } satisfies Record<string, SchemaObject>;
 
 export type PayoutWireSchemaName = keyof typeof PAYOUT_WIRE_SCHEMAS;

@@ -1,7 +1,9 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { formatFencingToken, type LockListDto, type SessionListDto } from '@dlock/lock-api';
-import { parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
+import { ApiReadLimitQuery, parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { LockStore, SessionRegistry } from '../store/lock-store.port';
+import { LOCK_LIST_SCHEMA, SESSION_LIST_SCHEMA } from './views';
 
 const QUERY = { limit: READ_LIMIT };
 
@@ -10,10 +12,14 @@ const QUERY = { limit: READ_LIMIT };
  * "Listings"): what is held and who is alive right now. Like L7 they decide
  * nothing; only the fenced write does.
  */
+@ApiTags('locks')
 @Controller('v1/locks')
 export class LockListingController {
   constructor(private readonly store: LockStore) {}
 
+  @ApiOperation({ summary: 'Locks held now, by key (advisory)' })
+  @ApiReadLimitQuery()
+  @ApiOkResponse({ description: 'Held locks', schema: LOCK_LIST_SCHEMA })
   @Get()
   async list(@Query() query: Record<string, unknown>): Promise<LockListDto> {
     const { limit } = parseIntQuery(query, QUERY);
@@ -31,10 +37,14 @@ export class LockListingController {
   }
 }
 
+@ApiTags('sessions')
 @Controller('v1/sessions')
 export class SessionListingController {
   constructor(private readonly sessions: SessionRegistry) {}
 
+  @ApiOperation({ summary: 'Live sessions, by id (advisory)' })
+  @ApiReadLimitQuery()
+  @ApiOkResponse({ description: 'Live sessions', schema: SESSION_LIST_SCHEMA })
   @Get()
   async list(@Query() query: Record<string, unknown>): Promise<SessionListDto> {
     const { limit } = parseIntQuery(query, QUERY);

@@ -5,9 +5,13 @@ import {
   type LockGrant,
   type LockGrantDto,
   type LockInfo,
+  type HeldLockDto,
+  type LiveSessionDto,
+  type LockListDto,
   type LockOutcome,
+  type SessionListDto,
 } from '@dlock/lock-api';
-import { INSTANT, int64Text, wireSchema } from '@dlock/http-contract';
+import { INSTANT, int64Text, objectSchema, wireSchema } from '@dlock/http-contract';
 import type { HeartbeatResult, OpenedSession } from '../store/lock-store.port';
 
 /** Wire shapes of C3 §3.3: tokens as decimal strings, instants RFC 3339 UTC ms. */
@@ -114,4 +118,38 @@ export const REVOKE_OUTCOME_SCHEMA = wireSchema<ReturnType<typeof outcomeView>>(
   revokedToken: int64Text('the evicted grant’s token'),
   newTokenFloor: int64Text('every later grant of this key exceeds it'),
   revocationId: UUID,
+});
+
+const TRUNCATED = { type: 'boolean', description: 'more exist than `limit`' } as const;
+
+export const LOCK_LIST_SCHEMA = wireSchema<LockListDto>('LockList', {
+  locks: {
+    type: 'array',
+    items: objectSchema<HeldLockDto>({
+      key: { type: 'string', pattern: LOCK_KEY_PATTERN.source },
+      ownerId: OWNER,
+      sessionId: UUID,
+      token: int64Text('the live grant’s token'),
+      leaseRemainingMillis: { type: 'integer', minimum: 0 },
+    }),
+  },
+  truncated: TRUNCATED,
+});
+
+export const SESSION_LIST_SCHEMA = wireSchema<SessionListDto>('SessionList', {
+  sessions: {
+    type: 'array',
+    items: objectSchema<LiveSessionDto>({
+      sessionId: UUID,
+      ownerId: OWNER,
+      ttlMillis: { type: 'integer', minimum: 1 },
+      ttlRemainingMillis: {
+        type: 'integer',
+        minimum: 0,
+        description: 'the last heartbeat was ttlMillis − ttlRemainingMillis ago',
+      },
+      locksHeld: { type: 'integer', minimum: 0 },
+    }),
+  },
+  truncated: TRUNCATED,
 });

@@ -1,6 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { formatFencingToken } from '@dlock/lock-api';
-import { parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
+import { ApiReadLimitQuery, parseIntQuery, READ_LIMIT, schemaRef } from '@dlock/http-contract';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { HighWaterList } from '@dlock/payout-contract';
 import { HighWaterListRepository } from './high-water-list.repository';
 
@@ -8,10 +9,14 @@ import { HighWaterListRepository } from './high-water-list.repository';
  * Every account's durable high-water mark, for the operator console to set
  * beside payment-resource's fence (docs/rail.md, "Console reads"). Advisory.
  */
+@ApiTags('rail')
 @Controller('v1/rail/high-water')
 export class HighWaterListController {
   constructor(private readonly marks: HighWaterListRepository) {}
 
+  @ApiOperation({ summary: "Every account's durable high-water mark, by id (advisory)" })
+  @ApiReadLimitQuery()
+  @ApiOkResponse({ description: 'High-water marks', schema: schemaRef('HighWaterList') })
   @Get()
   async list(@Query() query: Record<string, unknown>): Promise<HighWaterList> {
     const { limit } = parseIntQuery(query, { limit: READ_LIMIT });
