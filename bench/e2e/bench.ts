@@ -16,6 +16,8 @@
  *   BENCH_BASE_DIST=/tmp/base/dist BENCH_ROUNDS=5 ...   # tracing cost (docs/tracing.md): every
  *     throughput run is repeated per variant, interleaved (base build, traces off, traces to
  *     memory; base only when its dist/ is given), BENCH_ROUNDS times; medians and spread
+ *   BENCH_EXTRA_DISTS=main=/tmp/main/dist BENCH_TRACES_MEMORY=0 ...   # more builds (export off)
+ *     in the same interleaved rounds, after base; the memory variant left out
  *
  * Starts its own embedded PostgreSQL (under .tmp/), its own etcd (Debian's
  * etcd-server) and every process; stops them all at the end.
@@ -67,14 +69,29 @@ const TRACES_OFF: Variant = {
   env: { OTEL_TRACES_EXPORTER: 'none' },
 };
 
+/** More builds, export off (`name=dir/dist,…`): an earlier main, a build without propagation. */
+const EXTRA_DISTS = process.env.BENCH_EXTRA_DISTS ?? '';
+/** BENCH_TRACES_MEMORY=0 leaves out the export-to-memory variant. */
+const TRACES_MEMORY = process.env.BENCH_TRACES_MEMORY !== '0';
+
 const VARIANTS: Variant[] = [
   ...(BASE_DIST ? [{ name: 'base', dist: path.resolve(BASE_DIST), env: {} }] : []),
+  ...EXTRA_DISTS.split(',')
+    .filter(Boolean)
+    .map((spec) => {
+      const [name, dist] = spec.split('=');
+      return { name, dist: path.resolve(dist), env: { OTEL_TRACES_EXPORTER: 'none' } };
+    }),
   TRACES_OFF,
-  {
-    name: 'traces to memory',
-    dist: path.join(ROOT, 'dist'),
-    env: { OTEL_TRACES_EXPORTER: 'memory' },
-  },
+  ...(TRACES_MEMORY
+    ? [
+        {
+          name: 'traces to memory',
+          dist: path.join(ROOT, 'dist'),
+          env: { OTEL_TRACES_EXPORTER: 'memory' },
+        },
+      ]
+    : []),
 ];
 
 interface Config {
@@ -825,6 +842,8 @@ async function main(): Promise<void> {
     `BENCH_LATENCY_PAYOUTS=${LATENCY_PAYOUTS}`,
     `BENCH_ROUNDS=${ROUNDS}`,
     ...(BASE_DIST ? [`BENCH_BASE_DIST=${BASE_DIST}`] : []),
+    ...(EXTRA_DISTS ? [`BENCH_EXTRA_DISTS=${EXTRA_DISTS}`] : []),
+    ...(TRACES_MEMORY ? [] : ['BENCH_TRACES_MEMORY=0']),
   ].join(' ');
   const lines = [
     '# End-to-end payout benchmark',

@@ -1,9 +1,10 @@
+import { getEventListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { FencedOutError } from '@dlock/lock-api';
 import { unacceptingPort } from '@dlock/testing';
-import { PeerProtocolError, PeerUnavailableError } from './errors';
+import { PeerProtocolError, PeerUnavailableError, type CallBudget } from './errors';
 import { HOP_BUDGETS, withHopRetries } from './hop-policy';
 import { JsonPeer } from './peer';
 import { HttpTransport, IDLE_SOCKET_MS, RESPONSE_BYTES_MAX } from './transport';
@@ -167,6 +168,42 @@ describe('phases: could the request have been presented?', () => {
     });
     await expect(pending).rejects.toThrow('gone');
     expect(server.sockets).toEqual([]);
+  });
+});
+
+describe("a long-lived signal shared by every call (the executor's stop signal)", () => {
+  it('holds no abort listener once the calls end: answered, retried, refused or timed out', async () => {
+    // Every read is answered 503 first, then 200 on its retry.
+    const retried = new Set<string>();
+    server = await startServer((req, res) =>
+      retried.has(req.url!)
+        ? json(res, 200, '{}')
+        : (retried.add(req.url!), json(res, 503, envelope('NOT_LEADER', true))),
+    );
+    peer = new JsonPeer('p', server.base);
+    const stop = new AbortController().signal;
+    const read = (from: JsonPeer, path = '/x', budget: CallBudget = HOP_BUDGETS.advisoryRead) =>
+      withHopRetries(
+        'advisoryRead',
+        () => from.call({ method: 'GET', path, budget, signal: stop }),
+        stop,
+      );
+    // 16 lanes at once, as the executor's EXECUTOR_CONCURRENCY=16 does.
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, lane) => {
+        for (let i = 0; i < 5; i++) await read(peer, `/x/${lane}/${i}`);
+      }),
+    );
+    const refused = new JsonPeer('q', `http://127.0.0.1:${await closedPort()}`);
+    await failure(read(refused));
+    refused.close();
+    const silent = await startServer(() => undefined);
+    const hanging = new JsonPeer('r', silent.base);
+    await failure(read(hanging, '/x', { connectTimeoutMs: 300, readTimeoutMs: 30 }));
+    hanging.close();
+    await silent.close();
+    expect(server.seen).toHaveLength(160);
+    expect(getEventListeners(stop, 'abort')).toEqual([]);
   });
 });
 

@@ -14,7 +14,7 @@ import type { Duplex } from 'node:stream';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { TokenVerifier } from '@dlock/identity';
 import { authenticateRequests, type AuthOptions } from './authentication';
-import { runInRequestTrace } from '@dlock/tracing';
+import { inboundTrace, runInRequestTrace } from '@dlock/tracing';
 import { requestDeadline } from './deadline';
 import { ContractExceptionFilter, sendError } from './exception.filter';
 import { int64Replacer, parseRequestBody } from './json';
@@ -38,19 +38,18 @@ export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth
   // Every response is a fresh API answer; express would hash each body for an ETag nobody revalidates.
   app.set('etag', false);
   app.set('json replacer', int64Replacer);
-  app.use((req: TracedRequest, res: Response, next: NextFunction) =>
-    // The rest of the request runs in its trace (docs/tracing.md), found here when export is off.
-    runInRequestTrace(req.headers, [req, res], () => {
-      res.setHeader('trace-id', requestTraceId(req));
-      // The caller's budget starts counting on arrival; a malformed one is refused here.
-      try {
-        requestDeadline(req);
-        next();
-      } catch (err) {
-        next(err);
-      }
-    }),
-  );
+  app.use((req: TracedRequest, res: Response, next: NextFunction) => {
+    // Export off: this hop's trace, parsed once and kept on the request (docs/tracing.md).
+    req.hopTrace = inboundTrace(req.headers);
+    res.setHeader('trace-id', requestTraceId(req));
+    // The caller's budget starts counting on arrival; a malformed one is refused here.
+    try {
+      requestDeadline(req);
+      next();
+    } catch (err) {
+      next(err);
+    }
+  });
   if (auth instanceof TokenVerifier) authenticateRequests(app, auth);
   // inflate: false: a Content-Encoding other than identity is 415, never decoded (README, Wire conventions).
   app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES, inflate: false }));
@@ -67,6 +66,10 @@ export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth
       next(err);
     }
   });
+  // The handler runs in the request's trace: its log lines and outbound calls carry it.
+  app.use((req: TracedRequest, _res: Response, next: NextFunction) =>
+    runInRequestTrace(req.hopTrace, next),
+  );
   // Errors raised before Nest routing (body too large, malformed JSON) still leave as the envelope.
   app.use((err: unknown, req: TracedRequest, res: Response, _next: NextFunction) => {
     sendError(res, err, requestTraceId(req), logger, req.method);

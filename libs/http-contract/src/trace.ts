@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { activeTraceId } from '@dlock/tracing';
+import { activeTraceId, type HopTrace } from '@dlock/tracing';
 
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
@@ -34,14 +34,19 @@ export function traceIdFrom(header: string | string[] | undefined): string {
 
 export interface TracedRequest extends IncomingMessage {
   traceId?: string;
+  /** With export off, the ids this hop continues or starts (set on arrival, libs/tracing). */
+  hopTrace?: HopTrace;
 }
 
 /**
- * The trace id the request was given on arrival (set by the body/trace
- * middleware): the one OpenTelemetry continued or started for it (libs/tracing),
- * or, where tracing is not started (in-process tests), the header's own.
+ * The trace id the request was given on arrival (set by the first
+ * middleware): the one libs/tracing (export off) or OpenTelemetry's HTTP
+ * instrumentation (export on) continued or started for it, or, where tracing
+ * is not started (in-process tests), the header's own.
  */
 export function requestTraceId(req: TracedRequest): string {
-  if (!req.traceId) req.traceId = activeTraceId() ?? traceIdFrom(req.headers.traceparent);
+  if (!req.traceId) {
+    req.traceId = req.hopTrace?.traceId ?? activeTraceId() ?? traceIdFrom(req.headers.traceparent);
+  }
   return req.traceId;
 }

@@ -2,4 +2,4 @@ export * from './config';
 export * from './context';
 export type { SpanRecord } from './memory-exporter';
 export * from './start';
-export { runInRequestTrace, withTraceHeaders } from './propagation';
+export { inboundTrace, runInRequestTrace, withTraceHeaders, type HopTrace } from './propagation';

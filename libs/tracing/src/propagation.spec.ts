@@ -2,9 +2,13 @@ import { context, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AlwaysOffSampler } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { EventEmitter } from 'node:events';
 import { activeTraceFields, inRootSpan } from './context';
-import { runInRequestTrace, setManualPropagation, withTraceHeaders } from './propagation';
+import {
+  inboundTrace,
+  runInRequestTrace,
+  setManualPropagation,
+  withTraceHeaders,
+} from './propagation';
 
 const CALLER_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const CALLER = `00-${CALLER_TRACE}-b7ad6b7169203331-01`;
@@ -16,25 +20,27 @@ beforeAll(() => provider.register({ propagator: new W3CTraceContextPropagator() 
 afterAll(() => provider.shutdown());
 beforeEach(() => setManualPropagation(true));
 
-/** The ids active in a listener of the request, called back from outside its context. */
-function idsInRequest(headers: Record<string, string | string[]>) {
-  const req = new EventEmitter();
-  return new Promise<{ traceId?: string; spanId?: string; outbound: Record<string, string> }>(
-    (resolve) => {
-      // As a body parser does: listens from inside the request, is called back from outside.
-      runInRequestTrace(headers, [req], () =>
-        req.on('end', () =>
-          resolve({ ...activeTraceFields(), outbound: withTraceHeaders({ accept: 'x' }) }),
-        ),
+/** The ids on the request, and those active in its handler after an await, as a handler sees them. */
+async function idsInRequest(headers: Record<string, string | string[]>) {
+  const hop = inboundTrace(headers);
+  const seen = await new Promise<{
+    traceId?: string;
+    spanId?: string;
+    outbound: Record<string, string>;
+  }>((resolve) =>
+    runInRequestTrace(hop, () => {
+      void new Promise(setImmediate).then(() =>
+        resolve({ ...activeTraceFields(), outbound: withTraceHeaders({ accept: 'x' }) }),
       );
-      setImmediate(() => req.emit('end'));
-    },
+    }),
   );
+  return { hop, ...seen };
 }
 
 describe('runInRequestTrace (export off)', () => {
-  it("continues the caller's trace under a span of this hop, through later events, and forwards it", async () => {
+  it("continues the caller's trace under a span of this hop, through the handler, and forwards it", async () => {
     const seen = await idsInRequest({ traceparent: CALLER });
+    expect(seen.hop).toEqual({ traceId: seen.traceId, spanId: seen.spanId });
     expect(seen.traceId).toBe(CALLER_TRACE);
     expect(seen.spanId).toMatch(/^[0-9a-f]{16}$/);
     expect(seen.spanId).not.toBe('b7ad6b7169203331');
@@ -101,7 +107,7 @@ describe('inRootSpan (export off)', () => {
         outbound: withTraceHeaders({}),
       }));
     const [a, b] = await new Promise<Awaited<ReturnType<typeof inAttempt>>[]>((resolve) =>
-      runInRequestTrace({ traceparent: CALLER }, [], () => {
+      runInRequestTrace(inboundTrace({ traceparent: CALLER }), () => {
         void Promise.all([inAttempt(), inAttempt()]).then(resolve);
       }),
     );

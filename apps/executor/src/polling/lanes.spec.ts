@@ -1,5 +1,6 @@
+import { getMaxListeners } from 'node:events';
 import type { PayoutSummary } from '@dlock/payout-contract';
-import { backlogAgeSeconds, lanesByAccount, shuffled } from './lanes';
+import { backlogAgeSeconds, lanesByAccount, shuffled, stopController } from './lanes';
 
 function p(
   payoutId: string,
@@ -49,4 +50,12 @@ test('shuffled keeps every item exactly once', () => {
   const items = [1, 2, 3, 4, 5, 6];
   expect([...shuffled(items)].sort()).toEqual(items);
   expect(shuffled(items, () => 0)).toEqual([2, 3, 4, 5, 6, 1]);
+});
+
+describe('stopController', () => {
+  it('lets the 16 lanes and the poll sleep listen at once, and no more, before node warns of a leak', () => {
+    // Node warns (MaxListenersExceededWarning) once an AbortSignal has more listeners than this.
+    expect(getMaxListeners(stopController(16).signal)).toBe(17);
+    expect(getMaxListeners(stopController(1).signal)).toBe(2);
+  });
 });

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { PayoutSummary } from '@dlock/payout-contract';
 
 /**
@@ -40,4 +41,17 @@ export function shuffled<T>(items: readonly T[], random: () => number = Math.ran
     [out[i], out[j]] = [out[j], out[i]];
   }
   return out;
+}
+
+/**
+ * The loop's stop signal. Every lane passes it to its lock acquire, whose
+ * call listens on it until it ends (and then stops listening), and the loop's
+ * own poll sleep listens too: up to `lanes + 1` listeners at once by design.
+ * Node warns of a leak from the 11th (MaxListenersExceededWarning at 16 lanes);
+ * the limit is this bound, so a listener that really stays behind still warns.
+ */
+export function stopController(lanes: number): AbortController {
+  const stop = new AbortController();
+  setMaxListeners(lanes + 1, stop.signal);
+  return stop;
 }

@@ -20,7 +20,7 @@ import {
 import type { AttemptResult } from '../execution/execution-outcome';
 import { PayoutExecutionService } from '../execution/payout-execution.service';
 import { ExecutorMetrics } from '../metrics';
-import { backlogAgeSeconds, lanesByAccount, shuffled } from './lanes';
+import { backlogAgeSeconds, lanesByAccount, shuffled, stopController } from './lanes';
 
 /**
  * States a dead worker can leave a payout in, polled for recovery by state.
@@ -41,7 +41,7 @@ const BACKLOG_REFRESH_MS = 1_000;
 @Injectable()
 export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('polling-loop');
-  private readonly stopping = new AbortController();
+  private readonly stopping: AbortController;
   private readonly lanes = new Set<Promise<void>>();
   private readonly busyAccounts = new Set<string>();
   private loop: Promise<void> | undefined;
@@ -55,7 +55,9 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
     private readonly executor: PayoutExecutionService,
     private readonly sessions: LockSessionKeeper,
     private readonly metrics: ExecutorMetrics,
-  ) {}
+  ) {
+    this.stopping = stopController(config.EXECUTOR_CONCURRENCY);
+  }
 
   onApplicationBootstrap(): void {
     this.loop = this.run();
