@@ -1,7 +1,7 @@
 import { env } from '@dlock/config';
 
 /**
- * The variables every authenticating service reads (docs/security.md). Both
+ * The variables every authenticating service reads (docs/security.md). All
  * are required: there is no setting under which a service skips the check.
  */
 export const AUTH_ENV = {
@@ -9,6 +9,8 @@ export const AUTH_ENV = {
   AUTH_JWKS: env.string({ maxLength: 2048 }),
   /** The `iss` every accepted token must carry. */
   AUTH_ISSUER: env.string({ maxLength: 512 }),
+  /** The authorisation policy file (YAML or JSON), read and validated once at start. */
+  AUTH_POLICY: env.string({ maxLength: 1024 }),
 };
 
 /**
