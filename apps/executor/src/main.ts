@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   await serveHttpApp(rootModule(config), {
     port: config.PORT,
     name: 'executor',
-    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
   });
 }
 

@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   await serveHttpApp(lockServerAppModule(config), {
     port: config.PORT,
     name: 'lock-server',
-    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
   });
 }
 

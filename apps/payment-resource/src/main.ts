@@ -10,7 +10,7 @@ async function main(): Promise<void> {
   await serveHttpApp(createAppModule(config), {
     port: config.PORT,
     name: 'payment-resource',
-    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
   });
 }
 

@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   await serveHttpApp(rootModule(config), {
     port: config.PORT,
     name: 'rail-proxy',
-    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
   });
   if (!config.RAIL_PROXY_FENCING_ENABLED) {
     new Logger('rail-proxy').warn(

@@ -7,6 +7,7 @@ import {
   RequestDeadlineParam,
   TraceIdParam,
   type RequestDeadline,
+  Operation,
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
 import {
@@ -41,6 +42,7 @@ export class SubmissionsController {
   constructor(private readonly service: SubmissionService) {}
 
   @Post()
+  @Operation('rail.submit')
   @HttpCode(200)
   submit(
     @FencingTokenParam() token: FencingToken,
@@ -68,6 +70,7 @@ export class SubmissionsController {
 
   /** R2 (advisory, never a correctness input): the proxy's record(s) of the payout. */
   @Get(':payoutId')
+  @Operation('rail.read')
   async records(@Param() params: PayoutIdParams): Promise<SubmissionsResponse> {
     const records = await this.service.recordsOf(params.payoutId);
     if (records.length === 0) {

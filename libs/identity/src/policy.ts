@@ -118,6 +118,22 @@ export function loadPolicyFile(path: string): AuthPolicy {
   return parsePolicy(text, path);
 }
 
+const loaded = new Map<string, AuthPolicy>();
+
+/**
+ * The policy of `path`, read and validated on first use and kept for the
+ * life of the process: the authorisation guard and a service's own rules (the
+ * lock-server's revoke approvals) see the same policy, read once at start.
+ */
+export function policyFile(path: string): AuthPolicy {
+  let policy = loaded.get(path);
+  if (policy === undefined) {
+    policy = loadPolicyFile(path);
+    loaded.set(path, policy);
+  }
+  return policy;
+}
+
 /** Parses YAML (or JSON, which is YAML) and validates every entry. */
 export function parsePolicy(text: string, source: string): AuthPolicy {
   const lines = new LineCounter();

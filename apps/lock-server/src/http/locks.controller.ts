@@ -8,6 +8,7 @@ import {
   RequestDeadlineParam,
   boundedWaitMs,
   type RequestDeadline,
+  Operation,
 } from '@dlock/http-contract';
 import { LockService } from '../core/lock.service';
 import { AcquireBody, ReleaseBody, ReleaseQuery, RenewBody, RevokeBody } from './dto';
@@ -24,6 +25,7 @@ export class LocksController {
 
   /** L4. */
   @Post(':key/acquire')
+  @Operation('locks.acquire', { lockKeyParam: 'key' })
   @HttpCode(200)
   async acquire(
     @Param('key') rawKey: string,
@@ -61,6 +63,7 @@ export class LocksController {
 
   /** L5: same grant, later expiry; the token never changes. */
   @Post(':key/renew')
+  @Operation('locks.renew')
   @HttpCode(200)
   async renew(
     @Param('key') rawKey: string,
@@ -80,6 +83,7 @@ export class LocksController {
 
   /** L6: compare-and-delete on (key, token); sessionId (body or query) is attribution only. */
   @Delete(':key')
+  @Operation('locks.release')
   @HttpCode(204)
   @SkipThrottle()
   async release(
@@ -94,12 +98,14 @@ export class LocksController {
 
   /** L7 (advisory only, FR-07). */
   @Get(':key')
+  @Operation('locks.inspect')
   async inspect(@Param('key') rawKey: string) {
     return lockInfoView(await this.locks.inspect(parseLockKey(rawKey)));
   }
 
   /** L8: operator force-revoke. */
   @Post(':key/revoke')
+  @Operation('locks.revoke')
   @HttpCode(200)
   async revoke(@Param('key') rawKey: string, @Body() body: RevokeBody) {
     const key = parseLockKey(rawKey);

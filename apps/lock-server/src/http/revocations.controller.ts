@@ -6,6 +6,7 @@ import {
   ValidationError,
 } from '@dlock/lock-api';
 import { RevocationLog } from '../store/revocation-log.port';
+import { Operation } from '@dlock/http-contract';
 
 export const REVOCATIONS_LIMIT_MAX = 500;
 const REVOCATIONS_LIMIT_DEFAULT = 100;
@@ -49,6 +50,7 @@ export class RevocationsController {
   constructor(private readonly log: RevocationLog) {}
 
   @Get()
+  @Operation('revocations.list')
   async list(@Query() query: Record<string, unknown>) {
     const { afterFloor, limit } = parseQuery(query);
     const items = await this.log.list(afterFloor, limit);

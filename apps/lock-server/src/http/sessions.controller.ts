@@ -2,7 +2,7 @@ import { Body, Controller, Delete, HttpCode, Param, Post, Req } from '@nestjs/co
 import type { Request } from 'express';
 import { SkipThrottle } from '@nestjs/throttler';
 import { ValidationError } from '@dlock/lock-api';
-import { CallerIdentity, OwnerIdParam, ownerIdHeader } from '@dlock/http-contract';
+import { CallerIdentity, OwnerIdParam, ownerIdHeader, Operation } from '@dlock/http-contract';
 import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
 import { SessionService } from '../core/session.service';
 import { OpenSessionBody } from './dto';
@@ -20,6 +20,7 @@ export class SessionsController {
    * header was checked at the gate, docs/security.md).
    */
   @Post()
+  @Operation('sessions.open')
   async open(
     @Body() body: OpenSessionBody,
     @Req() req: Request,
@@ -45,6 +46,7 @@ export class SessionsController {
 
   /** L2. */
   @Post(':sessionId/heartbeat')
+  @Operation('sessions.heartbeat')
   @HttpCode(200)
   async heartbeat(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {
     return heartbeatView(await this.sessions.heartbeat(parseSessionId(sessionId)));
@@ -52,6 +54,7 @@ export class SessionsController {
 
   /** L3: 204, and every lock of the session is released. */
   @Delete(':sessionId')
+  @Operation('sessions.close')
   @HttpCode(204)
   @SkipThrottle()
   async close(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {

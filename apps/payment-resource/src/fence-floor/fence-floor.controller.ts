@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { FenceFloorBody, parseFloorRequest } from '@dlock/http-contract';
+import { FenceFloorBody, parseFloorRequest, Operation } from '@dlock/http-contract';
 import type { AccountFloorResponse } from '@dlock/payout-contract';
 import { FenceFloorService } from './fence-floor.service';
 
@@ -13,6 +13,7 @@ export class FenceFloorController {
   constructor(private readonly service: FenceFloorService) {}
 
   @Post(':accountId/fence-floor')
+  @Operation('accounts.fence-floor')
   @HttpCode(200)
   raise(
     @Param('accountId') rawId: string,

@@ -1,6 +1,6 @@
 import { Body, Controller, Param, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { ClientIdempotencyKeyParam } from '@dlock/http-contract';
+import { ClientIdempotencyKeyParam, Operation } from '@dlock/http-contract';
 import type { CreatedAccount, CreatedPayout, DepositResponse } from '@dlock/payout-contract';
 import { IntakeService, type IntakeAnswer } from '../service/intake.service';
 import { CreateAccountBody, CreatePayoutBody, DepositBody } from './intake.dto';
@@ -19,6 +19,7 @@ export class IntakeController {
   constructor(private readonly intake: IntakeService) {}
 
   @Post('accounts')
+  @Operation('accounts.create')
   async openAccount(
     @ClientIdempotencyKeyParam() key: string,
     @Body() body: CreateAccountBody,
@@ -28,6 +29,7 @@ export class IntakeController {
   }
 
   @Post('accounts/:accountId/deposits')
+  @Operation('accounts.deposit')
   async deposit(
     @Param('accountId') accountId: string,
     @ClientIdempotencyKeyParam() key: string,
@@ -38,6 +40,7 @@ export class IntakeController {
   }
 
   @Post('payouts')
+  @Operation('payouts.create')
   async createPayout(
     @ClientIdempotencyKeyParam() key: string,
     @Body() body: CreatePayoutBody,

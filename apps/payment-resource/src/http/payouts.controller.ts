@@ -16,6 +16,7 @@ import {
   RequestDeadlineParam,
   TraceIdParam,
   type RequestDeadline,
+  Operation,
 } from '@dlock/http-contract';
 import { PayoutCommands, type Grant } from '../service/payout-commands.service';
 import { PayoutQueries } from '../service/payout-queries.service';
@@ -42,18 +43,21 @@ export class PayoutsController {
 
   /** P1 (advisory). */
   @Get()
+  @Operation('payouts.list')
   list(@Query() query: Record<string, unknown>): Promise<PayoutPage> {
     return this.queries.list(parseListQuery(query));
   }
 
   /** P4 (advisory). */
   @Get(':payoutId')
+  @Operation('payouts.read')
   get(@Param('payoutId') payoutId: string): Promise<PayoutDetail> {
     return this.queries.get(payoutIdParam(payoutId));
   }
 
   /** P2. */
   @Post(':payoutId/claim')
+  @Operation('payouts.claim')
   @HttpCode(200)
   claim(
     @Param('payoutId') payoutId: string,
@@ -73,6 +77,7 @@ export class PayoutsController {
 
   /** P3. */
   @Post(':payoutId/post')
+  @Operation('payouts.post')
   @HttpCode(200)
   post(
     @Param('payoutId') payoutId: string,
@@ -92,6 +97,7 @@ export class PayoutsController {
 
   /** P6. */
   @Post(':payoutId/rail-outcome')
+  @Operation('payouts.rail-outcome')
   @HttpCode(200)
   railOutcome(
     @Param('payoutId') payoutId: string,
@@ -111,6 +117,7 @@ export class PayoutsController {
 
   /** P7: operator action, no token. */
   @Post(':payoutId/abandon')
+  @Operation('payouts.abandon')
   @HttpCode(200)
   abandon(
     @Param('payoutId') payoutId: string,
@@ -121,6 +128,7 @@ export class PayoutsController {
 
   /** P8. */
   @Post(':payoutId/resolve')
+  @Operation('payouts.resolve')
   @HttpCode(200)
   resolve(
     @Param('payoutId') payoutId: string,

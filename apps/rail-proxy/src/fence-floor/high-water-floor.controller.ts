@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { FenceFloorBody, parseFloorRequest } from '@dlock/http-contract';
+import { FenceFloorBody, parseFloorRequest, Operation } from '@dlock/http-contract';
 import type { HighWaterFloorResponse } from '@dlock/payout-contract';
 import { HighWaterFloorService } from './high-water-floor.service';
 
@@ -14,6 +14,7 @@ export class HighWaterFloorController {
   constructor(private readonly service: HighWaterFloorService) {}
 
   @Post(':accountId/floor')
+  @Operation('high-water.floor')
   @HttpCode(200)
   raise(
     @Param('accountId') rawId: string,

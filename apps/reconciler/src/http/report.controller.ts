@@ -3,6 +3,7 @@ import { formatInstant } from '@dlock/lock-api';
 import { DetectiveService } from '../detective/detective.service';
 import { RailSweepService } from '../detective/rail-sweep.service';
 import { ResolutionService } from '../resolution/resolution.service';
+import { Operation } from '@dlock/http-contract';
 
 /** For operators and the harness: the last detective run and the resolution state. Read-only. */
 @Controller('v1/reconciler')
@@ -14,6 +15,7 @@ export class ReportController {
   ) {}
 
   @Get('report')
+  @Operation('reconciler.report')
   report() {
     return {
       generatedAt: formatInstant(new Date()),
