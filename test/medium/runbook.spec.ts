@@ -812,8 +812,9 @@ const CASES: Case[] = [
       expect(out.stdout).toMatch(/\[X\] \d+ LockSchema1764400000000/);
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationsKept1796083200000/);
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationsChained1796313600000/);
+      expect(out.stdout).toMatch(/\[X\] \d+ RevocationRequests1796400000000/);
       expect(out.stdout).toContain(
-        'Migration RevocationsChained1796313600000 has been reverted successfully',
+        'Migration RevocationRequests1796400000000 has been reverted successfully',
       );
     },
   },

@@ -5,7 +5,9 @@ import { ThrottlerModule } from '@nestjs/throttler';
 import { DeadlineGuard } from '@dlock/http-contract';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
+import { policyFile, AuthPolicy } from '@dlock/identity';
 import { LockService } from './core/lock.service';
+import { RevokeService } from './core/revoke.service';
 import { SessionService } from './core/session.service';
 import { IdentityThrottlerGuard } from './http/identity-throttler.guard';
 import { LocksController } from './http/locks.controller';
@@ -50,6 +52,9 @@ export class LockServerModule {
         configProvider,
         LockService,
         SessionService,
+        RevokeService,
+        // The same policy the authorisation guard enforces: revoke approvals (docs/security.md).
+        { provide: AuthPolicy, useFactory: () => policyFile(config.AUTH_POLICY) },
         // A caller with less than this left would not hear the answer (docs/lock-server.md).
         { provide: APP_GUARD, useValue: new DeadlineGuard(LOCK_DEADLINE_MIN_MS) },
         // Per caller identity, limits in config (LOCK_RATE_LIMIT, LOCK_RATE_WINDOW_MS).

@@ -159,7 +159,7 @@ describe('policy validation names the line and the entry', () => {
     [
       'a too short approval window',
       `${VALID}revoke:\n  approvals: 2\n  approvalWindowMs: 5\n`,
-      'AUTH_POLICY p.yaml:11: revoke.approvalWindowMs: must be an integer 10000..86400000',
+      'AUTH_POLICY p.yaml:11: revoke.approvalWindowMs: must be an integer 1000..86400000',
     ],
     [
       'an empty subject',

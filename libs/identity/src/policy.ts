@@ -31,7 +31,7 @@ export interface PolicySpec {
 export type PolicyDecision = { allowed: true } | { allowed: false; reason: string };
 
 export const POLICY_VERSION = 1;
-export const APPROVAL_WINDOW_MIN_MS = 10_000;
+export const APPROVAL_WINDOW_MIN_MS = 1_000;
 export const APPROVAL_WINDOW_MAX_MS = 86_400_000;
 const PATTERN_MAX_LENGTH = 256;
 const ENTRIES_MAX = 1000;

@@ -2,7 +2,9 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from
 import type { Response } from 'express';
 import { SkipThrottle } from '@nestjs/throttler';
 import { parseFencingToken, type FencingToken } from '@dlock/lock-api';
+import type { VerifiedIdentity } from '@dlock/identity';
 import {
+  CallerIdentity,
   FencingTokenParam,
   OwnerIdParam,
   RequestDeadlineParam,
@@ -11,9 +13,10 @@ import {
   Operation,
 } from '@dlock/http-contract';
 import { LockService } from '../core/lock.service';
+import { RevokeService } from '../core/revoke.service';
 import { AcquireBody, ReleaseBody, ReleaseQuery, RenewBody, RevokeBody } from './dto';
 import { parseLockKey } from './params';
-import { grantView, lockInfoView, outcomeView } from './views';
+import { grantView, lockInfoView, outcomeView, revocationRequestView } from './views';
 
 /** Kept back from the caller's deadline when bounding a server-side wait. */
 const ACQUIRE_DEADLINE_MARGIN_MS = 200;
@@ -21,7 +24,10 @@ const ACQUIRE_DEADLINE_MARGIN_MS = 200;
 /** L4-L8. Controllers parse and map; the rules live in LockService. */
 @Controller('v1/locks')
 export class LocksController {
-  constructor(private readonly locks: LockService) {}
+  constructor(
+    private readonly locks: LockService,
+    private readonly revocations: RevokeService,
+  ) {}
 
   /** L4. */
   @Post(':key/acquire')
@@ -103,21 +109,35 @@ export class LocksController {
     return lockInfoView(await this.locks.inspect(parseLockKey(rawKey)));
   }
 
-  /** L8: operator force-revoke. */
+  /**
+   * L8: operator force-revoke. The policy says who may (docs/security.md); the
+   * body's `operator` is the name recorded with the revocation. Under a
+   * two-person policy this only files the request: 202 with its id.
+   */
   @Post(':key/revoke')
   @Operation('locks.revoke')
   @HttpCode(200)
-  async revoke(@Param('key') rawKey: string, @Body() body: RevokeBody) {
+  async revoke(
+    @Param('key') rawKey: string,
+    @Body() body: RevokeBody,
+    @CallerIdentity() caller: VerifiedIdentity,
+    @Res({ passthrough: true }) res: Response,
+  ) {
     const key = parseLockKey(rawKey);
-    const outcome = await this.locks.revoke({
-      key,
-      operator: body.operator,
-      reason: body.reason,
-      expectedToken:
-        body.expectedToken === undefined
-          ? undefined
-          : parseFencingToken(body.expectedToken, 'expectedToken'),
-    });
-    return outcomeView(outcome);
+    const result = await this.revocations.revoke(
+      {
+        key,
+        operator: body.operator,
+        reason: body.reason,
+        expectedToken:
+          body.expectedToken === undefined
+            ? undefined
+            : parseFencingToken(body.expectedToken, 'expectedToken'),
+      },
+      caller.subject,
+    );
+    if (result.kind === 'revoked') return outcomeView(result.outcome);
+    res.status(202);
+    return revocationRequestView(result.request);
   }
 }

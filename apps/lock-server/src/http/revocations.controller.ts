@@ -1,12 +1,22 @@
-import { Controller, Get, Query } from '@nestjs/common';
+import { Controller, Get, HttpCode, Logger, Param, Post, Query, Req } from '@nestjs/common';
+import type { Request } from 'express';
 import {
   FENCING_TOKEN_MAX,
   formatFencingToken,
   formatInstant,
   ValidationError,
 } from '@dlock/lock-api';
+import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
+import { RevokeService } from '../core/revoke.service';
 import { RevocationLog } from '../store/revocation-log.port';
-import { Operation } from '@dlock/http-contract';
+import { parseRequestId } from './params';
+import { outcomeView } from './views';
+import {
+  CallerIdentity,
+  Operation,
+  recordAuthRefusal,
+  type AuthenticatedRequest,
+} from '@dlock/http-contract';
 
 export const REVOCATIONS_LIMIT_MAX = 500;
 const REVOCATIONS_LIMIT_DEFAULT = 100;
@@ -47,7 +57,38 @@ function parseQuery(query: Record<string, unknown>): { afterFloor: bigint; limit
  */
 @Controller('v1/revocations')
 export class RevocationsController {
-  constructor(private readonly log: RevocationLog) {}
+  private readonly logger = new Logger('auth');
+
+  constructor(
+    private readonly log: RevocationLog,
+    private readonly revocations: RevokeService,
+  ) {}
+
+  /**
+   * The second operator's approval of a two-person force-revoke
+   * (docs/security.md): the revoke happens now, answered like L8's 200.
+   * The requester itself is 403; a used request 409; a closed window 410.
+   */
+  @Post(':requestId/approve')
+  @Operation('revocations.approve')
+  @HttpCode(200)
+  async approve(
+    @Param('requestId') rawId: string,
+    @CallerIdentity() caller: VerifiedIdentity,
+    @Req() req: AuthenticatedRequest & Request,
+  ) {
+    const requestId = parseRequestId(rawId);
+    try {
+      return {
+        ...outcomeView(await this.revocations.approve(requestId, caller.subject)),
+        requestId,
+      };
+    } catch (err) {
+      if (err instanceof ForbiddenError)
+        recordAuthRefusal(this.logger, req, err, caller.subject, 'policy');
+      throw err;
+    }
+  }
 
   @Get()
   @Operation('revocations.list')

@@ -7,6 +7,7 @@ import {
   type LockOutcome,
 } from '@dlock/lock-api';
 import type { HeartbeatResult, OpenedSession } from '../store/lock-store.port';
+import type { RevocationRequest } from '../store/revocation-requests.port';
 
 /** Wire shapes of C3 §3.3: tokens as decimal strings, instants RFC 3339 UTC ms. */
 export function grantView(grant: LockGrant): LockGrantDto {
@@ -57,5 +58,19 @@ export function outcomeView(outcome: LockOutcome) {
     revokedToken: formatFencingToken(outcome.revokedToken),
     newTokenFloor: formatFencingToken(outcome.newTokenFloor),
     revocationId: outcome.revocationId,
+  };
+}
+
+/** 202 of a two-person revoke: what was asked, by whom, and until when a second operator may approve. */
+export function revocationRequestView(r: RevocationRequest) {
+  return {
+    requestId: r.requestId,
+    key: r.key,
+    status: 'PENDING_APPROVAL',
+    operator: r.operator,
+    reason: r.reason,
+    requestedBy: r.requestedBy,
+    requestedAt: formatInstant(r.requestedAt),
+    expiresAt: formatInstant(r.expiresAt),
   };
 }
