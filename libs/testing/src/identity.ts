@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   DEV_ISSUER,
   DEV_TOKEN_TTL_SEC,
@@ -12,7 +12,15 @@ import {
   type TokenProvider,
 } from '@dlock/identity';
 
-const POLICY_DIR = join(__dirname, '..', '..', '..', 'deploy', 'policy');
+/** deploy/policy of the repository, found from here in sources (jest) and in dist/ (benches). */
+function policyDir(): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'deploy', 'policy');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) throw new Error(`no deploy/policy above ${__dirname}`);
+  }
+}
+const POLICY_DIR = policyDir();
 /**
  * What spawnApp's apps enforce unless a test says otherwise: anyone may do
  * anything (tests act under many made-up names and keys). Tests about

@@ -71,7 +71,7 @@ export class PgRevocationRequests extends RevocationRequests {
       request.requestedBy,
       windowMs,
     ]);
-    return toRequest(row!);
+    return toRequest(row);
   }
 
   override async approve(
