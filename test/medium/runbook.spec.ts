@@ -623,6 +623,27 @@ const CASES: Case[] = [
     },
   },
   {
+    block: 'FROM lock_revocation_request ORDER BY requested_at DESC LIMIT 10;',
+    async prepare() {
+      // A two-person request as the lock-server files it (docs/security.md), approved.
+      await withClient(dbUrl('lockdb'), (c) =>
+        c.query(
+          `INSERT INTO lock_revocation_request
+             (request_id, lock_key, operator, reason, requested_by, expires_at)
+           VALUES ($1, 'payout:runbook', 'alice', 'INC-1 runbook check', 'operator-alice',
+                   now() + interval '5 minutes')`,
+          [randomUUID()],
+        ),
+      );
+      return {};
+    },
+    check(out) {
+      ok(out);
+      expect(rows(out.stdout).length).toBeGreaterThan(0);
+      expect(out.stdout).toContain('operator-alice');
+    },
+  },
+  {
     block: "SELECT 'paydb', GREATEST(",
     async prepare() {
       // Both guards just saw a token the source issued (raised to it as the reconciler would).
