@@ -508,7 +508,7 @@ const CASES: Case[] = [
     },
     async check(out, env) {
       expect(out.code).toBe(0);
-      expect(out.stdout).toContain('[migrate] lockdb: 3 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] lockdb: 4 migration(s) applied');
       expect(out.stdout).toContain('[migrate] paydb: 6 migration(s) applied');
       expect(out.stdout).toContain('[migrate] proxydb: 3 migration(s) applied');
       expect(out.stdout).toContain('No migrations are pending');
