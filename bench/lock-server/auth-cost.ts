@@ -102,6 +102,8 @@ interface Round {
   pairsPerSec: number;
   serverCpuMsPerPair: number;
   errors: number;
+  /** `acquire/release` status × count of the failed pairs. */
+  errorStatuses: string;
   load1: number;
 }
 
@@ -131,6 +133,7 @@ async function runRound(server: Server, round: number): Promise<Round> {
   let stop = false;
   let pairs = 0;
   let errors = 0;
+  const statuses = new Map<string, number>();
   const worker = async (i: number) => {
     const owner = owners[i];
     const key = `payout:bench-${round}-${i}`;
@@ -151,7 +154,11 @@ async function runRound(server: Server, round: number): Promise<Round> {
       if (freed?.status === 204) {
         if (measuring) pairs++;
       } else {
-        if (measuring) errors++;
+        if (measuring) {
+          errors++;
+          const what = `${got.status}${freed ? `/${freed.status}` : ''}`;
+          statuses.set(what, (statuses.get(what) ?? 0) + 1);
+        }
         await sleep(50);
       }
     }
@@ -179,6 +186,7 @@ async function runRound(server: Server, round: number): Promise<Round> {
     pairsPerSec: (pairs * 1000) / elapsedMs,
     serverCpuMsPerPair: pairs > 0 ? cpu / pairs : NaN,
     errors,
+    errorStatuses: [...statuses].map(([k, n]) => `${k}×${n}`).join(' '),
     load1,
   };
 }
@@ -224,7 +232,7 @@ async function main(): Promise<void> {
         const r = await runRound(server, round);
         rounds.push(r);
         console.log(
-          `| ${r.round} | ${r.side} | ${r.pairsPerSec.toFixed(0)} | ${r.serverCpuMsPerPair.toFixed(2)} | ${r.errors} | ${r.load1.toFixed(1)} |`,
+          `| ${r.round} | ${r.side} | ${r.pairsPerSec.toFixed(0)} | ${r.serverCpuMsPerPair.toFixed(2)} | ${r.errors} ${r.errorStatuses} | ${r.load1.toFixed(1)} |`,
         );
       }
     }

@@ -1,12 +1,18 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import {
   DEV_POLICY_PATH,
+  REPO_ROOT,
   freePort,
   http,
   migratedDatabase,
   seedFundedAccount,
   seedPendingPayout,
   spawnApp,
+  testAppAuthEnv,
   testBearer,
   withClient,
   type RunningApp,
@@ -405,5 +411,68 @@ describe('the identity the policy allows gets the usual answers', () => {
       `/v1/rail/submissions/${payoutId}`,
     );
     expect(submission.status).not.toBe(403);
+  });
+});
+
+describe('a policy file with a mistake', () => {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'dlock-bad-policy-')), 'policy.yaml');
+  writeFileSync(
+    file,
+    'version: 1\nroles:\n  worker:\n    operations: [locks.inspect, payouts.clam]\nidentities:\n  - subject: w\n    roles: [worker]\n',
+  );
+  const DB = 'postgres://u:p@127.0.0.1:1/db';
+  const nowhere = 'http://127.0.0.1:1';
+  it.each<[string, Record<string, string>]>([
+    ['lock-server', { LOCK_BACKEND: 'pg', LOCKDB_URL: DB }],
+    ['payment-resource', { PAYDB_URL: DB }],
+    ['rail-proxy', { PROXYDB_URL: DB, RAIL_STUB_URL: nowhere }],
+    [
+      'executor',
+      {
+        OWNER_ID: 'w',
+        LOCK_SERVER_URL: nowhere,
+        PAYMENT_RESOURCE_URL: nowhere,
+        RAIL_PROXY_URL: nowhere,
+      },
+    ],
+    [
+      'reconciler',
+      {
+        PAYDB_URL: DB,
+        PROXYDB_URL: DB,
+        LOCK_SERVER_URL: nowhere,
+        PAYMENT_RESOURCE_URL: nowhere,
+        RAIL_PROXY_URL: nowhere,
+        RAIL_STUB_URL: nowhere,
+      },
+    ],
+  ])('stops %s at start: exit code 1, the line and entry named', async (app, env) => {
+    const auth = await testAppAuthEnv('bad-policy');
+    const exit = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const proc = spawn(process.execPath, [path.join('dist', 'apps', app, 'main.js')], {
+        cwd: REPO_ROOT,
+        env: {
+          PATH: process.env.PATH ?? '',
+          LOG_LEVEL: 'warn',
+          ...auth,
+          ...env,
+          AUTH_POLICY: file,
+          PORT: '0',
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+      proc.on('error', reject);
+      proc.on('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stderr });
+      });
+    });
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toContain(
+      `AUTH_POLICY ${file}:4: roles.worker.operations.1: unknown operation "payouts.clam"`,
+    );
   });
 });

@@ -131,12 +131,14 @@ export async function serveHttpApp(
   module: Type<unknown>,
   options: ServeOptions,
 ): Promise<INestApplication> {
+  // The policy is read and checked first: a bad one stops the service before it connects anywhere.
+  const auth = requestAuth(options);
   const app = await NestFactory.create<NestExpressApplication>(module, {
     bodyParser: false,
     bufferLogs: true,
   });
   app.useLogger(app.get(PinoLogger));
-  applyHttpContract(app, requestAuth(options));
+  applyHttpContract(app, auth);
   app.enableShutdownHooks();
   await app.listen(options.port, options.host ?? '0.0.0.0');
   const address = app.getHttpServer().address();
