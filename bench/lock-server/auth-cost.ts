@@ -11,6 +11,7 @@
  *     ln -s <repo>/node_modules && node scripts/build.js)
  *   BENCH_BASE_DIR=/tmp/authz-base node dist/bench/lock-server/auth-cost.js
  *   BENCH_ROUNDS=6 BENCH_DURATION_MS=8000 (the defaults)
+ *   BENCH_BASE_AUTH=1 for a base that already authenticates (to isolate a later change)
  *
  * A pair that fails (a 503 under load, a timeout) is counted as an error, not a pair.
  */
@@ -23,7 +24,7 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
-import { DEV_POLICY_PATH } from '../../libs/testing/src/identity';
+import { DEV_POLICY_PATH, testAuthEnv } from '../../libs/testing/src/identity';
 import { freePort } from '../../libs/testing/src/process';
 import { call, startLockServerProcess } from './etcd-common';
 
@@ -74,6 +75,8 @@ async function startBase(dbUrl: string): Promise<Server> {
         LOCK_BACKEND: 'pg',
         LOCKDB_URL: dbUrl,
         ...DB_TIMEOUTS,
+        // A base that already authenticates (BENCH_BASE_AUTH=1) trusts the tests' issuer too.
+        ...(process.env.BENCH_BASE_AUTH === '1' ? await testAuthEnv() : {}),
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     },
