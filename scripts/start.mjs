@@ -226,7 +226,12 @@ async function identities() {
   const { DEV_ISSUER, DevIssuer, DevTokenFiles } = await import(pathToFileURL(lib).href);
   const dir = path.join(stateDir, 'identity');
   const issuer = await DevIssuer.open(dir);
-  const trust = { AUTH_JWKS: issuer.jwksPath, AUTH_ISSUER: DEV_ISSUER };
+  const trust = {
+    AUTH_JWKS: issuer.jwksPath,
+    AUTH_ISSUER: DEV_ISSUER,
+    // Who may do what (docs/security.md, "Authorisation policy").
+    AUTH_POLICY: path.join(root, 'deploy', 'policy', 'dev-policy.yaml'),
+  };
   const audiences = ['lock-server', 'payment-resource', 'rail-proxy', 'executor', 'reconciler'];
   const caller = async (identity) => {
     const files = new DevTokenFiles(

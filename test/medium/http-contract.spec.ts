@@ -6,8 +6,8 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { IsString, MaxLength } from 'class-validator';
 import { LoggerModule } from 'nestjs-pino';
 import { DlockError } from '@dlock/lock-api';
-import { FencingTokenParam, applyHttpContract } from '@dlock/http-contract';
-import { http, registerAudience, testBearer, testVerifier } from '@dlock/testing';
+import { FencingTokenParam, Operation, applyHttpContract } from '@dlock/http-contract';
+import { http, registerAudience, testBearer, testRequestAuth } from '@dlock/testing';
 
 class EchoBody {
   @IsString()
@@ -18,11 +18,13 @@ class EchoBody {
 @Controller('v1')
 class ProbeController {
   @Post('echo')
+  @Operation('debug.spans')
   echo(@Body() body: EchoBody, @FencingTokenParam() token: bigint) {
     return { name: body.name, token };
   }
 
   @Get('fenced')
+  @Operation('debug.spans')
   fenced() {
     throw new DlockError('FENCED_OUT', 'stale', {
       details: { presentedToken: '3', highestToken: '5' },
@@ -30,11 +32,13 @@ class ProbeController {
   }
 
   @Get('contended')
+  @Operation('debug.spans')
   contended() {
     throw new DlockError('LOCK_CONTENDED', 'held', { retryAfterMillis: 250 });
   }
 
   @Get('boom')
+  @Operation('debug.spans')
   boom() {
     throw new Error('secret internals /etc/passwd');
   }
@@ -56,7 +60,7 @@ describe('HTTP contract (envelope on every non-2xx)', () => {
       bodyParser: false,
       logger: false,
     });
-    applyHttpContract(app, await testVerifier('probe'));
+    applyHttpContract(app, await testRequestAuth('probe'));
     await app.listen(0, '127.0.0.1');
     const address = app.getHttpServer().address();
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;

@@ -508,7 +508,7 @@ const CASES: Case[] = [
     },
     async check(out, env) {
       expect(out.code).toBe(0);
-      expect(out.stdout).toContain('[migrate] lockdb: 3 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] lockdb: 4 migration(s) applied');
       expect(out.stdout).toContain('[migrate] paydb: 6 migration(s) applied');
       expect(out.stdout).toContain('[migrate] proxydb: 3 migration(s) applied');
       expect(out.stdout).toContain('No migrations are pending');
@@ -620,6 +620,27 @@ const CASES: Case[] = [
       ok(out);
       expect(rows(out.stdout).length).toBeGreaterThan(0);
       expect(out.stdout).toContain(OPERATOR);
+    },
+  },
+  {
+    block: 'FROM lock_revocation_request ORDER BY requested_at DESC LIMIT 10;',
+    async prepare() {
+      // A two-person request as the lock-server files it (docs/security.md), approved.
+      await withClient(dbUrl('lockdb'), (c) =>
+        c.query(
+          `INSERT INTO lock_revocation_request
+             (request_id, lock_key, operator, reason, requested_by, expires_at)
+           VALUES ($1, 'payout:runbook', 'alice', 'INC-1 runbook check', 'operator-alice',
+                   now() + interval '5 minutes')`,
+          [randomUUID()],
+        ),
+      );
+      return {};
+    },
+    check(out) {
+      ok(out);
+      expect(rows(out.stdout).length).toBeGreaterThan(0);
+      expect(out.stdout).toContain('operator-alice');
     },
   },
   {
@@ -812,8 +833,9 @@ const CASES: Case[] = [
       expect(out.stdout).toMatch(/\[X\] \d+ LockSchema1764400000000/);
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationsKept1796083200000/);
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationsChained1796313600000/);
+      expect(out.stdout).toMatch(/\[X\] \d+ RevocationRequests1796400000000/);
       expect(out.stdout).toContain(
-        'Migration RevocationsChained1796313600000 has been reverted successfully',
+        'Migration RevocationRequests1796400000000 has been reverted successfully',
       );
     },
   },

@@ -4,6 +4,7 @@ import { readExecutorConfig } from './config';
 const AUTH = {
   AUTH_JWKS: '/run/dlock/jwks.json',
   AUTH_ISSUER: 'https://issuer.test',
+  AUTH_POLICY: '/run/dlock/policy.yaml',
   AUTH_TOKEN_DIR: '/run/dlock/tokens',
 };
 

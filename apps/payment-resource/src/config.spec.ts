@@ -1,7 +1,11 @@
 import { EnvError } from '@dlock/config';
 import { readPaymentConfig } from './config';
 
-const AUTH = { AUTH_JWKS: '/run/dlock/jwks.json', AUTH_ISSUER: 'https://issuer.test' };
+const AUTH = {
+  AUTH_JWKS: '/run/dlock/jwks.json',
+  AUTH_ISSUER: 'https://issuer.test',
+  AUTH_POLICY: '/run/dlock/policy.yaml',
+};
 
 const DB = 'postgres://u:p@127.0.0.1:5432/paydb';
 

@@ -13,7 +13,7 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'payment-resource',
-      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
     };
   });
 }

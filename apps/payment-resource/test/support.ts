@@ -8,7 +8,7 @@ import {
   migratedDatabase,
   registerAudience,
   testAuthEnv,
-  testVerifier,
+  testRequestAuth,
   withClient,
   type HttpResult,
 } from '@dlock/testing';
@@ -37,7 +37,7 @@ export async function startPaymentResource(
     bodyParser: false,
     logger: false,
   });
-  applyHttpContract(app, await testVerifier('payment-resource'));
+  applyHttpContract(app, await testRequestAuth('payment-resource', env.AUTH_POLICY));
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;

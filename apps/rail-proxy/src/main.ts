@@ -14,7 +14,7 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'rail-proxy',
-      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
     };
   });
   if (!app.get<RailProxyConfig>(RAIL_PROXY_CONFIG).RAIL_PROXY_FENCING_ENABLED) {

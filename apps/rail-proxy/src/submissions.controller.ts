@@ -11,6 +11,7 @@ import {
   TraceIdParam,
   schemaRef,
   type RequestDeadline,
+  Operation,
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
 import {
@@ -58,6 +59,7 @@ export class SubmissionsController {
     ['VALIDATION_FAILED', 422],
   )
   @Post()
+  @Operation('rail.submit')
   @HttpCode(200)
   submit(
     @FencingTokenParam() token: FencingToken,
@@ -88,6 +90,7 @@ export class SubmissionsController {
   @ApiOkResponse({ description: 'The records', schema: schemaRef('SubmissionsResponse') })
   @ApiContractErrors('NOT_FOUND')
   @Get(':payoutId')
+  @Operation('rail.read')
   async records(@Param() params: PayoutIdParams): Promise<SubmissionsResponse> {
     const records = await this.service.recordsOf(params.payoutId);
     if (records.length === 0) {

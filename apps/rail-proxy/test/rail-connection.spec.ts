@@ -11,6 +11,7 @@ const NOT_USED_HERE = {
   PROXYDB_URL: 'postgres://unused@127.0.0.1:1/unused',
   AUTH_JWKS: '/unused/jwks.json',
   AUTH_ISSUER: 'https://issuer.test',
+  AUTH_POLICY: '/run/dlock/policy.yaml',
 };
 
 /**

@@ -29,8 +29,14 @@ export interface AuthenticatedRequest extends TracedRequest {
   identity?: VerifiedIdentity;
 }
 
-/** Where the keys are and who issues: this service's audience is its own name. */
-export type AuthOptions = Omit<VerifierOptions, 'audience'>;
+/**
+ * Where the keys are, who issues, and the authorisation policy file; this
+ * service's audience is its own name.
+ */
+export type AuthOptions = Omit<VerifierOptions, 'audience'> & { policyFile: string };
+
+/** Why a request was refused: the `refusal` label of `auth_refusals_total`. */
+export type RefusalKind = 'unauthenticated' | 'forbidden' | 'policy';
 
 function refusalCounter(): Counter {
   const name = 'auth_refusals_total';
@@ -38,7 +44,7 @@ function refusalCounter(): Counter {
   if (existing) return existing as Counter;
   return new Counter({
     name,
-    help: 'Requests refused for their identity (401 unauthenticated, 403 forbidden)',
+    help: 'Requests refused for their identity (401 unauthenticated, 403 forbidden or policy)',
     labelNames: ['refusal'],
   });
 }
@@ -52,8 +58,9 @@ export function recordAuthRefusal(
   req: TracedRequest & Request,
   err: DlockError,
   subject?: string,
+  kind?: RefusalKind,
 ): void {
-  const refusal = err.code === 'FORBIDDEN' ? 'forbidden' : 'unauthenticated';
+  const refusal = kind ?? (err.code === 'FORBIDDEN' ? 'forbidden' : 'unauthenticated');
   refusalCounter().inc({ refusal });
   logger.warn(
     {

@@ -12,9 +12,10 @@ import { text } from 'express';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Logger as PinoLogger } from 'nestjs-pino';
-import { TokenVerifier } from '@dlock/identity';
+import { policyFile, TokenVerifier, type AuthPolicy } from '@dlock/identity';
 import { authenticateRequests, type AuthOptions } from './authentication';
 import { inboundTrace, runInRequestTrace } from '@dlock/tracing';
+import { OperationGuard } from './operation';
 import { requestDeadline } from './deadline';
 import { ContractExceptionFilter, sendError } from './exception.filter';
 import { int64Replacer, parseRequestBody } from './json';
@@ -26,10 +27,12 @@ import { contractValidationPipe } from './validation';
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /**
- * Who may call: a verifier of service tokens, or (only the rail stub, which
- * stands in for a bank outside this system) nobody is asked (docs/security.md).
+ * Who may call: a verifier of service tokens and the authorisation policy, or
+ * (only the rail stub, which stands in for a bank outside this system) nobody
+ * is asked (docs/security.md).
  */
-export type RequestAuth = TokenVerifier | 'open: external rail simulator';
+export type RequestAuth =
+  { verifier: TokenVerifier; policy: AuthPolicy } | 'open: external rail simulator';
 
 /** Applies the wire conventions of C3 §3.1 to an express-backed Nest app. */
 export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth): void {
@@ -50,7 +53,10 @@ export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth
       next(err);
     }
   });
-  if (auth instanceof TokenVerifier) authenticateRequests(app, auth);
+  if (auth !== 'open: external rail simulator') {
+    authenticateRequests(app, auth.verifier);
+    app.useGlobalGuards(new OperationGuard(auth.policy));
+  }
   // inflate: false: a Content-Encoding other than identity is 415, never decoded (README, Wire conventions).
   app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES, inflate: false }));
   app.use((req: Request, _res: Response, next: NextFunction) => {
@@ -121,6 +127,15 @@ export interface ServeOptions {
   auth: AuthOptions | 'open: external rail simulator';
 }
 
+function requestAuth(options: ServeOptions): RequestAuth {
+  if (typeof options.auth === 'string') return options.auth;
+  const { policyFile: file, ...verifier } = options.auth;
+  return {
+    verifier: new TokenVerifier({ ...verifier, audience: options.name }),
+    policy: policyFile(file),
+  };
+}
+
 /**
  * Creates, configures and starts an app; returns it listening. The options may
  * be read from the app itself (its validated config), once its modules are built.
@@ -137,12 +152,8 @@ export async function serveHttpApp(
   });
   const options = typeof serve === 'function' ? serve(app) : serve;
   app.useLogger(app.get(PinoLogger));
-  applyHttpContract(
-    app,
-    typeof options.auth === 'string'
-      ? options.auth
-      : new TokenVerifier({ ...options.auth, audience: options.name }),
-  );
+  // The policy is read and checked before the app serves anything: a bad one stops the service.
+  applyHttpContract(app, requestAuth(options));
   serveOpenApiDocument(app, {
     name: options.name,
     authenticated: typeof options.auth !== 'string',

@@ -11,3 +11,4 @@ export * from './fence-floor';
 export * from './authentication';
 export * from './read-query';
 export * from './openapi';
+export * from './operation';

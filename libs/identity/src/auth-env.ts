@@ -1,7 +1,7 @@
 import { EnvString } from '@dlock/config';
 
 /**
- * The variables every authenticating service reads (docs/security.md). Both
+ * The variables every authenticating service reads (docs/security.md). All
  * are required: there is no setting under which a service skips the check.
  * An app's environment class extends this one.
  */
@@ -10,6 +10,8 @@ export class AuthEnv {
   @EnvString({ maxLength: 2048 }) readonly AUTH_JWKS!: string;
   /** The `iss` every accepted token must carry. */
   @EnvString({ maxLength: 512 }) readonly AUTH_ISSUER!: string;
+  /** The authorisation policy file (YAML or JSON), read and validated once at start. */
+  @EnvString({ maxLength: 1024 }) readonly AUTH_POLICY!: string;
 }
 
 /**

@@ -8,6 +8,9 @@
  * unexpected server fault (README.md, "Wire conventions"). UNAUTHENTICATED and FORBIDDEN are
  * the identity layer's refusals (docs/security.md): nothing was done, so a
  * request refused for a stale token may be re-sent with a fresh one.
+ * REVOCATION_ALREADY_APPROVED and REVOCATION_REQUEST_EXPIRED answer the
+ * approval of a two-person force-revoke (docs/security.md): the request was
+ * used, or its window closed; a new request is needed.
  */
 export const ERROR_CATALOGUE = {
   LOCK_CONTENDED: { httpStatus: 409, retrySafe: true },
@@ -30,6 +33,8 @@ export const ERROR_CATALOGUE = {
   INTERNAL: { httpStatus: 500, retrySafe: false },
   UNAUTHENTICATED: { httpStatus: 401, retrySafe: true },
   FORBIDDEN: { httpStatus: 403, retrySafe: false },
+  REVOCATION_ALREADY_APPROVED: { httpStatus: 409, retrySafe: false },
+  REVOCATION_REQUEST_EXPIRED: { httpStatus: 410, retrySafe: false },
 } as const satisfies Record<string, { httpStatus: number; retrySafe: boolean }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -3,6 +3,7 @@ import {
   ApiReadLimitQuery,
   INSTANT,
   objectSchema,
+  Operation,
   parseIntQuery,
   READ_LIMIT,
   wireSchema,
@@ -68,6 +69,7 @@ export class SafetyEventsController {
   @ApiReadLimitQuery()
   @ApiOkResponse({ description: 'Events', schema: SAFETY_EVENTS_SCHEMA })
   @Get()
+  @Operation('safety-events.read')
   list(@Query() query: Record<string, unknown>): SafetyEventsResponse {
     const { after, limit } = parseIntQuery(query, QUERY);
     return { service: this.service, ...this.safety.feed.after(after, limit) };

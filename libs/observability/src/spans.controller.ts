@@ -1,6 +1,7 @@
 import { BadRequestException, Controller, Get, Query } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { finishedSpans, type SpanRecord } from '@dlock/tracing';
+import { Operation } from '@dlock/http-contract';
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
 
@@ -13,6 +14,7 @@ const TRACE_ID = /^[0-9a-f]{32}$/;
 @Controller('debug/spans')
 export class SpansController {
   @Get()
+  @Operation('debug.spans')
   list(@Query('traceId') traceId?: string): { spans: SpanRecord[] } {
     if (traceId !== undefined && !TRACE_ID.test(traceId)) {
       throw new BadRequestException('traceId must be 32 lowercase hex digits');

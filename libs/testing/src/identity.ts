@@ -1,14 +1,34 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   DEV_ISSUER,
   DEV_TOKEN_TTL_SEC,
   DevIssuer,
   DevTokenFiles,
+  policyFile,
   TokenVerifier,
+  type AuthPolicy,
   type TokenProvider,
 } from '@dlock/identity';
+
+/** deploy/policy of the repository, found from here in sources (jest) and in dist/ (benches). */
+function policyDir(): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'deploy', 'policy');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) throw new Error(`no deploy/policy above ${__dirname}`);
+  }
+}
+const POLICY_DIR = policyDir();
+/**
+ * What spawnApp's apps enforce unless a test says otherwise: anyone may do
+ * anything (tests act under many made-up names and keys). Tests about
+ * authorisation set AUTH_POLICY to DEV_POLICY_PATH or a policy of their own.
+ */
+export const TEST_POLICY_PATH = join(POLICY_DIR, 'test-policy.yaml');
+/** The development policy of `npm start` (executor-*, reconciler, operator*, feed). */
+export const DEV_POLICY_PATH = join(POLICY_DIR, 'dev-policy.yaml');
 
 /**
  * The tests' development issuer (docs/security.md): one per test file (jest
@@ -48,9 +68,17 @@ export function testIssuer(): Promise<DevIssuer> {
   return issuer;
 }
 
-/** A service's view of the tests' issuer: where its keys are, and who issues. */
-export async function testAuthEnv(): Promise<{ AUTH_JWKS: string; AUTH_ISSUER: string }> {
-  return { AUTH_JWKS: (await testIssuer()).jwksPath, AUTH_ISSUER: DEV_ISSUER };
+/** A service's view of the tests' issuer: where its keys are, who issues, the test policy. */
+export async function testAuthEnv(): Promise<{
+  AUTH_JWKS: string;
+  AUTH_ISSUER: string;
+  AUTH_POLICY: string;
+}> {
+  return {
+    AUTH_JWKS: (await testIssuer()).jwksPath,
+    AUTH_ISSUER: DEV_ISSUER,
+    AUTH_POLICY: TEST_POLICY_PATH,
+  };
 }
 
 /**
@@ -106,10 +134,19 @@ export function testTokenProvider(subject: string, audience = 'lock-server'): To
   return () => (token ??= testIssuer().then((issuer) => issuer.mint(subject, audience)));
 }
 
-/** The verifier an in-process app installs (applyHttpContract), for `audience`. */
-export async function testVerifier(audience: string): Promise<TokenVerifier> {
+/**
+ * What an in-process app installs (applyHttpContract) for `audience`: the
+ * tests' verifier and a policy (the test policy unless `policyPath` is given).
+ */
+export async function testRequestAuth(
+  audience: string,
+  policyPath = TEST_POLICY_PATH,
+): Promise<{ verifier: TokenVerifier; policy: AuthPolicy }> {
   const env = await testAuthEnv();
-  return new TokenVerifier({ jwks: env.AUTH_JWKS, issuer: env.AUTH_ISSUER, audience });
+  return {
+    verifier: new TokenVerifier({ jwks: env.AUTH_JWKS, issuer: env.AUTH_ISSUER, audience }),
+    policy: policyFile(policyPath),
+  };
 }
 
 /** Tells http() which audience listens at `url` (spawnApp and in-process starters call it). */

@@ -28,6 +28,7 @@ import { MAX_STEPS_PER_ATTEMPT, PayoutExecutionService } from './payout-executio
 const AUTH = {
   AUTH_JWKS: '/run/dlock/jwks.json',
   AUTH_ISSUER: 'https://issuer.test',
+  AUTH_POLICY: '/run/dlock/policy.yaml',
   AUTH_TOKEN_DIR: '/run/dlock/tokens',
 };
 

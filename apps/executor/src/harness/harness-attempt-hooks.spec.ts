@@ -41,6 +41,7 @@ describe('crash points', () => {
       OWNER_ID: 'exec-test',
       AUTH_JWKS: '/run/dlock/jwks.json',
       AUTH_ISSUER: 'https://issuer.test',
+      AUTH_POLICY: '/run/dlock/policy.yaml',
       AUTH_TOKEN_DIR: '/run/dlock/tokens',
       DLOCK_HARNESS: '1',
       EXECUTOR_CRASH_AT: 'after-submit',

@@ -156,18 +156,23 @@ export class LockService {
   }
 
   /** L8: audited force-revoke; the token floor moves above the revoked token. */
-  revoke(command: {
-    key: string;
-    operator: string;
-    reason: string;
-    expectedToken?: FencingToken;
-  }): Promise<LockOutcome> {
+  revoke(
+    command: {
+      key: string;
+      operator: string;
+      reason: string;
+      expectedToken?: FencingToken;
+    },
+    /** Who authorised it (subjects, two-person request id), for the event only. */
+    authorisedBy: Record<string, string> = {},
+  ): Promise<LockOutcome> {
     return this.metrics.observe('revoke', async () => {
       const outcome = await this.store.revoke(command);
       this.safety.lockRevoked({
         key: command.key,
         operator: command.operator,
         reason: command.reason,
+        ...authorisedBy,
         revokedToken: formatFencingToken(outcome.revokedToken),
         newTokenFloor: formatFencingToken(outcome.newTokenFloor),
         revocationId: outcome.revocationId,

@@ -1,6 +1,6 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { formatFencingToken, type LockListDto, type SessionListDto } from '@dlock/lock-api';
-import { ApiReadLimitQuery, parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
+import { ApiReadLimitQuery, Operation, parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { LockStore, SessionRegistry } from '../store/lock-store.port';
 import { LOCK_LIST_SCHEMA, SESSION_LIST_SCHEMA } from './views';
@@ -21,6 +21,7 @@ export class LockListingController {
   @ApiReadLimitQuery()
   @ApiOkResponse({ description: 'Held locks', schema: LOCK_LIST_SCHEMA })
   @Get()
+  @Operation('locks.list')
   async list(@Query() query: Record<string, unknown>): Promise<LockListDto> {
     const { limit } = parseIntQuery(query, QUERY);
     const { items, truncated } = await this.store.listHeld(limit);
@@ -46,6 +47,7 @@ export class SessionListingController {
   @ApiReadLimitQuery()
   @ApiOkResponse({ description: 'Live sessions', schema: SESSION_LIST_SCHEMA })
   @Get()
+  @Operation('sessions.list')
   async list(@Query() query: Record<string, unknown>): Promise<SessionListDto> {
     const { limit } = parseIntQuery(query, QUERY);
     const { items, truncated } = await this.sessions.listLive(limit);

@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from
 import type { Response } from 'express';
 import { SkipThrottle } from '@nestjs/throttler';
 import {
+  ApiAcceptedResponse,
   ApiNoContentResponse,
   ApiOkResponse,
   ApiOperation,
@@ -9,17 +10,21 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { LOCK_KEY_PATTERN, parseFencingToken, type FencingToken } from '@dlock/lock-api';
+import type { VerifiedIdentity } from '@dlock/identity';
 import {
   ApiContractErrors,
   ApiFencingTokenHeader,
   ApiOwnerIdHeader,
+  CallerIdentity,
   FencingTokenParam,
   OwnerIdParam,
   RequestDeadlineParam,
   boundedWaitMs,
   type RequestDeadline,
+  Operation,
 } from '@dlock/http-contract';
 import { LockService } from '../core/lock.service';
+import { RevokeService } from '../core/revoke.service';
 import { AcquireBody, ReleaseBody, ReleaseQuery, RenewBody, RevokeBody } from './dto';
 import { parseLockKey } from './params';
 import {
@@ -28,6 +33,8 @@ import {
   LOCK_INFO_SCHEMA,
   lockInfoView,
   outcomeView,
+  REVOCATION_REQUEST_SCHEMA,
+  revocationRequestView,
   REVOKE_OUTCOME_SCHEMA,
 } from './views';
 
@@ -44,7 +51,10 @@ const KEY_PARAM = ApiParam({
 @ApiTags('locks')
 @Controller('v1/locks')
 export class LocksController {
-  constructor(private readonly locks: LockService) {}
+  constructor(
+    private readonly locks: LockService,
+    private readonly revocations: RevokeService,
+  ) {}
 
   /** L4. */
   @ApiOperation({
@@ -61,6 +71,7 @@ export class LocksController {
     'NOT_LEADER',
   )
   @Post(':key/acquire')
+  @Operation('locks.acquire', { lockKeyParam: 'key' })
   @HttpCode(200)
   async acquire(
     @Param('key') rawKey: string,
@@ -111,6 +122,7 @@ export class LocksController {
     'NOT_LEADER',
   )
   @Post(':key/renew')
+  @Operation('locks.renew')
   @HttpCode(200)
   async renew(
     @Param('key') rawKey: string,
@@ -136,6 +148,7 @@ export class LocksController {
   @ApiNoContentResponse({ description: 'Released' })
   @ApiContractErrors('LOCK_LOST', 'INVALID_TOKEN', 'NOT_LEADER')
   @Delete(':key')
+  @Operation('locks.release')
   @HttpCode(204)
   @SkipThrottle()
   async release(
@@ -154,28 +167,48 @@ export class LocksController {
   @ApiOkResponse({ description: 'The lock as last seen', schema: LOCK_INFO_SCHEMA })
   @ApiContractErrors('NOT_FOUND', 'CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Get(':key')
+  @Operation('locks.inspect')
   async inspect(@Param('key') rawKey: string) {
     return lockInfoView(await this.locks.inspect(parseLockKey(rawKey)));
   }
 
-  /** L8: operator force-revoke. */
+  /**
+   * L8: operator force-revoke. The policy says who may (docs/security.md); the
+   * body's `operator` is the name recorded with the revocation. Under a
+   * two-person policy this only files the request: 202 with its id.
+   */
   @ApiOperation({ summary: 'Force-revoke the live grant and raise the key’s token floor' })
   @KEY_PARAM
   @ApiOkResponse({ description: 'Revoked', schema: REVOKE_OUTCOME_SCHEMA })
+  @ApiAcceptedResponse({
+    description: 'Two-person policy: request filed; a second operator approves it',
+    schema: REVOCATION_REQUEST_SCHEMA,
+  })
   @ApiContractErrors('NOT_FOUND', 'FENCED_OUT', 'CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Post(':key/revoke')
+  @Operation('locks.revoke')
   @HttpCode(200)
-  async revoke(@Param('key') rawKey: string, @Body() body: RevokeBody) {
+  async revoke(
+    @Param('key') rawKey: string,
+    @Body() body: RevokeBody,
+    @CallerIdentity() caller: VerifiedIdentity,
+    @Res({ passthrough: true }) res: Response,
+  ) {
     const key = parseLockKey(rawKey);
-    const outcome = await this.locks.revoke({
-      key,
-      operator: body.operator,
-      reason: body.reason,
-      expectedToken:
-        body.expectedToken === undefined
-          ? undefined
-          : parseFencingToken(body.expectedToken, 'expectedToken'),
-    });
-    return outcomeView(outcome);
+    const result = await this.revocations.revoke(
+      {
+        key,
+        operator: body.operator,
+        reason: body.reason,
+        expectedToken:
+          body.expectedToken === undefined
+            ? undefined
+            : parseFencingToken(body.expectedToken, 'expectedToken'),
+      },
+      caller.subject,
+    );
+    if (result.kind === 'revoked') return outcomeView(result.outcome);
+    res.status(202);
+    return revocationRequestView(result.request);
   }
 }

@@ -19,3 +19,11 @@ export function parseSessionId(raw: string): string {
   }
   return raw.toLowerCase();
 }
+
+/** Path `requestId` of a two-person revoke: a UUID, else 400 VALIDATION_FAILED. */
+export function parseRequestId(raw: string): string {
+  if (!UUID.test(raw)) {
+    throw new ValidationError([{ field: 'requestId', message: 'must be a UUID' }]);
+  }
+  return raw.toLowerCase();
+}

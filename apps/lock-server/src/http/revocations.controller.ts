@@ -1,13 +1,27 @@
-import { Controller, Get, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { ApiContractErrors, INSTANT, int64Text, wireSchema } from '@dlock/http-contract';
+import { Controller, Get, HttpCode, Logger, Param, Post, Query, Req } from '@nestjs/common';
+import type { Request } from 'express';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import {
   FENCING_TOKEN_MAX,
   formatFencingToken,
   formatInstant,
   ValidationError,
 } from '@dlock/lock-api';
+import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
+import { RevokeService } from '../core/revoke.service';
 import { RevocationLog } from '../store/revocation-log.port';
+import { parseRequestId } from './params';
+import { outcomeView, REVOKE_APPROVAL_SCHEMA } from './views';
+import {
+  ApiContractErrors,
+  CallerIdentity,
+  INSTANT,
+  int64Text,
+  Operation,
+  recordAuthRefusal,
+  wireSchema,
+  type AuthenticatedRequest,
+} from '@dlock/http-contract';
 
 export const REVOCATIONS_LIMIT_MAX = 500;
 const REVOCATIONS_LIMIT_DEFAULT = 100;
@@ -66,7 +80,49 @@ const REVOCATIONS_PAGE_SCHEMA = wireSchema<RevocationsPage>('RevocationsPage', {
 @ApiTags('revocations')
 @Controller('v1/revocations')
 export class RevocationsController {
-  constructor(private readonly log: RevocationLog) {}
+  private readonly logger = new Logger('auth');
+
+  constructor(
+    private readonly log: RevocationLog,
+    private readonly revocations: RevokeService,
+  ) {}
+
+  /**
+   * The second operator's approval of a two-person force-revoke
+   * (docs/security.md): the revoke happens now, answered like L8's 200.
+   * The requester itself is 403; a used request 409; a closed window 410.
+   */
+  @ApiOperation({ summary: 'Approve a two-person force-revoke: the revoke happens now' })
+  @ApiParam({ name: 'requestId', schema: { type: 'string', format: 'uuid' } })
+  @ApiOkResponse({ description: 'Revoked', schema: REVOKE_APPROVAL_SCHEMA })
+  @ApiContractErrors(
+    'NOT_FOUND',
+    'FENCED_OUT',
+    'REVOCATION_ALREADY_APPROVED',
+    'REVOCATION_REQUEST_EXPIRED',
+    'CONTENTION_EXCEEDED',
+    'NOT_LEADER',
+  )
+  @Post(':requestId/approve')
+  @Operation('revocations.approve')
+  @HttpCode(200)
+  async approve(
+    @Param('requestId') rawId: string,
+    @CallerIdentity() caller: VerifiedIdentity,
+    @Req() req: AuthenticatedRequest & Request,
+  ) {
+    const requestId = parseRequestId(rawId);
+    try {
+      return {
+        ...outcomeView(await this.revocations.approve(requestId, caller.subject)),
+        requestId,
+      };
+    } catch (err) {
+      if (err instanceof ForbiddenError)
+        recordAuthRefusal(this.logger, req, err, caller.subject, 'policy');
+      throw err;
+    }
+  }
 
   @ApiOperation({ summary: 'The revocation records of every key, in floor order' })
   @ApiQuery({
@@ -82,6 +138,7 @@ export class RevocationsController {
   @ApiOkResponse({ description: 'One page of records', schema: REVOCATIONS_PAGE_SCHEMA })
   @ApiContractErrors('CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Get()
+  @Operation('revocations.list')
   async list(@Query() query: Record<string, unknown>) {
     const { afterFloor, limit } = parseQuery(query);
     const items = await this.log.list(afterFloor, limit);

@@ -14,6 +14,7 @@ import {
   ApiContractErrors,
   ApiOwnerIdHeader,
   CallerIdentity,
+  Operation,
   OwnerIdParam,
   ownerIdHeader,
 } from '@dlock/http-contract';
@@ -41,6 +42,7 @@ export class SessionsController {
   @ApiCreatedResponse({ description: 'Opened', schema: SESSION_SCHEMA })
   @ApiContractErrors('CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Post()
+  @Operation('sessions.open')
   async open(
     @Body() body: OpenSessionBody,
     @Req() req: Request,
@@ -71,6 +73,7 @@ export class SessionsController {
   @ApiOkResponse({ description: 'Extended', schema: HEARTBEAT_SCHEMA })
   @ApiContractErrors('SESSION_UNKNOWN', 'SESSION_EXPIRED', 'CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Post(':sessionId/heartbeat')
+  @Operation('sessions.heartbeat')
   @HttpCode(200)
   async heartbeat(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {
     return heartbeatView(await this.sessions.heartbeat(parseSessionId(sessionId)));
@@ -83,6 +86,7 @@ export class SessionsController {
   @ApiNoContentResponse({ description: 'Closed' })
   @ApiContractErrors('SESSION_UNKNOWN', 'NOT_LEADER')
   @Delete(':sessionId')
+  @Operation('sessions.close')
   @HttpCode(204)
   @SkipThrottle()
   async close(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {

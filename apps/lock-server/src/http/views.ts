@@ -13,6 +13,7 @@ import {
 } from '@dlock/lock-api';
 import { INSTANT, int64Text, objectSchema, wireSchema } from '@dlock/http-contract';
 import type { HeartbeatResult, OpenedSession } from '../store/lock-store.port';
+import type { RevocationRequest } from '../store/revocation-requests.port';
 
 /** Wire shapes of C3 §3.3: tokens as decimal strings, instants RFC 3339 UTC ms. */
 export function grantView(grant: LockGrant): LockGrantDto {
@@ -63,6 +64,20 @@ export function outcomeView(outcome: LockOutcome) {
     revokedToken: formatFencingToken(outcome.revokedToken),
     newTokenFloor: formatFencingToken(outcome.newTokenFloor),
     revocationId: outcome.revocationId,
+  };
+}
+
+/** 202 of a two-person revoke: what was asked, by whom, and until when a second operator may approve. */
+export function revocationRequestView(r: RevocationRequest) {
+  return {
+    requestId: r.requestId,
+    key: r.key,
+    status: 'PENDING_APPROVAL',
+    operator: r.operator,
+    reason: r.reason,
+    requestedBy: r.requestedBy,
+    requestedAt: formatInstant(r.requestedAt),
+    expiresAt: formatInstant(r.expiresAt),
   };
 }
 
@@ -119,6 +134,29 @@ export const REVOKE_OUTCOME_SCHEMA = wireSchema<ReturnType<typeof outcomeView>>(
   newTokenFloor: int64Text('every later grant of this key exceeds it'),
   revocationId: UUID,
 });
+
+export const REVOKE_APPROVAL_SCHEMA = wireSchema<
+  ReturnType<typeof outcomeView> & { requestId: string }
+>('RevokeApproval', {
+  revokedToken: int64Text('the evicted grant’s token'),
+  newTokenFloor: int64Text('every later grant of this key exceeds it'),
+  revocationId: UUID,
+  requestId: UUID,
+});
+
+export const REVOCATION_REQUEST_SCHEMA = wireSchema<ReturnType<typeof revocationRequestView>>(
+  'RevocationRequest',
+  {
+    requestId: UUID,
+    key: { type: 'string', pattern: LOCK_KEY_PATTERN.source },
+    status: { type: 'string', enum: ['PENDING_APPROVAL'] },
+    operator: { type: 'string' },
+    reason: { type: 'string' },
+    requestedBy: { type: 'string', description: 'the requesting operator’s identity' },
+    requestedAt: INSTANT,
+    expiresAt: INSTANT,
+  },
+);
 
 const TRUNCATED = { type: 'boolean', description: 'more exist than `limit`' } as const;
 

@@ -1,12 +1,27 @@
 import { Module } from '@nestjs/common';
+import { AuthPolicy, policyFile } from '@dlock/identity';
+import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
 import { LockService } from '../core/lock.service';
+import { RevokeService } from '../core/revoke.service';
 import { LockListingController } from '../http/listings.controller';
 import { LocksController } from '../http/locks.controller';
 
-/** Locks: acquire, renew, release and read, each grant with its fencing token (docs/lock-server.md). */
+/**
+ * Locks: acquire, renew, release, read and force-revoke, each grant with its
+ * fencing token (docs/lock-server.md). Revoke reads the same policy the
+ * authorisation guard enforces, for its approvals (docs/security.md).
+ */
 @Module({
   controllers: [LocksController, LockListingController],
-  providers: [LockService],
-  exports: [LockService],
+  providers: [
+    LockService,
+    RevokeService,
+    {
+      provide: AuthPolicy,
+      inject: [LOCK_SERVER_CONFIG],
+      useFactory: (config: LockServerConfig) => policyFile(config.AUTH_POLICY),
+    },
+  ],
+  exports: [LockService, RevokeService],
 })
 export class LocksModule {}

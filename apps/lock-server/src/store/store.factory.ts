@@ -4,6 +4,7 @@ import { etcdStoreProviders } from './etcd';
 import { LockStore, SessionRegistry } from './lock-store.port';
 import { pgStoreProviders } from './pg';
 import { RevocationLog } from './revocation-log.port';
+import { RevocationRequests } from './revocation-requests.port';
 
 /** The ONE place that picks the backend (FR-09): both sit behind LockStore and SessionRegistry. */
 export function storeProviders(config: LockServerConfig): Provider[] {
@@ -30,7 +31,7 @@ export class StoreModule {
       module: StoreModule,
       global: true,
       providers: storeProviders(config),
-      exports: [LockStore, SessionRegistry, RevocationLog],
+      exports: [LockStore, SessionRegistry, RevocationLog, RevocationRequests],
     };
   }
 }

@@ -3,7 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { register } from 'prom-client';
 import { applyHttpContract } from '@dlock/http-contract';
-import { registerAudience, testAuthEnv, testVerifier } from '@dlock/testing';
+import { registerAudience, testAuthEnv, testRequestAuth } from '@dlock/testing';
 import { LockServerModule } from '../../src/app.module';
 
 export interface RunningLockServer {
@@ -24,7 +24,7 @@ export async function startInProcess(env: Record<string, string>): Promise<Runni
     logger: false,
   });
   app.useLogger(app.get(PinoLogger));
-  applyHttpContract(app, await testVerifier('lock-server'));
+  applyHttpContract(app, await testRequestAuth('lock-server', env.AUTH_POLICY));
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;

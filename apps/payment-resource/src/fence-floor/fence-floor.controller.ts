@@ -5,6 +5,7 @@ import {
   ApiContractErrors,
   ApiOperatorHeader,
   FenceFloorBody,
+  Operation,
   parseFloorRequest,
   schemaRef,
 } from '@dlock/http-contract';
@@ -29,6 +30,7 @@ export class FenceFloorController {
   })
   @ApiContractErrors('NOT_FOUND')
   @Post(':accountId/fence-floor')
+  @Operation('accounts.fence-floor')
   @HttpCode(200)
   raise(
     @Param('accountId') rawId: string,

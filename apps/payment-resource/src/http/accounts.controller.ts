@@ -4,6 +4,7 @@ import { ApiContractErrors, schemaRef } from '@dlock/http-contract';
 import type { AccountView } from '@dlock/payout-contract';
 import { PayoutQueries } from '../service/payout-queries.service';
 import { accountIdParam } from './params';
+import { Operation } from '@dlock/http-contract';
 
 @ApiTags('accounts')
 @Controller('v1/accounts')
@@ -16,6 +17,7 @@ export class AccountsController {
   @ApiOkResponse({ description: 'The account', schema: schemaRef('AccountView') })
   @ApiContractErrors('NOT_FOUND')
   @Get(':accountId')
+  @Operation('accounts.read')
   get(@Param('accountId') accountId: string): Promise<AccountView> {
     return this.queries.account(accountIdParam(accountId));
   }

@@ -1,6 +1,12 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import type { AccountList, PayoutStats } from '@dlock/payout-contract';
-import { ApiReadLimitQuery, parseIntQuery, READ_LIMIT, schemaRef } from '@dlock/http-contract';
+import {
+  ApiReadLimitQuery,
+  Operation,
+  parseIntQuery,
+  READ_LIMIT,
+  schemaRef,
+} from '@dlock/http-contract';
 import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { PayoutQueries } from '../service/payout-queries.service';
 
@@ -17,6 +23,7 @@ export class AccountListController {
   @ApiReadLimitQuery()
   @ApiOkResponse({ description: 'Accounts', schema: schemaRef('AccountList') })
   @Get()
+  @Operation('accounts.list')
   list(@Query() query: Record<string, unknown>): Promise<AccountList> {
     return this.queries.accountList(parseIntQuery(query, { limit: READ_LIMIT }).limit);
   }
@@ -35,6 +42,7 @@ export class PayoutStatsController {
   })
   @ApiOkResponse({ description: 'Statistics', schema: schemaRef('PayoutStats') })
   @Get()
+  @Operation('payouts.stats')
   stats(@Query() query: Record<string, unknown>): Promise<PayoutStats> {
     return this.queries.stats(parseIntQuery(query, STATS_QUERY).windowSeconds);
   }

@@ -5,6 +5,7 @@ import {
   ApiContractErrors,
   ApiIdempotencyKeyHeader,
   ClientIdempotencyKeyParam,
+  Operation,
   schemaRef,
 } from '@dlock/http-contract';
 import type { CreatedAccount, CreatedPayout, DepositResponse } from '@dlock/payout-contract';
@@ -41,6 +42,7 @@ export class IntakeController {
   })
   @ApiContractErrors('IDEMPOTENCY_CONFLICT')
   @Post('accounts')
+  @Operation('accounts.create')
   async openAccount(
     @ClientIdempotencyKeyParam() key: string,
     @Body() body: CreateAccountBody,
@@ -58,6 +60,7 @@ export class IntakeController {
   })
   @ApiContractErrors('IDEMPOTENCY_CONFLICT', 'NOT_FOUND')
   @Post('accounts/:accountId/deposits')
+  @Operation('accounts.deposit')
   async deposit(
     @Param('accountId') accountId: string,
     @ClientIdempotencyKeyParam() key: string,
@@ -75,6 +78,7 @@ export class IntakeController {
   })
   @ApiContractErrors('IDEMPOTENCY_CONFLICT', 'NOT_FOUND')
   @Post('payouts')
+  @Operation('payouts.create')
   async createPayout(
     @ClientIdempotencyKeyParam() key: string,
     @Body() body: CreatePayoutBody,

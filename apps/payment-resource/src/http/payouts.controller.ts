@@ -21,6 +21,7 @@ import {
   TraceIdParam,
   schemaRef,
   type RequestDeadline,
+  Operation,
 } from '@dlock/http-contract';
 import { PayoutCommands, type Grant } from '../service/payout-commands.service';
 import { PayoutQueries } from '../service/payout-queries.service';
@@ -60,6 +61,7 @@ export class PayoutsController {
   @ApiQuery({ name: 'cursor', required: false, schema: { type: 'string' }, description: 'opaque' })
   @ApiOkResponse({ description: 'One page', schema: schemaRef('PayoutPage') })
   @Get()
+  @Operation('payouts.list')
   list(@Query() query: Record<string, unknown>): Promise<PayoutPage> {
     return this.queries.list(parseListQuery(query));
   }
@@ -70,6 +72,7 @@ export class PayoutsController {
   @ApiOkResponse({ description: 'The payout', schema: schemaRef('PayoutDetail') })
   @ApiContractErrors('NOT_FOUND')
   @Get(':payoutId')
+  @Operation('payouts.read')
   get(@Param('payoutId') payoutId: string): Promise<PayoutDetail> {
     return this.queries.get(payoutIdParam(payoutId));
   }
@@ -88,6 +91,7 @@ export class PayoutsController {
     'INSUFFICIENT_FUNDS',
   )
   @Post(':payoutId/claim')
+  @Operation('payouts.claim')
   @HttpCode(200)
   claim(
     @Param('payoutId') payoutId: string,
@@ -118,6 +122,7 @@ export class PayoutsController {
     'NOT_FOUND',
   )
   @Post(':payoutId/post')
+  @Operation('payouts.post')
   @HttpCode(200)
   post(
     @Param('payoutId') payoutId: string,
@@ -148,6 +153,7 @@ export class PayoutsController {
     'NOT_FOUND',
   )
   @Post(':payoutId/rail-outcome')
+  @Operation('payouts.rail-outcome')
   @HttpCode(200)
   railOutcome(
     @Param('payoutId') payoutId: string,
@@ -171,6 +177,7 @@ export class PayoutsController {
   @ApiOkResponse({ description: 'Abandoned', schema: schemaRef('AbandonResponse') })
   @ApiContractErrors('PAYOUT_NOT_CLAIMABLE', 'NOT_FOUND')
   @Post(':payoutId/abandon')
+  @Operation('payouts.abandon')
   @HttpCode(200)
   abandon(
     @Param('payoutId') payoutId: string,
@@ -192,6 +199,7 @@ export class PayoutsController {
     'NOT_FOUND',
   )
   @Post(':payoutId/resolve')
+  @Operation('payouts.resolve')
   @HttpCode(200)
   resolve(
     @Param('payoutId') payoutId: string,

@@ -4,6 +4,7 @@ import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger'
 import {
   ApiOperatorHeader,
   FenceFloorBody,
+  Operation,
   parseFloorRequest,
   schemaRef,
 } from '@dlock/http-contract';
@@ -28,6 +29,7 @@ export class HighWaterFloorController {
     schema: schemaRef('HighWaterFloorResponse'),
   })
   @Post(':accountId/floor')
+  @Operation('high-water.floor')
   @HttpCode(200)
   raise(
     @Param('accountId') rawId: string,

@@ -1,6 +1,12 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { formatFencingToken } from '@dlock/lock-api';
-import { ApiReadLimitQuery, parseIntQuery, READ_LIMIT, schemaRef } from '@dlock/http-contract';
+import {
+  ApiReadLimitQuery,
+  Operation,
+  parseIntQuery,
+  READ_LIMIT,
+  schemaRef,
+} from '@dlock/http-contract';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { HighWaterList } from '@dlock/payout-contract';
 import { HighWaterListRepository } from './high-water-list.repository';
@@ -18,6 +24,7 @@ export class HighWaterListController {
   @ApiReadLimitQuery()
   @ApiOkResponse({ description: 'High-water marks', schema: schemaRef('HighWaterList') })
   @Get()
+  @Operation('high-water.list')
   async list(@Query() query: Record<string, unknown>): Promise<HighWaterList> {
     const { limit } = parseIntQuery(query, { limit: READ_LIMIT });
     const rows = await this.marks.list(limit + 1);

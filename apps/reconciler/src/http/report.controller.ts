@@ -5,6 +5,7 @@ import { INSTANT, wireSchema } from '@dlock/http-contract';
 import { DetectiveService } from '../detective/detective.service';
 import { RailSweepService } from '../detective/rail-sweep.service';
 import { ResolutionService } from '../resolution/resolution.service';
+import { Operation } from '@dlock/http-contract';
 
 const SECTION = (what: string) => ({
   type: 'object' as const,
@@ -31,6 +32,7 @@ export class ReportController {
   @ApiOperation({ summary: 'The last detective run and the resolution state (read-only)' })
   @ApiOkResponse({ description: 'The report', schema: REPORT })
   @Get('report')
+  @Operation('reconciler.report')
   report() {
     return {
       generatedAt: formatInstant(new Date()),

@@ -9,6 +9,7 @@
  *   session-meta/<sid>       tombstone telling SESSION_EXPIRED from SESSION_UNKNOWN; retention lease
  *   seen/<key>               L7 answers 404 only for keys never acquired; no lease
  *   revocation/<key>/<id>    L8 audit record; no lease; its mod revision is newTokenFloor
+ *   revocation-request/<id>  a two-person revoke's request and approval; no lease
  */
 export class EtcdKeys {
   constructor(readonly prefix: string) {}
@@ -49,6 +50,9 @@ export class EtcdKeys {
   /** Every key's revocation records (GET /v1/revocations). */
   allRevocationsPrefix(): Buffer {
     return Buffer.from(`${this.prefix}revocation/`);
+  }
+  revocationRequest(requestId: string): Buffer {
+    return Buffer.from(`${this.prefix}revocation-request/${requestId}`);
   }
   ping(): Buffer {
     return Buffer.from(`${this.prefix}ping`);

@@ -6,6 +6,8 @@ import type { EtcdBackendSettings, EtcdStoreConfig } from './etcd-config';
 import { EtcdGateway } from './etcd-gateway';
 import { EtcdLockStore } from './etcd-lock-store';
 import { EtcdRevocationLog } from './etcd-revocation-log';
+import { EtcdRevocationRequests } from './etcd-revocation-requests';
+import { RevocationRequests } from '../revocation-requests.port';
 import { EtcdSessionRegistry } from './etcd-session-registry';
 import { EtcdSessionWatch } from './etcd-session-watch';
 
@@ -62,6 +64,11 @@ export function etcdStoreProviders(config: LockServerConfig | EtcdStoreConfig): 
     {
       provide: RevocationLog,
       useFactory: (gw: EtcdGateway) => new EtcdRevocationLog(gw),
+      inject: [EtcdGateway],
+    },
+    {
+      provide: RevocationRequests,
+      useFactory: (gw: EtcdGateway) => new EtcdRevocationRequests(gw),
       inject: [EtcdGateway],
     },
   ];

@@ -7,6 +7,8 @@ import { RevocationLog } from '../revocation-log.port';
 import { PgDatabase } from './pg-database';
 import { PgLockStore } from './pg-lock.store';
 import { PgRevocationLog } from './pg-revocation.log';
+import { PgRevocationRequests } from './pg-revocation-requests';
+import { RevocationRequests } from '../revocation-requests.port';
 import { PgSessionRegistry } from './pg-session.registry';
 import { ReleaseSignal } from './release-signal';
 
@@ -66,6 +68,11 @@ export function pgStoreProviders(config: LockServerConfig): Provider[] {
     {
       provide: RevocationLog,
       useFactory: (db: PgDatabase) => new PgRevocationLog(db),
+      inject: [PgDatabase],
+    },
+    {
+      provide: RevocationRequests,
+      useFactory: (db: PgDatabase) => new PgRevocationRequests(db),
       inject: [PgDatabase],
     },
   ];

@@ -1,0 +1,87 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { DlockError, formatInstant, type FencingToken, type LockOutcome } from '@dlock/lock-api';
+import { AuthPolicy, ForbiddenError } from '@dlock/identity';
+import { RevocationRequests, type RevocationRequest } from '../store/revocation-requests.port';
+import { LockService } from './lock.service';
+
+export interface RevokeCommand {
+  key: string;
+  operator: string;
+  reason: string;
+  expectedToken?: FencingToken;
+}
+
+/** What POST /v1/locks/{key}/revoke did: revoked now, or asked for a second operator. */
+export type RevokeResult =
+  { kind: 'revoked'; outcome: LockOutcome } | { kind: 'requested'; request: RevocationRequest };
+
+/**
+ * Force-revoke under the policy's separation of duties (docs/security.md):
+ * with `revoke.approvals: 2` a revoke is a request that takes effect when a
+ * different operator approves it inside the window; with 1 it is immediate.
+ */
+@Injectable()
+export class RevokeService {
+  private readonly logger = new Logger('revoke');
+
+  constructor(
+    private readonly locks: LockService,
+    private readonly requests: RevocationRequests,
+    private readonly policy: AuthPolicy,
+  ) {}
+
+  async revoke(command: RevokeCommand, caller: string): Promise<RevokeResult> {
+    const { approvals, approvalWindowMs } = this.policy.revoke;
+    if (approvals === 1) {
+      return { kind: 'revoked', outcome: await this.locks.revoke(command, { by: caller }) };
+    }
+    // Nothing to ask a second person about: the same 404 the single-step revoke answers.
+    if (!(await this.locks.inspect(command.key)).held) {
+      throw new DlockError('NOT_FOUND', 'the key is not held');
+    }
+    const request = await this.requests.create(
+      { ...command, requestedBy: caller },
+      approvalWindowMs,
+    );
+    this.logger.warn(
+      {
+        event: 'revoke_requested',
+        requestId: request.requestId,
+        key: request.key,
+        requestedBy: caller,
+        operator: request.operator,
+        reason: request.reason,
+        expiresAt: formatInstant(request.expiresAt),
+      },
+      'force-revoke requested; waiting for a second operator',
+    );
+    return { kind: 'requested', request };
+  }
+
+  async approve(requestId: string, approver: string): Promise<LockOutcome> {
+    const approved = await this.requests.approve(requestId, approver);
+    switch (approved) {
+      case 'unknown':
+        throw new DlockError('NOT_FOUND', 'no such revocation request');
+      case 'self':
+        throw new ForbiddenError('a revocation must be approved by a different operator', {
+          reason: 'self-approval',
+        });
+      case 'approved':
+        throw new DlockError('REVOCATION_ALREADY_APPROVED', 'the request was already approved');
+      case 'expired':
+        throw new DlockError(
+          'REVOCATION_REQUEST_EXPIRED',
+          'the approval window of this request has closed: request the revoke again',
+        );
+      default:
+        break;
+    }
+    this.logger.warn(
+      { event: 'revoke_approved', requestId, key: approved.key, approvedBy: approver },
+      'force-revoke approved',
+    );
+    const { requestId: _id, requestedBy, requestedAt: _at, expiresAt: _exp, ...command } = approved;
+    return this.locks.revoke(command, { requestId, requestedBy, approvedBy: approver });
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * The cost of service identity at the lock-server (issue 16; bench/reports/auth-cost.md):
+ * acquire+release pairs per second at concurrency 64 and the lock-server's CPU per pair,
+ * for a build of the commit before identity landed ("base", no authentication) and this
+ * build (JWT on every request, per-identity limit, the authorisation policy guard with
+ * deploy/policy/dev-policy.yaml, executor identities locking `payout:*` keys), run side by
+ * side against one PostgreSQL and interleaved round by round (base, this, base, this, …)
+ * so a shared machine's load falls on both alike.
+ *
+ *   git worktree add /tmp/authz-base <commit before libs/identity>; (cd /tmp/authz-base &&
+ *     ln -s <repo>/node_modules && node scripts/build.js)
+ *   BENCH_BASE_DIR=/tmp/authz-base node dist/bench/lock-server/auth-cost.js
+ *   BENCH_ROUNDS=6 BENCH_DURATION_MS=8000 (the defaults)
+ *   BENCH_BASE_AUTH=1 for a base that already authenticates (to isolate a later change)
+ *
+ * A pair that fails (a 503 under load, a timeout) is counted as an error, not a pair.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import 'reflect-metadata';
+import { DataSource } from 'typeorm';
+import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
+import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
+import { DEV_POLICY_PATH, testAuthEnv } from '../../libs/testing/src/identity';
+import { freePort } from '../../libs/testing/src/process';
+import { call, startLockServerProcess } from './etcd-common';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const BASE_DIR = process.env.BENCH_BASE_DIR ?? '/tmp/authz-base';
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 6));
+const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
+const WARMUP_MS = 1000;
+const WORKERS = 64;
+const CLOCK_TICK_MS = 10;
+/** Both servers alike: a loaded shared machine needs more than the 1.5 s / 1 s defaults. */
+const DB_TIMEOUTS = { LOCKDB_STATEMENT_TIMEOUT_MS: '5000', LOCKDB_CONNECT_TIMEOUT_MS: '5000' };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Server {
+  name: 'base' | 'identity';
+  url: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** utime + stime of a process, in ms (Linux /proc). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
+}
+
+async function migrate(url: string, migrations: unknown[]): Promise<void> {
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+  const ds = new DataSource({ type: 'postgres', url, migrations: migrations as Function[] });
+  await ds.initialize();
+  await ds.runMigrations({ transaction: 'each' });
+  await ds.destroy();
+}
+
+async function startBase(dbUrl: string): Promise<Server> {
+  const port = await freePort();
+  const proc = spawn(
+    process.execPath,
+    [path.join(BASE_DIR, 'dist', 'apps', 'lock-server', 'main.js')],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+        LOCK_WAITERS_MAX: '1000',
+        LOCK_BACKEND: 'pg',
+        LOCKDB_URL: dbUrl,
+        ...DB_TIMEOUTS,
+        // A base that already authenticates (BENCH_BASE_AUTH=1) trusts the tests' issuer too.
+        ...(process.env.BENCH_BASE_AUTH === '1' ? await testAuthEnv() : {}),
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  for (const deadline = Date.now() + 30_000; ; await sleep(100)) {
+    const ok = await fetch(`${url}/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (Date.now() > deadline || proc.exitCode !== null) throw new Error('base did not start');
+  }
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (proc.exitCode !== null) return resolve();
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+    });
+  return { name: 'base', url, proc, stop };
+}
+
+interface Round {
+  round: number;
+  side: Server['name'];
+  pairsPerSec: number;
+  serverCpuMsPerPair: number;
+  errors: number;
+  /** `acquire/release` status × count of the failed pairs. */
+  errorStatuses: string;
+  load1: number;
+}
+
+/** One closed-loop round: WORKERS executors, each acquiring and releasing its own payout key. */
+async function runRound(server: Server, round: number): Promise<Round> {
+  const owners = Array.from({ length: WORKERS }, (_, i) => `executor-bench-${i}`);
+  const sessions: string[] = [];
+  // One at a time, again after a 503: a loaded machine times out a burst of 64 opens.
+  for (const ownerId of owners) {
+    for (let attempt = 1; ; attempt++) {
+      const res = await call(
+        server.url,
+        'POST',
+        '/v1/sessions',
+        {},
+        { ownerId, ttlMillis: 60_000 },
+      );
+      if (res.status === 201) {
+        sessions.push(res.body.sessionId as string);
+        break;
+      }
+      if (attempt >= 20) throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
+      await sleep(200);
+    }
+  }
+  let measuring = false;
+  let stop = false;
+  let pairs = 0;
+  let errors = 0;
+  const statuses = new Map<string, number>();
+  const worker = async (i: number) => {
+    const owner = owners[i];
+    const key = `payout:bench-${round}-${i}`;
+    while (!stop) {
+      const h = { 'x-owner-id': owner };
+      const got = await call(server.url, 'POST', `/v1/locks/${key}/acquire`, h, {
+        sessionId: sessions[i],
+        ttlMillis: 30_000,
+      });
+      const token = got.status === 200 ? (got.body.fencingToken as string) : undefined;
+      const freed =
+        token === undefined
+          ? undefined
+          : await call(server.url, 'DELETE', `/v1/locks/${key}`, {
+              ...h,
+              'x-fencing-token': token,
+            });
+      if (freed?.status === 204) {
+        if (measuring) pairs++;
+      } else {
+        if (measuring) {
+          errors++;
+          const what = `${got.status}${freed ? `/${freed.status}` : ''}`;
+          statuses.set(what, (statuses.get(what) ?? 0) + 1);
+        }
+        await sleep(50);
+      }
+    }
+  };
+  const running = owners.map((_, i) => worker(i));
+  await sleep(WARMUP_MS);
+  const load1 = os.loadavg()[0];
+  const cpuBefore = cpuMs(server.proc.pid!);
+  measuring = true;
+  const began = Date.now();
+  await sleep(DURATION_MS);
+  measuring = false;
+  const elapsedMs = Date.now() - began;
+  const cpu = cpuMs(server.proc.pid!) - cpuBefore;
+  stop = true;
+  await Promise.all(running);
+  await Promise.all(
+    sessions.map((sid, i) =>
+      call(server.url, 'DELETE', `/v1/sessions/${sid}`, { 'x-owner-id': owners[i] }),
+    ),
+  );
+  return {
+    round,
+    side: server.name,
+    pairsPerSec: (pairs * 1000) / elapsedMs,
+    serverCpuMsPerPair: pairs > 0 ? cpu / pairs : NaN,
+    errors,
+    errorStatuses: [...statuses].map(([k, n]) => `${k}×${n}`).join(' '),
+    load1,
+  };
+}
+
+const median = (xs: number[]) => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+async function main(): Promise<void> {
+  const dir = path.join(ROOT, '.tmp', `auth-cost-pg-${process.pid}`);
+  const pg = await startEmbeddedPostgres({ dir, fsync: true, maxConnections: 300 });
+  const servers: Server[] = [];
+  try {
+    const admin = new Client({ connectionString: pg.adminUrl });
+    await admin.connect();
+    await admin.query('CREATE DATABASE lockdb_base');
+    await admin.query('CREATE DATABASE lockdb_identity');
+    await admin.end();
+    const dbUrl = (name: string) => `postgres://postgres:postgres@127.0.0.1:${pg.port}/${name}`;
+    // The base's own schema, from its own build.
+    const base = (await import(
+      path.join(BASE_DIR, 'dist', 'migrations', 'lockdb', 'index.js')
+    )) as {
+      LOCKDB_MIGRATIONS: unknown[];
+    };
+    const baseMigrations = base.LOCKDB_MIGRATIONS;
+    await migrate(dbUrl('lockdb_base'), baseMigrations);
+    await migrate(dbUrl('lockdb_identity'), LOCKDB_MIGRATIONS);
+    servers.push(await startBase(dbUrl('lockdb_base')));
+    const after = await startLockServerProcess({
+      LOCK_BACKEND: 'pg',
+      LOCKDB_URL: dbUrl('lockdb_identity'),
+      AUTH_POLICY: DEV_POLICY_PATH,
+      ...DB_TIMEOUTS,
+    });
+    servers.push({ name: 'identity', url: after.url, proc: after.proc, stop: after.stop });
+    const rounds: Round[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const server of servers) {
+        const r = await runRound(server, round);
+        rounds.push(r);
+        console.log(
+          `| ${r.round} | ${r.side} | ${r.pairsPerSec.toFixed(0)} | ${r.serverCpuMsPerPair.toFixed(2)} | ${r.errors} ${r.errorStatuses} | ${r.load1.toFixed(1)} |`,
+        );
+      }
+    }
+    for (const side of ['base', 'identity'] as const) {
+      const mine = rounds.filter((r) => r.side === side);
+      console.log(
+        `median ${side}: ${median(mine.map((r) => r.pairsPerSec)).toFixed(0)} pairs/s, ${median(mine.map((r) => r.serverCpuMsPerPair)).toFixed(2)} server cpu ms/pair`,
+      );
+    }
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()));
+    await pg.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error('[auth-cost] failed:', err);
+  process.exit(1);
+});

@@ -1,0 +1,209 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EnvError } from '@dlock/config';
+import { OPERATIONS, type OperationName } from './operations';
+import { globToRegExp, loadPolicyFile, parsePolicy, PolicyError } from './policy';
+
+const REPO = join(__dirname, '..', '..', '..');
+const dev = loadPolicyFile(join(REPO, 'deploy', 'policy', 'dev-policy.yaml'));
+
+describe('the development policy', () => {
+  it.each<[string, OperationName, string | undefined, boolean]>([
+    ['executor-1', 'locks.acquire', 'payout:acct-1', true],
+    ['executor-1', 'locks.acquire', 'other:acct-1', false],
+    ['executor-1', 'locks.acquire', undefined, false],
+    ['executor-1', 'locks.revoke', undefined, false],
+    ['executor-1', 'payouts.claim', undefined, true],
+    ['executor-1', 'payouts.rail-outcome', undefined, true],
+    ['executor-1', 'payouts.post', undefined, true],
+    ['executor-1', 'payouts.abandon', undefined, false],
+    ['executor-1', 'payouts.resolve', undefined, false],
+    ['executor-1', 'accounts.fence-floor', undefined, false],
+    ['executor-1', 'rail.submit', undefined, true],
+    ['executor-1', 'accounts.create', undefined, false],
+    ['reconciler', 'locks.acquire', 'payout:a', true],
+    ['reconciler', 'payouts.resolve', undefined, true],
+    ['reconciler', 'payouts.post', undefined, true],
+    ['reconciler', 'payouts.claim', undefined, false],
+    ['reconciler', 'rail.submit', undefined, false],
+    ['reconciler', 'locks.revoke', undefined, false],
+    ['operator', 'locks.revoke', undefined, true],
+    ['operator', 'revocations.approve', undefined, true],
+    ['operator-2', 'revocations.approve', undefined, true],
+    ['operator', 'payouts.abandon', undefined, true],
+    ['operator', 'accounts.fence-floor', undefined, true],
+    ['operator', 'locks.acquire', 'payout:a', false],
+    ['operator', 'payouts.claim', undefined, false],
+    ['operator', 'rail.submit', undefined, false],
+    ['operator', 'locks.list', undefined, true],
+    ['feed', 'accounts.create', undefined, true],
+    ['feed', 'payouts.create', undefined, true],
+    ['feed', 'payouts.claim', undefined, false],
+    ['stranger', 'locks.inspect', undefined, false],
+    ['executor', 'locks.acquire', 'payout:a', false],
+    ['reconciler-2', 'payouts.resolve', undefined, false],
+  ])('%s %s %s → %s', (subject, operation, key, allowed) => {
+    expect(dev.decide(subject, operation, key).allowed).toBe(allowed);
+  });
+
+  it('asks for no second operator', () => {
+    expect(dev.revoke).toEqual({ approvals: 1, approvalWindowMs: 300_000 });
+  });
+
+  it('says why it refused', () => {
+    expect(dev.decide('executor-1', 'locks.revoke')).toEqual({
+      allowed: false,
+      reason: 'identity may not call locks.revoke',
+    });
+    expect(dev.decide('executor-1', 'locks.acquire', 'x')).toEqual({
+      allowed: false,
+      reason: 'identity may not lock this key',
+    });
+  });
+});
+
+describe('the test and production policies', () => {
+  it('load; the test policy allows every operation to anyone', () => {
+    const test = loadPolicyFile(join(REPO, 'deploy', 'policy', 'test-policy.yaml'));
+    for (const op of OPERATIONS) expect(test.decide('w', op, 'k').allowed).toBe(true);
+    const prod = loadPolicyFile(join(REPO, 'k8s', 'base', 'auth-policy.yaml'));
+    expect(prod.revoke.approvals).toBe(2);
+  });
+});
+
+describe('globToRegExp', () => {
+  it.each([
+    ['payout:*', 'payout:a-1', true],
+    ['payout:*', 'payout:', true],
+    ['payout:*', 'xpayout:a', false],
+    ['a.b', 'aXb', false],
+    ['*-x', 'a-b-x', true],
+    ['exact', 'exact2', false],
+  ])('%s matches %s: %s', (pattern, value, matches) => {
+    expect(globToRegExp(pattern).test(value)).toBe(matches);
+  });
+});
+
+const VALID = `version: 1
+roles:
+  worker:
+    lockKeys: ['payout:*']
+    operations: [locks.acquire]
+identities:
+  - subject: 'w-*'
+    roles: [worker]
+`;
+
+function problems(text: string): string[] {
+  try {
+    parsePolicy(text, 'p.yaml');
+  } catch (err) {
+    expect(err).toBeInstanceOf(PolicyError);
+    expect(err).toBeInstanceOf(EnvError);
+    return (err as PolicyError).problems;
+  }
+  throw new Error('an invalid policy was accepted');
+}
+
+describe('policy validation names the line and the entry', () => {
+  it('accepts a valid policy, JSON too', () => {
+    expect(parsePolicy(VALID, 'p.yaml').decide('w-1', 'locks.acquire', 'payout:1').allowed).toBe(
+      true,
+    );
+    const json = JSON.stringify({
+      version: 1,
+      revoke: { approvals: 2, approvalWindowMs: 60000 },
+      roles: { ops: { operations: ['locks.revoke'] } },
+      identities: [{ subject: 'ops', roles: ['ops'] }],
+    });
+    expect(parsePolicy(json, 'p.json').revoke).toEqual({ approvals: 2, approvalWindowMs: 60000 });
+  });
+
+  it.each<[string, string, string]>([
+    [
+      'an unknown operation',
+      VALID.replace('[locks.acquire]', '[locks.acquire, payouts.clam]'),
+      'AUTH_POLICY p.yaml:5: roles.worker.operations.1: unknown operation "payouts.clam"',
+    ],
+    [
+      'an unknown role',
+      VALID.replace('roles: [worker]', 'roles: [worker, admin]'),
+      'AUTH_POLICY p.yaml:8: identities.0.roles.1: unknown role "admin"',
+    ],
+    [
+      'acquire without key patterns',
+      VALID.replace("    lockKeys: ['payout:*']\n", ''),
+      'AUTH_POLICY p.yaml:4: roles.worker: grants locks.acquire, so lockKeys must name the keys it may lock',
+    ],
+    [
+      'a bad key pattern',
+      VALID.replace("'payout:*'", "'payout/*'"),
+      'AUTH_POLICY p.yaml:4: roles.worker.lockKeys.0: "payout/*" is not a lock key pattern ([a-zA-Z0-9:._-] and *)',
+    ],
+    [
+      'an unknown field',
+      VALID.replace('version: 1', 'version: 1\nadmins: [me]'),
+      'AUTH_POLICY p.yaml:2: admins: unknown field (known: version,revoke,roles,identities)',
+    ],
+    [
+      'a wrong version',
+      VALID.replace('version: 1', 'version: 2'),
+      'AUTH_POLICY p.yaml:1: version: must be 1',
+    ],
+    [
+      'three approvals',
+      `${VALID}revoke:\n  approvals: 3\n`,
+      'AUTH_POLICY p.yaml:10: revoke.approvals: must be 1 (single-step) or 2 (two operators)',
+    ],
+    [
+      'a too short approval window',
+      `${VALID}revoke:\n  approvals: 2\n  approvalWindowMs: 5\n`,
+      'AUTH_POLICY p.yaml:11: revoke.approvalWindowMs: must be an integer 1000..86400000',
+    ],
+    [
+      'an empty subject',
+      VALID.replace("subject: 'w-*'", "subject: ''"),
+      'AUTH_POLICY p.yaml:7: identities.0.subject: must be a printable subject pattern (* is a wildcard)',
+    ],
+    [
+      'no identities',
+      VALID.replace(/identities:[\s\S]*$/, 'identities: []\n'),
+      'AUTH_POLICY p.yaml:6: identities: must be a non-empty list (at most 1000 entries)',
+    ],
+    [
+      'not a mapping',
+      '- a\n- b\n',
+      'AUTH_POLICY p.yaml:1: (top level): must be a mapping with version, roles and identities',
+    ],
+  ])('%s', (_name, text, expected) => {
+    expect(problems(text)).toContain(expected);
+  });
+
+  it('reports a YAML syntax error with its line', () => {
+    const [first] = problems('version: 1\nroles: {a: [\n');
+    expect(first).toMatch(/^AUTH_POLICY p\.yaml:\d+: /);
+  });
+
+  it('reports a duplicate key', () => {
+    expect(problems('version: 1\nversion: 1\n')[0]).toMatch(/^AUTH_POLICY p\.yaml:2: .*unique/i);
+  });
+
+  it('reports every problem at once', () => {
+    const text = VALID.replace('[locks.acquire]', '[nope]').replace('[worker]', '[ghost]');
+    expect(problems(text)).toHaveLength(2);
+  });
+
+  it('a missing file is a PolicyError naming the path', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dlock-policy-'));
+    try {
+      writeFileSync(join(dir, 'ok.yaml'), VALID);
+      expect(loadPolicyFile(join(dir, 'ok.yaml')).revoke.approvals).toBe(1);
+      expect(() => loadPolicyFile(join(dir, 'missing.yaml'))).toThrow(
+        /AUTH_POLICY: cannot read .*missing\.yaml/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
