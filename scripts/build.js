@@ -3,7 +3,7 @@
 // `dist/apps/<app>/main.js` entry per app (DECISIONS §8).
 'use strict';
 const { execSync } = require('node:child_process');
-const { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } = require('node:fs');
+const { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 
 const root = join(__dirname, '..');
@@ -19,5 +19,9 @@ for (const app of readdirSync(join(root, 'apps'))) {
     join(root, 'dist', 'apps', app, 'main.js'),
     "'use strict';\nrequire('./src/main.js');\n",
   );
+  // Files an app serves as they are (the console's page): no build step of their own.
+  const assets = join(root, 'apps', app, 'static');
+  if (existsSync(assets))
+    cpSync(assets, join(root, 'dist', 'apps', app, 'static'), { recursive: true });
 }
 console.log('[dlock] build complete: dist/apps/<app>/main.js');
