@@ -91,9 +91,9 @@ async function revokeOnPage(key: string, token: string, reason: string): Promise
 }
 
 it('shows who it acts as and payouts moving', async () => {
-  await expect(page.locator('[data-testid=operator]').textContent()).resolves.toBe(
-    'acting as operator',
-  );
+  await page
+    .locator('[data-testid=operator]', { hasText: /^acting as operator$/ })
+    .waitFor({ timeout: WAIT_MS });
   await page.locator('[data-testid=posted-count]').waitFor({ timeout: WAIT_MS });
   const before = await postedOnPage();
   for (let i = 0; i < 5; i++) await seedPendingPayout(s.paydb, accountId);

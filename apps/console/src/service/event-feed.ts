@@ -17,19 +17,32 @@ export interface SourceStatus {
   error?: string;
 }
 
+type WireEvent = SafetyEventsPage['events'][number];
+
+/**
+ * Whether a page asked from one before `last` comes from the same process:
+ * it starts with `last` itself, or past it (the service's ring dropped
+ * events the feed never read). Anything else is a restarted service.
+ */
+function continues(last: FeedEvent, first: WireEvent | undefined): boolean {
+  if (first === undefined) return false;
+  if (first.seq > last.seq) return true;
+  return first.seq === last.seq && first.at === last.at && first.event === last.event;
+}
+
 export interface SafetyEventsPage {
   events: { seq: number; at: string; event: string; fields?: Record<string, unknown> }[];
   nextAfter: number;
 }
 
 /**
- * The pure part of the feed: per-service cursors, the newest `capacity`
+ * The pure part of the feed: per-service cursors (the newest event read), the newest `capacity`
  * events for a page that opens late, and the listeners (SSE streams) new
  * events go to. The poller (SafetyEventPoller) feeds it; it does no I/O.
  */
 export class EventFeed {
   private readonly recent: FeedEvent[] = [];
-  private readonly cursors = new Map<string, number>();
+  private readonly lastSeen = new Map<string, FeedEvent>();
   private readonly statuses = new Map<string, SourceStatus>();
   private readonly listeners = new Set<(kind: 'safety' | 'sources', data: unknown) => void>();
 
@@ -40,27 +53,39 @@ export class EventFeed {
     assert.ok(capacity >= 1 && listenersMax >= 1);
   }
 
-  /** The `after` to ask `service` with. */
+  /** Newest seq read from `service`; 0 before the first event. */
   cursor(service: string): number {
-    return this.cursors.get(service) ?? 0;
+    return this.lastSeen.get(service)?.seq ?? 0;
   }
 
   /**
-   * A page read from `service` after `after`: new events are kept and pushed.
-   * A `nextAfter` below the cursor means the service restarted (its sequence
-   * starts again at 1), so the cursor starts again too.
+   * The `after` to ask `service` with: one before the cursor, so the page
+   * starts with the newest event already seen, unless the service restarted
+   * (its sequence starts again at 1) and that event is gone (accept()).
    */
-  accept(service: string, after: number, page: SafetyEventsPage): FeedEvent[] {
+  askAfter(service: string): number {
+    return Math.max(0, this.cursor(service) - 1);
+  }
+
+  /** A page read with askAfter(service): new events are kept and pushed. */
+  accept(service: string, page: SafetyEventsPage): FeedEvent[] {
+    this.setStatus({ service, reachable: true });
+    const last = this.lastSeen.get(service);
+    if (last !== undefined && !continues(last, page.events[0])) {
+      // Another process answers now: read it from its first event on the next poll.
+      this.lastSeen.delete(service);
+      return [];
+    }
     const fresh = page.events
-      .filter((e) => e.seq > after)
+      .filter((e) => e.seq > (last?.seq ?? 0))
       .map((e) => ({ service, seq: e.seq, at: e.at, event: e.event, fields: e.fields ?? {} }));
-    this.cursors.set(service, page.nextAfter < after ? 0 : Math.max(after, page.nextAfter));
     for (const e of fresh) {
       this.recent.push(e);
       if (this.recent.length > this.capacity) this.recent.shift();
       this.emit('safety', e);
     }
-    this.setStatus({ service, reachable: true });
+    const newest = fresh.at(-1);
+    if (newest !== undefined) this.lastSeen.set(service, newest);
     return fresh;
   }
 

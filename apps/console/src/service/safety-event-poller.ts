@@ -44,7 +44,7 @@ export class SafetyEventPoller implements OnModuleInit, OnApplicationShutdown {
   async pollOnce(): Promise<void> {
     await Promise.all(
       this.peers.eventSources.map(async ({ name, peer }) => {
-        const after = this.feed.cursor(name);
+        const after = this.feed.askAfter(name);
         try {
           const page = await peer.call<SafetyEventsPage>({
             method: 'GET',
@@ -52,7 +52,7 @@ export class SafetyEventPoller implements OnModuleInit, OnApplicationShutdown {
             budget: this.peers.budget,
             signal: AbortSignal.timeout(this.config.CONSOLE_CALL_TIMEOUT_MS * 2),
           });
-          this.feed.accept(name, after, page);
+          this.feed.accept(name, page);
         } catch (err) {
           const why = describeFailure(err);
           this.logger.debug({ service: name, err: why }, 'safety events unreadable');
