@@ -10,6 +10,7 @@ import {
   spawnApp,
   testTokenDir,
   testTokenProvider,
+  waitFor,
   type RunningApp,
 } from '@dlock/testing';
 import { startExecutor, startServices, type Services } from '../../executor/test/support';
@@ -32,11 +33,13 @@ let consoleApp: RunningApp;
 let browser: Browser;
 let page: Page;
 let accountId: string;
+let firstPayout: string;
 
 beforeAll(async () => {
   s = await startServices();
   accountId = await seedFundedAccount(s.paydb);
-  for (let i = 0; i < 5; i++) await seedPendingPayout(s.paydb, accountId);
+  firstPayout = await seedPendingPayout(s.paydb, accountId);
+  for (let i = 0; i < 4; i++) await seedPendingPayout(s.paydb, accountId);
   [executor, consoleApp, browser] = await Promise.all([
     startExecutor(s, 'executor-1'),
     spawnApp('console', {
@@ -144,6 +147,32 @@ it('an invalid revoke shows the lock-server refusal and changes nothing; a valid
   } finally {
     await session.close();
   }
+});
+
+it('a refused abandon shows the payment-resource error and leaves the payout as it was', async () => {
+  await waitFor(
+    async () =>
+      (await http('GET', `${s.payments.url}/v1/payouts/${firstPayout}`)).body.state === 'POSTED',
+    WAIT_MS,
+    'the first payout to be POSTED',
+  );
+  await page.locator('#payout-id').fill(firstPayout);
+  await page.locator('#payout-reason').fill('customer asked to cancel');
+  await page.locator('#abandon').click();
+  const code = page.locator('#action-result.error [data-testid=error-code]');
+  await code.waitFor({ timeout: WAIT_MS });
+  // the same request made directly: the page shows exactly the API's refusal
+  const direct = await http('POST', `${s.payments.url}/v1/payouts/${firstPayout}/abandon`, {
+    body: { operator: 'operator', reason: 'customer asked to cancel' },
+  });
+  expect(direct.status).toBeGreaterThanOrEqual(400);
+  await expect(code.textContent()).resolves.toBe(direct.body.code);
+  await expect(page.locator('[data-testid=error-message]').textContent()).resolves.toBe(
+    direct.body.message,
+  );
+  expect((await http('GET', `${s.payments.url}/v1/payouts/${firstPayout}`)).body.state).toBe(
+    'POSTED',
+  );
 });
 
 it('shows a service it cannot reach as unreachable and keeps serving', async () => {
