@@ -59,15 +59,16 @@ function renderStats(section) {
   drawChart(chart, s.postedPerBucket, s.bucketSeconds);
   const l = s.latencyMillis;
   $('latency').replaceChildren(
-    el(
-      'span',
-      {},
-      'latency (created → posted) p50 ',
-      el('b', { 'data-testid': 'p50' }, fmtMs(l.p50)),
-    ),
+    el('span', {}, 'latency p50 ', el('b', { 'data-testid': 'p50' }, fmtMs(l.p50))),
     el('span', {}, 'p90 ', el('b', {}, fmtMs(l.p90))),
     el('span', {}, 'p99 ', el('b', {}, fmtMs(l.p99))),
-    el('span', {}, 'of ', el('b', {}, l.count), ' payouts'),
+    el(
+      'span',
+      { title: 'created to POSTED, payouts posted in the window' },
+      'of ',
+      el('b', {}, l.count),
+      ' posted',
+    ),
   );
 }
 
@@ -89,10 +90,12 @@ function svg(tag, attrs, text) {
 
 /** Bars of posted/s per bucket; the y axis scales to the highest bar. */
 function drawChart(chart, buckets, bucketSeconds) {
-  const W = 420,
-    H = 110,
-    left = 28,
-    bottom = 12;
+  // Drawn in the element's own pixels, so the labels are never stretched.
+  const W = Math.max(200, Math.round(chart.clientWidth));
+  const H = Math.max(60, Math.round(chart.clientHeight));
+  const left = 34;
+  const bottom = 12;
+  chart.setAttribute('viewBox', `0 0 ${W} ${H}`);
   const rates = buckets.map((b) => b.count / bucketSeconds);
   const max = Math.max(1, ...rates);
   const width = (W - left) / Math.max(1, rates.length);
@@ -114,7 +117,7 @@ function drawChart(chart, buckets, bucketSeconds) {
     chart.append(
       svg(
         'text',
-        { x: W - 48, y: H - 1 },
+        { x: W - 62, y: H - 1 },
         new Date(buckets[buckets.length - 1].at).toLocaleTimeString(),
       ),
     );

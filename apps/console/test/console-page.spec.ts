@@ -1,7 +1,9 @@
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { spawnApp, testTokenDir, type RunningApp } from '@dlock/testing';
+import { REPO_ROOT, spawnApp, testTokenDir, type RunningApp } from '@dlock/testing';
 
 /**
  * The page's own logic (which rows are highlighted, what the ambiguous queue
@@ -13,6 +15,7 @@ jest.setTimeout(90_000);
 
 const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 const WAIT_MS = 30_000;
+const OUTPUT_DIR = path.join(REPO_ROOT, '.tmp', 'console');
 const PAYOUT = '5b0d1c52-4d7e-4f47-9d51-0d6d3c1f2a10';
 const SUBMISSION = '9a3c1e1b-2f44-4b8e-8e7a-6c1d2b3a4f50';
 
@@ -137,9 +140,11 @@ it("lists an ambiguous payout with the rail-proxy's record, and fills the action
 
 it('shows the latency percentiles and the chart of posted per second', async () => {
   await expect(page.locator('#latency').textContent()).resolves.toBe(
-    'latency (created → posted) p50 120 msp90 450 msp99 1.50 sof 3 payouts',
+    'latency p50 120 msp90 450 msp99 1.50 sof 3 posted',
   );
   // one bucket of 3 posted in 10 s: the axis tops at 1.0/s, its floor; one bar drawn
   await expect(page.locator('#chart rect').count()).resolves.toBe(1);
   await expect(page.locator('#chart text').first().textContent()).resolves.toBe('1.0/s');
+  mkdirSync(OUTPUT_DIR, { recursive: true });
+  await page.screenshot({ path: path.join(OUTPUT_DIR, 'page-stand-in.png') });
 });
