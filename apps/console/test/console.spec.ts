@@ -79,10 +79,10 @@ async function holdLock(key: string): Promise<{ session: LockSession; handle: Lo
   return { session, handle: await session.acquire(key) };
 }
 
-async function lockOnServer(key: string): Promise<{ held: boolean; token?: string }> {
+async function lockOnServer(key: string): Promise<{ held: boolean; fencingToken?: string }> {
   const res = await http('GET', `${s.lockServer.url}/v1/locks/${encodeURIComponent(key)}`);
   expect(res.status).toBe(200);
-  return res.body as { held: boolean; token?: string };
+  return res.body as { held: boolean; fencingToken?: string };
 }
 
 async function revokeOnPage(key: string, token: string, reason: string): Promise<void> {
@@ -125,12 +125,20 @@ it('an invalid revoke shows the lock-server refusal and changes nothing; a valid
     await expect(page.locator('[data-testid=error-message]').textContent()).resolves.toMatch(
       /reason/,
     );
-    await expect(lockOnServer(key)).resolves.toMatchObject({ held: true, token });
+    await expect(lockOnServer(key)).resolves.toMatchObject({
+      held: true,
+      ownerId: 'stuck-worker',
+      fencingToken: token,
+    });
 
     await revokeOnPage(key, token, 'holder stuck on a dead worker');
     const result = page.locator('#action-result.ok [data-testid=result-text]');
     await result.waitFor({ timeout: WAIT_MS });
-    const floor = /new token floor (\d+)$/.exec((await result.textContent()) ?? '')?.[1];
+    const text = (await result.textContent()) ?? '';
+    expect(text).toMatch(
+      new RegExp(`^revoked ${key}: token ${token} revoked, new token floor \\d+$`),
+    );
+    const floor = /new token floor (\d+)$/.exec(text)?.[1];
     expect(floor).toBeDefined();
     expect(BigInt(floor!)).toBeGreaterThan(handle.fencingToken);
     await expect(lockOnServer(key)).resolves.toMatchObject({ held: false });

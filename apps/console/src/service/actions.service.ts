@@ -13,7 +13,6 @@ import { CONSOLE_CONFIG, type ConsoleConfig } from '../config';
 
 /** The lock-server's L8 answer, as it comes. */
 export interface RevokeAnswer {
-  key: string;
   revokedToken: string;
   newTokenFloor: string;
   revocationId: string;
@@ -51,7 +50,12 @@ export class ActionsService implements OnApplicationShutdown {
     this.payments.close();
   }
 
-  async revoke(key: string, reason: string, expectedToken?: string): Promise<RevokeAnswer> {
+  /** L8, and the key it was for (the lock-server's answer does not repeat it). */
+  async revoke(
+    key: string,
+    reason: string,
+    expectedToken?: string,
+  ): Promise<RevokeAnswer & { key: string }> {
     const body = {
       operator: this.peers.operator,
       reason,
@@ -66,7 +70,7 @@ export class ActionsService implements OnApplicationShutdown {
       { event: 'console_revoke', key, operator: this.peers.operator },
       'lock revoked',
     );
-    return answer;
+    return { key, ...answer };
   }
 
   abandon(payoutId: string, reason: string): Promise<AbandonResponse> {
