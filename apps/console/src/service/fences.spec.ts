@@ -7,6 +7,8 @@ describe('joinFences', () => {
         { accountId: 'acct-b', currency: 'EUR', balanceMinor: 500, fence: '9007199254740993' },
         { accountId: 'acct-a', currency: 'EUR', balanceMinor: 100, fence: '7' },
         { accountId: 'acct-c', currency: 'EUR', balanceMinor: 0, fence: '3' },
+        // never paid out: no token at either guard
+        { accountId: 'acct-e', currency: 'EUR', balanceMinor: 0, fence: '0' },
       ],
       [
         { accountId: 'acct-a', highWater: '7' },
@@ -47,6 +49,14 @@ describe('joinFences', () => {
         fence: null,
         highWater: '4',
         agree: false,
+      },
+      {
+        accountId: 'acct-e',
+        currency: 'EUR',
+        balanceMinor: 0,
+        fence: '0',
+        highWater: null,
+        agree: true,
       },
     ]);
   });

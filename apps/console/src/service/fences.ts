@@ -21,7 +21,7 @@ export interface FenceRow {
   fence: string | null;
   /** Newest token rail-proxy accepted for the account; null when it has no row. */
   highWater: string | null;
-  /** Both guards hold the same token (docs/console.md says why a gap is worth a look). */
+  /** Both guards hold the same mark (docs/console.md says why a gap is worth a look). */
   agree: boolean;
 }
 
@@ -53,10 +53,9 @@ export function joinFences(accounts: AccountWire[], highWaters: HighWaterWire[])
     row.highWater = h.highWater;
     rows.set(h.accountId, row);
   }
-  for (const row of rows.values()) {
-    row.agree =
-      row.fence !== null && row.highWater !== null && BigInt(row.fence) === BigInt(row.highWater);
-  }
+  // A guard without a row for the account has accepted no token: its mark is 0.
+  for (const row of rows.values())
+    row.agree = BigInt(row.fence ?? 0) === BigInt(row.highWater ?? 0);
   return [...rows.values()].sort((a, b) =>
     a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : 0,
   );
