@@ -9,6 +9,7 @@ import { LockService } from './core/lock.service';
 import { SessionService } from './core/session.service';
 import { IdentityThrottlerGuard } from './http/identity-throttler.guard';
 import { LocksController } from './http/locks.controller';
+import { LISTINGS } from './http/listings.controller';
 import { RevocationsController } from './http/revocations.controller';
 import { SessionsController } from './http/sessions.controller';
 import { LockBackendReadiness } from './readiness';
@@ -45,7 +46,7 @@ export class LockServerModule {
           setHeaders: false,
         }),
       ],
-      controllers: [SessionsController, LocksController, RevocationsController],
+      controllers: [SessionsController, LocksController, RevocationsController, ...LISTINGS],
       providers: [
         configProvider,
         LockService,

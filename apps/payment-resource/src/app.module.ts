@@ -8,6 +8,7 @@ import { FenceFloorController } from './fence-floor/fence-floor.controller';
 import { FenceFloorRepository } from './fence-floor/fence-floor.repository';
 import { FenceFloorService } from './fence-floor/fence-floor.service';
 import { AccountsController } from './http/accounts.controller';
+import { CONSOLE_READS } from './http/console-reads.controller';
 import { IntakeController } from './http/intake.controller';
 import { PayoutsController } from './http/payouts.controller';
 import { PaymentMetrics } from './metrics';
@@ -79,7 +80,13 @@ export function createAppModule(config: PaymentConfig): Type<unknown> {
       }),
       HealthModule.register(PaydbReadiness, [PaydbModule]),
     ],
-    controllers: [PayoutsController, AccountsController, IntakeController, FenceFloorController],
+    controllers: [
+      ...CONSOLE_READS,
+      PayoutsController,
+      AccountsController,
+      IntakeController,
+      FenceFloorController,
+    ],
     providers: [
       PaymentMetrics,
       FenceRepository,

@@ -7,6 +7,7 @@ import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 import { HighWaterFloorController } from './fence-floor/high-water-floor.controller';
 import { HighWaterFloorRepository } from './fence-floor/high-water-floor.repository';
 import { HighWaterFloorService } from './fence-floor/high-water-floor.service';
+import { HighWaterListModule } from './high-water-list/high-water-list.controller';
 import { IdempotencyRepository } from './idempotency.repository';
 import { RailProxyMetrics } from './metrics';
 import { RailClient } from './rail-client';
@@ -55,6 +56,7 @@ export class RailProxyModule {
         }),
         db,
         HealthModule.register(ProxydbReadiness),
+        HighWaterListModule,
       ],
       controllers: [SubmissionsController, HighWaterFloorController],
       providers: [

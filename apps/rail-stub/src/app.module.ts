@@ -15,6 +15,7 @@ export class RailStubModule {
           app: 'rail-stub',
           logLevel: config.LOG_LEVEL,
           untracedRoutes: [{ path: 'submit', method: RequestMethod.POST }],
+          safetyEventFeed: false,
         }),
         HealthModule.register(AlwaysReady),
       ],

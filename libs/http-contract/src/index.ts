@@ -9,3 +9,4 @@ export * from './trace';
 export * from './validation';
 export * from './fence-floor';
 export * from './authentication';
+export * from './read-query';

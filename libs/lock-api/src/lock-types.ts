@@ -55,3 +55,36 @@ export interface LockGrantDto {
   acquiredAt: string;
   expiresAt: string;
 }
+
+/** One entry of GET /v1/locks: a held lock, the time left on its lease when read. */
+export interface HeldLockDto {
+  key: string;
+  ownerId: string;
+  sessionId: string;
+  token: string;
+  leaseRemainingMillis: number;
+}
+
+/** GET /v1/locks 200: held locks by key; `truncated` when more exist than `limit`. */
+export interface LockListDto {
+  locks: HeldLockDto[];
+  truncated: boolean;
+}
+
+/**
+ * One entry of GET /v1/sessions. The last heartbeat was
+ * `ttlMillis - ttlRemainingMillis` ago (each heartbeat restarts the full TTL).
+ */
+export interface LiveSessionDto {
+  sessionId: string;
+  ownerId: string;
+  ttlMillis: number;
+  ttlRemainingMillis: number;
+  locksHeld: number;
+}
+
+/** GET /v1/sessions 200: live sessions by id; `truncated` when more exist than `limit`. */
+export interface SessionListDto {
+  sessions: LiveSessionDto[];
+  truncated: boolean;
+}

@@ -32,3 +32,4 @@ export {
   SessionLostError,
   type FencingToken,
 } from '@dlock/lock-api';
+export { LockServerReadClient } from './lock-server-reads';

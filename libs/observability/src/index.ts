@@ -1,3 +1,6 @@
 export * from './health';
 export * from './observability.module';
 export * from './safety-events';
+export * from './safety-event-feed';
+export * from './safety-events.controller';
+export * from './safety-events.client';

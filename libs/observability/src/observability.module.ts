@@ -16,6 +16,7 @@ import { requestTraceId, type TracedRequest } from '@dlock/http-contract';
 import { activeTraceFields, stopTracing } from '@dlock/tracing';
 import { debugRequestLog } from './debug-request-log';
 import { SafetyEvents } from './safety-events';
+import { SAFETY_EVENT_SERVICE, SafetyEventsController } from './safety-events.controller';
 import { spanControllers } from './spans.controller';
 
 export interface ObservabilityOptions {
@@ -28,6 +29,11 @@ export interface ObservabilityOptions {
    * and the error log take it from the request explicitly.
    */
   untracedRoutes?: RouteInfo[];
+  /**
+   * Serve GET /v1/safety-events (default true). Off only where no safety
+   * event is ever emitted and no caller is authenticated (the rail stub).
+   */
+  safetyEventFeed?: boolean;
 }
 
 const OBSERVABILITY_OPTIONS = Symbol('OBSERVABILITY_OPTIONS');
@@ -81,9 +87,13 @@ export class ObservabilityModule implements NestModule, OnApplicationShutdown {
           defaultMetrics: { enabled: !register.getSingleMetric('process_cpu_user_seconds_total') },
         }),
       ],
-      controllers: spanControllers(),
+      controllers: [
+        ...spanControllers(),
+        ...(options.safetyEventFeed === false ? [] : [SafetyEventsController]),
+      ],
       providers: [
         { provide: OBSERVABILITY_OPTIONS, useValue: options },
+        { provide: SAFETY_EVENT_SERVICE, useValue: options.app },
         { provide: SafetyEvents, useFactory: () => new SafetyEvents() },
       ],
       exports: [SafetyEvents],

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Counter, register, type Registry } from 'prom-client';
+import { SafetyEventFeed } from './safety-event-feed';
 
 /** The safety events of DECISIONS §6: each is a structured log event and a metric. */
 export type SafetyEventName =
@@ -49,7 +50,14 @@ export class SafetyEvents {
   readonly tokenRegressionTotal: Counter;
   readonly railSweepFindingsTotal: Counter;
 
-  constructor(registry: Registry = register) {
+  /**
+   * @param feed the recent events GET /v1/safety-events serves: every event
+   *   emitted here, and only here, is appended to it.
+   */
+  constructor(
+    registry: Registry = register,
+    readonly feed: SafetyEventFeed = new SafetyEventFeed(),
+  ) {
     this.fencedOutTotal = counter(
       registry,
       'lock_fenced_out_total',
@@ -157,5 +165,6 @@ export class SafetyEvents {
       Object.entries(fields).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString() : v]),
     );
     this.logger.warn({ event, ...safe }, message);
+    this.feed.append(event, safe);
   }
 }

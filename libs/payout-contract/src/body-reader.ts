@@ -64,6 +64,19 @@ export class BodyReader {
     }
   }
 
+  /** An int64 >= 0 (a fence or mark that may not have moved yet: "0"). */
+  fence(k: string): bigint {
+    const v = this.o[k];
+    if (v === '0') return 0n;
+    return this.token(k);
+  }
+
+  object(k: string): Record<string, unknown> {
+    const v = this.o[k];
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw this.bad(k, 'an object');
+    return v as Record<string, unknown>;
+  }
+
   array(k: string): unknown[] {
     const v = this.o[k];
     if (!Array.isArray(v)) throw this.bad(k, 'an array');

@@ -243,3 +243,59 @@ test('a rail-proxy client built without a submit budget cannot submit', async ()
   r.close();
   expect(seen).toHaveLength(0);
 });
+
+describe('console reads', () => {
+  const payments = () => new PaymentResourceClient(base, 'console');
+  const rail = () => new RailProxyClient(base, 'console');
+
+  it('lists accounts with GET /v1/accounts?limit= and keeps fences exact', async () => {
+    const body = {
+      accounts: [
+        { accountId: 'a', currency: 'EUR', balanceMinor: 5, fence: '0' },
+        { accountId: 'b', currency: 'EUR', balanceMinor: 0, fence: '9007199254740993' },
+      ],
+      truncated: true,
+    };
+    reply = { status: 200, body };
+    expect(await payments().accounts(2)).toEqual(body);
+    expect(seen[0]).toMatchObject({ method: 'GET', url: '/v1/accounts?limit=2' });
+  });
+
+  it('reads stats with GET /v1/payouts/stats?windowSeconds=, every state present', async () => {
+    const byState = {
+      PENDING: 1,
+      CLAIMED: 0,
+      RAIL_SUBMITTED: 0,
+      RAIL_ACKED: 0,
+      RAIL_AMBIGUOUS: 0,
+      POSTED: 2,
+      FAILED: 0,
+      ABANDONED: 0,
+    };
+    const body = {
+      windowSeconds: 60,
+      byState,
+      postedPerBucket: [{ at: '2026-12-01T06:00:00.000Z', count: 2 }],
+      bucketSeconds: 10,
+      latencyMillis: { p50: 10, p90: null, p99: null, count: 2 },
+    };
+    reply = { status: 200, body };
+    expect(await payments().stats(60)).toEqual(body);
+    expect(seen[0]).toMatchObject({ method: 'GET', url: '/v1/payouts/stats?windowSeconds=60' });
+    const { PENDING: _gone, ...missing } = byState;
+    reply = { status: 200, body: { ...body, byState: missing } };
+    await expect(payments().stats(60)).rejects.toBeInstanceOf(PeerProtocolError);
+  });
+
+  it('lists high-water marks with GET /v1/rail/high-water?limit= and refuses a non-token mark', async () => {
+    const body = { accounts: [{ accountId: 'a', highWater: '42' }], truncated: false };
+    reply = { status: 200, body };
+    expect(await rail().highWater(100)).toEqual(body);
+    expect(seen[0]).toMatchObject({ method: 'GET', url: '/v1/rail/high-water?limit=100' });
+    reply = {
+      status: 200,
+      body: { accounts: [{ accountId: 'a', highWater: 42.5 }], truncated: false },
+    };
+    await expect(rail().highWater(100)).rejects.toBeInstanceOf(PeerProtocolError);
+  });
+});

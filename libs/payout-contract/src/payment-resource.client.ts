@@ -1,16 +1,19 @@
 import type { TokenProvider } from '@dlock/identity';
-import { DlockError, type FencingToken } from '@dlock/lock-api';
+import { DlockError, formatFencingToken, type FencingToken } from '@dlock/lock-api';
 import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 import { BodyReader } from './body-reader';
 import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
 import type { FloorRaise, RaiseResult } from './hops';
 import { assertToken } from './payout-protocol';
-import type { PayoutState } from './payout-types';
+import { PAYOUT_STATES, type PayoutState } from './payout-types';
 import type {
+  AccountList,
+  AccountListItem,
   ClaimRequest,
   ClaimResponse,
   PayoutPage,
   PayoutRecord,
+  PayoutStats,
   PayoutSummary,
   PostRequest,
   PostResponse,
@@ -151,6 +154,49 @@ export class PaymentResourceClient {
   ): Promise<TransitionResult> {
     assertToken(token);
     return this.write(payoutId, 'resolve', token, body, signal);
+  }
+
+  /** GET /v1/accounts (advisory): customer accounts by id, with balance and fence. */
+  async accounts(limit: number, signal?: AbortSignal): Promise<AccountList> {
+    const body = await advisoryGet<AccountList>(this.hop, `/v1/accounts?limit=${limit}`, signal);
+    const page = new BodyReader(this.hop.name, body);
+    const accounts = page.array('accounts').map((item): AccountListItem => {
+      const r = new BodyReader(this.hop.name, item);
+      return {
+        accountId: r.str('accountId'),
+        currency: r.str('currency'),
+        balanceMinor: r.int('balanceMinor'),
+        fence: formatFencingToken(r.fence('fence')),
+      };
+    });
+    return { accounts, truncated: page.bool('truncated') };
+  }
+
+  /** GET /v1/payouts/stats (advisory): by state, posted per bucket, latency percentiles. */
+  async stats(windowSeconds: number, signal?: AbortSignal): Promise<PayoutStats> {
+    const path = `/v1/payouts/stats?windowSeconds=${windowSeconds}`;
+    const body = await advisoryGet<PayoutStats>(this.hop, path, signal);
+    const r = new BodyReader(this.hop.name, body);
+    const states = new BodyReader(this.hop.name, r.object('byState'));
+    const latency = new BodyReader(this.hop.name, r.object('latencyMillis'));
+    return {
+      windowSeconds: r.int('windowSeconds'),
+      byState: Object.fromEntries(PAYOUT_STATES.map((s) => [s, states.int(s)])) as Record<
+        PayoutState,
+        number
+      >,
+      postedPerBucket: r.array('postedPerBucket').map((item) => {
+        const b = new BodyReader(this.hop.name, item);
+        return { at: b.str('at'), count: b.int('count') };
+      }),
+      bucketSeconds: r.int('bucketSeconds'),
+      latencyMillis: {
+        p50: latency.intOrNull('p50'),
+        p90: latency.intOrNull('p90'),
+        p99: latency.intOrNull('p99'),
+        count: latency.int('count'),
+      },
+    };
   }
 
   /** Raises the account's fence to a revocation's floor; an unknown account has nothing to fence. */

@@ -1,13 +1,13 @@
 import type { TokenProvider } from '@dlock/identity';
 import assert from 'node:assert/strict';
-import { DlockError, type FencingToken } from '@dlock/lock-api';
+import { DlockError, formatFencingToken, type FencingToken } from '@dlock/lock-api';
 import { JsonPeer, PeerProtocolError, withHopRetries, type CallBudget } from '@dlock/http-client';
 import { BodyReader } from './body-reader';
 import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
 import type { FloorRaise, RaiseResult } from './hops';
 import { assertToken } from './payout-protocol';
 import type { RailOutcome } from './payout-types';
-import type { SubmissionsResponse, SubmitRequest, SubmitResponse } from './wire';
+import type { HighWaterList, SubmissionsResponse, SubmitRequest, SubmitResponse } from './wire';
 
 /** R1's acknowledgement as the caller uses it (the token parsed back to a bigint). */
 export interface AckedSubmission {
@@ -102,6 +102,17 @@ export class RailProxyClient {
         presentedToken: r.token('presentedToken'),
       };
     });
+  }
+
+  /** GET /v1/rail/high-water (advisory): every account's mark, by account id. */
+  async highWater(limit: number, signal?: AbortSignal): Promise<HighWaterList> {
+    const path = `/v1/rail/high-water?limit=${limit}`;
+    const page = new BodyReader(this.hop.name, await advisoryGet(this.hop, path, signal));
+    const accounts = page.array('accounts').map((item) => {
+      const r = new BodyReader(this.hop.name, item);
+      return { accountId: r.str('accountId'), highWater: formatFencingToken(r.token('highWater')) };
+    });
+    return { accounts, truncated: page.bool('truncated') };
   }
 
   /** Raises the account's high-water mark to a revocation's floor. */

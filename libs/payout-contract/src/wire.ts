@@ -80,6 +80,33 @@ export interface AccountView {
   ledgerSumMinor: number;
 }
 
+/** One customer account in GET /v1/accounts (the P5 fields the console shows beside the rail mark). */
+export interface AccountListItem {
+  accountId: string;
+  currency: string;
+  balanceMinor: number;
+  /** "0" for an account no fenced write has touched yet. */
+  fence: Int64Text;
+}
+
+/** GET /v1/accounts 200: customer accounts by id; `truncated` when more exist than `limit`. */
+export interface AccountList {
+  accounts: AccountListItem[];
+  truncated: boolean;
+}
+
+/** GET /v1/payouts/stats 200 (docs/payment-resource.md, "Console reads"). */
+export interface PayoutStats {
+  windowSeconds: number;
+  /** Every payout by state, each of the eight states present (0 when none). */
+  byState: Record<PayoutState, number>;
+  /** Payouts POSTED per bucket, oldest first, every bucket of the window present. */
+  postedPerBucket: { at: Instant; count: number }[];
+  bucketSeconds: number;
+  /** created → POSTED of the payouts posted in the window; null percentiles when count is 0. */
+  latencyMillis: { p50: number | null; p90: number | null; p99: number | null; count: number };
+}
+
 /** POST /v1/accounts body (docs/payment-resource.md, "Creating accounts, deposits and payouts"). */
 export interface CreateAccountRequest {
   currency: string;
@@ -263,6 +290,18 @@ export interface SubmitResponse {
   railReference: string;
   submittedAt: Instant;
   resolvedAt: Instant;
+}
+
+/** One account's durable high-water mark in GET /v1/rail/high-water. */
+export interface HighWaterItem {
+  accountId: string;
+  highWater: Int64Text;
+}
+
+/** GET /v1/rail/high-water 200: marks by account id; `truncated` when more exist than `limit`. */
+export interface HighWaterList {
+  accounts: HighWaterItem[];
+  truncated: boolean;
 }
 
 /** One row of the proxy's record in R2; `outcome` null = unresolved (money may have moved). */

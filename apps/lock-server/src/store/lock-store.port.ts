@@ -53,6 +53,30 @@ export interface RevokeRequest {
   expectedToken?: FencingToken;
 }
 
+/** One held (live) lock as the console lists it; `leaseRemainingMillis` by the backend's clock. */
+export interface ListedLock {
+  key: string;
+  ownerId: string;
+  sessionId: string;
+  fencingToken: FencingToken;
+  leaseRemainingMillis: number;
+}
+
+/** One live session as the console lists it. */
+export interface ListedSession {
+  sessionId: string;
+  ownerId: string;
+  ttlMillis: number;
+  ttlRemainingMillis: number;
+  locksHeld: number;
+}
+
+/** A bounded listing: at most the limit asked for; `truncated` when there may be more. */
+export interface Listing<T> {
+  items: T[];
+  truncated: boolean;
+}
+
 export abstract class SessionRegistry {
   /** L1. */
   abstract open(ownerId: string, ttlMillis: number): Promise<OpenedSession>;
@@ -60,6 +84,8 @@ export abstract class SessionRegistry {
   abstract heartbeat(sessionId: string): Promise<HeartbeatResult>;
   /** L3: ends the session and releases every lock attached to it. */
   abstract close(sessionId: string): Promise<void>;
+  /** Advisory: live sessions by sessionId, at most `limit`, with their live lock counts. */
+  abstract listLive(limit: number): Promise<Listing<ListedSession>>;
 }
 
 export abstract class LockStore {
@@ -88,6 +114,8 @@ export abstract class LockStore {
    * acquire. Used for bounded server-side waits (waitMillis).
    */
   abstract waitForRelease(key: string, signal: AbortSignal): Promise<void>;
+  /** Advisory: held (unexpired, live-session) locks by key in byte order, at most `limit`. */
+  abstract listHeld(limit: number): Promise<Listing<ListedLock>>;
   /** Readiness: throws when the backend cannot serve a grant. */
   abstract ping(): Promise<void>;
   /**

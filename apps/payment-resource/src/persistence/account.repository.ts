@@ -49,6 +49,19 @@ export class AccountRepository {
   }
 
   /**
+   * Customer accounts in byte order of their ids (the order rail-proxy lists
+   * its marks in), at most `limit`: the console's per-account view.
+   */
+  async listCustomers(db: Db, limit: number): Promise<Account[]> {
+    const rows: AccountRow[] = await db.query(
+      `SELECT ${COLUMNS} FROM account WHERE kind = 'CUSTOMER'
+        ORDER BY account_id COLLATE "C" LIMIT $1`,
+      [limit],
+    );
+    return rows.map(fromRow);
+  }
+
+  /**
    * What the account can still pay (A-09): its balance less the payouts that
    * may still leave it (claimed, at the rail, or ambiguous), this one excepted.
    */

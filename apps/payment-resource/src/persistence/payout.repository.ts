@@ -137,6 +137,17 @@ function updateStatement(payoutId: string, patch: PayoutPatch): { sql: string; p
   return { sql: `UPDATE payout SET ${sets.join(', ')} WHERE payout_id = $1`, params };
 }
 
+/** What PayoutRepository.stats reads; times are epoch seconds of a bucket's start. */
+export interface PayoutStatsRow {
+  first_s: number;
+  last_s: number;
+  by_state: Record<string, number>;
+  posted_per_bucket: Record<string, number>;
+  /** p50, p90, p99 in ms; null when nothing was posted. */
+  latency_ms: number[] | null;
+  posted_count: number;
+}
+
 /** A fenced write's payout, row-locked, and this request's answer if one was already committed. */
 export interface PinnedPayout {
   payout: Payout;
@@ -295,6 +306,44 @@ export class PayoutRepository {
       params,
     );
     return rows.map(fromRow);
+  }
+
+  /**
+   * The console's overview in one statement, on the database's clock: payouts
+   * by state (all of them), and the payouts POSTED since the start of the
+   * bucket holding now − `windowSeconds`, counted per bucket, with their
+   * created → POSTED latency percentiles. The posted set is read through
+   * payout_terminal_by_time (its predicate and key expression repeated here
+   * verbatim so the planner can use it). Buckets are aligned to multiples of
+   * `bucketSeconds` since the epoch, so they stay put between polls.
+   */
+  async stats(db: Db, windowSeconds: number, bucketSeconds: number): Promise<PayoutStatsRow> {
+    const rows: PayoutStatsRow[] = await db.query(
+      `WITH t AS (
+         SELECT (floor((extract(epoch FROM clock_timestamp()) - $1) / $2) * $2)::float8 AS first_s,
+                (floor(extract(epoch FROM clock_timestamp()) / $2) * $2)::float8 AS last_s
+       ),
+       posted AS (
+         SELECT COALESCE(settled_at, updated_at) AS posted_at, created_at
+           FROM payout
+          WHERE state IN ('POSTED', 'FAILED', 'ABANDONED') AND state = 'POSTED'
+            AND COALESCE(settled_at, updated_at) >= (SELECT to_timestamp(first_s) FROM t)
+       )
+       SELECT t.first_s, t.last_s,
+         (SELECT COALESCE(json_object_agg(state, n), '{}')
+            FROM (SELECT state, count(*)::int AS n FROM payout GROUP BY state) s) AS by_state,
+         (SELECT COALESCE(json_object_agg(b, n), '{}')
+            FROM (SELECT (floor(extract(epoch FROM posted_at) / $2) * $2)::bigint AS b,
+                         count(*)::int AS n
+                    FROM posted GROUP BY 1) x) AS posted_per_bucket,
+         (SELECT percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP
+                   (ORDER BY extract(epoch FROM posted_at - created_at) * 1000)
+            FROM posted) AS latency_ms,
+         (SELECT count(*)::int FROM posted) AS posted_count
+       FROM t`,
+      [windowSeconds, bucketSeconds],
+    );
+    return rows[0];
   }
 
   async insert(

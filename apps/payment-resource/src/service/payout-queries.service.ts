@@ -1,12 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DlockError, formatFencingToken } from '@dlock/lock-api';
-import type {
-  AccountView,
+import {
+  PAYOUT_STATES,
+  type AccountList,
+  type AccountView,
   PayoutDetail,
   PayoutPage,
   PayoutRecord,
   PayoutState,
+  PayoutStats,
 } from '@dlock/payout-contract';
 import { preparedManager } from '@dlock/persistence';
 import { AccountRepository } from '../persistence/account.repository';
@@ -24,6 +27,9 @@ const RAIL_OUTCOME_OF: Record<string, string> = {
   RESOLVE_ACKED: 'RESOLVED_ACKED',
   RESOLVE_NOT_FOUND: 'RESOLVED_NOT_FOUND',
 };
+
+/** GET /v1/payouts/stats counts posted payouts per this many seconds. */
+export const STATS_BUCKET_SECONDS = 10;
 
 function iso(d: Date | null): string | null {
   return d === null ? null : d.toISOString();
@@ -111,6 +117,43 @@ export class PayoutQueries {
         ledgerSumMinor,
       };
     });
+  }
+
+  /** The console's per-account view: customer accounts by id, balances as P5 reads them. */
+  async accountList(limit: number): Promise<AccountList> {
+    const rows = await this.accounts.listCustomers(this.db, limit + 1);
+    return {
+      accounts: rows.slice(0, limit).map((a) => ({
+        accountId: a.accountId,
+        currency: a.currency,
+        balanceMinor: a.balanceMinor,
+        fence: formatFencingToken(a.fence),
+      })),
+      truncated: rows.length > limit,
+    };
+  }
+
+  /** The console's overview: payouts by state, posted per bucket, latency percentiles. */
+  async stats(windowSeconds: number): Promise<PayoutStats> {
+    const row = await this.payouts.stats(this.db, windowSeconds, STATS_BUCKET_SECONDS);
+    const byState = Object.fromEntries(
+      PAYOUT_STATES.map((state) => [state, row.by_state[state] ?? 0]),
+    ) as Record<PayoutState, number>;
+    const postedPerBucket: PayoutStats['postedPerBucket'] = [];
+    for (let s = row.first_s; s <= row.last_s; s += STATS_BUCKET_SECONDS) {
+      const at = new Date(s * 1000).toISOString();
+      postedPerBucket.push({ at, count: row.posted_per_bucket[String(s)] ?? 0 });
+    }
+    const [p50, p90, p99] = (row.latency_ms ?? [null, null, null]).map((v) =>
+      v === null ? null : Math.round(v),
+    );
+    return {
+      windowSeconds,
+      byState,
+      postedPerBucket,
+      bucketSeconds: STATS_BUCKET_SECONDS,
+      latencyMillis: { p50, p90, p99, count: row.posted_count },
+    };
   }
 
   private payoutBody(p: Payout): PayoutRecord {

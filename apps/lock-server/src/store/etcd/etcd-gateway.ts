@@ -40,6 +40,11 @@ const unavailableTotal = (() => {
   );
 })();
 
+/** Below etcd's default --max-txn-ops (128): a console read's per-item lookups are split to fit. */
+const READ_OPS_PER_TXN_MAX = 120;
+/** Lease TTL lookups of a console read in flight at once. */
+const LEASE_LOOKUPS_IN_FLIGHT_MAX = 50;
+
 /** Pause between re-sends, so a call that fails fast (no leader yet) does not spin. */
 const RESEND_PAUSE_MS = 25;
 /** Not worth another attempt with less of the operation's budget left than this. */
@@ -141,6 +146,35 @@ export class EtcdGateway implements OnApplicationShutdown {
   /** Several reads at one revision (a txn without compares). */
   async read(ops: IRequestOp[], deadline: Deadline): Promise<ITxnResponse> {
     return this.txn([], ops, [], deadline);
+  }
+
+  /**
+   * Many reads, in as many txns as etcd's op limit needs (each txn is one
+   * revision; the txns are not one snapshot together: advisory reads only).
+   */
+  async readMany(ops: IRequestOp[], deadline: Deadline): Promise<ITxnResponse[]> {
+    const chunks: IRequestOp[][] = [];
+    for (let i = 0; i < ops.length; i += READ_OPS_PER_TXN_MAX) {
+      chunks.push(ops.slice(i, i + READ_OPS_PER_TXN_MAX));
+    }
+    return Promise.all(chunks.map((chunk) => this.read(chunk, deadline)));
+  }
+
+  /** Remaining whole seconds of each lease (etcd floors them); -1 for a lease etcd no longer has. */
+  async leaseRemainingSeconds(leaseIds: string[], deadline: Deadline): Promise<number[]> {
+    const out: number[] = [];
+    for (let i = 0; i < leaseIds.length; i += LEASE_LOOKUPS_IN_FLIGHT_MAX) {
+      const batch = leaseIds.slice(i, i + LEASE_LOOKUPS_IN_FLIGHT_MAX);
+      const answers = await Promise.all(
+        batch.map((ID) =>
+          this.call(() =>
+            this.client.leaseClient.leaseTimeToLive({ ID }, this.callOptions(deadline)),
+          ),
+        ),
+      );
+      out.push(...answers.map((a) => Number(a.TTL)));
+    }
+    return out;
   }
 
   /** One key as it was at a past revision (e.g. the revision of one's own write). */
@@ -304,8 +338,8 @@ export const get = (key: Buffer): IRequestOp => ({ request_range: { key } });
 export const countPrefix = (prefix: Buffer): IRequestOp => ({
   request_range: { key: prefix, range_end: prefixEnd(prefix), count_only: true },
 });
-export const listPrefix = (prefix: Buffer): IRequestOp => ({
-  request_range: { key: prefix, range_end: prefixEnd(prefix) },
+export const listPrefix = (prefix: Buffer, limit?: number): IRequestOp => ({
+  request_range: { key: prefix, range_end: prefixEnd(prefix), ...(limit ? { limit } : {}) },
 });
 export const put = (key: Buffer, value: Buffer, lease?: string): IRequestOp => ({
   request_put: { key, value, ...(lease === undefined ? {} : { lease }) },
@@ -317,6 +351,10 @@ export const del = (key: Buffer, prevKv = false): IRequestOp => ({
 export function rangeAt(res: ITxnResponse, index: number): IKeyValue[] {
   const op: IResponseOp | undefined = res.responses[index];
   return op?.response_range?.kvs ?? [];
+}
+/** Whether a range at `index` stopped at its limit with keys left over. */
+export function moreAt(res: ITxnResponse, index: number): boolean {
+  return res.responses[index]?.response_range?.more === true;
 }
 export function firstAt(res: ITxnResponse, index: number): IKeyValue | undefined {
   return rangeAt(res, index)[0];

@@ -15,6 +15,8 @@ import {
   type AcquireRequest,
   type AcquireResult,
   type HeldLock,
+  type ListedLock,
+  type Listing,
   type RevokeRequest,
 } from '../lock-store.port';
 import {
@@ -26,8 +28,11 @@ import {
   firstAt,
   get,
   leaseSecondsFor,
+  listPrefix,
   modRevisionIs,
+  moreAt,
   put,
+  rangeAt,
 } from './etcd-gateway';
 import { sessionGoneError } from './etcd-session-state';
 import type { EtcdSessionWatch } from './etcd-session-watch';
@@ -426,6 +431,45 @@ export class EtcdLockStore extends LockStore {
       watcher.on('delete', finish);
       watcher.on('error', finish);
     });
+  }
+
+  /**
+   * Console read: one bounded range over lock/ (key order = byte order), then
+   * each holder's session key and index entry, so a lock whose session died
+   * is not listed (as L7 would not call it held). The time left is the
+   * expiry the holder was last granted, as L7's expiresAt.
+   */
+  override async listHeld(limit: number): Promise<Listing<ListedLock>> {
+    const deadline = this.gw.deadline();
+    const prefix = this.keys.locksPrefix();
+    const res = await this.gw.read([listPrefix(prefix, limit + 1)], deadline);
+    const found = rangeAt(res, 0).map((kv) => ({
+      key: kv.key.toString().slice(prefix.length),
+      holder: incarnation(kv),
+    }));
+    const checks = await this.gw.readMany(
+      found.flatMap(({ key, holder }) => [
+        get(this.keys.session(holder.value.sessionId)),
+        get(this.keys.sessionLock(holder.value.sessionId, key)),
+      ]),
+      deadline,
+    );
+    const answers = checks.flatMap((txn) => txn.responses.map((_, i) => firstAt(txn, i)));
+    const nowMs = Date.now();
+    const live = found.flatMap(({ key, holder }, i): ListedLock[] => {
+      const [sessionKv, indexKv] = [answers[2 * i], answers[2 * i + 1]];
+      if (!sessionKv || !indexKv) return [];
+      return [
+        {
+          key,
+          ownerId: holder.value.ownerId,
+          sessionId: holder.value.sessionId,
+          fencingToken: holder.token,
+          leaseRemainingMillis: Math.max(0, decodeSessionLock(indexKv).expiresAtMs - nowMs),
+        },
+      ];
+    });
+    return { items: live.slice(0, limit), truncated: live.length > limit || moreAt(res, 0) };
   }
 
   override async ping(): Promise<void> {

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { SessionRegistry, type HeartbeatResult, type OpenedSession } from '../lock-store.port';
+import {
+  SessionRegistry,
+  type HeartbeatResult,
+  type ListedSession,
+  type Listing,
+  type OpenedSession,
+} from '../lock-store.port';
 import type { IKeyValue } from 'etcd3';
 import {
   countAt,
@@ -10,12 +16,15 @@ import {
   firstAt,
   get,
   leaseSecondsFor,
+  listPrefix,
   modRevisionIs,
+  moreAt,
   put,
+  rangeAt,
 } from './etcd-gateway';
 import { sessionGoneFrom } from './etcd-session-state';
 import type { EtcdSessionWatch } from './etcd-session-watch';
-import { encode, type SessionValue } from './etcd-values';
+import { decodeSession, encode, type SessionValue } from './etcd-values';
 
 /**
  * Sessions on etcd: one lease per session (whole seconds, rounded up; the
@@ -129,5 +138,43 @@ export class EtcdSessionRegistry extends SessionRegistry {
     // then the locks' own leases go.
     if (sessionKv) await this.gw.revoke(sessionKv.lease, deadline);
     await this.watch.releaseLocksOf(sessionId);
+  }
+
+  /**
+   * Console read: one bounded range over session/ (id order), each session's
+   * lease TTL (whole seconds: etcd floors it) and its index entries counted.
+   * A session whose lease is already gone is not listed.
+   */
+  override async listLive(limit: number): Promise<Listing<ListedSession>> {
+    const deadline = this.gw.deadline();
+    const keys = this.gw.keys;
+    const res = await this.gw.read([listPrefix(keys.sessionsPrefix(), limit + 1)], deadline);
+    const sessions = rangeAt(res, 0);
+    const ids = sessions.map((kv) => keys.sessionIdOf(kv.key));
+    const [counts, ttls] = await Promise.all([
+      this.gw.readMany(
+        ids.map((id) => countPrefix(keys.sessionLocksPrefix(id))),
+        deadline,
+      ),
+      this.gw.leaseRemainingSeconds(
+        sessions.map((kv) => kv.lease),
+        deadline,
+      ),
+    ]);
+    const held = counts.flatMap((txn) => txn.responses.map((_, i) => countAt(txn, i)));
+    const live = sessions.flatMap((kv, i): ListedSession[] => {
+      if (ttls[i] < 0) return [];
+      const value = decodeSession(kv);
+      return [
+        {
+          sessionId: ids[i],
+          ownerId: value.ownerId,
+          ttlMillis: value.ttlMillis,
+          ttlRemainingMillis: ttls[i] * 1000,
+          locksHeld: held[i],
+        },
+      ];
+    });
+    return { items: live.slice(0, limit), truncated: live.length > limit || moreAt(res, 0) };
   }
 }

@@ -14,6 +14,8 @@ import {
   type AcquireRequest,
   type AcquireResult,
   type HeldLock,
+  type ListedLock,
+  type Listing,
   type RevokeRequest,
 } from '../lock-store.port';
 import type { PgDatabase } from './pg-database';
@@ -24,6 +26,7 @@ import {
   ACTIVITY_SQL,
   GRANT_DIAGNOSIS_SQL,
   INSPECT_SQL,
+  LIST_HELD_SQL,
   RELEASE_SQL,
   RENEW_SQL,
   REVOKE_SQL,
@@ -171,6 +174,26 @@ export class PgLockStore extends LockStore {
 
   waitForRelease(key: string, signal: AbortSignal): Promise<void> {
     return this.signal.next(key, signal);
+  }
+
+  async listHeld(limit: number): Promise<Listing<ListedLock>> {
+    const rows = await this.db.rows<{
+      lock_key: string;
+      owner_id: string;
+      session_id: string;
+      fencing_token: string;
+      lease_remaining_ms: number;
+    }>(LIST_HELD_SQL, [limit + 1]);
+    return {
+      items: rows.slice(0, limit).map((r) => ({
+        key: r.lock_key,
+        ownerId: r.owner_id,
+        sessionId: r.session_id,
+        fencingToken: tokenFromDb(r.fencing_token),
+        leaseRemainingMillis: r.lease_remaining_ms,
+      })),
+      truncated: rows.length > limit,
+    };
   }
 
   async ping(): Promise<void> {

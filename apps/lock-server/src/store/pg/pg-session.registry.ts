@@ -1,9 +1,21 @@
 import assert from 'node:assert';
 import { SessionLostError } from '@dlock/lock-api';
-import { SessionRegistry, type HeartbeatResult, type OpenedSession } from '../lock-store.port';
+import {
+  SessionRegistry,
+  type HeartbeatResult,
+  type ListedSession,
+  type Listing,
+  type OpenedSession,
+} from '../lock-store.port';
 import type { PgDatabase } from './pg-database';
 import type { ReleaseSignal } from './release-signal';
-import { CLOSE_SESSION_SQL, HEARTBEAT_SQL, OPEN_SESSION_SQL, SESSION_STATE_SQL } from './sql';
+import {
+  CLOSE_SESSION_SQL,
+  HEARTBEAT_SQL,
+  LIST_SESSIONS_SQL,
+  OPEN_SESSION_SQL,
+  SESSION_STATE_SQL,
+} from './sql';
 
 /** SessionRegistry on PostgreSQL: lock_session rows, expiry by the database clock. */
 export class PgSessionRegistry extends SessionRegistry {
@@ -56,5 +68,25 @@ export class PgSessionRegistry extends SessionRegistry {
     ]);
     if (!row || row.closed === 0) throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
     this.signal.freed(row.freed_keys);
+  }
+
+  async listLive(limit: number): Promise<Listing<ListedSession>> {
+    const rows = await this.db.rows<{
+      session_id: string;
+      owner_id: string;
+      ttl_ms: number;
+      ttl_remaining_ms: number;
+      locks_held: number;
+    }>(LIST_SESSIONS_SQL, [limit + 1]);
+    return {
+      items: rows.slice(0, limit).map((r) => ({
+        sessionId: r.session_id,
+        ownerId: r.owner_id,
+        ttlMillis: r.ttl_ms,
+        ttlRemainingMillis: r.ttl_remaining_ms,
+        locksHeld: r.locks_held,
+      })),
+      truncated: rows.length > limit,
+    };
   }
 }

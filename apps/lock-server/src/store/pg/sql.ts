@@ -222,6 +222,34 @@ SELECT (SELECT count(*)::int FROM revived) AS sessions, (SELECT count(*)::int FR
 export const REAP_SESSIONS_SQL = `
 DELETE FROM lock_session WHERE expires_at < clock_timestamp() - $1::int * interval '1 millisecond'`;
 
+/**
+ * Console read: live grants (as L7's "held") by key in byte order, so both
+ * backends list in the same order. $1 limit (the caller asks one extra row to
+ * know whether there are more).
+ */
+export const LIST_HELD_SQL = `
+WITH t AS (SELECT clock_timestamp() AS now)
+SELECT l.lock_key, l.owner_id, l.session_id::text AS session_id,
+       l.fencing_token::text AS fencing_token,
+       floor(extract(epoch FROM l.expires_at - t.now) * 1000)::int AS lease_remaining_ms
+FROM lock_entry l CROSS JOIN t
+JOIN lock_session s ON s.session_id = l.session_id
+WHERE l.expires_at > t.now AND s.expires_at > t.now
+ORDER BY l.lock_key COLLATE "C"
+LIMIT $1::int`;
+
+/** Console read: live sessions by id, with their live grants counted. $1 limit. */
+export const LIST_SESSIONS_SQL = `
+WITH t AS (SELECT clock_timestamp() AS now)
+SELECT s.session_id::text AS session_id, s.owner_id, s.ttl_ms,
+       floor(extract(epoch FROM s.expires_at - t.now) * 1000)::int AS ttl_remaining_ms,
+       (SELECT count(*)::int FROM lock_entry l
+        WHERE l.session_id = s.session_id AND l.expires_at > t.now) AS locks_held
+FROM lock_session s CROSS JOIN t
+WHERE s.expires_at > t.now
+ORDER BY s.session_id
+LIMIT $1::int`;
+
 /** Gauges: live sessions and live grants. */
 export const ACTIVITY_SQL = `
 SELECT (SELECT count(*)::int FROM lock_session WHERE expires_at > clock_timestamp()) AS sessions,

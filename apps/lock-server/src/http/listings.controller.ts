@@ -1,0 +1,56 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { formatFencingToken, type LockListDto, type SessionListDto } from '@dlock/lock-api';
+import { parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
+import { LockStore, SessionRegistry } from '../store/lock-store.port';
+
+const QUERY = { limit: READ_LIMIT };
+
+/**
+ * Advisory listings for the operator console (docs/lock-server.md,
+ * "Listings"): what is held and who is alive right now. Like L7 they decide
+ * nothing; only the fenced write does.
+ */
+@Controller('v1/locks')
+export class LockListingController {
+  constructor(private readonly store: LockStore) {}
+
+  @Get()
+  async list(@Query() query: Record<string, unknown>): Promise<LockListDto> {
+    const { limit } = parseIntQuery(query, QUERY);
+    const { items, truncated } = await this.store.listHeld(limit);
+    return {
+      locks: items.map((l) => ({
+        key: l.key,
+        ownerId: l.ownerId,
+        sessionId: l.sessionId,
+        token: formatFencingToken(l.fencingToken),
+        leaseRemainingMillis: l.leaseRemainingMillis,
+      })),
+      truncated,
+    };
+  }
+}
+
+@Controller('v1/sessions')
+export class SessionListingController {
+  constructor(private readonly sessions: SessionRegistry) {}
+
+  @Get()
+  async list(@Query() query: Record<string, unknown>): Promise<SessionListDto> {
+    const { limit } = parseIntQuery(query, QUERY);
+    const { items, truncated } = await this.sessions.listLive(limit);
+    return {
+      sessions: items.map((s) => ({
+        sessionId: s.sessionId,
+        ownerId: s.ownerId,
+        ttlMillis: s.ttlMillis,
+        ttlRemainingMillis: s.ttlRemainingMillis,
+        locksHeld: s.locksHeld,
+      })),
+      truncated,
+    };
+  }
+}
+
+/** The console's lock-server reads, mounted beside the L1-L8 controllers. */
+export const LISTINGS = [LockListingController, SessionListingController];

@@ -1,0 +1,31 @@
+import { Controller, Get, Module, Query } from '@nestjs/common';
+import { formatFencingToken } from '@dlock/lock-api';
+import { parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
+import type { HighWaterList } from '@dlock/payout-contract';
+import { HighWaterListRepository } from './high-water-list.repository';
+
+/**
+ * Every account's durable high-water mark, for the operator console to set
+ * beside payment-resource's fence (docs/rail.md, "Console reads"). Advisory.
+ */
+@Controller('v1/rail/high-water')
+export class HighWaterListController {
+  constructor(private readonly marks: HighWaterListRepository) {}
+
+  @Get()
+  async list(@Query() query: Record<string, unknown>): Promise<HighWaterList> {
+    const { limit } = parseIntQuery(query, { limit: READ_LIMIT });
+    const rows = await this.marks.list(limit + 1);
+    return {
+      accounts: rows.slice(0, limit).map((m) => ({
+        accountId: m.accountId,
+        highWater: formatFencingToken(m.highestToken),
+      })),
+      truncated: rows.length > limit,
+    };
+  }
+}
+
+/** Mounted by the app module next to proxydb (whose DataSource is global). */
+@Module({ controllers: [HighWaterListController], providers: [HighWaterListRepository] })
+export class HighWaterListModule {}

@@ -1,0 +1,99 @@
+import { Registry } from 'prom-client';
+import { SAFETY_EVENT_FEED_CAPACITY_EVENTS, SafetyEventFeed } from './safety-event-feed';
+import { SafetyEvents } from './safety-events';
+
+const AT = new Date('2026-12-01T06:00:00.000Z');
+
+function feedWith(count: number, capacity = 4): SafetyEventFeed {
+  const feed = new SafetyEventFeed(capacity, () => AT);
+  for (let i = 1; i <= count; i++) feed.append('fenced_out', { n: i });
+  return feed;
+}
+
+const seqs = (feed: SafetyEventFeed, after: number, limit: number) =>
+  feed.after(after, limit).events.map((e) => e.seq);
+
+describe('SafetyEventFeed', () => {
+  it('numbers events from 1 and serves them oldest first with their time and fields', () => {
+    const feed = feedWith(2);
+    expect(feed.after(0, 10)).toEqual({
+      events: [
+        { seq: 1, at: '2026-12-01T06:00:00.000Z', event: 'fenced_out', fields: { n: 1 } },
+        { seq: 2, at: '2026-12-01T06:00:00.000Z', event: 'fenced_out', fields: { n: 2 } },
+      ],
+      nextAfter: 2,
+    });
+  });
+
+  it('serves only events after the cursor, at most limit, and nextAfter continues from there', () => {
+    const feed = feedWith(4);
+    expect(feed.after(1, 2)).toMatchObject({ nextAfter: 3 });
+    expect(seqs(feed, 1, 2)).toEqual([2, 3]);
+    expect(seqs(feed, 3, 2)).toEqual([4]);
+  });
+
+  it('keeps the newest `capacity` events after wrapping around, and skips a reader past the oldest', () => {
+    const feed = feedWith(10);
+    expect(seqs(feed, 0, 100)).toEqual([7, 8, 9, 10]);
+    expect(seqs(feed, 5, 100)).toEqual([7, 8, 9, 10]);
+    expect(seqs(feed, 8, 100)).toEqual([9, 10]);
+    expect(feed.after(0, 100).events.map((e) => e.fields)).toEqual([
+      { n: 7 },
+      { n: 8 },
+      { n: 9 },
+      { n: 10 },
+    ]);
+  });
+
+  it('answers an empty page with nextAfter = after when the cursor is at or beyond the head', () => {
+    const feed = feedWith(3);
+    expect(feed.after(3, 10)).toEqual({ events: [], nextAfter: 3 });
+    expect(feed.after(99, 10)).toEqual({ events: [], nextAfter: 99 });
+    expect(new SafetyEventFeed().after(0, 10)).toEqual({ events: [], nextAfter: 0 });
+  });
+
+  it('holds 1000 events by default', () => {
+    expect(SAFETY_EVENT_FEED_CAPACITY_EVENTS).toBe(1000);
+    const feed = new SafetyEventFeed();
+    for (let i = 0; i < 1500; i++) feed.append('lock_revoked', {});
+    const page = feed.after(0, 500);
+    expect(page.events[0].seq).toBe(501);
+    expect(page.nextAfter).toBe(1000);
+    expect(seqs(feed, 1000, 500)).toHaveLength(500);
+  });
+});
+
+describe('SafetyEvents feeds its ring', () => {
+  it('appends every emitted event with the log line fields, bigints as decimal strings', () => {
+    const feed = new SafetyEventFeed(10, () => AT);
+    const safety = new SafetyEvents(new Registry(), feed);
+    safety.fencedOut({
+      resource: 'account',
+      resourceId: 'acc-1',
+      presentedToken: 9007199254740993n,
+      highestToken: 42n,
+      ownerId: 'w-1',
+    });
+    safety.lockRevoked({ key: 'payout:acc-1', revokedToken: 7n });
+    expect(feed.after(0, 10).events).toEqual([
+      {
+        seq: 1,
+        at: '2026-12-01T06:00:00.000Z',
+        event: 'fenced_out',
+        fields: {
+          resource: 'account',
+          resourceId: 'acc-1',
+          presentedToken: '9007199254740993',
+          highestToken: '42',
+          ownerId: 'w-1',
+        },
+      },
+      {
+        seq: 2,
+        at: '2026-12-01T06:00:00.000Z',
+        event: 'lock_revoked',
+        fields: { key: 'payout:acc-1', revokedToken: '7' },
+      },
+    ]);
+  });
+});
