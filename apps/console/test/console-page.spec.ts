@@ -25,7 +25,16 @@ const ROUTES: Record<string, unknown> = {
   '/v1/safety-events': { service: 'fake', events: [], nextAfter: 0 },
   '/v1/payouts/stats': {
     windowSeconds: 300,
-    byState: { POSTED: 3, RAIL_AMBIGUOUS: 1 },
+    byState: {
+      PENDING: 0,
+      CLAIMED: 0,
+      RAIL_SUBMITTED: 0,
+      RAIL_ACKED: 0,
+      RAIL_AMBIGUOUS: 1,
+      POSTED: 3,
+      FAILED: 0,
+      ABANDONED: 0,
+    },
     postedPerBucket: [{ at: '2026-12-01T06:00:00.000Z', count: 3 }],
     bucketSeconds: 10,
     latencyMillis: { p50: 120, p90: 450, p99: 1500, count: 3 },

@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileTokenProvider } from '@dlock/identity';
 import { JsonPeer, type CallBudget } from '@dlock/http-client';
+import { LockServerReadClient } from '@dlock/lock-client';
+import { SafetyEventsClient } from '@dlock/observability';
+import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
 import type { ConsoleConfig } from '../config';
 
 /** The services the console reads and acts through; nothing else (docs/console.md). */
@@ -25,17 +28,21 @@ export function operatorOf(tokenDir: string): string {
 }
 
 /**
- * One JsonPeer per service, each with the console's token for that audience
- * and one budget for every call: a service that does not answer in time is
- * shown as unreachable, and the console carries on (no retries: the page
- * asks again on its next refresh).
+ * The services' typed clients for the reads they offer (each checks the
+ * answer field by field, with the hop policy's budgets), and one JsonPeer per
+ * service, with the console's budget, for the routes no client covers (the
+ * ambiguous page, rail evidence, the operator actions). A service that does
+ * not answer in time is shown as unreachable; the console carries on.
  */
 export class ConsolePeers {
   readonly operator: string;
   readonly budget: CallBudget;
+  readonly lockReads: LockServerReadClient;
+  readonly payments: PaymentResourceClient;
+  readonly rail: RailProxyClient;
   private readonly services: Record<ServiceName, JsonPeer>;
   /** Every service whose safety events the feed polls, by its name on the page. */
-  readonly eventSources: readonly { name: string; peer: JsonPeer }[];
+  readonly eventSources: readonly { name: string; client: SafetyEventsClient }[];
 
   constructor(config: ConsoleConfig) {
     const dir = config.AUTH_TOKEN_DIR;
@@ -44,19 +51,33 @@ export class ConsolePeers {
       connectTimeoutMs: Math.max(50, Math.floor(config.CONSOLE_CALL_TIMEOUT_MS / 4)),
       readTimeoutMs: config.CONSOLE_CALL_TIMEOUT_MS,
     };
-    const peer = (name: string, url: string, audience: string) =>
-      new JsonPeer(name, url, { token: fileTokenProvider(dir, audience) });
+    const token = (audience: string) => fileTokenProvider(dir, audience);
+    this.lockReads = new LockServerReadClient(config.LOCK_SERVER_URL, token('lock-server'));
+    this.payments = new PaymentResourceClient(
+      config.PAYMENT_RESOURCE_URL,
+      this.operator,
+      token('payment-resource'),
+    );
+    this.rail = new RailProxyClient(
+      config.RAIL_PROXY_URL,
+      this.operator,
+      undefined,
+      token('rail-proxy'),
+    );
+    const peer = (name: ServiceName, url: string) =>
+      new JsonPeer(name, url, { token: token(name) });
     this.services = {
-      'lock-server': peer('lock-server', config.LOCK_SERVER_URL, 'lock-server'),
-      'payment-resource': peer('payment-resource', config.PAYMENT_RESOURCE_URL, 'payment-resource'),
-      'rail-proxy': peer('rail-proxy', config.RAIL_PROXY_URL, 'rail-proxy'),
+      'lock-server': peer('lock-server', config.LOCK_SERVER_URL),
+      'payment-resource': peer('payment-resource', config.PAYMENT_RESOURCE_URL),
+      'rail-proxy': peer('rail-proxy', config.RAIL_PROXY_URL),
     };
     this.eventSources = config.eventSources.map((s) => ({
       name: s.name,
-      peer:
-        s.name in this.services
-          ? this.services[s.name as ServiceName]
-          : peer(s.name, s.url, s.name.startsWith('executor') ? 'executor' : s.name),
+      client: new SafetyEventsClient(
+        s.name,
+        s.url,
+        token(s.name.startsWith('executor') ? 'executor' : s.name),
+      ),
     }));
   }
 
@@ -77,6 +98,9 @@ export class ConsolePeers {
 
   close(): void {
     for (const p of Object.values(this.services)) p.close();
-    for (const s of this.eventSources) s.peer.close();
+    for (const s of this.eventSources) s.client.close();
+    this.lockReads.close();
+    this.payments.close();
+    this.rail.close();
   }
 }

@@ -1,8 +1,7 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { fileTokenProvider } from '@dlock/identity';
 import { LockClient } from '@dlock/lock-client';
 import {
-  PaymentResourceClient,
   payoutLockKey,
   type AbandonResponse,
   type ResolveRequest,
@@ -24,10 +23,9 @@ export interface RevokeAnswer {
  * refusal is the service's own error, passed on to the page as it came.
  */
 @Injectable()
-export class ActionsService implements OnApplicationShutdown {
+export class ActionsService {
   private readonly logger = new Logger('actions');
   private readonly locks: LockClient;
-  private readonly payments: PaymentResourceClient;
 
   constructor(
     @Inject(CONSOLE_CONFIG) config: ConsoleConfig,
@@ -39,15 +37,6 @@ export class ActionsService implements OnApplicationShutdown {
       ownerId: peers.operator,
       token: fileTokenProvider(dir, 'lock-server'),
     });
-    this.payments = new PaymentResourceClient(
-      config.PAYMENT_RESOURCE_URL,
-      peers.operator,
-      fileTokenProvider(dir, 'payment-resource'),
-    );
-  }
-
-  onApplicationShutdown(): void {
-    this.payments.close();
   }
 
   /** L8, and the key it was for (the lock-server's answer does not repeat it). */
@@ -88,13 +77,18 @@ export class ActionsService implements OnApplicationShutdown {
    */
   async resolve(payoutId: string, verdict: ResolveRequest): Promise<TransitionResult> {
     const signal = AbortSignal.timeout(this.peers.budget.readTimeoutMs * 4);
-    const payout = await this.payments.get(payoutId, signal);
+    const payout = await this.peers.payments.get(payoutId, signal);
     const session = await this.locks.openSession({ signal });
     try {
       const handle = await session.acquire(payoutLockKey(payout.accountId), { signal });
       try {
         handle.checkStillHeld();
-        return await this.payments.resolve(payoutId, handle.fencingToken, verdict, handle.signal);
+        return await this.peers.payments.resolve(
+          payoutId,
+          handle.fencingToken,
+          verdict,
+          handle.signal,
+        );
       } finally {
         await handle.release();
       }

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DlockError } from '@dlock/lock-api';
-import type { PayoutPage, SubmissionsResponse } from '@dlock/payout-contract';
+import type { LockListDto, SessionListDto } from '@dlock/lock-api';
+import type { PayoutPage, PayoutStats, SubmissionsResponse } from '@dlock/payout-contract';
 import { ConsolePeers, type ServiceName } from '../clients/console-peers';
-import { joinFences, type AccountWire, type FenceRow, type HighWaterWire } from './fences';
+import { joinFences, type FenceRow } from './fences';
 import { describeFailure } from './failures';
 
 /** A panel's data, or why its service could not give it (the page shows that instead). */
@@ -25,9 +26,9 @@ export interface AmbiguousItem {
 export interface Overview {
   operator: string;
   at: string;
-  stats: Section<unknown>;
-  locks: Section<{ locks: unknown[]; truncated: boolean }>;
-  sessions: Section<{ sessions: unknown[]; truncated: boolean }>;
+  stats: Section<PayoutStats>;
+  locks: Section<LockListDto>;
+  sessions: Section<SessionListDto>;
   fences: Section<{ rows: FenceRow[]; truncated: boolean; highWaterError?: string }>;
   ambiguous: Section<{ items: AmbiguousItem[]; more: boolean }>;
 }
@@ -39,27 +40,9 @@ export class OverviewService {
 
   async overview(): Promise<Overview> {
     const [stats, locks, sessions, fences, ambiguous] = await Promise.all([
-      this.section('payment-resource', (s) =>
-        this.peers.get(
-          'payment-resource',
-          `/v1/payouts/stats?windowSeconds=${STATS_WINDOW_SECONDS}`,
-          s,
-        ),
-      ),
-      this.section('lock-server', (s) =>
-        this.peers.get<{ locks: unknown[]; truncated: boolean }>(
-          'lock-server',
-          `/v1/locks?limit=${LOCKS_MAX}`,
-          s,
-        ),
-      ),
-      this.section('lock-server', (s) =>
-        this.peers.get<{ sessions: unknown[]; truncated: boolean }>(
-          'lock-server',
-          `/v1/sessions?limit=${SESSIONS_MAX}`,
-          s,
-        ),
-      ),
+      this.section('payment-resource', (s) => this.peers.payments.stats(STATS_WINDOW_SECONDS, s)),
+      this.section('lock-server', (s) => this.peers.lockReads.locks(LOCKS_MAX, s)),
+      this.section('lock-server', (s) => this.peers.lockReads.sessions(SESSIONS_MAX, s)),
       this.section('payment-resource', (s) => this.fences(s)),
       this.section('payment-resource', (s) => this.ambiguous(s)),
     ]);
@@ -93,18 +76,8 @@ export class OverviewService {
   /** payment-resource's fences next to rail-proxy's marks; the proxy being down leaves its column empty. */
   private async fences(signal: AbortSignal) {
     const [accounts, highWater] = await Promise.all([
-      this.peers.get<{ accounts: AccountWire[]; truncated: boolean }>(
-        'payment-resource',
-        `/v1/accounts?limit=${ACCOUNTS_MAX}`,
-        signal,
-      ),
-      this.section('rail-proxy', (s) =>
-        this.peers.get<{ accounts: HighWaterWire[]; truncated: boolean }>(
-          'rail-proxy',
-          `/v1/rail/high-water?limit=${ACCOUNTS_MAX}`,
-          s,
-        ),
-      ),
+      this.peers.payments.accounts(ACCOUNTS_MAX, signal),
+      this.section('rail-proxy', (s) => this.peers.rail.highWater(ACCOUNTS_MAX, s)),
     ]);
     return {
       rows: joinFences(accounts.accounts, highWater.ok ? highWater.data.accounts : []),

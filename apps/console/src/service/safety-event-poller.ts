@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import { ConsolePeers } from '../clients/console-peers';
 import { CONSOLE_CONFIG, type ConsoleConfig } from '../config';
-import { EventFeed, type SafetyEventsPage } from './event-feed';
+import { EventFeed } from './event-feed';
 import { describeFailure } from './failures';
 
 /** Events asked for per service per poll. */
@@ -43,15 +43,13 @@ export class SafetyEventPoller implements OnModuleInit, OnApplicationShutdown {
   /** One pass over every source; never rejects. */
   async pollOnce(): Promise<void> {
     await Promise.all(
-      this.peers.eventSources.map(async ({ name, peer }) => {
-        const after = this.feed.askAfter(name);
+      this.peers.eventSources.map(async ({ name, client }) => {
         try {
-          const page = await peer.call<SafetyEventsPage>({
-            method: 'GET',
-            path: `/v1/safety-events?after=${after}&limit=${PAGE_LIMIT}`,
-            budget: this.peers.budget,
-            signal: AbortSignal.timeout(this.config.CONSOLE_CALL_TIMEOUT_MS * 2),
-          });
+          const page = await client.after(
+            this.feed.askAfter(name),
+            PAGE_LIMIT,
+            AbortSignal.timeout(this.config.CONSOLE_CALL_TIMEOUT_MS * 2),
+          );
           this.feed.accept(name, page);
         } catch (err) {
           const why = describeFailure(err);
