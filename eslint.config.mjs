@@ -78,7 +78,14 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.spec.ts', 'test/**/*.ts', 'libs/testing/**/*.ts', 'bench/**/*.ts'],
+    files: [
+      '**/*.spec.ts',
+      'test/**/*.ts',
+      'libs/testing/**/*.ts',
+      'bench/**/*.ts',
+      // Builds every app's module graph to describe it (npm run openapi).
+      'scripts/openapi-documents.ts',
+    ],
     rules: {
       '@typescript-eslint/no-non-null-assertion': 'off',
       '@typescript-eslint/no-explicit-any': 'off',

@@ -42,7 +42,11 @@ module.exports = {
     {
       ...common,
       displayName: 'medium',
-      testMatch: ['<rootDir>/apps/*/test/**/*.spec.ts', '<rootDir>/test/medium/**/*.spec.ts'],
+      testMatch: [
+        '<rootDir>/apps/*/test/**/*.spec.ts',
+        '<rootDir>/examples/*/test/**/*.spec.ts',
+        '<rootDir>/test/medium/**/*.spec.ts',
+      ],
       slowTestThreshold: 30,
     },
   ],

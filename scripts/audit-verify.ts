@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Client } from 'pg';
-import { readEnv, env } from '@dlock/config';
+import { readDatabaseUrls } from '@dlock/config';
 import {
   AUDIT_CHAINS,
   AUDIT_CHAIN_NAMES,
@@ -120,11 +120,7 @@ async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
   const anchors = readAnchors(args);
   const headsOut = args.headsOut ? [] : null;
-  const config = readEnv({
-    LOCKDB_URL: env.optionalPostgresUrl(),
-    PAYDB_URL: env.optionalPostgresUrl(),
-    PROXYDB_URL: env.optionalPostgresUrl(),
-  });
+  const config = readDatabaseUrls();
   const targets: [DatabaseName, string | undefined][] = [
     ['lockdb', config.LOCKDB_URL],
     ['paydb', config.PAYDB_URL],

@@ -1,15 +1,11 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
-import { readEnv, env } from '@dlock/config';
+import { readDatabaseUrls } from '@dlock/config';
 import { MIGRATIONS, type DatabaseName } from '../migrations';
 
 /** `npm run db:migrate`: migrates every database whose URL is set. */
 async function main(): Promise<void> {
-  const config = readEnv({
-    LOCKDB_URL: env.optionalPostgresUrl(),
-    PAYDB_URL: env.optionalPostgresUrl(),
-    PROXYDB_URL: env.optionalPostgresUrl(),
-  });
+  const config = readDatabaseUrls();
   const targets: [DatabaseName, string | undefined][] = [
     ['lockdb', config.LOCKDB_URL],
     ['paydb', config.PAYDB_URL],

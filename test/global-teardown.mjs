@@ -4,5 +4,5 @@ export default async function globalTeardown() {
   const state = globalThis.__DLOCK_PG__;
   if (!state) return;
   await state.pg.stop().catch(() => undefined);
-  rmSync(state.dir, { recursive: true, force: true });
+  if (state.dir) rmSync(state.dir, { recursive: true, force: true });
 }

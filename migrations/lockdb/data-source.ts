@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
-import { env, readEnv } from '@dlock/config';
+import { requiredDatabaseUrl } from '@dlock/config';
 import { LOCKDB_MIGRATIONS } from './index';
 
 /**
@@ -10,7 +10,7 @@ import { LOCKDB_MIGRATIONS } from './index';
 export default new DataSource({
   type: 'postgres',
   // Refused at load when unset or scheme-less (pg would fall back to localhost).
-  url: readEnv({ LOCKDB_URL: env.postgresUrl() }).LOCKDB_URL,
+  url: requiredDatabaseUrl('LOCKDB_URL'),
   migrations: LOCKDB_MIGRATIONS,
   synchronize: false,
   logging: ['error', 'migration'],

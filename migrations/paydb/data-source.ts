@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
-import { env, readEnv } from '@dlock/config';
+import { requiredDatabaseUrl } from '@dlock/config';
 import { PAYDB_MIGRATIONS } from './index';
 
 /**
@@ -10,7 +10,7 @@ import { PAYDB_MIGRATIONS } from './index';
 export default new DataSource({
   type: 'postgres',
   // Refused at load when unset or scheme-less (pg would fall back to localhost).
-  url: readEnv({ PAYDB_URL: env.postgresUrl() }).PAYDB_URL,
+  url: requiredDatabaseUrl('PAYDB_URL'),
   migrations: PAYDB_MIGRATIONS,
   synchronize: false,
   logging: ['error', 'migration'],

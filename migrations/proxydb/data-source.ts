@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
-import { env, readEnv } from '@dlock/config';
+import { requiredDatabaseUrl } from '@dlock/config';
 import { PROXYDB_MIGRATIONS } from './index';
 
 /**
@@ -10,7 +10,7 @@ import { PROXYDB_MIGRATIONS } from './index';
 export default new DataSource({
   type: 'postgres',
   // Refused at load when unset or scheme-less (pg would fall back to localhost).
-  url: readEnv({ PROXYDB_URL: env.postgresUrl() }).PROXYDB_URL,
+  url: requiredDatabaseUrl('PROXYDB_URL'),
   migrations: PROXYDB_MIGRATIONS,
   synchronize: false,
   logging: ['error', 'migration'],

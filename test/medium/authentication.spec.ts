@@ -385,6 +385,22 @@ describe('every endpoint of every service refuses a request without a valid toke
     }
   });
 
+  it('each serves its OpenAPI document without a token: the committed docs/openapi/<app>.json', async () => {
+    for (const app of apps) {
+      const res = await http('GET', `${app.url}/openapi.json`, { noAuth: true });
+      const committed = readFileSync(
+        path.join(__dirname, '..', '..', 'docs', 'openapi', `${app.name}.json`),
+        'utf8',
+      );
+      expect({ app: app.name, status: res.status, type: res.headers.get('content-type') }).toEqual({
+        app: app.name,
+        status: 200,
+        type: 'application/json; charset=utf-8',
+      });
+      expect(JSON.parse(res.text)).toEqual(JSON.parse(committed));
+    }
+  });
+
   it('each refusal is counted on the refusing service (auth_refusals_total)', async () => {
     const text = (await http('GET', `${byName['payment-resource'].url}/metrics`)).text;
     expect(text).toMatch(/auth_refusals_total\{refusal="unauthenticated"\} [1-9]/);

@@ -2,6 +2,8 @@
 // variable named on stderr, never a silent fallback to localhost or a stack
 // trace naming nothing (issue 19 §10). Real built entrypoints.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT, freePort, testAppAuthEnv } from '@dlock/testing';
 
@@ -10,12 +12,14 @@ interface Exit {
   stderr: string;
 }
 
-async function run(args: string[], env: Record<string, string>): Promise<Exit> {
+async function run(args: string[], env: Record<string, string>, cwd = REPO_ROOT): Promise<Exit> {
   // A valid identity configuration: each case is about the one variable it names.
   const auth = { ...(await testAppAuthEnv('config-refusal')) };
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, args, {
-      cwd: REPO_ROOT,
+    const [entry, ...rest] = args;
+    // The entry file from the repository, wherever the process runs (a case sets its own cwd).
+    const proc = spawn(process.execPath, [path.resolve(REPO_ROOT, entry), ...rest], {
+      cwd,
       env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...auth, ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
@@ -99,4 +103,51 @@ describe('configuration refused at start', () => {
       expect(res.stderr).toContain(`${variable}: is required`);
     },
   );
+});
+
+describe('where configuration comes from', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'config-refusal-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const problems = (stderr: string) =>
+    stderr
+      .split('\n')
+      .filter((line) => /^\s+[A-Z_]+: /.test(line))
+      .map((line) => line.trim().split(':')[0]);
+
+  it('names every offending variable, not only the first', async () => {
+    const res = await run([main('payment-resource')], {
+      PAYDB_URL: 'localhost:55432/paydb',
+      PORT: '80a',
+      PAYDB_POOL_MAX: '0',
+      PAYMENT_FENCING_ENABLED: 'maybe',
+    });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('invalid configuration:');
+    expect(problems(res.stderr).sort()).toEqual([
+      'PAYDB_POOL_MAX',
+      'PAYDB_URL',
+      'PAYMENT_FENCING_ENABLED',
+      'PORT',
+    ]);
+  });
+
+  it('reads a .env file only when DLOCK_ENV_FILE names it; the environment wins over it', async () => {
+    // A stray .env in the working directory, with a bad value of its own.
+    writeFileSync(
+      path.join(dir, '.env'),
+      'RAIL_STUB_SEED=-1\nRAIL_STUB_HOLD_MS=soon\nRAIL_STUB_FAILURE_RATE=2\n',
+    );
+    const env = { RAIL_STUB_FAILURE_RATE: '0', RAIL_STUB_DECLINE_RATE: '7' };
+    const stray = await run([main('rail-stub')], env, dir);
+    expect(stray.code).toBe(1);
+    expect(problems(stray.stderr)).toEqual(['RAIL_STUB_DECLINE_RATE']);
+
+    const named = await run([main('rail-stub')], { ...env, DLOCK_ENV_FILE: '.env' }, dir);
+    expect(named.code).toBe(1);
+    expect(problems(named.stderr).sort()).toEqual([
+      'RAIL_STUB_DECLINE_RATE',
+      'RAIL_STUB_HOLD_MS',
+      'RAIL_STUB_SEED',
+    ]);
+  });
 });

@@ -1,32 +1,46 @@
-import { EnvError, env, readEnv, type EnvOf } from '@dlock/config';
-import { CALLER_AUTH_ENV } from '@dlock/identity';
+import {
+  EnvError,
+  EnvInt,
+  EnvOneOf,
+  EnvPeerUrl,
+  EnvString,
+  EnvUrl,
+  validateEnv,
+  type EnvSource,
+} from '@dlock/config';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** Every variable the console reads (docs/console.md has the table). */
-const schema = {
-  PORT: env.int({ default: 8090, min: 0, max: 65535 }),
+export class ConsoleEnv {
+  /**
+   * The operator's token directory (docs/security.md). The console only
+   * sends tokens, it is never called with one, so it needs no AUTH_JWKS.
+   */
+  @EnvString({ maxLength: 1024 }) readonly AUTH_TOKEN_DIR!: string;
+  @EnvInt({ default: 8090, min: 0, max: 65535 }) readonly PORT!: number;
   /** Loopback by default: the page itself asks nobody who they are (docs/console.md). */
-  CONSOLE_HOST: env.string({ default: '127.0.0.1', maxLength: 255 }),
-  ...CALLER_AUTH_ENV,
-  LOG_LEVEL: env.oneOf(LOG_LEVELS, { default: 'info' }),
-  LOCK_SERVER_URL: env.peerUrl({ default: 'http://127.0.0.1:8081' }),
-  PAYMENT_RESOURCE_URL: env.peerUrl({ default: 'http://127.0.0.1:8082' }),
-  RAIL_PROXY_URL: env.peerUrl({ default: 'http://127.0.0.1:8083' }),
+  @EnvString({ default: '127.0.0.1', maxLength: 255 }) readonly CONSOLE_HOST!: string;
+  @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  @EnvPeerUrl({ default: 'http://127.0.0.1:8081' }) readonly LOCK_SERVER_URL!: string;
+  @EnvPeerUrl({ default: 'http://127.0.0.1:8082' }) readonly PAYMENT_RESOURCE_URL!: string;
+  @EnvPeerUrl({ default: 'http://127.0.0.1:8083' }) readonly RAIL_PROXY_URL!: string;
   /** Comma-separated executor base URLs whose safety events the feed shows (may be empty). */
-  EXECUTOR_URLS: env.string({ default: '', maxLength: 4096 }),
-  RECONCILER_URL: env.optionalUrl(),
+  @EnvString({ default: '', maxLength: 4096 }) readonly EXECUTOR_URLS!: string;
+  @EnvUrl({ optional: true }) readonly RECONCILER_URL?: string;
   /** How often the feed asks each service for new safety events. */
-  CONSOLE_EVENT_POLL_MS: env.int({ default: 1_000, min: 100, max: 60_000 }),
-  /** Read budget of every call the console makes (connect is a quarter of it). */
-  CONSOLE_CALL_TIMEOUT_MS: env.int({ default: 2_000, min: 100, max: 30_000 }),
+  @EnvInt({ default: 1_000, min: 100, max: 60_000 }) readonly CONSOLE_EVENT_POLL_MS!: number;
+  /** Read budget of the calls no shared client makes (connect is a quarter of it). */
+  @EnvInt({ default: 2_000, min: 100, max: 30_000 }) readonly CONSOLE_CALL_TIMEOUT_MS!: number;
   /** Safety events kept for a newly opened page. */
-  CONSOLE_EVENT_BUFFER: env.int({ default: 200, min: 1, max: 10_000 }),
+  @EnvInt({ default: 200, min: 1, max: 10_000 }) readonly CONSOLE_EVENT_BUFFER!: number;
   /** Browsers streaming the feed at once. */
-  CONSOLE_SSE_CLIENTS_MAX: env.int({ default: 32, min: 1, max: 1_000 }),
-};
+  @EnvInt({ default: 32, min: 1, max: 1_000 }) readonly CONSOLE_SSE_CLIENTS_MAX!: number;
+}
 
-export type ConsoleConfig = EnvOf<typeof schema> & {
+const EXECUTORS_MAX = 16;
+
+export type ConsoleConfig = ConsoleEnv & {
   /** Every service the feed polls, by the name shown on the page. */
   readonly eventSources: readonly { name: string; url: string }[];
 };
@@ -34,24 +48,16 @@ export type ConsoleConfig = EnvOf<typeof schema> & {
 export const CONSOLE_CONFIG = Symbol('CONSOLE_CONFIG');
 
 /** Reads and validates the environment once; a bad value throws EnvError naming the variable. */
-export function readConsoleConfig(
-  source: Record<string, string | undefined> = process.env,
-): ConsoleConfig {
-  const raw = readEnv(schema, source);
-  const executors: string[] = [];
-  const problems: string[] = [];
-  raw.EXECUTOR_URLS.split(',')
+export function readConsoleConfig(source: EnvSource = process.env): ConsoleConfig {
+  const raw = validateEnv(ConsoleEnv, source);
+  const executors = raw.EXECUTOR_URLS.split(',')
     .map((u) => u.trim())
-    .filter((u) => u !== '')
-    .forEach((u, i) => {
-      try {
-        executors.push(env.peerUrl().parse(u, `EXECUTOR_URLS[${i}]`));
-      } catch (err) {
-        if (!(err instanceof EnvError)) throw err;
-        problems.push(...err.problems);
-      }
-    });
-  if (executors.length > 16) problems.push('EXECUTOR_URLS: at most 16 executors');
+    .filter((u) => u !== '');
+  const problems = executors.flatMap((u, i) =>
+    isPlainHttpUrl(u) ? [] : [`EXECUTOR_URLS[${i}]: must be an http:// URL of a dlock service`],
+  );
+  if (executors.length > EXECUTORS_MAX)
+    problems.push(`EXECUTOR_URLS: at most ${EXECUTORS_MAX} executors`);
   if (problems.length > 0) throw new EnvError(problems);
   const eventSources = [
     { name: 'lock-server', url: raw.LOCK_SERVER_URL },
@@ -64,4 +70,13 @@ export function readConsoleConfig(
     ...(raw.RECONCILER_URL === undefined ? [] : [{ name: 'reconciler', url: raw.RECONCILER_URL }]),
   ];
   return Object.freeze({ ...raw, eventSources });
+}
+
+function isPlainHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'http:' && url.hostname !== '';
+  } catch {
+    return false;
+  }
 }

@@ -1,80 +1,84 @@
 import { fileTokenProvider } from '@dlock/identity';
 import { Module, type DynamicModule } from '@nestjs/common';
+import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
+import { LockClientModule } from '@dlock/lock-nest';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
-import { EXECUTOR_CONFIG, type ExecutorConfig } from './config';
+import { EXECUTOR_CONFIG, readExecutorConfig, type ExecutorConfig } from './config';
 import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './execution/lease';
 import { AttemptHooks, NoAttemptHooks } from './execution/attempt-hooks';
 import { PayoutExecutionService } from './execution/payout-execution.service';
 import { HarnessAttemptHooks } from './harness/harness-attempt-hooks';
-import { LockSessionHolder } from './lock/lock-session.holder';
 import { ExecutorMetrics } from './metrics';
 import { PayoutPollingLoop } from './polling/payout-polling.loop';
 import { LockSessionReadiness } from './readiness';
 
-/** The frozen config, visible to every module of the app (the session holder needs it too). */
-@Module({})
-class ConfigModule {
-  static forRoot(config: ExecutorConfig): DynamicModule {
-    return {
-      module: ConfigModule,
-      global: true,
-      providers: [{ provide: EXECUTOR_CONFIG, useValue: config }],
-      exports: [EXECUTOR_CONFIG],
-    };
-  }
-}
-
-/** The session holder is shared by the loop and the readiness check. */
+/** Payout execution: the polling loop and one attempt per payout, through the two services' clients. */
 @Module({
-  providers: [LockSessionHolder],
-  exports: [LockSessionHolder],
+  providers: [
+    ExecutorMetrics,
+    {
+      provide: PaymentResourceClient,
+      inject: [EXECUTOR_CONFIG],
+      useFactory: (config: ExecutorConfig) =>
+        new PaymentResourceClient(
+          config.PAYMENT_RESOURCE_URL,
+          config.OWNER_ID,
+          fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
+        ),
+    },
+    {
+      provide: RailProxyClient,
+      inject: [EXECUTOR_CONFIG],
+      useFactory: (config: ExecutorConfig) =>
+        new RailProxyClient(
+          config.RAIL_PROXY_URL,
+          config.OWNER_ID,
+          {
+            connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
+            readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
+          },
+          fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
+        ),
+    },
+    {
+      // The harness's crash and pause points exist only under DLOCK_HARNESS=1.
+      provide: AttemptHooks,
+      inject: [EXECUTOR_CONFIG],
+      useFactory: (config: ExecutorConfig) =>
+        config.DLOCK_HARNESS ? HarnessAttemptHooks.fromConfig(config) : new NoAttemptHooks(),
+    },
+    PayoutExecutionService,
+    PayoutPollingLoop,
+  ],
 })
-class LockSessionModule {}
+export class PayoutExecutionModule {}
 
+/** The executor as one importable module, around its validated config. */
 @Module({})
 export class ExecutorModule {
-  static forRoot(config: ExecutorConfig): DynamicModule {
+  static async forRoot(options: AppConfigOptions = {}): Promise<DynamicModule> {
+    const { module: config, config: values } = await AppConfigModule.forRoot(
+      EXECUTOR_CONFIG,
+      readExecutorConfig,
+      options,
+    );
     return {
       module: ExecutorModule,
       imports: [
-        ObservabilityModule.forRoot({ app: 'executor', logLevel: config.LOG_LEVEL }),
-        ConfigModule.forRoot(config),
-        HealthModule.register(LockSessionReadiness, [LockSessionModule]),
-        LockSessionModule,
-      ],
-      providers: [
-        ExecutorMetrics,
-        {
-          provide: PaymentResourceClient,
-          useFactory: () =>
-            new PaymentResourceClient(
-              config.PAYMENT_RESOURCE_URL,
-              config.OWNER_ID,
-              fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
-            ),
-        },
-        {
-          provide: RailProxyClient,
-          useFactory: () =>
-            new RailProxyClient(
-              config.RAIL_PROXY_URL,
-              config.OWNER_ID,
-              {
-                connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
-                readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
-              },
-              fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
-            ),
-        },
-        {
-          // The harness's crash and pause points exist only under DLOCK_HARNESS=1.
-          provide: AttemptHooks,
-          useFactory: () =>
-            config.DLOCK_HARNESS ? HarnessAttemptHooks.fromConfig(config) : new NoAttemptHooks(),
-        },
-        PayoutExecutionService,
-        PayoutPollingLoop,
+        config,
+        ObservabilityModule.forRoot({ app: 'executor', logLevel: values.LOG_LEVEL }),
+        // The one session, shared by the loop and the readiness check; closed at shutdown.
+        LockClientModule.forRoot({
+          baseUrl: values.LOCK_SERVER_URL,
+          ownerId: values.OWNER_ID,
+          token: fileTokenProvider(values.AUTH_TOKEN_DIR, 'lock-server'),
+          safetyMargin: values.LOCK_CLIENT_SAFETY_MARGIN,
+          sessionTtlMs: values.LOCK_SESSION_TTL_MS,
+          lockTtlMs: values.LOCK_DEFAULT_TTL_MS,
+        }),
+        HealthModule.register(LockSessionReadiness),
+        PayoutExecutionModule,
       ],
     };
   }

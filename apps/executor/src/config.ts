@@ -1,5 +1,15 @@
-import { EnvError, env, readEnv, type EnvOf } from '@dlock/config';
-import { AUTH_ENV, CALLER_AUTH_ENV } from '@dlock/identity';
+import {
+  EnvBool,
+  EnvError,
+  EnvInt,
+  EnvNumber,
+  EnvOneOf,
+  EnvPeerUrl,
+  EnvString,
+  validateEnv,
+  type EnvSource,
+} from '@dlock/config';
+import { CallerAuthEnv } from '@dlock/identity';
 import {
   LOCK_TTL_MAX_MS,
   LOCK_TTL_MIN_MS,
@@ -22,59 +32,53 @@ export type CrashPoint = (typeof CRASH_POINTS)[number];
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** Every variable the executor reads (docs/executor.md has the table). */
-const schema = {
-  PORT: env.int({ default: 8084, min: 0, max: 65535 }),
-  ...AUTH_ENV,
-  ...CALLER_AUTH_ENV,
-  LOG_LEVEL: env.oneOf(LOG_LEVELS, { default: 'info' }),
-  OWNER_ID: env.string({ maxLength: OWNER_ID_MAX_LENGTH, pattern: /^[\x20-\x7e]+$/ }),
-  LOCK_SERVER_URL: env.peerUrl({ default: 'http://127.0.0.1:8081' }),
-  PAYMENT_RESOURCE_URL: env.peerUrl({ default: 'http://127.0.0.1:8082' }),
-  RAIL_PROXY_URL: env.peerUrl({ default: 'http://127.0.0.1:8083' }),
-  LOCK_SESSION_TTL_MS: env.int({
-    default: 15_000,
-    min: SESSION_TTL_MIN_MS,
-    max: SESSION_TTL_MAX_MS,
-  }),
+export class ExecutorEnv extends CallerAuthEnv {
+  @EnvInt({ default: 8084, min: 0, max: 65535 }) readonly PORT!: number;
+  @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  @EnvString({ maxLength: OWNER_ID_MAX_LENGTH, pattern: /^[\x20-\x7e]+$/ })
+  readonly OWNER_ID!: string;
+  @EnvPeerUrl({ default: 'http://127.0.0.1:8081' }) readonly LOCK_SERVER_URL!: string;
+  @EnvPeerUrl({ default: 'http://127.0.0.1:8082' }) readonly PAYMENT_RESOURCE_URL!: string;
+  @EnvPeerUrl({ default: 'http://127.0.0.1:8083' }) readonly RAIL_PROXY_URL!: string;
+  @EnvInt({ default: 15_000, min: SESSION_TTL_MIN_MS, max: SESSION_TTL_MAX_MS })
+  readonly LOCK_SESSION_TTL_MS!: number;
   // Above the lock-server's 15 s default on purpose: the lease must cover the
   // worst-case submit (1 s + RAIL_READ_TIMEOUT_MS + 2 s) after the margin.
-  LOCK_DEFAULT_TTL_MS: env.int({ default: 20_000, min: LOCK_TTL_MIN_MS, max: LOCK_TTL_MAX_MS }),
-  LOCK_CLIENT_SAFETY_MARGIN: env.number({ default: 0.3, min: 0.01, max: 0.66 }),
+  @EnvInt({ default: 20_000, min: LOCK_TTL_MIN_MS, max: LOCK_TTL_MAX_MS })
+  readonly LOCK_DEFAULT_TTL_MS!: number;
+  @EnvNumber({ default: 0.3, min: 0.01, max: 0.66 }) readonly LOCK_CLIENT_SAFETY_MARGIN!: number;
   /** Fixed delay between two polling passes. */
-  EXECUTOR_POLL_INTERVAL_MS: env.int({ default: 1_000, min: 1, max: 600_000 }),
+  @EnvInt({ default: 1_000, min: 1, max: 600_000 }) readonly EXECUTOR_POLL_INTERVAL_MS!: number;
   /** Accounts worked on at once (one payout per account at a time). */
-  EXECUTOR_CONCURRENCY: env.int({ default: 8, min: 1, max: 256 }),
+  @EnvInt({ default: 8, min: 1, max: 256 }) readonly EXECUTOR_CONCURRENCY!: number;
   /** Payouts fetched per state per pass (P1 limit). */
-  EXECUTOR_BATCH_SIZE: env.int({ default: 100, min: 1, max: 500 }),
+  @EnvInt({ default: 100, min: 1, max: 500 }) readonly EXECUTOR_BATCH_SIZE!: number;
   /** How often a pass also polls CLAIMED, RAIL_SUBMITTED and RAIL_ACKED (recovery by state). */
-  EXECUTOR_RECOVERY_INTERVAL_MS: env.int({ default: 5_000, min: 1, max: 3_600_000 }),
+  @EnvInt({ default: 5_000, min: 1, max: 3_600_000 })
+  readonly EXECUTOR_RECOVERY_INTERVAL_MS!: number;
   /** Upper bound on waiting for in-flight payouts at shutdown. */
-  EXECUTOR_SHUTDOWN_GRACE_MS: env.int({ default: 20_000, min: 0, max: 600_000 }),
-  /** Must equal the proxy's RAIL_READ_TIMEOUT_MS: the submit budget is derived from it (C3 §3.8). */
-  RAIL_READ_TIMEOUT_MS: env.int({ default: 8_000, min: 1, max: 120_000 }),
-  DLOCK_HARNESS: env.bool({ default: false }),
+  @EnvInt({ default: 20_000, min: 0, max: 600_000 }) readonly EXECUTOR_SHUTDOWN_GRACE_MS!: number;
+  /** Must equal the proxy's RAIL_READ_TIMEOUT_MS: the submit budget is derived from it (docs/rail.md, "Deadlines"). */
+  @EnvInt({ default: 8_000, min: 1, max: 120_000 }) readonly RAIL_READ_TIMEOUT_MS!: number;
+  @EnvBool({ default: false }) readonly DLOCK_HARNESS!: boolean;
   // Harness-only knobs (refused unless DLOCK_HARNESS=1).
-  EXECUTOR_SKIP_LIVENESS_CHECK: env.bool({ default: false }),
-  EXECUTOR_PAUSE_BEFORE_SUBMIT_MS: env.int({ default: 0, min: 0, max: 600_000 }),
-  EXECUTOR_CRASH_AT: env.optionalString(),
-  EXECUTOR_ACCOUNT_ID: env.optionalString(),
-};
+  @EnvBool({ default: false }) readonly EXECUTOR_SKIP_LIVENESS_CHECK!: boolean;
+  @EnvInt({ default: 0, min: 0, max: 600_000 }) readonly EXECUTOR_PAUSE_BEFORE_SUBMIT_MS!: number;
+  @EnvString({ optional: true }) readonly EXECUTOR_CRASH_AT?: string;
+  @EnvString({ optional: true }) readonly EXECUTOR_ACCOUNT_ID?: string;
+}
 
-type RawConfig = EnvOf<typeof schema>;
-
-export interface ExecutorConfig extends Omit<RawConfig, 'EXECUTOR_CRASH_AT'> {
+export interface ExecutorConfig extends Omit<ExecutorEnv, 'EXECUTOR_CRASH_AT'> {
   readonly EXECUTOR_CRASH_AT: CrashPoint | undefined;
-  /** Worst-case duration of one submit through the proxy (C3 §3.8). */
+  /** Worst-case duration of one submit through the proxy (docs/rail.md, "Deadlines"). */
   readonly submitBudgetMs: number;
 }
 
 export const EXECUTOR_CONFIG = Symbol('EXECUTOR_CONFIG');
 
 /** Reads and validates the environment once; a bad value throws EnvError naming the variable. */
-export function readExecutorConfig(
-  source: Record<string, string | undefined> = process.env,
-): ExecutorConfig {
-  const raw = readEnv(schema, source);
+export function readExecutorConfig(source: EnvSource): ExecutorConfig {
+  const raw = validateEnv(ExecutorEnv, source);
   const problems: string[] = [];
   const crashAt = raw.EXECUTOR_CRASH_AT;
   if (crashAt !== undefined && !(CRASH_POINTS as readonly string[]).includes(crashAt)) {

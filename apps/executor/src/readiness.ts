@@ -1,18 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
+import { LockSessionHealthIndicator } from '@dlock/lock-nest';
 import { ReadinessCheck } from '@dlock/observability';
-import { LockSessionHolder } from './lock/lock-session.holder';
 
 /** Ready = this worker holds an open lock-server session (without one no payout can proceed). */
 @Injectable()
 export class LockSessionReadiness extends ReadinessCheck {
-  constructor(private readonly sessions: LockSessionHolder) {
+  constructor(private readonly lockSession: LockSessionHealthIndicator) {
     super();
   }
 
   async check(): Promise<HealthIndicatorResult> {
-    return this.sessions.isOpen
-      ? { lockSession: { status: 'up' } }
-      : { lockSession: { status: 'down', message: 'no open lock-server session' } };
+    return this.lockSession.isHealthy('lockSession');
   }
 }

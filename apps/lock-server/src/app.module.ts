@@ -1,17 +1,15 @@
-import { Module, RequestMethod, type DynamicModule, type Type } from '@nestjs/common';
+import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import type { RouteInfo } from '@nestjs/common/interfaces';
 import { APP_GUARD } from '@nestjs/core';
 import { ThrottlerModule } from '@nestjs/throttler';
+import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { DeadlineGuard } from '@dlock/http-contract';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
-import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
-import { LockService } from './core/lock.service';
-import { SessionService } from './core/session.service';
+import { LOCK_SERVER_CONFIG, readLockServerConfig } from './config';
 import { IdentityThrottlerGuard } from './http/identity-throttler.guard';
-import { LocksController } from './http/locks.controller';
-import { LISTINGS } from './http/listings.controller';
-import { RevocationsController } from './http/revocations.controller';
-import { SessionsController } from './http/sessions.controller';
+import { LocksModule } from './modules/locks.module';
+import { RevocationsModule } from './modules/revocations.module';
+import { SessionsModule } from './modules/sessions.module';
 import { LockBackendReadiness } from './readiness';
 import { StoreModule } from './store/store.factory';
 
@@ -26,14 +24,23 @@ const HOT_ROUTES: RouteInfo[] = [
 /** Below this much of the caller's budget a request is refused before any statement runs. */
 export const LOCK_DEADLINE_MIN_MS = 50;
 
+/**
+ * The lock-server as one importable module: its validated config, the
+ * backend LOCK_BACKEND names (StoreModule), then locks, sessions and revocations.
+ */
 @Module({})
 export class LockServerModule {
-  static forRoot(config: LockServerConfig): DynamicModule {
+  static async forRoot(options: AppConfigOptions = {}): Promise<DynamicModule> {
+    const { module: configModule, config } = await AppConfigModule.forRoot(
+      LOCK_SERVER_CONFIG,
+      readLockServerConfig,
+      options,
+    );
     const store = StoreModule.forRoot(config);
-    const configProvider = { provide: LOCK_SERVER_CONFIG, useValue: config };
     return {
       module: LockServerModule,
       imports: [
+        configModule,
         ObservabilityModule.forRoot({
           app: 'lock-server',
           logLevel: config.LOG_LEVEL,
@@ -45,12 +52,11 @@ export class LockServerModule {
           throttlers: [{ limit: config.LOCK_RATE_LIMIT, ttl: config.LOCK_RATE_WINDOW_MS }],
           setHeaders: false,
         }),
+        SessionsModule,
+        LocksModule,
+        RevocationsModule,
       ],
-      controllers: [SessionsController, LocksController, RevocationsController, ...LISTINGS],
       providers: [
-        configProvider,
-        LockService,
-        SessionService,
         // A caller with less than this left would not hear the answer (docs/lock-server.md).
         { provide: APP_GUARD, useValue: new DeadlineGuard(LOCK_DEADLINE_MIN_MS) },
         // Per caller identity, limits in config (LOCK_RATE_LIMIT, LOCK_RATE_WINDOW_MS).
@@ -58,11 +64,4 @@ export class LockServerModule {
       ],
     };
   }
-}
-
-/** A root module class for the given config (serveHttpApp takes a class). */
-export function lockServerAppModule(config: LockServerConfig): Type<unknown> {
-  @Module({ imports: [LockServerModule.forRoot(config)] })
-  class LockServerAppModule {}
-  return LockServerAppModule;
 }

@@ -1,5 +1,13 @@
-import { EnvError, env, readEnv, type EnvOf } from '@dlock/config';
-import { AUTH_ENV } from '@dlock/identity';
+import {
+  EnvError,
+  EnvInt,
+  EnvOneOf,
+  EnvPostgresUrl,
+  EnvString,
+  validateEnv,
+  type EnvSource,
+} from '@dlock/config';
+import { AuthEnv } from '@dlock/identity';
 import {
   LOCK_TTL_MAX_MS,
   LOCK_TTL_MIN_MS,
@@ -8,52 +16,50 @@ import {
 } from '@dlock/lock-api';
 import { readEtcdConfig, type EtcdStoreConfig } from './store/etcd/etcd-config';
 
-/** Every environment variable the lock-server reads (docs/lock-server.md has the table). */
-const schema = {
-  PORT: env.int({ default: 8081, min: 0, max: 65535 }),
-  ...AUTH_ENV,
-  LOG_LEVEL: env.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
-    default: 'info',
-  }),
-  LOCK_BACKEND: env.oneOf(['pg', 'etcd'], { default: 'pg' }),
-  LOCKDB_URL: env.optionalPostgresUrl(),
-  LOCKDB_POOL_MAX: env.int({ default: 20, min: 1, max: 200 }),
-  /** Per-statement budget; C3 §3.8 gives callers a 2 s read timeout, so stay below it. */
-  LOCKDB_STATEMENT_TIMEOUT_MS: env.int({ default: 1500, min: 100, max: 30_000 }),
-  LOCKDB_CONNECT_TIMEOUT_MS: env.int({ default: 1000, min: 100, max: 30_000 }),
-  /** How often the pg backend checks that the database answers and is writable. */
-  LOCKDB_PROBE_INTERVAL_MS: env.int({ default: 1000, min: 100, max: 60_000 }),
-  ETCD_ENDPOINTS: env.optionalString(),
-  /** Default session TTL (A-04), and the ceiling a requested TTL is clamped down to. */
-  LOCK_SESSION_TTL_MS: env.int({
-    default: 15_000,
-    min: SESSION_TTL_MIN_MS,
-    max: SESSION_TTL_MAX_MS,
-  }),
-  LOCK_SESSION_TTL_MAX_MS: env.int({
-    default: SESSION_TTL_MAX_MS,
-    min: SESSION_TTL_MIN_MS,
-    max: SESSION_TTL_MAX_MS,
-  }),
-  LOCK_DEFAULT_TTL_MS: env.int({ default: 15_000, min: LOCK_TTL_MIN_MS, max: LOCK_TTL_MAX_MS }),
-  /** How long an expired session is remembered (410 SESSION_EXPIRED) before it reads as unknown (404). */
-  LOCK_SESSION_RETENTION_MS: env.int({ default: 3_600_000, min: 60_000, max: 604_800_000 }),
-  /** Server-side waiters allowed per key in this process; beyond it 429 CONTENTION_EXCEEDED. */
-  LOCK_WAITERS_MAX: env.int({ default: 64, min: 0, max: 10_000 }),
-  /** A waiting acquire re-tries at least this often (catches releases made by other replicas). */
-  LOCK_WAIT_POLL_MS: env.int({ default: 100, min: 10, max: 5_000 }),
-  /** Requests one caller identity may make per LOCK_RATE_WINDOW_MS (docs/security.md); release is exempt. */
-  LOCK_RATE_LIMIT: env.int({ default: 2_000, min: 1, max: 1_000_000 }),
-  LOCK_RATE_WINDOW_MS: env.int({ default: 1_000, min: 100, max: 3_600_000 }),
-  /** retryAfterMillis on 503 NOT_LEADER. */
-  LOCK_NOT_LEADER_RETRY_AFTER_MS: env.int({ default: 1000, min: 1, max: 60_000 }),
-  /** retryAfterMillis on 429 CONTENTION_EXCEEDED. */
-  LOCK_CONTENTION_RETRY_AFTER_MS: env.int({ default: 500, min: 1, max: 60_000 }),
-  /** Upper bound of retryAfterMillis on 409 LOCK_CONTENDED (otherwise the holder's remaining lease). */
-  LOCK_CONTENDED_RETRY_AFTER_MAX_MS: env.int({ default: 1000, min: 1, max: 60_000 }),
-};
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const LOCK_BACKENDS = ['pg', 'etcd'] as const;
 
-export type LockServerConfig = EnvOf<typeof schema> & {
+/** Every environment variable the lock-server reads (docs/lock-server.md has the table). */
+export class LockServerEnv extends AuthEnv {
+  @EnvInt({ default: 8081, min: 0, max: 65535 }) readonly PORT!: number;
+  @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  @EnvOneOf(LOCK_BACKENDS, { default: 'pg' })
+  readonly LOCK_BACKEND!: (typeof LOCK_BACKENDS)[number];
+  @EnvPostgresUrl({ optional: true }) readonly LOCKDB_URL?: string;
+  @EnvInt({ default: 20, min: 1, max: 200 }) readonly LOCKDB_POOL_MAX!: number;
+  /** Per-statement budget, below the callers' 2 s read timeout (docs/lock-server.md). */
+  @EnvInt({ default: 1500, min: 100, max: 30_000 }) readonly LOCKDB_STATEMENT_TIMEOUT_MS!: number;
+  @EnvInt({ default: 1000, min: 100, max: 30_000 }) readonly LOCKDB_CONNECT_TIMEOUT_MS!: number;
+  /** How often the pg backend checks that the database answers and is writable. */
+  @EnvInt({ default: 1000, min: 100, max: 60_000 }) readonly LOCKDB_PROBE_INTERVAL_MS!: number;
+  @EnvString({ optional: true }) readonly ETCD_ENDPOINTS?: string;
+  /** Default session TTL, and the ceiling a requested TTL is clamped down to. */
+  @EnvInt({ default: 15_000, min: SESSION_TTL_MIN_MS, max: SESSION_TTL_MAX_MS })
+  readonly LOCK_SESSION_TTL_MS!: number;
+  @EnvInt({ default: SESSION_TTL_MAX_MS, min: SESSION_TTL_MIN_MS, max: SESSION_TTL_MAX_MS })
+  readonly LOCK_SESSION_TTL_MAX_MS!: number;
+  @EnvInt({ default: 15_000, min: LOCK_TTL_MIN_MS, max: LOCK_TTL_MAX_MS })
+  readonly LOCK_DEFAULT_TTL_MS!: number;
+  /** How long an expired session is remembered (410 SESSION_EXPIRED) before it reads as unknown (404). */
+  @EnvInt({ default: 3_600_000, min: 60_000, max: 604_800_000 })
+  readonly LOCK_SESSION_RETENTION_MS!: number;
+  /** Server-side waiters allowed per key in this process; beyond it 429 CONTENTION_EXCEEDED. */
+  @EnvInt({ default: 64, min: 0, max: 10_000 }) readonly LOCK_WAITERS_MAX!: number;
+  /** A waiting acquire re-tries at least this often (catches releases made by other replicas). */
+  @EnvInt({ default: 100, min: 10, max: 5_000 }) readonly LOCK_WAIT_POLL_MS!: number;
+  /** Requests one caller identity may make per LOCK_RATE_WINDOW_MS (docs/security.md); release is exempt. */
+  @EnvInt({ default: 2_000, min: 1, max: 1_000_000 }) readonly LOCK_RATE_LIMIT!: number;
+  @EnvInt({ default: 1_000, min: 100, max: 3_600_000 }) readonly LOCK_RATE_WINDOW_MS!: number;
+  /** retryAfterMillis on 503 NOT_LEADER. */
+  @EnvInt({ default: 1000, min: 1, max: 60_000 }) readonly LOCK_NOT_LEADER_RETRY_AFTER_MS!: number;
+  /** retryAfterMillis on 429 CONTENTION_EXCEEDED. */
+  @EnvInt({ default: 500, min: 1, max: 60_000 }) readonly LOCK_CONTENTION_RETRY_AFTER_MS!: number;
+  /** Upper bound of retryAfterMillis on 409 LOCK_CONTENDED (otherwise the holder's remaining lease). */
+  @EnvInt({ default: 1000, min: 1, max: 60_000 })
+  readonly LOCK_CONTENDED_RETRY_AFTER_MAX_MS!: number;
+}
+
+export type LockServerConfig = LockServerEnv & {
   /** The etcd backend's own settings, present when LOCK_BACKEND=etcd. */
   readonly etcd?: EtcdStoreConfig;
 };
@@ -62,10 +68,8 @@ export type LockServerConfig = EnvOf<typeof schema> & {
 export const LOCK_SERVER_CONFIG = Symbol('LOCK_SERVER_CONFIG');
 
 /** Reads and validates the environment once; a bad value throws EnvError naming the variable. */
-export function loadConfig(
-  source: Record<string, string | undefined> = process.env,
-): LockServerConfig {
-  const config = readEnv(schema, source);
+export function readLockServerConfig(source: EnvSource): LockServerConfig {
+  const config = validateEnv(LockServerEnv, source);
   const problems: string[] = [];
   switch (config.LOCK_BACKEND) {
     case 'pg':

@@ -1,29 +1,21 @@
 import './tracing';
 import 'reflect-metadata';
-import { EnvError } from '@dlock/config';
+import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
-import { lockServerAppModule } from './app.module';
-import { loadConfig, type LockServerConfig } from './config';
+import { LockServerModule } from './app.module';
+import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
 
 async function main(): Promise<void> {
-  let config: LockServerConfig;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof EnvError) {
-      console.error(`[lock-server] ${err.message}`);
-      process.exit(1);
-    }
-    throw err;
-  }
-  await serveHttpApp(lockServerAppModule(config), {
-    port: config.PORT,
-    name: 'lock-server',
-    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+  // A bad environment rejects here, naming every offending variable.
+  const module = await LockServerModule.forRoot();
+  await serveHttpApp(module, (app) => {
+    const config = app.get<LockServerConfig>(LOCK_SERVER_CONFIG);
+    return {
+      port: config.PORT,
+      name: 'lock-server',
+      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+    };
   });
 }
 
-main().catch((err: unknown) => {
-  console.error('[lock-server] failed to start:', err);
-  process.exit(1);
-});
+main().catch(exitOnStartFailure('lock-server'));

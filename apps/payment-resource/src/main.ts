@@ -1,21 +1,21 @@
 import './tracing';
 import 'reflect-metadata';
-import { EnvError } from '@dlock/config';
+import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
-import { createAppModule } from './app.module';
-import { readPaymentConfig } from './config';
+import { PaymentResourceModule } from './app.module';
+import { PAYMENT_CONFIG, type PaymentConfig } from './config';
 
 async function main(): Promise<void> {
-  const config = readPaymentConfig();
-  await serveHttpApp(createAppModule(config), {
-    port: config.PORT,
-    name: 'payment-resource',
-    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+  // A bad environment rejects here, naming every offending variable.
+  const module = await PaymentResourceModule.forRoot();
+  await serveHttpApp(module, (app) => {
+    const config = app.get<PaymentConfig>(PAYMENT_CONFIG);
+    return {
+      port: config.PORT,
+      name: 'payment-resource',
+      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+    };
   });
 }
 
-main().catch((err: unknown) => {
-  if (err instanceof EnvError) console.error(`payment-resource: ${err.message}`);
-  else console.error('payment-resource failed to start:', err);
-  process.exit(1);
-});
+main().catch(exitOnStartFailure('payment-resource'));

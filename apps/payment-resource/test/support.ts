@@ -12,8 +12,7 @@ import {
   withClient,
   type HttpResult,
 } from '@dlock/testing';
-import { createAppModule } from '../src/app.module';
-import { readPaymentConfig } from '../src/config';
+import { PaymentResourceModule } from '../src/app.module';
 import { paydbDataSource } from '../src/persistence/data-source';
 import { Fixtures } from '../src/fixtures/fixtures';
 
@@ -31,13 +30,10 @@ export async function startPaymentResource(
 ): Promise<Harness> {
   const url = dbUrl ?? (await migratedDatabase('paydb'));
   register.clear(); // one process may host several app instances in a test file
-  const config = readPaymentConfig({
-    PAYDB_URL: url,
-    LOG_LEVEL: 'silent',
-    ...(await testAuthEnv()),
-    ...env,
+  const module = await PaymentResourceModule.forRoot({
+    env: { PAYDB_URL: url, LOG_LEVEL: 'silent', ...(await testAuthEnv()), ...env },
   });
-  const app = await NestFactory.create<NestExpressApplication>(createAppModule(config), {
+  const app = await NestFactory.create<NestExpressApplication>(module, {
     bodyParser: false,
     logger: false,
   });

@@ -1,73 +1,61 @@
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { initializeInBackground } from '@dlock/persistence';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
-import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
-import { HighWaterFloorController } from './fence-floor/high-water-floor.controller';
-import { HighWaterFloorRepository } from './fence-floor/high-water-floor.repository';
-import { HighWaterFloorService } from './fence-floor/high-water-floor.service';
-import { HighWaterListModule } from './high-water-list/high-water-list.controller';
-import { IdempotencyRepository } from './idempotency.repository';
-import { RailProxyMetrics } from './metrics';
-import { RailClient } from './rail-client';
+import { RAIL_PROXY_CONFIG, readRailProxyConfig, type RailProxyConfig } from './config';
+import { HighWaterModule } from './fence-floor/high-water.module';
 import { ProxydbReadiness } from './readiness';
-import { SubmissionRepository } from './submission.repository';
-import { SubmissionService } from './submission.service';
-import { SubmissionsController } from './submissions.controller';
+import { SubmissionsModule } from './submissions.module';
 
-/** proxydb through TypeORM: raw SQL only, no entities, migrations run out of band. */
-function database(config: RailProxyConfig): DynamicModule {
-  return TypeOrmModule.forRootAsync({
-    useFactory: () => ({
-      type: 'postgres',
-      url: config.PROXYDB_URL,
-      synchronize: false,
-      migrationsRun: false,
-      entities: [],
-      logging: ['error'],
-      // Connected in the background (dataSourceFactory): with proxydb down at boot the proxy listens unready.
-      manualInitialization: true,
-      extra: {
-        max: config.PROXYDB_POOL_MAX,
-        connectionTimeoutMillis: 2_000,
-        // A hung statement must not hold an account's high-water row forever.
-        statement_timeout: 5_000,
-        application_name: 'rail-proxy',
-      },
-    }),
-    dataSourceFactory: async (options) =>
-      initializeInBackground(new DataSource(options!), { database: 'proxydb' }),
-  });
-}
+/** proxydb through TypeORM (global): raw SQL only, no entities, migrations run out of band. */
+const proxydb = TypeOrmModule.forRootAsync({
+  inject: [RAIL_PROXY_CONFIG],
+  useFactory: (config: RailProxyConfig) => ({
+    type: 'postgres',
+    url: config.PROXYDB_URL,
+    synchronize: false,
+    migrationsRun: false,
+    entities: [],
+    logging: ['error'],
+    // Connected in the background (dataSourceFactory): with proxydb down at boot the proxy listens unready.
+    manualInitialization: true,
+    extra: {
+      max: config.PROXYDB_POOL_MAX,
+      connectionTimeoutMillis: 2_000,
+      // A hung statement must not hold an account's high-water row forever.
+      statement_timeout: 5_000,
+      application_name: 'rail-proxy',
+    },
+  }),
+  dataSourceFactory: async (options) =>
+    initializeInBackground(new DataSource(options!), { database: 'proxydb' }),
+});
 
+/** rail-proxy as one importable module: its validated config, proxydb, then one module per bounded context. */
 @Module({})
 export class RailProxyModule {
-  static forRoot(config: RailProxyConfig): DynamicModule {
-    const db = database(config);
+  static async forRoot(options: AppConfigOptions = {}): Promise<DynamicModule> {
+    const { module: config, config: values } = await AppConfigModule.forRoot(
+      RAIL_PROXY_CONFIG,
+      readRailProxyConfig,
+      options,
+    );
     return {
       module: RailProxyModule,
       imports: [
+        config,
         ObservabilityModule.forRoot({
           app: 'rail-proxy',
-          logLevel: config.LOG_LEVEL,
+          logLevel: values.LOG_LEVEL,
           // R1, once per payout: its log lines and safety events carry traceId explicitly.
           untracedRoutes: [{ path: 'v1/rail/submissions', method: RequestMethod.POST }],
         }),
-        db,
+        proxydb,
         HealthModule.register(ProxydbReadiness),
-        HighWaterListModule,
-      ],
-      controllers: [SubmissionsController, HighWaterFloorController],
-      providers: [
-        { provide: RAIL_PROXY_CONFIG, useValue: config },
-        RailProxyMetrics,
-        RailClient,
-        SubmissionRepository,
-        IdempotencyRepository,
-        SubmissionService,
-        HighWaterFloorRepository,
-        HighWaterFloorService,
+        SubmissionsModule,
+        HighWaterModule,
       ],
     };
   }

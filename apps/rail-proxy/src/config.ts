@@ -1,37 +1,47 @@
-import { EnvError, assertKillSwitchAllowed, env, readEnv, type EnvOf } from '@dlock/config';
-import { AUTH_ENV } from '@dlock/identity';
+import {
+  EnvBool,
+  EnvError,
+  EnvInt,
+  EnvOneOf,
+  EnvPeerUrl,
+  EnvPostgresUrl,
+  assertKillSwitchAllowed,
+  validateEnv,
+  type EnvSource,
+} from '@dlock/config';
+import { AuthEnv } from '@dlock/identity';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** Every knob of rail-proxy (docs/rail.md). Read once at boot. */
-export const RAIL_PROXY_ENV = {
-  PORT: env.int({ default: 8083, min: 0, max: 65535 }),
-  ...AUTH_ENV,
-  LOG_LEVEL: env.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
-    default: 'info',
-  }),
-  PROXYDB_URL: env.postgresUrl(),
-  PROXYDB_POOL_MAX: env.int({ default: 10, min: 1, max: 100 }),
-  RAIL_STUB_URL: env.peerUrl({ default: 'http://127.0.0.1:8085' }),
-  // C3 §3.8: 1 s connect / 8 s read, inside the executor's (read + 2 s).
-  RAIL_CONNECT_TIMEOUT_MS: env.int({ default: 1_000, min: 1, max: 60_000 }),
-  RAIL_READ_TIMEOUT_MS: env.int({ default: 8_000, min: 1, max: 120_000 }),
+export class RailProxyEnv extends AuthEnv {
+  @EnvInt({ default: 8083, min: 0, max: 65535 }) readonly PORT!: number;
+  @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  @EnvPostgresUrl() readonly PROXYDB_URL!: string;
+  @EnvInt({ default: 10, min: 1, max: 100 }) readonly PROXYDB_POOL_MAX!: number;
+  @EnvPeerUrl({ default: 'http://127.0.0.1:8085' }) readonly RAIL_STUB_URL!: string;
+  /** 1 s connect / 8 s read, inside the executor's (read + 2 s) (docs/rail.md, "Deadlines"). */
+  @EnvInt({ default: 1_000, min: 1, max: 60_000 }) readonly RAIL_CONNECT_TIMEOUT_MS!: number;
+  @EnvInt({ default: 8_000, min: 1, max: 120_000 }) readonly RAIL_READ_TIMEOUT_MS!: number;
   /** The shortest rail read a submission starts with (default: a quarter of RAIL_READ_TIMEOUT_MS). */
-  RAIL_READ_TIMEOUT_MIN_MS: env.optionalInt({ min: 1, max: 120_000 }),
+  @EnvInt({ optional: true, min: 1, max: 120_000 }) readonly RAIL_READ_TIMEOUT_MIN_MS?: number;
   /**
    * The proxy's own deadline per submission (default: RAIL_CONNECT_TIMEOUT_MS +
    * RAIL_READ_TIMEOUT_MS + 500 ms), below the executor's submit read timeout
    * (RAIL_READ_TIMEOUT_MS + 2 s) so its answer arrives while someone listens.
    */
-  RAIL_PROXY_REQUEST_BUDGET_MS: env.optionalInt({ min: 1, max: 300_000 }),
-  RAIL_PROXY_UNAVAILABLE_RETRY_AFTER_MS: env.int({ default: 1_000, min: 0, max: 60_000 }),
-  RAIL_PROXY_FENCING_ENABLED: env.bool({ default: true }),
-  DLOCK_HARNESS: env.bool({ default: false }),
+  @EnvInt({ optional: true, min: 1, max: 300_000 }) readonly RAIL_PROXY_REQUEST_BUDGET_MS?: number;
+  @EnvInt({ default: 1_000, min: 0, max: 60_000 })
+  readonly RAIL_PROXY_UNAVAILABLE_RETRY_AFTER_MS!: number;
+  @EnvBool({ default: true }) readonly RAIL_PROXY_FENCING_ENABLED!: boolean;
+  @EnvBool({ default: false }) readonly DLOCK_HARNESS!: boolean;
   /** Test-only: sleep between committing the intent and presenting it (harness only). */
-  RAIL_PROXY_TEST_PAUSE_AFTER_INTENT_MS: env.int({ default: 0, min: 0, max: 600_000 }),
-};
+  @EnvInt({ default: 0, min: 0, max: 600_000 })
+  readonly RAIL_PROXY_TEST_PAUSE_AFTER_INTENT_MS!: number;
+}
 
-type RawRailProxyConfig = EnvOf<typeof RAIL_PROXY_ENV>;
 type Derived = 'RAIL_READ_TIMEOUT_MIN_MS' | 'RAIL_PROXY_REQUEST_BUDGET_MS';
-export type RailProxyConfig = Omit<RawRailProxyConfig, Derived> & {
+export type RailProxyConfig = Omit<RailProxyEnv, Derived> & {
   readonly [K in Derived]: number;
 };
 /** Kept back from every deadline for the answer's way back to the caller. */
@@ -40,19 +50,17 @@ export const RAIL_DEADLINE_MARGIN_MS = 100;
 const RAIL_PROXY_BUDGET_SLACK_MS = 500;
 export const RAIL_PROXY_CONFIG = Symbol('RAIL_PROXY_CONFIG');
 
-export function readRailProxyConfig(
-  source: Record<string, string | undefined> = process.env,
-): RailProxyConfig {
-  const raw = readEnv(RAIL_PROXY_ENV, source);
-  const config: RailProxyConfig = {
+export function readRailProxyConfig(source: EnvSource): RailProxyConfig {
+  const raw = validateEnv(RailProxyEnv, source);
+  const config: RailProxyConfig = Object.freeze({
     ...raw,
     RAIL_READ_TIMEOUT_MIN_MS:
       raw.RAIL_READ_TIMEOUT_MIN_MS ?? Math.ceil(raw.RAIL_READ_TIMEOUT_MS / 4),
     RAIL_PROXY_REQUEST_BUDGET_MS:
       raw.RAIL_PROXY_REQUEST_BUDGET_MS ??
       raw.RAIL_CONNECT_TIMEOUT_MS + raw.RAIL_READ_TIMEOUT_MS + RAIL_PROXY_BUDGET_SLACK_MS,
-  };
-  // DECISIONS §7: the kill switch exists for the harness's negative control only.
+  });
+  // docs/rail.md, "Kill switch (harness only)".
   assertKillSwitchAllowed('RAIL_PROXY_FENCING_ENABLED', config.RAIL_PROXY_FENCING_ENABLED, source);
   if (config.RAIL_PROXY_TEST_PAUSE_AFTER_INTENT_MS > 0 && !config.DLOCK_HARNESS) {
     throw new EnvError([

@@ -1,3 +1,4 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
   IsString,
   IsUUID,
@@ -6,7 +7,7 @@ import {
   ValidateIf,
   type ValidationArguments,
 } from 'class-validator';
-import { IsMinorAmount } from '@dlock/http-contract';
+import { IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
 import {
   ACCOUNT_ID_PATTERN,
   ACCOUNT_ID_RULE,
@@ -16,20 +17,25 @@ import {
 
 /** POST /v1/rail/submissions body (C3 §3.5). Headers carry token, owner and key. */
 export class SubmissionBody implements SubmitRequest {
+  @ApiProperty({ format: 'uuid' })
   @IsUUID()
   payoutId!: string;
 
+  @ApiProperty({ pattern: ACCOUNT_ID_PATTERN.source })
   @IsString()
   @Matches(ACCOUNT_ID_PATTERN, { message: `accountId must be ${ACCOUNT_ID_RULE}` })
   accountId!: string;
 
+  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 
+  @ApiProperty({ pattern: '^[A-Z]{3}$', example: 'EUR', description: 'ISO 4217' })
   @IsString()
   @Matches(/^[A-Z]{3}$/, { message: 'currency must be an ISO-4217 code' })
   currency!: string;
 
+  @ApiProperty({ pattern: '^[ -~]{1,128}$' })
   @IsString()
   @Matches(/^[\x20-\x7e]{1,128}$/, {
     message: 'beneficiaryRef must be 1..128 printable ASCII characters',
@@ -41,6 +47,9 @@ export class SubmissionBody implements SubmitRequest {
    * the caller. Best left out; if present it must be exactly the derived one
    * (docs/rail.md, "Client reference").
    */
+  @ApiPropertyOptional({
+    description: 'Derived by the proxy (po-<payoutId, lower case>); best omitted',
+  })
   @ValidateIf((_body, value) => value !== undefined) // null names a reference too: refused
   @IsDerivedClientRef()
   clientRef?: string;
@@ -70,6 +79,7 @@ function derivedRef(body: object): string | null {
 }
 
 export class PayoutIdParams {
+  @ApiProperty({ format: 'uuid' })
   @IsUUID()
   payoutId!: string;
 }

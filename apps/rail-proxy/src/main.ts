@@ -1,34 +1,23 @@
 import './tracing';
 import 'reflect-metadata';
-import { Logger, Module } from '@nestjs/common';
-import { EnvError } from '@dlock/config';
+import { Logger } from '@nestjs/common';
+import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
 import { RailProxyModule } from './app.module';
-import { readRailProxyConfig, type RailProxyConfig } from './config';
-
-function rootModule(config: RailProxyConfig) {
-  @Module({ imports: [RailProxyModule.forRoot(config)] })
-  class RailProxyRoot {}
-  return RailProxyRoot;
-}
+import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 
 async function main(): Promise<void> {
-  let config: RailProxyConfig;
-  try {
-    config = readRailProxyConfig();
-  } catch (err) {
-    if (err instanceof EnvError) {
-      console.error(`[rail-proxy] ${err.message}`);
-      process.exit(1);
-    }
-    throw err;
-  }
-  await serveHttpApp(rootModule(config), {
-    port: config.PORT,
-    name: 'rail-proxy',
-    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+  // A bad environment rejects here, naming every offending variable.
+  const module = await RailProxyModule.forRoot();
+  const app = await serveHttpApp(module, (created) => {
+    const config = created.get<RailProxyConfig>(RAIL_PROXY_CONFIG);
+    return {
+      port: config.PORT,
+      name: 'rail-proxy',
+      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+    };
   });
-  if (!config.RAIL_PROXY_FENCING_ENABLED) {
+  if (!app.get<RailProxyConfig>(RAIL_PROXY_CONFIG).RAIL_PROXY_FENCING_ENABLED) {
     new Logger('rail-proxy').warn(
       { event: 'fencing_disabled', killSwitch: 'RAIL_PROXY_FENCING_ENABLED' },
       'rail-proxy fencing is OFF (harness negative control): stale tokens and duplicates are forwarded',
@@ -36,7 +25,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error('[rail-proxy] failed to start:', err);
-  process.exit(1);
-});
+main().catch(exitOnStartFailure('rail-proxy'));

@@ -1,11 +1,15 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { DlockError, formatFencingToken, formatInstant, type FencingToken } from '@dlock/lock-api';
 import {
+  ApiContractErrors,
+  ApiFencedWriteHeaders,
   FencingTokenParam,
   IdempotencyKeyParam,
   OwnerIdParam,
   RequestDeadlineParam,
   TraceIdParam,
+  schemaRef,
   type RequestDeadline,
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
@@ -36,10 +40,23 @@ function view(r: SubmissionRecord): SubmissionView {
   };
 }
 
+@ApiTags('rail')
 @Controller('v1/rail/submissions')
 export class SubmissionsController {
   constructor(private readonly service: SubmissionService) {}
 
+  @ApiOperation({ summary: 'Submit a payout to the rail, once, under a grant (R1)' })
+  @ApiFencedWriteHeaders()
+  @ApiOkResponse({ description: 'The rail acknowledged', schema: schemaRef('SubmitResponse') })
+  @ApiContractErrors(
+    'FENCED_OUT',
+    'DUPLICATE_SUBMISSION',
+    'RAIL_AMBIGUOUS',
+    'RAIL_UNAVAILABLE',
+    'IDEMPOTENCY_CONFLICT',
+    'INVALID_TOKEN',
+    ['VALIDATION_FAILED', 422],
+  )
   @Post()
   @HttpCode(200)
   submit(
@@ -67,6 +84,9 @@ export class SubmissionsController {
   }
 
   /** R2 (advisory, never a correctness input): the proxy's record(s) of the payout. */
+  @ApiOperation({ summary: 'The proxy’s record of a payout’s submissions (advisory, R2)' })
+  @ApiOkResponse({ description: 'The records', schema: schemaRef('SubmissionsResponse') })
+  @ApiContractErrors('NOT_FOUND')
   @Get(':payoutId')
   async records(@Param() params: PayoutIdParams): Promise<SubmissionsResponse> {
     const records = await this.service.recordsOf(params.payoutId);

@@ -1,26 +1,40 @@
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
+import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { AlwaysReady, HealthModule, ObservabilityModule } from '@dlock/observability';
 import { AdminController } from './admin.controller';
-import { RAIL_STUB_CONFIG, type RailStubConfig } from './config';
+import { RAIL_STUB_CONFIG, readRailStubConfig } from './config';
 import { RailController } from './rail.controller';
 import { RailStubService } from './rail.service';
 
+/** The rail simulator: submissions and look-ups, and the admin knobs the harness turns. */
+@Module({
+  controllers: [RailController, AdminController],
+  providers: [RailStubService],
+})
+export class RailModule {}
+
+/** The rail stub as one importable module, around its validated config. */
 @Module({})
 export class RailStubModule {
-  static forRoot(config: RailStubConfig): DynamicModule {
+  static async forRoot(options: AppConfigOptions = {}): Promise<DynamicModule> {
+    const { module: config, config: values } = await AppConfigModule.forRoot(
+      RAIL_STUB_CONFIG,
+      readRailStubConfig,
+      options,
+    );
     return {
       module: RailStubModule,
       imports: [
+        config,
         ObservabilityModule.forRoot({
           app: 'rail-stub',
-          logLevel: config.LOG_LEVEL,
+          logLevel: values.LOG_LEVEL,
           untracedRoutes: [{ path: 'submit', method: RequestMethod.POST }],
           safetyEventFeed: false,
         }),
         HealthModule.register(AlwaysReady),
+        RailModule,
       ],
-      controllers: [RailController, AdminController],
-      providers: [{ provide: RAIL_STUB_CONFIG, useValue: config }, RailStubService],
     };
   }
 }

@@ -1,3 +1,4 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
   IsArray,
@@ -11,20 +12,23 @@ import {
   Max,
   Min,
 } from 'class-validator';
-import { IsMinorAmount } from '@dlock/http-contract';
+import { IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
 import { FAILURE_MODES, SCRIPTED_FATES, type FailureMode, type ScriptedFate } from './fault-plan';
 
 export const CLIENT_REF_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 /** POST /submit: what a third-party rail would accept. No token, no idempotency key. */
 export class SubmitBody {
+  @ApiProperty({ pattern: CLIENT_REF_PATTERN.source, description: 'The caller’s reference' })
   @IsString()
   @Matches(CLIENT_REF_PATTERN, { message: 'clientRef must be 1..128 visible ASCII characters' })
   clientRef!: string;
 
+  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 
+  @ApiProperty({ pattern: '^[A-Z]{3}$', example: 'EUR', description: 'ISO 4217' })
   @IsString()
   @Matches(/^[A-Z]{3}$/, { message: 'currency must be an ISO-4217 code' })
   currency!: string;
@@ -32,6 +36,7 @@ export class SubmitBody {
 
 /** S2 GET /lookup?clientRef= */
 export class LookupQuery {
+  @ApiProperty({ pattern: CLIENT_REF_PATTERN.source })
   @IsString()
   @Length(1, 128)
   @Matches(CLIENT_REF_PATTERN, { message: 'clientRef must be 1..128 visible ASCII characters' })
@@ -39,43 +44,51 @@ export class LookupQuery {
 }
 
 const MS_MAX = 600_000;
+const RATE = { type: 'number', minimum: 0, maximum: 1 } as const;
 
 /** POST /admin/faults: every field optional; what is sent replaces the current value. */
 export class FaultsPatch {
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: MS_MAX })
   @IsOptional()
   @IsInt()
   @Min(0)
   @Max(MS_MAX)
   latencyMs?: number;
 
+  @ApiPropertyOptional(RATE)
   @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })
   @Min(0)
   @Max(1)
   failureRate?: number;
 
+  @ApiPropertyOptional({ enum: FAILURE_MODES })
   @IsOptional()
   @IsIn(FAILURE_MODES)
   failureMode?: FailureMode;
 
+  @ApiPropertyOptional(RATE)
   @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })
   @Min(0)
   @Max(1)
   failureAcceptRate?: number;
 
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: MS_MAX })
   @IsOptional()
   @IsInt()
   @Min(0)
   @Max(MS_MAX)
   holdMs?: number;
 
+  @ApiPropertyOptional(RATE)
   @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })
   @Min(0)
   @Max(1)
   declineRate?: number;
 
+  @ApiPropertyOptional(RATE)
   @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })
   @Min(0)
@@ -83,6 +96,7 @@ export class FaultsPatch {
   duplicateAckRate?: number;
 
   /** Restarts the seeded sequence. */
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 2 ** 32 - 1 })
   @IsOptional()
   @IsInt()
   @Min(0)
@@ -90,6 +104,7 @@ export class FaultsPatch {
   seed?: number;
 
   /** Replaces the queue of explicit fates consumed before the rates apply. */
+  @ApiPropertyOptional({ type: 'array', items: { type: 'string', enum: [...SCRIPTED_FATES] } })
   @IsOptional()
   @IsArray()
   @ArrayMaxSize(10_000)

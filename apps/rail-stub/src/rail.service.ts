@@ -86,7 +86,7 @@ function books(fate: Fate): boolean {
   }
 }
 
-const REJECT_WORDS: Record<RejectStatus, string> = {
+export const REJECT_WORDS: Record<RejectStatus, string> = {
   400: 'INVALID',
   402: 'DECLINED',
   409: 'CONFLICT',

@@ -196,6 +196,13 @@ describe('rail-stub: the hostile, memoryless, non-idempotent rail', () => {
     });
   });
 
+  it('serves its OpenAPI document: the committed docs/openapi/rail-stub.json', async () => {
+    const res = await http('GET', `${stub.url}/openapi.json`);
+    const file = path.join(__dirname, '..', '..', '..', 'docs', 'openapi', 'rail-stub.json');
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.text)).toEqual(JSON.parse(readFileSync(file, 'utf8')));
+  });
+
   it('latency delays the answer but the transfer is booked on receipt', async () => {
     await faults(stub.url, { latencyMs: 300 });
     const ref = railClientRef(randomUUID());

@@ -1,7 +1,9 @@
 import { fileTokenProvider } from '@dlock/identity';
-import { Inject, Module, type OnApplicationShutdown, type Type } from '@nestjs/common';
+import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
+import { LockClientModule } from '@dlock/lock-nest';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
-import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
+import { RECONCILER_CONFIG, readReconcilerConfig, type ReconcilerConfig } from './config';
 import { ReadOnlyDb, type DbName } from './db/read-only-db';
 import { ReconcilerReadiness } from './db/readiness';
 import { LOCKDB, PAYDB, PROXYDB } from './db/tokens';
@@ -15,7 +17,6 @@ import { ReconcilerLoops } from './loops';
 import { ReconcilerMetrics } from './metrics';
 import { PaymentResourceClient, RailLookupClient, RailProxyClient } from '@dlock/payout-contract';
 import { RevocationsClient } from './peers/revocations.client';
-import { LockSessions } from './resolution/lock-sessions';
 import { PAYMENT_RESOURCE, PayoutResolver } from './resolution/payout-resolver';
 import { RAIL_LOOKUP, ResolutionService } from './resolution/resolution.service';
 
@@ -30,79 +31,104 @@ function readOnlyDb(config: ReconcilerConfig, name: DbName, url: string): ReadOn
   });
 }
 
-/** Builds the app module around a configuration read once at boot. */
-export function createAppModule(config: ReconcilerConfig): Type<unknown> {
-  @Module({
-    providers: [
-      { provide: RECONCILER_CONFIG, useValue: config },
-      { provide: PAYDB, useValue: readOnlyDb(config, 'paydb', config.PAYDB_URL) },
-      { provide: PROXYDB, useValue: readOnlyDb(config, 'proxydb', config.PROXYDB_URL) },
-      {
-        provide: LOCKDB,
-        useValue: config.LOCKDB_URL ? readOnlyDb(config, 'lockdb', config.LOCKDB_URL) : null,
-      },
-    ],
-    exports: [RECONCILER_CONFIG, PAYDB, PROXYDB, LOCKDB],
-  })
-  class DatabasesModule implements OnApplicationShutdown {
-    constructor(
-      @Inject(PAYDB) private readonly paydb: ReadOnlyDb,
-      @Inject(PROXYDB) private readonly proxydb: ReadOnlyDb,
-      @Inject(LOCKDB) private readonly lockdb: ReadOnlyDb | null,
-    ) {}
+/** The three read-only pools (lockdb optional), closed at shutdown. */
+@Module({
+  providers: [
+    {
+      provide: PAYDB,
+      inject: [RECONCILER_CONFIG],
+      useFactory: (config: ReconcilerConfig) => readOnlyDb(config, 'paydb', config.PAYDB_URL),
+    },
+    {
+      provide: PROXYDB,
+      inject: [RECONCILER_CONFIG],
+      useFactory: (config: ReconcilerConfig) => readOnlyDb(config, 'proxydb', config.PROXYDB_URL),
+    },
+    {
+      provide: LOCKDB,
+      inject: [RECONCILER_CONFIG],
+      useFactory: (config: ReconcilerConfig) =>
+        config.LOCKDB_URL ? readOnlyDb(config, 'lockdb', config.LOCKDB_URL) : null,
+    },
+  ],
+  exports: [PAYDB, PROXYDB, LOCKDB],
+})
+export class DatabasesModule implements OnApplicationShutdown {
+  constructor(
+    @Inject(PAYDB) private readonly paydb: ReadOnlyDb,
+    @Inject(PROXYDB) private readonly proxydb: ReadOnlyDb,
+    @Inject(LOCKDB) private readonly lockdb: ReadOnlyDb | null,
+  ) {}
 
-    async onApplicationShutdown(): Promise<void> {
-      await Promise.all([this.paydb.close(), this.proxydb.close(), this.lockdb?.close()]);
-    }
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all([this.paydb.close(), this.proxydb.close(), this.lockdb?.close()]);
   }
+}
 
-  @Module({
-    imports: [
-      DatabasesModule,
-      ObservabilityModule.forRoot({ app: 'reconciler', logLevel: config.LOG_LEVEL }),
-      HealthModule.register(ReconcilerReadiness, [DatabasesModule]),
-    ],
-    controllers: [ReportController],
-    providers: [
-      {
-        provide: PAYMENT_RESOURCE,
-        useValue: new PaymentResourceClient(
-          config.PAYMENT_RESOURCE_URL,
-          config.OWNER_ID,
-          fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
-        ),
-      },
-      { provide: RAIL_LOOKUP, useValue: new RailLookupClient(config.RAIL_STUB_URL) },
-      {
-        provide: RevocationsClient,
-        useValue: new RevocationsClient(
-          config.LOCK_SERVER_URL,
-          fileTokenProvider(config.AUTH_TOKEN_DIR, 'lock-server'),
-        ),
-      },
-      // Floor raises only: built without a submit budget, it cannot submit.
-      {
-        provide: RailProxyClient,
-        useValue: new RailProxyClient(
-          config.RAIL_PROXY_URL,
-          config.OWNER_ID,
-          undefined,
-          fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
-        ),
-      },
-      RevocationFencingService,
-      TokenSourceCheck,
-      ReconcilerMetrics,
-      LockSessions,
-      PayoutResolver,
-      ResolutionService,
-      DetectiveService,
-      AuditChainService,
-      RailSweepService,
-      ReconcilerLoops,
-    ],
-  })
-  class ReconcilerModule {}
-
-  return ReconcilerModule;
+/** The reconciler as one importable module, around its validated config. */
+@Module({})
+export class ReconcilerModule {
+  static async forRoot(options: AppConfigOptions = {}): Promise<DynamicModule> {
+    const { module: configModule, config } = await AppConfigModule.forRoot(
+      RECONCILER_CONFIG,
+      readReconcilerConfig,
+      options,
+    );
+    return {
+      module: ReconcilerModule,
+      imports: [
+        configModule,
+        DatabasesModule,
+        ObservabilityModule.forRoot({ app: 'reconciler', logLevel: config.LOG_LEVEL }),
+        HealthModule.register(ReconcilerReadiness, [DatabasesModule]),
+        // One session, opened when first needed; failing to open it fails the pass closed.
+        LockClientModule.forRoot({
+          baseUrl: config.LOCK_SERVER_URL,
+          ownerId: config.OWNER_ID,
+          token: fileTokenProvider(config.AUTH_TOKEN_DIR, 'lock-server'),
+          safetyMargin: config.LOCK_CLIENT_SAFETY_MARGIN,
+          sessionTtlMs: config.LOCK_SESSION_TTL_MS,
+          lockTtlMs: config.LOCK_DEFAULT_TTL_MS,
+        }),
+      ],
+      controllers: [ReportController],
+      providers: [
+        {
+          provide: PAYMENT_RESOURCE,
+          useValue: new PaymentResourceClient(
+            config.PAYMENT_RESOURCE_URL,
+            config.OWNER_ID,
+            fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
+          ),
+        },
+        { provide: RAIL_LOOKUP, useValue: new RailLookupClient(config.RAIL_STUB_URL) },
+        {
+          provide: RevocationsClient,
+          useValue: new RevocationsClient(
+            config.LOCK_SERVER_URL,
+            fileTokenProvider(config.AUTH_TOKEN_DIR, 'lock-server'),
+          ),
+        },
+        // Floor raises only: built without a submit budget, it cannot submit.
+        {
+          provide: RailProxyClient,
+          useValue: new RailProxyClient(
+            config.RAIL_PROXY_URL,
+            config.OWNER_ID,
+            undefined,
+            fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
+          ),
+        },
+        RevocationFencingService,
+        TokenSourceCheck,
+        ReconcilerMetrics,
+        PayoutResolver,
+        ResolutionService,
+        DetectiveService,
+        AuditChainService,
+        RailSweepService,
+        ReconcilerLoops,
+      ],
+    };
+  }
 }

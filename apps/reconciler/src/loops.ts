@@ -11,7 +11,6 @@ import { DetectiveService } from './detective/detective.service';
 import { RailSweepService } from './detective/rail-sweep.service';
 import { RevocationFencingService } from './fencing/revocation-fencing.service';
 import { TokenSourceCheck } from './fencing/token-source.service';
-import { LockSessions } from './resolution/lock-sessions';
 import { ResolutionService } from './resolution/resolution.service';
 import { FixedDelayLoop } from './schedule';
 
@@ -29,7 +28,6 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
     @Inject(RECONCILER_CONFIG) config: ReconcilerConfig,
     resolution: ResolutionService,
     detective: DetectiveService,
-    private readonly sessions: LockSessions,
     railSweep: RailSweepService,
     revocations: RevocationFencingService,
     tokenSource: TokenSourceCheck,
@@ -89,6 +87,6 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
       this.fencing.stop(),
       this.audit.stop(),
     ]);
-    await this.sessions.close();
+    // The lock session closes after this, in LockSessionKeeper's shutdown hook.
   }
 }

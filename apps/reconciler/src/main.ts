@@ -1,21 +1,21 @@
 import './tracing';
 import 'reflect-metadata';
-import { EnvError } from '@dlock/config';
+import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
-import { createAppModule } from './app.module';
-import { readReconcilerConfig } from './config';
+import { ReconcilerModule } from './app.module';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
 
 async function main(): Promise<void> {
-  const config = readReconcilerConfig();
-  await serveHttpApp(createAppModule(config), {
-    port: config.PORT,
-    name: 'reconciler',
-    auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+  // A bad environment rejects here, naming every offending variable.
+  const module = await ReconcilerModule.forRoot();
+  await serveHttpApp(module, (app) => {
+    const config = app.get<ReconcilerConfig>(RECONCILER_CONFIG);
+    return {
+      port: config.PORT,
+      name: 'reconciler',
+      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER },
+    };
   });
 }
 
-main().catch((err: unknown) => {
-  if (err instanceof EnvError) console.error(`reconciler: ${err.message}`);
-  else console.error('reconciler failed to start:', err);
-  process.exit(1);
-});
+main().catch(exitOnStartFailure('reconciler'));

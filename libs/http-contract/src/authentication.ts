@@ -10,10 +10,19 @@ import {
   type VerifiedIdentity,
   type VerifierOptions,
 } from '@dlock/identity';
+import { OPENAPI_PATH } from './openapi';
 import { requestTraceId, type TracedRequest } from './trace';
 
-/** Probes and scrapers need no identity; every other path does (docs/security.md). */
-const OPEN_PATHS = new Set(['/health/live', '/health/ready', '/metrics']);
+/**
+ * Probes, scrapers and the OpenAPI document need no identity; every other
+ * path does (docs/security.md).
+ */
+export const OPEN_PATHS: ReadonlySet<string> = new Set([
+  '/health/live',
+  '/health/ready',
+  '/metrics',
+  OPENAPI_PATH,
+]);
 
 export interface AuthenticatedRequest extends TracedRequest {
   /** Set by the authentication middleware before any route runs. */

@@ -1,4 +1,10 @@
-import { HttpException, Logger, type INestApplication, type Type } from '@nestjs/common';
+import {
+  HttpException,
+  Logger,
+  type DynamicModule,
+  type INestApplication,
+  type Type,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
@@ -13,6 +19,7 @@ import { requestDeadline } from './deadline';
 import { ContractExceptionFilter, sendError } from './exception.filter';
 import { int64Replacer, parseRequestBody } from './json';
 import { renderError } from './envelope';
+import { serveOpenApiDocument } from './openapi';
 import { requestTraceId, traceIdFrom, type TracedRequest } from './trace';
 import { contractValidationPipe } from './validation';
 
@@ -111,15 +118,21 @@ export interface ServeOptions {
   auth: AuthOptions | 'open: external rail simulator';
 }
 
-/** Creates, configures and starts an app; returns it listening. */
+/**
+ * Creates, configures and starts an app; returns it listening. The options may
+ * be read from the app itself (its validated config), once its modules are built.
+ */
 export async function serveHttpApp(
-  module: Type<unknown>,
-  options: ServeOptions,
+  module: Type<unknown> | DynamicModule | Promise<DynamicModule>,
+  serve: ServeOptions | ((app: INestApplication) => ServeOptions),
 ): Promise<INestApplication> {
   const app = await NestFactory.create<NestExpressApplication>(module, {
     bodyParser: false,
     bufferLogs: true,
+    // A bad environment rejects here (EnvError) instead of aborting the process.
+    abortOnError: false,
   });
+  const options = typeof serve === 'function' ? serve(app) : serve;
   app.useLogger(app.get(PinoLogger));
   applyHttpContract(
     app,
@@ -127,6 +140,10 @@ export async function serveHttpApp(
       ? options.auth
       : new TokenVerifier({ ...options.auth, audience: options.name }),
   );
+  serveOpenApiDocument(app, {
+    name: options.name,
+    authenticated: typeof options.auth !== 'string',
+  });
   app.enableShutdownHooks();
   await app.listen(options.port, options.host ?? '0.0.0.0');
   const address = app.getHttpServer().address();

@@ -1,8 +1,9 @@
 import { Logger } from '@nestjs/common';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, IsUUID, Length } from 'class-validator';
 import { Counter, register } from 'prom-client';
 import { FENCING_TOKEN_MAX, ValidationError, type ValidationFailure } from '@dlock/lock-api';
-import { isAccountId, type FloorRaiseRequest } from '@dlock/payout-contract';
+import { int64Text, isAccountId, type FloorRaiseRequest } from '@dlock/payout-contract';
 
 /**
  * The operator/reconciler raise of a guard's memory to a floor, shared by the
@@ -11,13 +12,16 @@ import { isAccountId, type FloorRaiseRequest } from '@dlock/payout-contract';
  * audit trail, so the two guards cannot drift apart.
  */
 export class FenceFloorBody implements FloorRaiseRequest {
+  @ApiProperty(int64Text('the floor the guard’s memory is raised to'))
   @IsString()
   floor!: string;
 
+  @ApiPropertyOptional({ format: 'uuid', description: 'The lock-server revocation behind it' })
   @IsOptional()
   @IsUUID()
   revocationId?: string;
 
+  @ApiPropertyOptional({ minLength: 8, maxLength: 1024 })
   @IsOptional()
   @IsString()
   @Length(8, 1024)

@@ -10,3 +10,4 @@ export * from './validation';
 export * from './fence-floor';
 export * from './authentication';
 export * from './read-query';
+export * from './openapi';

@@ -1,22 +1,18 @@
+// What an application needs: the client, its session and handle, their
+// options, and the typed errors to catch. Budgets, retry policy and clock
+// internals stay inside the package (they are contract numbers, not knobs).
 export { LockClient, type OpenSessionOptions } from './lock-client';
 export { LockSession, type AcquireOptions, type SessionState } from './lock-session';
-export { LockHandle, type HandleState, type RenewOptions } from './lock-handle';
+export { LockHandle, type HandleState, type LeaseVerdict, type RenewOptions } from './lock-handle';
 export {
-  CALL_BUDGETS,
-  DEFAULT_LOCK_TTL_MS,
-  DEFAULT_SAFETY_MARGIN,
-  DEFAULT_SESSION_TTL_MS,
-  HEARTBEAT_TRIES,
-  type CallBudget,
   type LockClientEvents,
   type LockClientLogger,
   type LockClientOptions,
   type LossReason,
   type SessionLostFields,
 } from './options';
-export { ACQUIRE_RETRY_BUDGET, backoffDelayMs, classifyAcquireFailure } from './retry-policy';
 export { LockServerUnavailableError, ProtocolError, type TransportPhase } from './errors';
-export { monotonicClock, type Clock, type Timer } from './clock';
+export type { Clock, Timer } from './clock';
 export {
   nodeHttpTransport,
   type Transport,

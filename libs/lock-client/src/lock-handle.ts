@@ -36,6 +36,13 @@ export interface HandleHost {
 
 export type HandleState = 'held' | 'lost' | 'released';
 
+/** Whether this lock's own lease, as the client sees it, covers a call's whole budget. */
+export interface LeaseVerdict {
+  ok: boolean;
+  remainingMs: number;
+  requiredMs: number;
+}
+
 export interface RenewOptions {
   /** New lease length; defaults to the TTL the lock was acquired with. */
   ttlMs?: number;
@@ -118,6 +125,28 @@ export class LockHandle {
   remainingMs(): number {
     if (this.stateValue !== 'held') return 0;
     return Math.max(0, this.deadline - this.host.options.clock.nowMs());
+  }
+
+  /**
+   * Milliseconds left on this lock's own lease (margin already taken off),
+   * ignoring the session deadline: the heartbeat keeps pushing that one
+   * forward, so it never predicts a call longer than a third of the session
+   * TTL (docs/executor.md, lease discipline). 0 once the lock is not held.
+   */
+  leaseRemainingMs(): number {
+    if (this.stateValue !== 'held') return 0;
+    return Math.max(0, this.leaseDeadlineMs - this.host.options.clock.nowMs());
+  }
+
+  /**
+   * May a call whose worst case is `budgetMs` start now? Only while the
+   * lease left covers all of it: a call the lease cannot cover may finish
+   * after a newer holder got the key, and then only the fence saves the data.
+   */
+  leaseCovers(budgetMs: number): LeaseVerdict {
+    assert.ok(Number.isFinite(budgetMs) && budgetMs >= 0, 'budgetMs must be a finite ms count');
+    const remainingMs = this.leaseRemainingMs();
+    return { ok: remainingMs >= budgetMs, remainingMs, requiredMs: budgetMs };
   }
 
   /**

@@ -1,4 +1,5 @@
 import { BadRequestException, Controller, Get, Query } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
 import { finishedSpans, type SpanRecord } from '@dlock/tracing';
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
@@ -6,7 +7,9 @@ const TRACE_ID = /^[0-9a-f]{32}$/;
 /**
  * GET /debug/spans[?traceId=…]: the spans this process finished, served only
  * when OTEL_TRACES_EXPORTER=memory (tests and benches; docs/tracing.md).
+ * Left out of the OpenAPI documents: a test aid, absent in production.
  */
+@ApiExcludeController()
 @Controller('debug/spans')
 export class SpansController {
   @Get()

@@ -5,3 +5,4 @@ export type { FloorRaise, RaiseResult } from './hops';
 export * from './payment-resource.client';
 export * from './rail-proxy.client';
 export * from './rail-lookup.client';
+export * from './wire-schemas';

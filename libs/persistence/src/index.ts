@@ -2,3 +2,4 @@ export * from './prepared';
 export * from './startup';
 export * from './audit-chain';
 export * from './audit-verify';
+export * from './fenced-update';

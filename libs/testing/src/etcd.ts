@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { containersBackend, startEtcdContainerCluster } from './etcd-container';
 import { listensOn } from './port-owner';
 import { freePort, REPO_ROOT, waitFor } from './process';
 
@@ -16,7 +17,8 @@ export interface EtcdMember {
   clientUrl: string;
   peerUrl: string;
   dataDir: string;
-  proc: ChildProcess;
+  /** The etcd process (absent for a container member, etcd-container.ts). */
+  proc?: ChildProcess;
   /** True until the process exited (SIGKILL, crash). */
   running(): boolean;
   paused(): boolean;
@@ -208,7 +210,7 @@ async function startEtcdClusterOnce(opts: EtcdClusterOptions): Promise<EtcdClust
     );
     for (const m of members) {
       const port = Number(new URL(m.clientUrl).port);
-      if (!m.running() || !(await listensOn(m.proc.pid ?? -1, port)))
+      if (!m.running() || !(await listensOn(m.proc?.pid ?? -1, port)))
         throw new PortTakenError(`etcd ${m.name}: port ${port} is answered by another process`);
     }
   } catch (err) {
@@ -218,7 +220,11 @@ async function startEtcdClusterOnce(opts: EtcdClusterOptions): Promise<EtcdClust
   return cluster;
 }
 
-/** One member: the conformance suite's etcd. */
+/**
+ * One member: the conformance suite's etcd; a container when the run uses
+ * testcontainers (README, "Test backends"). Multi-member clusters stay processes.
+ */
 export function startEtcd(opts: Omit<EtcdClusterOptions, 'members'> = {}): Promise<EtcdCluster> {
+  if (containersBackend()) return startEtcdContainerCluster(opts);
   return startEtcdCluster({ ...opts, members: 1 });
 }

@@ -1,11 +1,11 @@
 /**
- * Lease discipline (T-025 §4, C3 §3.8). Pure arithmetic, monotonic milliseconds.
+ * Lease discipline (docs/executor.md, "Lease discipline"). Pure arithmetic, milliseconds.
  *
  * The submit hop may take up to connect (1 s) + read (rail read timeout + 2 s).
  * A worker starts it only while its own lock lease, as the client sees it,
- * covers that whole budget. The client's view already ends the lease early by
- * the safety margin (sentAt + ttl × (1 − margin)), so "local remaining ≥
- * budget" is "server lease ≥ budget + margin × ttl".
+ * covers that whole budget: `handle.leaseCovers(submitBudgetMs)`. The client's
+ * view already ends the lease early by the safety margin (sentAt + ttl × (1 −
+ * margin)), so "local remaining ≥ budget" is "server lease ≥ budget + margin × ttl".
  *
  * Why the lock's own lease and not `handle.remainingMs()`: the latter is the
  * minimum with the session deadline, which the heartbeat pushes forward every
@@ -16,7 +16,7 @@
  */
 
 export const SUBMIT_CONNECT_TIMEOUT_MS = 1_000;
-/** The executor's read timeout exceeds the proxy's rail read timeout by this much (C3 §3.8). */
+/** The executor's read timeout exceeds the proxy's rail read timeout by this much. */
 export const SUBMIT_READ_SLACK_MS = 2_000;
 
 export function submitReadTimeoutMs(railReadTimeoutMs: number): number {
@@ -26,34 +26,4 @@ export function submitReadTimeoutMs(railReadTimeoutMs: number): number {
 /** Worst case of one POST /v1/rail/submissions as the executor waits for it. */
 export function submitBudgetMs(railReadTimeoutMs: number): number {
   return SUBMIT_CONNECT_TIMEOUT_MS + submitReadTimeoutMs(railReadTimeoutMs);
-}
-
-/** The lease length a grant carries: what was asked for, or less if the server granted less. */
-export function grantedTtlMs(requestedTtlMs: number, acquiredAt: Date, expiresAt: Date): number {
-  return Math.max(0, Math.min(requestedTtlMs, expiresAt.getTime() - acquiredAt.getTime()));
-}
-
-/** Local deadline of the lock's lease, counted from when the acquire was sent (FR-11). */
-export function leaseDeadlineMs(
-  acquireSentAtMs: number,
-  grantedMs: number,
-  safetyMargin: number,
-): number {
-  return acquireSentAtMs + grantedMs * (1 - safetyMargin);
-}
-
-export interface LeaseVerdict {
-  ok: boolean;
-  remainingMs: number;
-  requiredMs: number;
-}
-
-/** May a submit start now? Only if the remaining local lease covers the whole budget. */
-export function leaseCoversSubmit(
-  deadlineMs: number,
-  nowMs: number,
-  budgetMs: number,
-): LeaseVerdict {
-  const remainingMs = Math.max(0, deadlineMs - nowMs);
-  return { ok: remainingMs >= budgetMs, remainingMs, requiredMs: budgetMs };
 }

@@ -151,11 +151,17 @@ function harness(opts: Options = {}) {
   const now = Date.now();
   let checks = 0;
   const ttlMs = opts.lockTtlMs ?? 20_000;
+  // The SDK's view of the lease: granted at acquire, shortened by the default 0.3 margin.
+  const leaseDeadlineMs = performance.now() + ttlMs * 0.7;
   const handle = {
     fencingToken: TOKEN,
     ttlMs,
     acquiredAt: new Date(now),
     expiresAt: new Date(now + ttlMs),
+    leaseCovers: (budgetMs: number) => {
+      const remainingMs = Math.max(0, leaseDeadlineMs - performance.now());
+      return { ok: remainingMs >= budgetMs, remainingMs, requiredMs: budgetMs };
+    },
     checkStillHeld: () => {
       checks++;
       calls.push('check');

@@ -24,7 +24,6 @@ import {
   isRefusedAsInvalid,
   RefusedByPaymentResource,
 } from './hop-answers';
-import { grantedTtlMs, leaseCoversSubmit, leaseDeadlineMs } from './lease';
 import { firstStep, stepForState, stepFromRecords } from './recovery';
 
 /** Everything one attempt needs; the token is captured once from the handle and never re-read. */
@@ -33,8 +32,6 @@ interface Attempt {
   readonly accountId: string;
   readonly handle: LockHandle;
   readonly token: FencingToken;
-  /** Local deadline of this lock's own lease (monotonic ms), see lease.ts. */
-  readonly leaseDeadlineMs: number;
   readonly stop: AbortSignal;
 }
 
@@ -84,8 +81,6 @@ export class PayoutExecutionService {
     stop: AbortSignal,
   ): Promise<AttemptResult> {
     const startedMs = performance.now();
-    // Taken before the first try: after retries the lease is under-estimated, never over-estimated.
-    const acquireSentAtMs = performance.now();
     const handle = await this.acquire(session, payout.accountId, stop);
     if (handle === 'contended') {
       this.logger.debug({ payoutId: payout.payoutId }, 'account lock contended; skipped');
@@ -102,11 +97,6 @@ export class PayoutExecutionService {
       accountId: payout.accountId,
       handle,
       token: handle.fencingToken,
-      leaseDeadlineMs: leaseDeadlineMs(
-        acquireSentAtMs,
-        grantedTtlMs(handle.ttlMs, handle.acquiredAt, handle.expiresAt),
-        this.config.LOCK_CLIENT_SAFETY_MARGIN,
-      ),
       stop,
     };
     let result: AttemptResult;
@@ -396,11 +386,8 @@ export class PayoutExecutionService {
   /** Lease discipline (T-025 §4): never start a submit the lease cannot cover. */
   private leaseShort(a: Attempt): AttemptStep | null {
     if (this.skipLiveness) return null;
-    const verdict = leaseCoversSubmit(
-      a.leaseDeadlineMs,
-      performance.now(),
-      this.config.submitBudgetMs,
-    );
+    // The lock's own lease, not remainingMs(): see lease.ts for why the session's does not count.
+    const verdict = a.handle.leaseCovers(this.config.submitBudgetMs);
     if (verdict.ok) return null;
     this.logger.warn(
       { payoutId: a.payoutId, remainingMs: verdict.remainingMs, requiredMs: verdict.requiredMs },

@@ -8,6 +8,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DlockError } from '@dlock/lock-api';
 import type { LockSession } from '@dlock/lock-client';
+import { LockSessionKeeper } from '@dlock/lock-nest';
 import { inRootSpan } from '@dlock/tracing';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
 import {
@@ -18,7 +19,6 @@ import {
 } from '@dlock/payout-contract';
 import type { AttemptResult } from '../execution/execution-outcome';
 import { PayoutExecutionService } from '../execution/payout-execution.service';
-import { LockSessionHolder } from '../lock/lock-session.holder';
 import { ExecutorMetrics } from '../metrics';
 import { backlogAgeSeconds, lanesByAccount, shuffled } from './lanes';
 
@@ -53,7 +53,7 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
     private readonly payments: PaymentResourceClient,
     private readonly rail: RailProxyClient,
     private readonly executor: PayoutExecutionService,
-    private readonly sessions: LockSessionHolder,
+    private readonly sessions: LockSessionKeeper,
     private readonly metrics: ExecutorMetrics,
   ) {}
 
@@ -61,7 +61,10 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
     this.loop = this.run();
   }
 
-  /** SIGTERM: stop polling, let in-flight payouts finish or abort (bounded), release, close the session. */
+  /**
+   * SIGTERM: stop polling, let in-flight payouts finish or abort (bounded) and
+   * release. The session closes after this, in LockSessionKeeper's shutdown hook.
+   */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping.abort();
     await this.loop;
@@ -70,7 +73,6 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
     if (!(await Promise.race([drained, grace.then(() => false)]))) {
       this.logger.warn({ lanes: this.lanes.size }, 'shutdown grace passed with payouts in flight');
     }
-    await this.sessions.close();
     this.payments.close();
     this.rail.close();
     this.logger.log({}, 'executor stopped');
@@ -119,7 +121,7 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
     // Opened (or re-opened after a loss) on every pass, idle or not: readiness means a live session.
     let session: LockSession;
     try {
-      session = await this.sessions.current();
+      session = await this.sessions.session();
     } catch (err) {
       // Fail closed: no lock-server, no payout. The backlog grows; nothing else happens.
       this.metrics.passesTotal.inc({ result: 'no_session' });

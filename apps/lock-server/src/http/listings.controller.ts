@@ -51,6 +51,3 @@ export class SessionListingController {
     };
   }
 }
-
-/** The console's lock-server reads, mounted beside the L1-L8 controllers. */
-export const LISTINGS = [LockListingController, SessionListingController];

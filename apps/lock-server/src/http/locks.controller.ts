@@ -1,8 +1,18 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { SkipThrottle } from '@nestjs/throttler';
-import { parseFencingToken, type FencingToken } from '@dlock/lock-api';
 import {
+  ApiNoContentResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiTags,
+} from '@nestjs/swagger';
+import { LOCK_KEY_PATTERN, parseFencingToken, type FencingToken } from '@dlock/lock-api';
+import {
+  ApiContractErrors,
+  ApiFencingTokenHeader,
+  ApiOwnerIdHeader,
   FencingTokenParam,
   OwnerIdParam,
   RequestDeadlineParam,
@@ -12,17 +22,44 @@ import {
 import { LockService } from '../core/lock.service';
 import { AcquireBody, ReleaseBody, ReleaseQuery, RenewBody, RevokeBody } from './dto';
 import { parseLockKey } from './params';
-import { grantView, lockInfoView, outcomeView } from './views';
+import {
+  grantView,
+  LOCK_GRANT_SCHEMA,
+  LOCK_INFO_SCHEMA,
+  lockInfoView,
+  outcomeView,
+  REVOKE_OUTCOME_SCHEMA,
+} from './views';
 
 /** Kept back from the caller's deadline when bounding a server-side wait. */
 const ACQUIRE_DEADLINE_MARGIN_MS = 200;
 
+const KEY_PARAM = ApiParam({
+  name: 'key',
+  schema: { type: 'string', pattern: LOCK_KEY_PATTERN.source },
+  description: 'The lock key, e.g. payout:{accountId}',
+});
+
 /** L4-L8. Controllers parse and map; the rules live in LockService. */
+@ApiTags('locks')
 @Controller('v1/locks')
 export class LocksController {
   constructor(private readonly locks: LockService) {}
 
   /** L4. */
+  @ApiOperation({
+    summary: 'Acquire a lock: a new grant with a fencing token above every earlier one',
+  })
+  @KEY_PARAM
+  @ApiOwnerIdHeader()
+  @ApiOkResponse({ description: 'Granted', schema: LOCK_GRANT_SCHEMA })
+  @ApiContractErrors(
+    'LOCK_CONTENDED',
+    'CONTENTION_EXCEEDED',
+    'SESSION_UNKNOWN',
+    'SESSION_EXPIRED',
+    'NOT_LEADER',
+  )
   @Post(':key/acquire')
   @HttpCode(200)
   async acquire(
@@ -60,6 +97,19 @@ export class LocksController {
   }
 
   /** L5: same grant, later expiry; the token never changes. */
+  @ApiOperation({ summary: 'Renew a grant: later expiry, same token' })
+  @KEY_PARAM
+  @ApiFencingTokenHeader()
+  @ApiOwnerIdHeader()
+  @ApiOkResponse({ description: 'Renewed', schema: LOCK_GRANT_SCHEMA })
+  @ApiContractErrors(
+    'LOCK_LOST',
+    'INVALID_TOKEN',
+    'SESSION_UNKNOWN',
+    'SESSION_EXPIRED',
+    'CONTENTION_EXCEEDED',
+    'NOT_LEADER',
+  )
   @Post(':key/renew')
   @HttpCode(200)
   async renew(
@@ -79,6 +129,12 @@ export class LocksController {
   }
 
   /** L6: compare-and-delete on (key, token); sessionId (body or query) is attribution only. */
+  @ApiOperation({ summary: 'Release a grant (compare-and-delete on key and token)' })
+  @KEY_PARAM
+  @ApiFencingTokenHeader()
+  @ApiOwnerIdHeader()
+  @ApiNoContentResponse({ description: 'Released' })
+  @ApiContractErrors('LOCK_LOST', 'INVALID_TOKEN', 'NOT_LEADER')
   @Delete(':key')
   @HttpCode(204)
   @SkipThrottle()
@@ -93,12 +149,20 @@ export class LocksController {
   }
 
   /** L7 (advisory only, FR-07). */
+  @ApiOperation({ summary: 'Inspect a lock (advisory: never decide safety from it)' })
+  @KEY_PARAM
+  @ApiOkResponse({ description: 'The lock as last seen', schema: LOCK_INFO_SCHEMA })
+  @ApiContractErrors('NOT_FOUND', 'CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Get(':key')
   async inspect(@Param('key') rawKey: string) {
     return lockInfoView(await this.locks.inspect(parseLockKey(rawKey)));
   }
 
   /** L8: operator force-revoke. */
+  @ApiOperation({ summary: 'Force-revoke the live grant and raise the key’s token floor' })
+  @KEY_PARAM
+  @ApiOkResponse({ description: 'Revoked', schema: REVOKE_OUTCOME_SCHEMA })
+  @ApiContractErrors('NOT_FOUND', 'FENCED_OUT', 'CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Post(':key/revoke')
   @HttpCode(200)
   async revoke(@Param('key') rawKey: string, @Body() body: RevokeBody) {

@@ -1,4 +1,6 @@
 import { Controller, Get, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiContractErrors, INSTANT, int64Text, wireSchema } from '@dlock/http-contract';
 import {
   FENCING_TOKEN_MAX,
   formatFencingToken,
@@ -39,15 +41,46 @@ function parseQuery(query: Record<string, unknown>): { afterFloor: bigint; limit
   return { afterFloor, limit };
 }
 
+type RevocationsPage = Awaited<ReturnType<RevocationsController['list']>>;
+
+const REVOCATIONS_PAGE_SCHEMA = wireSchema<RevocationsPage>('RevocationsPage', {
+  items: {
+    type: 'array',
+    items: wireSchema<RevocationsPage['items'][number]>('Revocation', {
+      revocationId: { type: 'string', format: 'uuid' },
+      key: { type: 'string' },
+      revokedToken: int64Text('the evicted grant’s token'),
+      newTokenFloor: int64Text('every later grant of the key exceeds it'),
+      operator: { type: 'string' },
+      reason: { type: 'string' },
+      revokedAt: INSTANT,
+    }),
+  },
+});
+
 /**
  * The L8 audit records of every key, in floor order, for the reconciler's
  * revocation fencing (docs/reconciler.md). Read-only; the lock-server gives
  * no meaning to any key.
  */
+@ApiTags('revocations')
 @Controller('v1/revocations')
 export class RevocationsController {
   constructor(private readonly log: RevocationLog) {}
 
+  @ApiOperation({ summary: 'The revocation records of every key, in floor order' })
+  @ApiQuery({
+    name: 'afterFloor',
+    required: false,
+    schema: int64Text('only records with a newTokenFloor above this; default 0', 0),
+  })
+  @ApiQuery({
+    name: 'limit',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: REVOCATIONS_LIMIT_MAX, default: 100 },
+  })
+  @ApiOkResponse({ description: 'One page of records', schema: REVOCATIONS_PAGE_SCHEMA })
+  @ApiContractErrors('CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Get()
   async list(@Query() query: Record<string, unknown>) {
     const { afterFloor, limit } = parseQuery(query);

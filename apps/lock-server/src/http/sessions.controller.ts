@@ -1,15 +1,32 @@
 import { Body, Controller, Delete, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { SkipThrottle } from '@nestjs/throttler';
+import {
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiTags,
+} from '@nestjs/swagger';
 import { ValidationError } from '@dlock/lock-api';
-import { CallerIdentity, OwnerIdParam, ownerIdHeader } from '@dlock/http-contract';
+import {
+  ApiContractErrors,
+  ApiOwnerIdHeader,
+  CallerIdentity,
+  OwnerIdParam,
+  ownerIdHeader,
+} from '@dlock/http-contract';
 import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
 import { SessionService } from '../core/session.service';
 import { OpenSessionBody } from './dto';
 import { parseSessionId } from './params';
-import { heartbeatView, sessionView } from './views';
+import { HEARTBEAT_SCHEMA, heartbeatView, SESSION_SCHEMA, sessionView } from './views';
+
+const SESSION_PARAM = ApiParam({ name: 'sessionId', schema: { type: 'string', format: 'uuid' } });
 
 /** L1-L3. */
+@ApiTags('sessions')
 @Controller('v1/sessions')
 export class SessionsController {
   constructor(private readonly sessions: SessionService) {}
@@ -19,6 +36,10 @@ export class SessionsController {
    * owner is the caller's identity: a body naming anyone else is 403 (the
    * header was checked at the gate, docs/security.md).
    */
+  @ApiOperation({ summary: 'Open a session for the caller (locks attach to it)' })
+  @ApiOwnerIdHeader(false)
+  @ApiCreatedResponse({ description: 'Opened', schema: SESSION_SCHEMA })
+  @ApiContractErrors('CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Post()
   async open(
     @Body() body: OpenSessionBody,
@@ -44,6 +65,11 @@ export class SessionsController {
   }
 
   /** L2. */
+  @ApiOperation({ summary: 'Keep a session alive' })
+  @SESSION_PARAM
+  @ApiOwnerIdHeader()
+  @ApiOkResponse({ description: 'Extended', schema: HEARTBEAT_SCHEMA })
+  @ApiContractErrors('SESSION_UNKNOWN', 'SESSION_EXPIRED', 'CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Post(':sessionId/heartbeat')
   @HttpCode(200)
   async heartbeat(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {
@@ -51,6 +77,11 @@ export class SessionsController {
   }
 
   /** L3: 204, and every lock of the session is released. */
+  @ApiOperation({ summary: 'Close a session, releasing every lock attached to it' })
+  @SESSION_PARAM
+  @ApiOwnerIdHeader()
+  @ApiNoContentResponse({ description: 'Closed' })
+  @ApiContractErrors('SESSION_UNKNOWN', 'NOT_LEADER')
   @Delete(':sessionId')
   @HttpCode(204)
   @SkipThrottle()

@@ -1,11 +1,13 @@
 import {
   formatFencingToken,
   formatInstant,
+  LOCK_KEY_PATTERN,
   type LockGrant,
   type LockGrantDto,
   type LockInfo,
   type LockOutcome,
 } from '@dlock/lock-api';
+import { INSTANT, int64Text, wireSchema } from '@dlock/http-contract';
 import type { HeartbeatResult, OpenedSession } from '../store/lock-store.port';
 
 /** Wire shapes of C3 §3.3: tokens as decimal strings, instants RFC 3339 UTC ms. */
@@ -59,3 +61,57 @@ export function outcomeView(outcome: LockOutcome) {
     revocationId: outcome.revocationId,
   };
 }
+
+// The same shapes for the OpenAPI document (docs/openapi/lock-server.json).
+
+const OWNER = { type: 'string', maxLength: 64 } as const;
+const UUID = { type: 'string', format: 'uuid' } as const;
+
+export const LOCK_GRANT_SCHEMA = wireSchema<LockGrantDto>(
+  'LockGrant',
+  {
+    key: { type: 'string', pattern: LOCK_KEY_PATTERN.source },
+    ownerId: OWNER,
+    sessionId: UUID,
+    fencingToken: int64Text('the grant’s fencing token; renew never changes it'),
+    acquiredAt: INSTANT,
+    expiresAt: INSTANT,
+  },
+  [],
+  'L4/L5: the grant; the token orders it after every earlier grant',
+);
+
+export const SESSION_SCHEMA = wireSchema<ReturnType<typeof sessionView>>('Session', {
+  sessionId: UUID,
+  ownerId: OWNER,
+  ttlMillis: { type: 'integer', description: 'granted TTL (may be clamped down)' },
+  expiresAt: INSTANT,
+});
+
+export const HEARTBEAT_SCHEMA = wireSchema<ReturnType<typeof heartbeatView>>('Heartbeat', {
+  sessionId: UUID,
+  expiresAt: INSTANT,
+  serverTime: INSTANT,
+  heldLockCount: { type: 'integer', minimum: 0 },
+});
+
+export const LOCK_INFO_SCHEMA = wireSchema<LockInfo>(
+  'LockInfo',
+  {
+    key: { type: 'string' },
+    held: { type: 'boolean' },
+    ownerId: OWNER,
+    fencingToken: int64Text('the live grant’s token'),
+    acquiredAt: INSTANT,
+    expiresAt: INSTANT,
+    waiterCount: { type: 'integer', minimum: 0 },
+  },
+  ['ownerId', 'fencingToken', 'acquiredAt', 'expiresAt'],
+  'L7: advisory only; the holder fields are present while held',
+);
+
+export const REVOKE_OUTCOME_SCHEMA = wireSchema<ReturnType<typeof outcomeView>>('RevokeOutcome', {
+  revokedToken: int64Text('the evicted grant’s token'),
+  newTokenFloor: int64Text('every later grant of this key exceeds it'),
+  revocationId: UUID,
+});

@@ -19,11 +19,16 @@ export function storeProviders(config: LockServerConfig): Provider[] {
   }
 }
 
+/**
+ * The backend, chosen from the validated config: global, so the locks,
+ * sessions and revocations modules see only the ports, never which backend.
+ */
 @Module({})
 export class StoreModule {
   static forRoot(config: LockServerConfig): DynamicModule {
     return {
       module: StoreModule,
+      global: true,
       providers: storeProviders(config),
       exports: [LockStore, SessionRegistry, RevocationLog],
     };

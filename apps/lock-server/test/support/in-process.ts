@@ -4,8 +4,7 @@ import { Logger as PinoLogger } from 'nestjs-pino';
 import { register } from 'prom-client';
 import { applyHttpContract } from '@dlock/http-contract';
 import { registerAudience, testAuthEnv, testVerifier } from '@dlock/testing';
-import { lockServerAppModule } from '../../src/app.module';
-import { loadConfig } from '../../src/config';
+import { LockServerModule } from '../../src/app.module';
 
 export interface RunningLockServer {
   /** Base URL, e.g. http://127.0.0.1:40123 */
@@ -15,10 +14,12 @@ export interface RunningLockServer {
 
 /** The real lock-server module in this process, on a free port, with the given environment. */
 export async function startInProcess(env: Record<string, string>): Promise<RunningLockServer> {
-  const config = loadConfig({ LOG_LEVEL: 'silent', ...(await testAuthEnv()), ...env });
+  const module = await LockServerModule.forRoot({
+    env: { LOG_LEVEL: 'silent', ...(await testAuthEnv()), ...env },
+  });
   // Several apps in one jest worker share prom-client's default registry: start each one clean.
   register.clear();
-  const app = await NestFactory.create<NestExpressApplication>(lockServerAppModule(config), {
+  const app = await NestFactory.create<NestExpressApplication>(module, {
     bodyParser: false,
     logger: false,
   });

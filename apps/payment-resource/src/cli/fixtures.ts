@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { parseArgs } from 'node:util';
-import { EnvError, env, readEnv } from '@dlock/config';
+import { EnvError, requiredDatabaseUrl } from '@dlock/config';
 import { PAYDB_MIGRATIONS } from '../../../../migrations/paydb';
 import { paydbDataSource } from '../persistence/data-source';
 import { Fixtures } from '../fixtures/fixtures';
@@ -66,7 +66,7 @@ async function main(argv: string[]): Promise<void> {
   ) {
     throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
   }
-  const { PAYDB_URL } = readEnv({ PAYDB_URL: env.postgresUrl() });
+  const PAYDB_URL = requiredDatabaseUrl('PAYDB_URL');
   const dataSource = paydbDataSource({
     url: PAYDB_URL,
     poolMax: 2,

@@ -1,6 +1,13 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { FenceFloorBody, parseFloorRequest } from '@dlock/http-contract';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import {
+  ApiContractErrors,
+  ApiOperatorHeader,
+  FenceFloorBody,
+  parseFloorRequest,
+  schemaRef,
+} from '@dlock/http-contract';
 import type { AccountFloorResponse } from '@dlock/payout-contract';
 import { FenceFloorService } from './fence-floor.service';
 
@@ -8,10 +15,19 @@ import { FenceFloorService } from './fence-floor.service';
  * Operator/reconciler only (docs/operations.md, "Revocation fencing"): never
  * called by a worker path.
  */
+@ApiTags('accounts')
 @Controller('v1/accounts')
 export class FenceFloorController {
   constructor(private readonly service: FenceFloorService) {}
 
+  @ApiOperation({ summary: 'Raise an account’s fence to a floor (revocation fencing)' })
+  @ApiParam({ name: 'accountId', schema: { type: 'string' } })
+  @ApiOperatorHeader()
+  @ApiOkResponse({
+    description: 'Raised, or already at or past the floor',
+    schema: schemaRef('AccountFloorResponse'),
+  })
+  @ApiContractErrors('NOT_FOUND')
   @Post(':accountId/fence-floor')
   @HttpCode(200)
   raise(

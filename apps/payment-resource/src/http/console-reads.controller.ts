@@ -26,9 +26,3 @@ export class PayoutStatsController {
     return this.queries.stats(parseIntQuery(query, STATS_QUERY).windowSeconds);
   }
 }
-
-/**
- * Mounted BEFORE PayoutsController: its `GET v1/payouts/:payoutId` would
- * otherwise take `/v1/payouts/stats` (and answer 404 for the id "stats").
- */
-export const CONSOLE_READS = [AccountListController, PayoutStatsController];

@@ -1,10 +1,23 @@
 import { Body, Controller, Param, Post, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { ClientIdempotencyKeyParam } from '@dlock/http-contract';
+import { ApiCreatedResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import {
+  ApiContractErrors,
+  ApiIdempotencyKeyHeader,
+  ClientIdempotencyKeyParam,
+  schemaRef,
+} from '@dlock/http-contract';
 import type { CreatedAccount, CreatedPayout, DepositResponse } from '@dlock/payout-contract';
 import { IntakeService, type IntakeAnswer } from '../service/intake.service';
 import { CreateAccountBody, CreatePayoutBody, DepositBody } from './intake.dto';
 import { accountIdParam } from './params';
+
+const REPLAYED = {
+  'Idempotent-Replayed': {
+    description: '"true" when this is the stored answer to an earlier identical request',
+    schema: { type: 'string', enum: ['true'] },
+  },
+};
 
 /** The answer as first given; a replay says so in `Idempotent-Replayed`. */
 function send<T>(res: Response, answer: IntakeAnswer<T>): T {
@@ -14,10 +27,19 @@ function send<T>(res: Response, answer: IntakeAnswer<T>): T {
 }
 
 /** The payouts API (docs/payment-resource.md, "Creating accounts, deposits and payouts"). */
+@ApiTags('intake')
+@ApiIdempotencyKeyHeader('Idempotency-Key')
 @Controller('v1')
 export class IntakeController {
   constructor(private readonly intake: IntakeService) {}
 
+  @ApiOperation({ summary: 'Open a customer account' })
+  @ApiCreatedResponse({
+    description: 'Opened',
+    schema: schemaRef('CreatedAccount'),
+    headers: REPLAYED,
+  })
+  @ApiContractErrors('IDEMPOTENCY_CONFLICT')
   @Post('accounts')
   async openAccount(
     @ClientIdempotencyKeyParam() key: string,
@@ -27,6 +49,14 @@ export class IntakeController {
     return send(res, await this.intake.openAccount(key, body));
   }
 
+  @ApiOperation({ summary: 'Deposit into an account' })
+  @ApiParam({ name: 'accountId', schema: { type: 'string' } })
+  @ApiCreatedResponse({
+    description: 'Deposited',
+    schema: schemaRef('DepositResponse'),
+    headers: REPLAYED,
+  })
+  @ApiContractErrors('IDEMPOTENCY_CONFLICT', 'NOT_FOUND')
   @Post('accounts/:accountId/deposits')
   async deposit(
     @Param('accountId') accountId: string,
@@ -37,6 +67,13 @@ export class IntakeController {
     return send(res, await this.intake.deposit(key, accountIdParam(accountId), body));
   }
 
+  @ApiOperation({ summary: 'Create a payout (PENDING until a worker takes it)' })
+  @ApiCreatedResponse({
+    description: 'Created',
+    schema: schemaRef('CreatedPayout'),
+    headers: REPLAYED,
+  })
+  @ApiContractErrors('IDEMPOTENCY_CONFLICT', 'NOT_FOUND')
   @Post('payouts')
   async createPayout(
     @ClientIdempotencyKeyParam() key: string,

@@ -1,3 +1,4 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, Length, Matches } from 'class-validator';
 import {
   ACCOUNT_ID_PATTERN,
@@ -5,17 +6,22 @@ import {
   type CreatePayoutRequest,
   type DepositRequest,
 } from '@dlock/payout-contract';
-import { IsMinorAmount } from '@dlock/http-contract';
+import { IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
 
 const CURRENCY = /^[A-Z]{3}$/;
 const PRINTABLE = /^[\x20-\x7e]+$/;
 
 /** POST /v1/accounts. */
 export class CreateAccountBody implements CreateAccountRequest {
+  @ApiProperty({ pattern: CURRENCY.source, example: 'EUR', description: 'ISO 4217' })
   @IsString()
   @Matches(CURRENCY, { message: 'currency must be an ISO 4217 code such as EUR' })
   currency!: string;
 
+  @ApiPropertyOptional({
+    pattern: ACCOUNT_ID_PATTERN.source,
+    description: 'Chosen by the caller; the system names the account when absent',
+  })
   @IsOptional()
   @IsString()
   @Matches(ACCOUNT_ID_PATTERN, { message: 'accountId must be 1..64 of [A-Za-z0-9._-]' })
@@ -24,9 +30,11 @@ export class CreateAccountBody implements CreateAccountRequest {
 
 /** POST /v1/accounts/{accountId}/deposits. */
 export class DepositBody implements DepositRequest {
+  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 
+  @ApiProperty({ pattern: CURRENCY.source, example: 'EUR', description: 'ISO 4217' })
   @IsString()
   @Matches(CURRENCY, { message: 'currency must be an ISO 4217 code such as EUR' })
   currency!: string;
@@ -34,17 +42,21 @@ export class DepositBody implements DepositRequest {
 
 /** POST /v1/payouts. */
 export class CreatePayoutBody implements CreatePayoutRequest {
+  @ApiProperty({ pattern: ACCOUNT_ID_PATTERN.source })
   @IsString()
   @Matches(ACCOUNT_ID_PATTERN, { message: 'accountId must be 1..64 of [A-Za-z0-9._-]' })
   accountId!: string;
 
+  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 
+  @ApiProperty({ pattern: CURRENCY.source, example: 'EUR', description: 'ISO 4217' })
   @IsString()
   @Matches(CURRENCY, { message: 'currency must be an ISO 4217 code such as EUR' })
   currency!: string;
 
+  @ApiProperty({ minLength: 1, maxLength: 128, pattern: PRINTABLE.source })
   @IsString()
   @Length(1, 128)
   @Matches(PRINTABLE)

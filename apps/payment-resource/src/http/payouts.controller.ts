@@ -1,5 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FencingToken } from '@dlock/lock-api';
+import { PAYOUT_STATES } from '@dlock/payout-contract';
 import type {
   AbandonResponse,
   ClaimResponse,
@@ -10,17 +12,22 @@ import type {
   ResolveResponse,
 } from '@dlock/payout-contract';
 import {
+  ApiContractErrors,
+  ApiFencedWriteHeaders,
   FencingTokenParam,
   IdempotencyKeyParam,
   OwnerIdParam,
   RequestDeadlineParam,
   TraceIdParam,
+  schemaRef,
   type RequestDeadline,
 } from '@dlock/http-contract';
 import { PayoutCommands, type Grant } from '../service/payout-commands.service';
 import { PayoutQueries } from '../service/payout-queries.service';
 import { AbandonBody, ClaimBody, PostBody, RailOutcomeBody, ResolveBody } from './dto';
-import { parseListQuery, payoutIdParam } from './params';
+import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, parseListQuery, payoutIdParam } from './params';
+
+const PAYOUT_PARAM = ApiParam({ name: 'payoutId', schema: { type: 'string', format: 'uuid' } });
 
 function grant(
   token: FencingToken,
@@ -33,6 +40,7 @@ function grant(
 }
 
 /** C3 §3.4 P1–P4 and DECISIONS §4 P6–P8. Parses and maps; the services hold the rules. */
+@ApiTags('payouts')
 @Controller('v1/payouts')
 export class PayoutsController {
   constructor(
@@ -41,18 +49,44 @@ export class PayoutsController {
   ) {}
 
   /** P1 (advisory). */
+  @ApiOperation({ summary: 'List payouts in one state (advisory)' })
+  @ApiQuery({ name: 'state', required: true, enum: [...PAYOUT_STATES] })
+  @ApiQuery({ name: 'accountId', required: false, schema: { type: 'string' } })
+  @ApiQuery({
+    name: 'limit',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: LIST_LIMIT_MAX, default: LIST_LIMIT_DEFAULT },
+  })
+  @ApiQuery({ name: 'cursor', required: false, schema: { type: 'string' }, description: 'opaque' })
+  @ApiOkResponse({ description: 'One page', schema: schemaRef('PayoutPage') })
   @Get()
   list(@Query() query: Record<string, unknown>): Promise<PayoutPage> {
     return this.queries.list(parseListQuery(query));
   }
 
   /** P4 (advisory). */
+  @ApiOperation({ summary: 'A payout and its rail records (advisory)' })
+  @PAYOUT_PARAM
+  @ApiOkResponse({ description: 'The payout', schema: schemaRef('PayoutDetail') })
+  @ApiContractErrors('NOT_FOUND')
   @Get(':payoutId')
   get(@Param('payoutId') payoutId: string): Promise<PayoutDetail> {
     return this.queries.get(payoutIdParam(payoutId));
   }
 
   /** P2. */
+  @ApiOperation({ summary: 'Claim a payout under a grant (advances the account fence)' })
+  @PAYOUT_PARAM
+  @ApiFencedWriteHeaders()
+  @ApiOkResponse({ description: 'Claimed', schema: schemaRef('ClaimResponse') })
+  @ApiContractErrors(
+    'FENCED_OUT',
+    'PAYOUT_NOT_CLAIMABLE',
+    'IDEMPOTENCY_CONFLICT',
+    'INVALID_TOKEN',
+    'NOT_FOUND',
+    'INSUFFICIENT_FUNDS',
+  )
   @Post(':payoutId/claim')
   @HttpCode(200)
   claim(
@@ -72,6 +106,17 @@ export class PayoutsController {
   }
 
   /** P3. */
+  @ApiOperation({ summary: 'Post an acknowledged payout to the ledger' })
+  @PAYOUT_PARAM
+  @ApiFencedWriteHeaders()
+  @ApiOkResponse({ description: 'Posted', schema: schemaRef('PostResponse') })
+  @ApiContractErrors(
+    'FENCED_OUT',
+    'PAYOUT_NOT_CLAIMABLE',
+    'IDEMPOTENCY_CONFLICT',
+    'INVALID_TOKEN',
+    'NOT_FOUND',
+  )
   @Post(':payoutId/post')
   @HttpCode(200)
   post(
@@ -91,6 +136,17 @@ export class PayoutsController {
   }
 
   /** P6. */
+  @ApiOperation({ summary: 'Record what the rail answered for the payout' })
+  @PAYOUT_PARAM
+  @ApiFencedWriteHeaders()
+  @ApiOkResponse({ description: 'Recorded', schema: schemaRef('RailOutcomeResponse') })
+  @ApiContractErrors(
+    'FENCED_OUT',
+    'PAYOUT_NOT_CLAIMABLE',
+    'IDEMPOTENCY_CONFLICT',
+    'INVALID_TOKEN',
+    'NOT_FOUND',
+  )
   @Post(':payoutId/rail-outcome')
   @HttpCode(200)
   railOutcome(
@@ -110,6 +166,10 @@ export class PayoutsController {
   }
 
   /** P7: operator action, no token. */
+  @ApiOperation({ summary: 'Abandon a payout (operator decision, no token)' })
+  @PAYOUT_PARAM
+  @ApiOkResponse({ description: 'Abandoned', schema: schemaRef('AbandonResponse') })
+  @ApiContractErrors('PAYOUT_NOT_CLAIMABLE', 'NOT_FOUND')
   @Post(':payoutId/abandon')
   @HttpCode(200)
   abandon(
@@ -120,6 +180,17 @@ export class PayoutsController {
   }
 
   /** P8. */
+  @ApiOperation({ summary: 'Resolve an ambiguous payout from the rail’s record' })
+  @PAYOUT_PARAM
+  @ApiFencedWriteHeaders()
+  @ApiOkResponse({ description: 'Resolved', schema: schemaRef('ResolveResponse') })
+  @ApiContractErrors(
+    'FENCED_OUT',
+    'PAYOUT_NOT_CLAIMABLE',
+    'IDEMPOTENCY_CONFLICT',
+    'INVALID_TOKEN',
+    'NOT_FOUND',
+  )
   @Post(':payoutId/resolve')
   @HttpCode(200)
   resolve(

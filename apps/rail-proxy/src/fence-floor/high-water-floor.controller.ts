@@ -1,6 +1,12 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { FenceFloorBody, parseFloorRequest } from '@dlock/http-contract';
+import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import {
+  ApiOperatorHeader,
+  FenceFloorBody,
+  parseFloorRequest,
+  schemaRef,
+} from '@dlock/http-contract';
 import type { HighWaterFloorResponse } from '@dlock/payout-contract';
 import { HighWaterFloorService } from './high-water-floor.service';
 
@@ -9,10 +15,18 @@ import { HighWaterFloorService } from './high-water-floor.service';
  * an account's high-water mark so a revoked holder's token is refused before
  * any new holder submits. Idempotent: a floor already passed is a no-op 200.
  */
+@ApiTags('rail')
 @Controller('v1/rail/high-water')
 export class HighWaterFloorController {
   constructor(private readonly service: HighWaterFloorService) {}
 
+  @ApiOperation({ summary: 'Raise an account’s high-water mark to a floor (revocation fencing)' })
+  @ApiParam({ name: 'accountId', schema: { type: 'string' } })
+  @ApiOperatorHeader()
+  @ApiOkResponse({
+    description: 'Raised, or already at or past the floor',
+    schema: schemaRef('HighWaterFloorResponse'),
+  })
   @Post(':accountId/floor')
   @HttpCode(200)
   raise(

@@ -1,4 +1,4 @@
-import { Controller, Get, Module, Query } from '@nestjs/common';
+import { Controller, Get, Query } from '@nestjs/common';
 import { formatFencingToken } from '@dlock/lock-api';
 import { parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
 import type { HighWaterList } from '@dlock/payout-contract';
@@ -25,7 +25,3 @@ export class HighWaterListController {
     };
   }
 }
-
-/** Mounted by the app module next to proxydb (whose DataSource is global). */
-@Module({ controllers: [HighWaterListController], providers: [HighWaterListRepository] })
-export class HighWaterListModule {}

@@ -4,7 +4,7 @@ import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
 import type { ReadOnlyDb } from '../db/read-only-db';
 import { PAYDB, PROXYDB } from '../db/tokens';
 import { ReconcilerMetrics } from '../metrics';
-import { LockSessions } from '../resolution/lock-sessions';
+import { LockSessionKeeper } from '@dlock/lock-nest';
 
 export type ProbeResult = 'ok' | 'behind' | 'contended';
 
@@ -32,7 +32,7 @@ export class TokenSourceCheck {
     @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
     @Inject(PAYDB) private readonly paydb: ReadOnlyDb,
     @Inject(PROXYDB) private readonly proxydb: ReadOnlyDb,
-    private readonly sessions: LockSessions,
+    private readonly sessions: LockSessionKeeper,
     private readonly metrics: ReconcilerMetrics,
     private readonly safety: SafetyEvents,
   ) {}

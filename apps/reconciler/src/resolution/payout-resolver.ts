@@ -11,7 +11,7 @@ import {
   type RailLookup,
 } from '@dlock/payout-contract';
 import { evidenceText, type Verdict } from './evidence';
-import { LockSessions } from './lock-sessions';
+import { LockSessionKeeper } from '@dlock/lock-nest';
 
 export const PAYMENT_RESOURCE = Symbol('PAYMENT_RESOURCE');
 
@@ -30,7 +30,7 @@ export class PayoutResolver {
   constructor(
     @Inject(PAYMENT_RESOURCE) private readonly payments: PaymentResourceClient,
     @Inject(PROXYDB) private readonly proxydb: ReadOnlyDb,
-    private readonly sessions: LockSessions,
+    private readonly sessions: LockSessionKeeper,
   ) {}
 
   async apply(

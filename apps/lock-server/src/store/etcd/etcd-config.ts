@@ -1,4 +1,4 @@
-import { env, EnvError, readEnv } from '@dlock/config';
+import { EnvError, EnvInt, EnvOneOf, EnvString, validateEnv, type EnvSource } from '@dlock/config';
 
 /** What the etcd backend takes from the lock-server's shared settings (config.ts). */
 export interface EtcdBackendSettings extends EtcdStoreConfig {
@@ -29,15 +29,19 @@ export interface EtcdStoreConfig {
   faultHandling: 'tuned' | 'default';
 }
 
-export const ETCD_ENV = {
-  ETCD_ENDPOINTS: env.string({ default: 'http://127.0.0.1:2379', maxLength: 4096 }),
-  ETCD_KEY_PREFIX: env.string({ default: 'dlock/', pattern: /^[a-zA-Z0-9:._/-]{1,64}$/ }),
-  ETCD_CALL_TIMEOUT_MS: env.int({ default: 1_000, min: 100, max: 10_000 }),
-  ETCD_RESEND_AFTER_MS: env.int({ default: 250, min: 50, max: 10_000 }),
-  ETCD_OP_TIMEOUT_MS: env.int({ default: 1_500, min: 100, max: 30_000 }),
-  ETCD_READY_TIMEOUT_MS: env.int({ default: 1_000, min: 100, max: 10_000 }),
-  ETCD_FAULT_HANDLING: env.oneOf(['tuned', 'default'] as const, { default: 'tuned' }),
-};
+/** The etcd backend's variables (docs/lock-server-etcd.md). */
+export class EtcdEnv {
+  @EnvString({ default: 'http://127.0.0.1:2379', maxLength: 4096 })
+  readonly ETCD_ENDPOINTS!: string;
+  @EnvString({ default: 'dlock/', pattern: /^[a-zA-Z0-9:._/-]{1,64}$/ })
+  readonly ETCD_KEY_PREFIX!: string;
+  @EnvInt({ default: 1_000, min: 100, max: 10_000 }) readonly ETCD_CALL_TIMEOUT_MS!: number;
+  @EnvInt({ default: 250, min: 50, max: 10_000 }) readonly ETCD_RESEND_AFTER_MS!: number;
+  @EnvInt({ default: 1_500, min: 100, max: 30_000 }) readonly ETCD_OP_TIMEOUT_MS!: number;
+  @EnvInt({ default: 1_000, min: 100, max: 10_000 }) readonly ETCD_READY_TIMEOUT_MS!: number;
+  @EnvOneOf(['tuned', 'default'], { default: 'tuned' })
+  readonly ETCD_FAULT_HANDLING!: 'tuned' | 'default';
+}
 
 /** Parses ETCD_ENDPOINTS: comma-separated http(s) URLs, at least one. */
 export function parseEndpoints(raw: string): string[] {
@@ -57,8 +61,8 @@ export function parseEndpoints(raw: string): string[] {
 }
 
 /** The etcd variables of the lock-server's environment; throws EnvError naming a bad one. */
-export function readEtcdConfig(source: Record<string, string | undefined>): EtcdStoreConfig {
-  const raw = readEnv(ETCD_ENV, source);
+export function readEtcdConfig(source: EnvSource): EtcdStoreConfig {
+  const raw = validateEnv(EtcdEnv, source);
   const endpoints = parseEndpoints(raw.ETCD_ENDPOINTS);
   if (endpoints.length === 0) {
     throw new EnvError([

@@ -10,7 +10,7 @@ import { EtcdSessionRegistry } from './etcd-session-registry';
 import { EtcdSessionWatch } from './etcd-session-watch';
 
 export {
-  ETCD_ENV,
+  EtcdEnv,
   readEtcdConfig,
   type EtcdBackendSettings,
   type EtcdStoreConfig,

@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { SessionService } from '../core/session.service';
+import { SessionListingController } from '../http/listings.controller';
+import { SessionsController } from '../http/sessions.controller';
+import { LocksModule } from './locks.module';
+
+/** Sessions: open, heartbeat, close; a session's end releases its locks (docs/lock-server.md). */
+@Module({
+  imports: [LocksModule],
+  controllers: [SessionsController, SessionListingController],
+  providers: [SessionService],
+  exports: [SessionService],
+})
+export class SessionsModule {}

@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { AccountRepository } from './account.repository';
+import { LedgerRepository } from './ledger.repository';
+import { PaydbModule } from './paydb.module';
+
+/** Accounts and their double-entry ledger (docs/payment-resource.md): shared by payouts and intake. */
+@Module({
+  imports: [PaydbModule],
+  providers: [AccountRepository, LedgerRepository],
+  exports: [AccountRepository, LedgerRepository],
+})
+export class LedgerModule {}

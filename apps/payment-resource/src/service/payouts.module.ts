@@ -1,0 +1,32 @@
+import { Module } from '@nestjs/common';
+import { PayoutStatsController } from '../http/console-reads.controller';
+import { PayoutsController } from '../http/payouts.controller';
+import { PaymentMetrics } from '../metrics';
+import { FenceRepository } from '../persistence/fence.repository';
+import { IdempotencyRepository } from '../persistence/idempotency.repository';
+import { LedgerModule } from '../persistence/ledger.module';
+import { PaydbModule } from '../persistence/paydb.module';
+import { PayoutRepository } from '../persistence/payout.repository';
+import { TransitionLogRepository } from '../persistence/transition-log.repository';
+import { FencedWriter } from './fenced-writer';
+import { PayoutCommands } from './payout-commands.service';
+import { PayoutQueries } from './payout-queries.service';
+
+/** Payouts: the fenced writes of the executor and their reads (docs/payment-resource.md). */
+@Module({
+  imports: [PaydbModule, LedgerModule],
+  // Stats before the payout routes: `v1/payouts/:payoutId` would take `stats` as an id.
+  controllers: [PayoutStatsController, PayoutsController],
+  providers: [
+    PaymentMetrics,
+    FenceRepository,
+    PayoutRepository,
+    IdempotencyRepository,
+    TransitionLogRepository,
+    FencedWriter,
+    PayoutCommands,
+    PayoutQueries,
+  ],
+  exports: [PayoutRepository, PayoutQueries],
+})
+export class PayoutsModule {}

@@ -1,0 +1,376 @@
+import { applyDecorators, type INestApplication } from '@nestjs/common';
+import { ApiHeader, ApiResponse, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import type {
+  OperationObject,
+  ParameterObject,
+  ReferenceObject,
+  ResponseObject,
+  SchemaObject,
+} from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type { Request, Response } from 'express';
+import assert from 'node:assert';
+import {
+  ERROR_CATALOGUE,
+  ERROR_CODES,
+  OWNER_ID_MAX_LENGTH,
+  REQUEST_DEADLINE_HEADER,
+  REQUEST_DEADLINE_MAX_MS,
+  type ErrorCode,
+} from '@dlock/lock-api';
+import {
+  int64Text,
+  objectSchema,
+  PAYOUT_WIRE_SCHEMAS,
+  type PayoutWireSchemaName,
+  type WireProperties,
+} from '@dlock/payout-contract';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from './headers';
+
+/**
+ * The OpenAPI description of a service (docs/contract.md): served at
+ * `GET /openapi.json` and written to `docs/openapi/` by `npm run openapi`.
+ * Controllers declare what is theirs (summary, bodies, headers, success and
+ * route-specific errors); what every route shares (the envelope's common
+ * codes, the bearer token, `traceparent`, the deadline header) is added here
+ * once, so a route cannot forget it.
+ */
+export const OPENAPI_PATH = '/openapi.json';
+
+export { INSTANT, int64Text, MINOR_AMOUNT } from '@dlock/payout-contract';
+
+/** Named schemas referenced from decorators, added to each document that uses them. */
+const NAMED_SCHEMAS = new Map<string, SchemaObject>();
+
+for (const [name, schema] of Object.entries(PAYOUT_WIRE_SCHEMAS)) NAMED_SCHEMAS.set(name, schema);
+
+/**
+ * Registers a named component schema and returns its reference. The property
+ * map is keyed by the wire type, so a field added to or dropped from the type
+ * without the schema does not compile.
+ */
+export function wireSchema<T extends object>(
+  name: string,
+  properties: WireProperties<T>,
+  optional: (keyof T & string)[] = [],
+  description?: string,
+): ReferenceObject {
+  const schema = objectSchema<T>(properties, optional, description);
+  const existing = NAMED_SCHEMAS.get(name);
+  assert(
+    existing === undefined || JSON.stringify(existing) === JSON.stringify(schema),
+    `two different schemas named ${name}`,
+  );
+  NAMED_SCHEMAS.set(name, schema);
+  return schemaRef(name);
+}
+
+/** A reference to a named schema, e.g. one of payout-contract's PAYOUT_WIRE_SCHEMAS. */
+export function schemaRef(name: PayoutWireSchemaName | (string & {})): ReferenceObject {
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+/** A nullable variant of a schema (OpenAPI 3.0 `nullable`). */
+export function nullable(schema: SchemaObject): SchemaObject {
+  return { ...schema, nullable: true };
+}
+
+const ENVELOPE_REF = wireSchema<{
+  code: unknown;
+  message: unknown;
+  retrySafe: unknown;
+  retryAfterMillis: unknown;
+  details: unknown;
+  traceId: unknown;
+}>(
+  'ErrorEnvelope',
+  {
+    code: {
+      type: 'string',
+      enum: [...ERROR_CODES],
+      description: 'Stable machine code (docs/contract.md, "Error catalogue")',
+    },
+    message: { type: 'string', description: 'For humans; not stable' },
+    retrySafe: {
+      type: 'boolean',
+      description: 'May the identical request be re-sent with the same token',
+    },
+    retryAfterMillis: { type: 'integer', minimum: 0 },
+    details: { type: 'object', additionalProperties: true },
+    traceId: { type: 'string', pattern: '^[0-9a-f]{32}$' },
+  },
+  ['retryAfterMillis', 'details'],
+  'Every non-2xx answer of every service except the rail stub',
+);
+
+/** One error a route may answer: a catalogue code, at its catalogue status or an override. */
+export type ContractError = ErrorCode | readonly [ErrorCode, number];
+
+function byStatus(errors: readonly ContractError[]): Map<number, ErrorCode[]> {
+  const grouped = new Map<number, ErrorCode[]>();
+  for (const e of errors) {
+    const [code, status] = typeof e === 'string' ? [e, ERROR_CATALOGUE[e].httpStatus] : e;
+    const codes = grouped.get(status) ?? [];
+    if (!codes.includes(code)) codes.push(code);
+    grouped.set(status, codes.sort());
+  }
+  return grouped;
+}
+
+function envelopeResponse(codes: ErrorCode[]): ResponseObject {
+  return {
+    description: codes.join(', '),
+    content: {
+      'application/json': {
+        schema: {
+          allOf: [ENVELOPE_REF, { type: 'object', properties: { code: { enum: codes } } }],
+        },
+      },
+    },
+  };
+}
+
+/**
+ * The route-specific errors of a route, as envelopes grouped by status, e.g.
+ * `@ApiContractErrors('FENCED_OUT', 'PAYOUT_NOT_CLAIMABLE', ['VALIDATION_FAILED', 422])`.
+ * The errors every route shares are added by the document builder.
+ */
+export function ApiContractErrors(...errors: ContractError[]): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    ...[...byStatus(errors)].map(([status, codes]) =>
+      ApiResponse({ status, ...envelopeResponse(codes) }),
+    ),
+  );
+}
+
+/** `X-Fencing-Token`: the grant's token, required on every fenced write. */
+export const ApiFencingTokenHeader = () =>
+  ApiHeader({
+    name: 'X-Fencing-Token',
+    required: true,
+    description:
+      'The fencing token of the grant this write acts under; a bad one is 400 INVALID_TOKEN',
+    schema: int64Text('fencing token'),
+  });
+
+/** `X-Owner-Id`: the worker acting; must be the token's subject (docs/security.md). */
+export const ApiOwnerIdHeader = (required = true) =>
+  ApiHeader({
+    name: 'X-Owner-Id',
+    required,
+    description: 'The acting owner: the bearer token subject, or 403 FORBIDDEN',
+    schema: { type: 'string', minLength: 1, maxLength: OWNER_ID_MAX_LENGTH, pattern: '^[ -~]+$' },
+  });
+
+/** `X-Idempotency-Key` (worker writes) or `Idempotency-Key` (the payouts API's creations). */
+export const ApiIdempotencyKeyHeader = (name: 'X-Idempotency-Key' | 'Idempotency-Key') =>
+  ApiHeader({
+    name,
+    required: true,
+    description:
+      'Stable per operation: a replay with the same body gets the first answer, ' +
+      'a different body 422 IDEMPOTENCY_CONFLICT',
+    schema: {
+      type: 'string',
+      minLength: 1,
+      maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
+      pattern: '^[!-~]+$',
+    },
+  });
+
+/** `X-Operator`: who asked for an operator action (the floor raises). */
+export const ApiOperatorHeader = () =>
+  ApiHeader({
+    name: 'X-Operator',
+    required: true,
+    description: 'The operator or service raising the floor, for the audit record',
+    schema: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[ -~]+$' },
+  });
+
+/** The three headers of a fenced write (docs/contract.md, "Headers"). */
+export const ApiFencedWriteHeaders = () =>
+  applyDecorators(
+    ApiFencingTokenHeader(),
+    ApiOwnerIdHeader(),
+    ApiIdempotencyKeyHeader('X-Idempotency-Key'),
+  );
+
+export interface OpenApiOptions {
+  /** The service's name (also the token audience). */
+  name: string;
+  /** False only for the rail stub, which asks nobody for a token. */
+  authenticated: boolean;
+}
+
+/** Paths served outside Nest's controllers or open to probes (authentication.ts OPEN_PATHS). */
+const OPEN_OPERATIONS: Record<string, { summary: string; contentType: string }> = {
+  '/health/live': { summary: 'Liveness probe (Terminus)', contentType: 'application/json' },
+  '/health/ready': { summary: 'Readiness probe (Terminus)', contentType: 'application/json' },
+  '/metrics': {
+    summary: 'Prometheus metrics',
+    contentType: 'text/plain; version=0.0.4; charset=utf-8',
+  },
+  [OPENAPI_PATH]: { summary: 'This document', contentType: 'application/json' },
+};
+
+const SHARED_PARAMETERS: ParameterObject[] = [
+  {
+    name: 'traceparent',
+    in: 'header',
+    required: false,
+    description: 'W3C trace context; its trace id comes back as traceId and the trace-id header',
+    schema: { type: 'string', pattern: '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' },
+  },
+  {
+    name: REQUEST_DEADLINE_HEADER,
+    in: 'header',
+    required: false,
+    description:
+      'Milliseconds the caller will still wait; work that cannot finish in time is refused ' +
+      'with a retry-safe 503 before any side effect (docs/contract.md, "Deadlines")',
+    schema: { type: 'integer', minimum: 1, maximum: REQUEST_DEADLINE_MAX_MS },
+  },
+];
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
+
+function operations(doc: OpenAPIObject): [string, OperationObject][] {
+  const found: [string, OperationObject][] = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (op) found.push([path, op]);
+    }
+  }
+  return found;
+}
+
+/** Adds `codes` to the envelope response at `status`, creating it when absent. */
+function addSharedErrors(op: OperationObject, errors: ContractError[]): void {
+  for (const [status, codes] of byStatus(errors)) {
+    const existing = op.responses[String(status)] as ResponseObject | undefined;
+    const declared = (existing?.content?.['application/json']?.schema as SchemaObject | undefined)
+      ?.allOf?.[1] as SchemaObject | undefined;
+    const declaredCodes = (declared?.properties?.code as SchemaObject | undefined)?.enum as
+      ErrorCode[] | undefined;
+    // A route that declared this status as something else (the rail stub's own answers) keeps it.
+    if (existing !== undefined && declaredCodes === undefined) continue;
+    const merged = [...new Set([...(declaredCodes ?? []), ...codes])].sort();
+    op.responses[String(status)] = envelopeResponse(merged);
+  }
+}
+
+function sharedErrors(authenticated: boolean, hasBody: boolean): ContractError[] {
+  const errors: ContractError[] = ['VALIDATION_FAILED', 'INTERNAL'];
+  if (hasBody) errors.push(['VALIDATION_FAILED', 413], ['VALIDATION_FAILED', 415]);
+  if (authenticated) errors.push('UNAUTHENTICATED', 'FORBIDDEN', 'UNAVAILABLE');
+  return errors;
+}
+
+function describeOpenOperation(path: string, op: OperationObject): void {
+  const open = OPEN_OPERATIONS[path];
+  op.summary = open.summary;
+  op.security = [];
+  const ok: ResponseObject = {
+    description: 'OK',
+    content: {
+      [open.contentType]: {
+        schema: { type: open.contentType.startsWith('text') ? 'string' : 'object' },
+      },
+    },
+  };
+  op.responses =
+    path === '/health/ready'
+      ? { '200': ok, '503': envelopeResponse(['UNAVAILABLE']) }
+      : { '200': ok };
+}
+
+/** Every `$ref` under `node`, in document order. */
+function refsIn(node: unknown, into: Set<string>): Set<string> {
+  const stack = [node];
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if (Array.isArray(next)) stack.push(...next);
+    else if (typeof next === 'object' && next !== null) {
+      for (const [k, v] of Object.entries(next)) {
+        if (k === '$ref' && typeof v === 'string') into.add(v);
+        else stack.push(v);
+      }
+    }
+  }
+  return into;
+}
+
+/** Adds the named wire schemas the document references (and those they reference). */
+function addNamedSchemas(doc: OpenAPIObject): void {
+  const schemas = (doc.components ??= {}).schemas ?? {};
+  doc.components.schemas = schemas;
+  const prefix = '#/components/schemas/';
+  for (let added = true; added;) {
+    added = false;
+    for (const ref of refsIn(doc, new Set())) {
+      const name = ref.slice(prefix.length);
+      if (schemas[name] === undefined && NAMED_SCHEMAS.has(name)) {
+        schemas[name] = NAMED_SCHEMAS.get(name)!;
+        added = true;
+      }
+    }
+  }
+}
+
+/** A deep copy with object keys sorted, so the document's bytes depend on content only. */
+export function sortedKeys<T>(value: T): T {
+  return JSON.parse(
+    JSON.stringify(value, (_k, v: unknown) =>
+      typeof v === 'object' && v !== null && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        : v,
+    ),
+  ) as T;
+}
+
+/** The service's document, built from its controllers' metadata; deterministic. */
+export function buildOpenApiDocument(
+  app: INestApplication,
+  options: OpenApiOptions,
+): OpenAPIObject {
+  const doc = SwaggerModule.createDocument(
+    app,
+    {
+      openapi: '3.0.3',
+      info: {
+        title: options.name,
+        version: '1',
+        description: `The HTTP surface of ${options.name}; wire conventions in docs/contract.md.`,
+      },
+      components: options.authenticated
+        ? { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } }
+        : {},
+      security: options.authenticated ? [{ bearer: [] }] : [],
+    },
+    {
+      operationIdFactory: (controller, method) =>
+        `${controller.replace(/Controller$/, '')}_${method}`,
+    },
+  );
+  doc.paths[OPENAPI_PATH] = { get: { operationId: 'OpenApi_document', responses: {} } };
+  for (const [path, op] of operations(doc)) {
+    if (OPEN_OPERATIONS[path]) {
+      describeOpenOperation(path, op);
+      continue;
+    }
+    op.parameters = [...(op.parameters ?? []), ...SHARED_PARAMETERS];
+    addSharedErrors(op, sharedErrors(options.authenticated, op.requestBody !== undefined));
+  }
+  addNamedSchemas(doc);
+  return sortedKeys(doc);
+}
+
+/** Serves the document, built once, at `GET /openapi.json` (open, like /health). */
+export function serveOpenApiDocument(app: INestApplication, options: OpenApiOptions): void {
+  const doc = JSON.stringify(buildOpenApiDocument(app, options));
+  app
+    .getHttpAdapter()
+    .get(OPENAPI_PATH, (_req: Request, res: Response) =>
+      res.status(200).type('application/json; charset=utf-8').send(doc),
+    );
+}

@@ -1,0 +1,266 @@
+import type {
+  ReferenceObject,
+  SchemaObject,
+} from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { ACCOUNT_ID_PATTERN } from './payout-protocol';
+import { PAYOUT_STATES, RAIL_OUTCOMES } from './payout-types';
+import type * as Wire from './wire';
+
+/**
+ * The wire types of wire.ts as OpenAPI schemas (docs/openapi/). Each property
+ * map is keyed by its wire type, so a field added to or dropped from a type
+ * without its schema breaks the build.
+ */
+export type WireProperties<T> = { [K in keyof T]-?: SchemaObject | ReferenceObject };
+
+/** An object schema whose properties are exactly T's; the rest are required. */
+export function objectSchema<T extends object>(
+  properties: WireProperties<T>,
+  optional: (keyof T & string)[] = [],
+  description?: string,
+): SchemaObject {
+  const required = Object.keys(properties).filter((p) => !optional.includes(p as keyof T & string));
+  const schema: SchemaObject = { type: 'object', properties, required };
+  if (description !== undefined) schema.description = description;
+  return schema;
+}
+
+/** An int64 as the wire carries it: a canonical decimal string, never a JSON number. */
+export function int64Text(
+  description: string,
+  minimum: 0 | 1 = 1,
+): { type: 'string'; pattern: string; description: string; example: string } {
+  return {
+    type: 'string',
+    pattern: minimum === 1 ? '^[1-9][0-9]{0,18}$' : '^(0|[1-9][0-9]{0,18})$',
+    description: `${description} (int64 as a decimal string, ${minimum}..9223372036854775807)`,
+    example: minimum === 1 ? '9007199254740993' : '0',
+  };
+}
+
+/** An instant: RFC 3339 UTC with milliseconds. */
+export const INSTANT = {
+  type: 'string',
+  format: 'date-time',
+  example: '2026-01-01T00:00:00.000Z',
+} as const satisfies SchemaObject;
+
+/** Money in minor units: a JSON integer, safe in every client. */
+export const MINOR_AMOUNT = {
+  type: 'integer',
+  minimum: 1,
+  maximum: Number.MAX_SAFE_INTEGER,
+} as const satisfies SchemaObject;
+
+const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
+const nullable = (schema: SchemaObject): SchemaObject => ({ ...schema, nullable: true });
+const STRING = { type: 'string' } as const;
+const UUID = { type: 'string', format: 'uuid' } as const;
+const INTEGER = { type: 'integer' } as const;
+const BALANCE = { type: 'integer', description: 'minor units' } as const;
+const ACCOUNT_ID = { type: 'string', pattern: ACCOUNT_ID_PATTERN.source } as const;
+const CURRENCY = { type: 'string', pattern: '^[A-Z]{3}$', example: 'EUR' } as const;
+const STATE: SchemaObject = { type: 'string', enum: [...PAYOUT_STATES] };
+const RAIL_OUTCOME_KIND: SchemaObject = {
+  type: 'string',
+  enum: ['SUBMITTED', 'ACKED', 'REJECTED', 'AMBIGUOUS'],
+};
+const FENCE = int64Text('the account fence', 0);
+
+const transition: WireProperties<Wire.TransitionView> = {
+  payoutId: UUID,
+  state: STATE,
+  previousState: STATE,
+  submissionId: nullable(UUID),
+  railReference: nullable(STRING),
+  tokenStamp: nullable(int64Text('token of the write that last moved the payout')),
+  accountFence: FENCE,
+};
+
+/** Named schemas of the payment-resource's and rail-proxy's answers. */
+export const PAYOUT_WIRE_SCHEMAS = {
+  PayoutSummary: objectSchema<Wire.PayoutSummary>({
+    payoutId: UUID,
+    accountId: ACCOUNT_ID,
+    amountMinor: MINOR_AMOUNT,
+    currency: CURRENCY,
+    beneficiaryRef: STRING,
+    state: STATE,
+    attemptCount: INTEGER,
+    createdAt: INSTANT,
+  }),
+  PayoutPage: objectSchema<Wire.PayoutPage>(
+    {
+      items: { type: 'array', items: ref('PayoutSummary') },
+      nextCursor: { type: 'string', description: 'opaque; present when more items follow' },
+    },
+    ['nextCursor'],
+  ),
+  PayoutRailRecord: objectSchema<Wire.PayoutRailRecord>({
+    submissionId: nullable(UUID),
+    outcome: STRING,
+    railReference: nullable(STRING),
+    fencingToken: nullable(int64Text('token of the recorded write')),
+    ownerId: STRING,
+    recordedAt: INSTANT,
+  }),
+  PayoutDetail: objectSchema<Wire.PayoutDetail>(
+    {
+      payoutId: UUID,
+      accountId: ACCOUNT_ID,
+      amountMinor: MINOR_AMOUNT,
+      currency: CURRENCY,
+      beneficiaryRef: STRING,
+      clientRef: STRING,
+      state: STATE,
+      attemptCount: INTEGER,
+      claimedBy: nullable(STRING),
+      tokenStamp: nullable(int64Text('token of the write that last moved the payout')),
+      submissionId: nullable(UUID),
+      railReference: nullable(STRING),
+      failureReason: nullable(STRING),
+      createdAt: INSTANT,
+      claimedAt: nullable(INSTANT),
+      submittedAt: nullable(INSTANT),
+      ambiguousAt: nullable(INSTANT),
+      settledAt: nullable(INSTANT),
+      updatedAt: INSTANT,
+      submissions: { type: 'array', items: ref('PayoutRailRecord') },
+    },
+    [],
+    'Advisory: picks the next write, never decides safety',
+  ),
+  AccountView: objectSchema<Wire.AccountView>({
+    accountId: ACCOUNT_ID,
+    kind: STRING,
+    currency: CURRENCY,
+    balanceMinor: BALANCE,
+    fence: FENCE,
+    version: INTEGER,
+    updatedAt: INSTANT,
+    ledgerSumMinor: { ...BALANCE, description: 'the ledger recomputed; equals balanceMinor' },
+  }),
+  CreatedAccount: objectSchema<Wire.CreatedAccount>({
+    accountId: ACCOUNT_ID,
+    kind: { type: 'string', enum: ['CUSTOMER'] },
+    currency: CURRENCY,
+    balanceMinor: BALANCE,
+    fence: FENCE,
+  }),
+  DepositResponse: objectSchema<Wire.DepositResponse>({
+    depositId: UUID,
+    accountId: ACCOUNT_ID,
+    amountMinor: MINOR_AMOUNT,
+    currency: CURRENCY,
+    balanceMinor: BALANCE,
+  }),
+  CreatedPayout: objectSchema<Wire.CreatedPayout>({
+    payoutId: UUID,
+    accountId: ACCOUNT_ID,
+    amountMinor: MINOR_AMOUNT,
+    currency: CURRENCY,
+    beneficiaryRef: STRING,
+    clientRef: STRING,
+    state: { type: 'string', enum: ['PENDING'] },
+  }),
+  ClaimResponse: objectSchema<Wire.ClaimResponse>({
+    payoutId: UUID,
+    state: STATE,
+    claimToken: int64Text('the token the payout was claimed with'),
+    accountFence: FENCE,
+    attemptCount: INTEGER,
+    idempotencyKey: STRING,
+  }),
+  LedgerEntry: objectSchema<Wire.LedgerEntryView>({
+    entryId: UUID,
+    accountId: ACCOUNT_ID,
+    direction: { type: 'string', enum: ['DEBIT', 'CREDIT'] },
+    amountMinor: MINOR_AMOUNT,
+    fence: int64Text('the token the entry was written under'),
+  }),
+  PostResponse: objectSchema<Wire.PostResponse>({
+    payoutId: UUID,
+    state: STATE,
+    entries: { type: 'array', items: ref('LedgerEntry'), minItems: 2, maxItems: 2 },
+    balanceMinor: BALANCE,
+  }),
+  RailOutcomeResponse: objectSchema<Wire.RailOutcomeResponse>({
+    ...transition,
+    outcome: RAIL_OUTCOME_KIND,
+  }),
+  AbandonResponse: objectSchema<Wire.AbandonResponse>({
+    payoutId: UUID,
+    state: STATE,
+    previousState: STATE,
+    operator: STRING,
+    reason: STRING,
+    abandonedAt: nullable(INSTANT),
+  }),
+  ResolveResponse: objectSchema<Wire.ResolveResponse>({
+    ...transition,
+    resolution: { type: 'string', enum: ['ACKED', 'NOT_FOUND'] },
+  }),
+  AccountFloorResponse: objectSchema<Wire.AccountFloorResponse>({
+    accountId: ACCOUNT_ID,
+    floor: int64Text('the floor asked for'),
+    fenceBefore: FENCE,
+    fenceAfter: FENCE,
+    raised: { type: 'boolean', description: 'false when the fence was already at or past it' },
+  }),
+  HighWaterFloorResponse: objectSchema<Wire.HighWaterFloorResponse>({
+    accountId: ACCOUNT_ID,
+    floor: int64Text('the floor asked for'),
+    highestTokenBefore: nullable(int64Text('the mark before')),
+    highestTokenAfter: int64Text('the mark after'),
+    raised: { type: 'boolean', description: 'false when the mark was already at or past it' },
+  }),
+  SubmitResponse: objectSchema<Wire.SubmitResponse>({
+    submissionId: UUID,
+    payoutId: UUID,
+    presentedToken: int64Text('the token the submission was admitted with'),
+    outcome: { type: 'string', enum: ['ACKED'] },
+    railReference: STRING,
+    submittedAt: INSTANT,
+    resolvedAt: INSTANT,
+  }),
+  Submission: objectSchema<Wire.SubmissionView>({
+    submissionId: UUID,
+    payoutId: UUID,
+    accountId: ACCOUNT_ID,
+    presentedToken: int64Text('the token presented'),
+    ownerId: STRING,
+    clientRef: STRING,
+    amountMinor: MINOR_AMOUNT,
+    currency: CURRENCY,
+    outcome: {
+      ...nullable({ type: 'string', enum: [...RAIL_OUTCOMES] }),
+      description: 'null = unresolved: money may have moved',
+    },
+    railReference: nullable(STRING),
+    errorCode: nullable(STRING),
+    submittedAt: INSTANT,
+    resolvedAt: nullable(INSTANT),
+  }),
+  SubmissionsResponse: objectSchema<Wire.SubmissionsResponse>({
+    payoutId: UUID,
+    submissions: { type: 'array', items: ref('Submission') },
+  }),
+  RailTransfer: objectSchema<Wire.RailTransfer>({
+    railReference: STRING,
+    clientRef: STRING,
+    amountMinor: MINOR_AMOUNT,
+    currency: CURRENCY,
+    acceptedAt: INSTANT,
+    settled: { type: 'boolean' },
+    settledAt: nullable(INSTANT),
+    duplicateOf: nullable(STRING),
+  }),
+  RailLookup: objectSchema<Wire.RailLookup>({
+    clientRef: STRING,
+    asOf: INSTANT,
+    settlementWindowMs: nullable(INTEGER),
+    transfers: { type: 'array', items: ref('RailTransfer') },
+  }),
+} satisfies Record<string, SchemaObject>;
+
+export type PayoutWireSchemaName = keyof typeof PAYOUT_WIRE_SCHEMAS;

@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict';
+import type { EntityManager } from 'typeorm';
+import { runPrepared } from './prepared';
+
+/** Table and column names the helper writes into SQL: plain lower-case identifiers only. */
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
+/** A fenced row write names a handful of columns; the cap only bounds a mistake. */
+const COLUMNS_MAX = 32;
+
+export interface FencedUpdateSpec {
+  /** The table that keeps its own fence column (docs/extending.md). */
+  table: string;
+  /** The row's key. */
+  id: string | number;
+  /** The grant's fencing token (`handle.fencingToken`), passed explicitly. */
+  token: bigint;
+  /** Columns to write, besides the fence. Values are bound parameters, never spliced. */
+  set: Readonly<Record<string, unknown>>;
+  /** Extra equality conditions on the row (e.g. `{ status: 'PENDING' }`), checked in the same statement. */
+  when?: Readonly<Record<string, unknown>>;
+  /**
+   * Let the token that last wrote the row write it again (`fence <= token`):
+   * the later steps of one grant. The first write of a grant leaves it false,
+   * so a token claims a row once and a replay of that claim is refused.
+   */
+  acceptSameToken?: boolean;
+  /** Columns to answer from the written row. */
+  returning?: readonly string[];
+  idColumn?: string;
+  fenceColumn?: string;
+}
+
+export interface FencedUpdateResult<Row> {
+  /**
+   * False when the row's fence is already at or above the token (a newer
+   * holder wrote, or this token already did), or when there is no such row.
+   * Nothing was written then.
+   */
+  passed: boolean;
+  row: Row | undefined;
+}
+
+/**
+ * The one-statement fence as text and parameters:
+ * `UPDATE <table> SET <cols>, fence = $token WHERE id = $id AND fence < $token [AND <when>] RETURNING …`.
+ * The check and the write are one statement, so no holder can slip between
+ * them; a stale token changes nothing. For a table you query yourself.
+ */
+export function fencedUpdateStatement(spec: FencedUpdateSpec): { sql: string; params: unknown[] } {
+  const idColumn = identifier(spec.idColumn ?? 'id');
+  const fence = identifier(spec.fenceColumn ?? 'fence');
+  const columns = Object.keys(spec.set);
+  const conditions = Object.keys(spec.when ?? {});
+  assert.ok(columns.length + conditions.length <= COLUMNS_MAX, `at most ${COLUMNS_MAX} columns`);
+  assert.ok(spec.token > 0n, 'a fencing token is a positive bigint');
+  assert.ok(!columns.includes(fence), 'the fence column is written by the helper');
+  // $1 = id, $2 = token, then the `set` values, then the `when` values, in key order.
+  const params: unknown[] = [spec.id, spec.token.toString()];
+  const bind = (value: unknown) => `$${params.push(value)}`;
+  const assignments = columns.map((c) => `${identifier(c)} = ${bind(spec.set[c])}`);
+  assignments.push(`${fence} = $2::bigint`);
+  const where = [`${idColumn} = $1`, `${fence} ${spec.acceptSameToken ? '<=' : '<'} $2::bigint`];
+  for (const c of conditions) where.push(`${identifier(c)} = ${bind(spec.when?.[c])}`);
+  const returning = (spec.returning ?? [idColumn]).map(identifier);
+  const sql =
+    `UPDATE ${identifier(spec.table)} SET ${assignments.join(', ')}` +
+    ` WHERE ${where.join(' AND ')} RETURNING ${returning.join(', ')}`;
+  return { sql, params };
+}
+
+/**
+ * Runs the one-statement fence on the manager's connection (its transaction,
+ * when it has one) as a prepared statement, and says whether it passed. On
+ * `passed: false` the caller reports FENCED_OUT and stops (docs/extending.md).
+ */
+export async function fencedUpdate<Row extends Record<string, unknown>>(
+  manager: EntityManager,
+  spec: FencedUpdateSpec,
+): Promise<FencedUpdateResult<Row>> {
+  const { sql, params } = fencedUpdateStatement(spec);
+  const result = await runPrepared(manager, sql, params);
+  assert.ok((result.rowCount ?? 0) <= 1, `fenced update of ${spec.table} matched several rows`);
+  const row = result.rows[0] as Row | undefined;
+  return { passed: row !== undefined, row };
+}
+
+function identifier(name: string): string {
+  assert.ok(IDENTIFIER.test(name), `not a plain SQL identifier: ${JSON.stringify(name)}`);
+  return name;
+}
