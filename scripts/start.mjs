@@ -309,6 +309,21 @@ async function main() {
       `[dlock] feed               ${FEED_RATE} new payouts/s (DLOCK_FEED_RATE; 0 turns it off)`,
     );
   }
+  // The operator console (docs/console.md), acting as the runbook's `operator` identity.
+  const CONSOLE_PORT = Number(process.env.CONSOLE_PORT ?? 8090);
+  startService('console', 'console', CONSOLE_PORT, {
+    AUTH_TOKEN_DIR: path.join(stateDir, 'identity', 'tokens', 'operator'),
+    ...peers,
+    EXECUTOR_URLS: Array.from(
+      { length: EXECUTORS },
+      (_, i) => `http://127.0.0.1:${8084 + (i === 0 ? 0 : 10 + i)}`,
+    ).join(','),
+    RECONCILER_URL: 'http://127.0.0.1:8086',
+  });
+  if (await waitReady(CONSOLE_PORT))
+    console.log(
+      `[dlock] operator console   http://127.0.0.1:${CONSOLE_PORT}/  (CONSOLE_PORT to change)`,
+    );
   console.log('[dlock] up. Payouts by state every 2 s; Ctrl-C stops everything.');
   await view(Date.now());
 }

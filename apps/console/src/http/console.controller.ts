@@ -1,0 +1,74 @@
+import { Body, Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { DlockError } from '@dlock/lock-api';
+import { ActionsService } from '../service/actions.service';
+import { EventFeed } from '../service/event-feed';
+import { OverviewService, type Overview } from '../service/overview.service';
+import { AbandonActionBody, ResolveActionBody, RevokeActionBody } from './dto';
+
+/** Keeps idle proxies from closing the stream; a comment line, ignored by EventSource. */
+const SSE_KEEPALIVE_MS = 15_000;
+
+/** The page's JSON and its event stream. Parses and maps; the services hold the rules. */
+@Controller('api')
+export class ConsoleController {
+  constructor(
+    private readonly overviewService: OverviewService,
+    private readonly actions: ActionsService,
+    private readonly feed: EventFeed,
+  ) {}
+
+  @Get('overview')
+  overview(): Promise<Overview> {
+    return this.overviewService.overview();
+  }
+
+  /**
+   * Server-sent events: first the events kept so far and each service's
+   * status, then every new one as the poller reads it.
+   */
+  @Get('events')
+  events(@Req() req: Request, @Res() res: Response): void {
+    const send = (kind: 'safety' | 'sources', data: unknown) =>
+      res.write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
+    if (!this.feed.subscribe(send)) {
+      throw new DlockError('UNAVAILABLE', 'too many open event streams', {
+        httpStatus: 503,
+        retryAfterMillis: 5_000,
+      });
+    }
+    res.status(200).set({
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+    });
+    res.flushHeaders();
+    const snapshot = this.feed.snapshot();
+    send('sources', snapshot.sources);
+    for (const e of snapshot.events) send('safety', e);
+    const keepalive = setInterval(() => res.write(': keepalive\n\n'), SSE_KEEPALIVE_MS);
+    req.on('close', () => {
+      clearInterval(keepalive);
+      this.feed.unsubscribe(send);
+    });
+  }
+
+  @Post('actions/revoke')
+  @HttpCode(200)
+  revoke(@Body() body: RevokeActionBody) {
+    return this.actions.revoke(body.key, body.reason, body.expectedToken);
+  }
+
+  @Post('actions/abandon')
+  @HttpCode(200)
+  abandon(@Body() body: AbandonActionBody) {
+    return this.actions.abandon(body.payoutId, body.reason);
+  }
+
+  @Post('actions/resolve')
+  @HttpCode(200)
+  resolve(@Body() body: ResolveActionBody) {
+    const { payoutId, ...verdict } = body;
+    return this.actions.resolve(payoutId, verdict);
+  }
+}

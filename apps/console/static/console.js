@@ -1,0 +1,389 @@
+// The operator console's page: the overview every 2 s from /api/overview, the
+// safety events pushed over /api/events (SSE), and the actions posted to
+// /api/actions/*. Plain DOM, every text set through textContent.
+'use strict';
+
+const STATES = [
+  'PENDING',
+  'CLAIMED',
+  'RAIL_SUBMITTED',
+  'RAIL_ACKED',
+  'RAIL_AMBIGUOUS',
+  'POSTED',
+  'FAILED',
+  'ABANDONED',
+];
+const REFRESH_MS = 2000;
+const FEED_MAX = 200;
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') node.className = v;
+    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  for (const c of children)
+    node.append(c instanceof Node ? c : document.createTextNode(String(c ?? '')));
+  return node;
+}
+
+function seconds(ms) {
+  return ms >= 10000 ? `${Math.round(ms / 1000)} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** A panel whose service did not answer says so instead of showing stale rows. */
+function unreachable(section) {
+  return el('span', { class: 'unreachable' }, `${section.service} unreachable: ${section.error}`);
+}
+
+function renderStats(section) {
+  const states = $('states');
+  states.replaceChildren();
+  const chart = $('chart');
+  chart.replaceChildren();
+  if (!section.ok) {
+    states.append(unreachable(section));
+    $('latency').replaceChildren();
+    return;
+  }
+  const s = section.data;
+  for (const state of STATES) {
+    const count = s.byState[state] ?? 0;
+    const attrs = { class: `state ${state}`, 'data-state': state };
+    if (state === 'POSTED') attrs['data-testid'] = 'posted-count';
+    states.append(el('div', attrs, state, el('b', {}, count)));
+  }
+  $('window').textContent = `posted per second, last ${Math.round(s.windowSeconds / 60)} min`;
+  drawChart(chart, s.postedPerBucket, s.bucketSeconds);
+  const l = s.latencyMillis;
+  $('latency').replaceChildren(
+    el('span', {}, 'latency p50 ', el('b', { 'data-testid': 'p50' }, fmtMs(l.p50))),
+    el('span', {}, 'p90 ', el('b', {}, fmtMs(l.p90))),
+    el('span', {}, 'p99 ', el('b', {}, fmtMs(l.p99))),
+    el(
+      'span',
+      { title: 'created to POSTED, payouts posted in the window' },
+      'of ',
+      el('b', {}, l.count),
+      ' posted',
+    ),
+  );
+}
+
+function fmtMs(v) {
+  return v === null || v === undefined
+    ? '–'
+    : v >= 1000
+      ? `${(v / 1000).toFixed(2)} s`
+      : `${Math.round(v)} ms`;
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** Bars of posted/s per bucket; the y axis scales to the highest bar. */
+function drawChart(chart, buckets, bucketSeconds) {
+  // Drawn in the element's own pixels, so the labels are never stretched.
+  const W = Math.max(200, Math.round(chart.clientWidth));
+  const H = Math.max(60, Math.round(chart.clientHeight));
+  const left = 34;
+  const bottom = 12;
+  chart.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  const rates = buckets.map((b) => b.count / bucketSeconds);
+  const max = Math.max(1, ...rates);
+  const width = (W - left) / Math.max(1, rates.length);
+  rates.forEach((r, i) => {
+    const h = ((H - bottom - 4) * r) / max;
+    chart.append(
+      svg('rect', {
+        x: left + i * width + 0.5,
+        y: H - bottom - h,
+        width: Math.max(1, width - 1),
+        height: h,
+      }),
+    );
+  });
+  chart.append(svg('text', { x: 2, y: 10 }, `${max.toFixed(1)}/s`));
+  chart.append(svg('text', { x: 2, y: H - bottom }, '0'));
+  if (buckets.length > 0) {
+    chart.append(svg('text', { x: left, y: H - 1 }, new Date(buckets[0].at).toLocaleTimeString()));
+    chart.append(
+      svg(
+        'text',
+        { x: W - 62, y: H - 1 },
+        new Date(buckets[buckets.length - 1].at).toLocaleTimeString(),
+      ),
+    );
+  }
+}
+
+function renderLocks(section) {
+  const body = $('locks').tBodies[0];
+  body.replaceChildren();
+  if (!section.ok) {
+    $('locks-note').replaceChildren(unreachable(section));
+    return;
+  }
+  const { locks, truncated } = section.data;
+  $('locks-note').textContent = `${locks.length}${truncated ? '+' : ''} now`;
+  for (const l of locks) {
+    body.append(
+      el(
+        'tr',
+        { 'data-key': l.key },
+        el('td', {}, l.key),
+        el('td', {}, l.ownerId),
+        el('td', { class: 'num token' }, l.token),
+        el('td', { class: 'num' }, seconds(l.leaseRemainingMillis)),
+        el('td', {}, el('button', { type: 'button', onclick: () => prefillRevoke(l) }, 'revoke…')),
+      ),
+    );
+  }
+}
+
+function renderSessions(section) {
+  const body = $('sessions').tBodies[0];
+  body.replaceChildren();
+  if (!section.ok) {
+    $('sessions-note').replaceChildren(unreachable(section));
+    return;
+  }
+  const { sessions, truncated } = section.data;
+  $('sessions-note').textContent = `${sessions.length}${truncated ? '+' : ''} open`;
+  for (const s of sessions) {
+    // A heartbeat resets the session's TTL: the time since the last one is what the TTL lost.
+    const since = Math.max(0, s.ttlMillis - s.ttlRemainingMillis);
+    body.append(
+      el(
+        'tr',
+        {},
+        el('td', {}, s.ownerId),
+        el('td', { title: s.sessionId }, s.sessionId.slice(0, 8)),
+        el('td', { class: 'num' }, s.locksHeld),
+        el('td', { class: 'num' }, `${seconds(since)} ago`),
+        el('td', { class: 'num' }, seconds(s.ttlRemainingMillis)),
+      ),
+    );
+  }
+}
+
+function renderFences(section) {
+  const body = $('fences').tBodies[0];
+  body.replaceChildren();
+  if (!section.ok) {
+    $('fences-note').replaceChildren(unreachable(section));
+    return;
+  }
+  const { rows, truncated, highWaterError } = section.data;
+  const gaps = rows.filter((r) => !r.agree).length;
+  $('fences-note').replaceChildren(
+    `${rows.length}${truncated ? '+' : ''} accounts, ${gaps} differ`,
+    highWaterError
+      ? el('span', { class: 'unreachable' }, ` rail-proxy unreachable: ${highWaterError}`)
+      : '',
+  );
+  for (const r of rows) {
+    body.append(
+      el(
+        'tr',
+        { class: r.agree ? '' : 'disagree', 'data-account': r.accountId },
+        el('td', {}, r.accountId),
+        el(
+          'td',
+          { class: 'num' },
+          r.balanceMinor === null ? '–' : `${r.balanceMinor} ${r.currency}`,
+        ),
+        el('td', { class: 'num mark' }, r.fence ?? '–'),
+        el('td', { class: 'num mark' }, r.highWater ?? '–'),
+      ),
+    );
+  }
+}
+
+function renderAmbiguous(section) {
+  const box = $('ambiguous');
+  box.replaceChildren();
+  if (!section.ok) {
+    $('ambiguous-note').replaceChildren(unreachable(section));
+    return;
+  }
+  const { items, more } = section.data;
+  $('ambiguous-note').textContent = `${items.length}${more ? '+' : ''} waiting`;
+  for (const { payout, evidence } of items) {
+    const subs = !evidence.ok
+      ? [el('div', { class: 'sub unreachable' }, `evidence unavailable: ${evidence.error}`)]
+      : evidence.data.length === 0
+        ? [el('div', { class: 'sub' }, 'no rail submission recorded')]
+        : evidence.data.map((s) =>
+            el(
+              'div',
+              { class: 'sub' },
+              `${s.submissionId.slice(0, 8)} token ${s.presentedToken} by ${s.ownerId}: ${s.outcome ?? 'no outcome'}`,
+              s.railReference ? ` ref ${s.railReference}` : '',
+              s.errorCode ? ` (${s.errorCode})` : '',
+            ),
+          );
+    box.append(
+      el(
+        'div',
+        { class: 'amb', 'data-payout': payout.payoutId },
+        el('code', {}, payout.payoutId),
+        ` ${payout.accountId} ${payout.amountMinor} ${payout.currency} `,
+        el('button', { type: 'button', onclick: () => prefillPayout(payout, evidence) }, 'act…'),
+        ...subs,
+      ),
+    );
+  }
+}
+
+function renderOverview(o) {
+  $('operator').textContent = `acting as ${o.operator}`;
+  $('updated').textContent = `updated ${new Date(o.at).toLocaleTimeString()}`;
+  renderStats(o.stats);
+  renderLocks(o.locks);
+  renderSessions(o.sessions);
+  renderFences(o.fences);
+  renderAmbiguous(o.ambiguous);
+}
+
+async function refresh() {
+  try {
+    const res = await fetch('/api/overview', { signal: AbortSignal.timeout(10000) });
+    if (res.ok) renderOverview(await res.json());
+    else $('updated').textContent = `console answered ${res.status}`;
+  } catch (err) {
+    $('updated').textContent = `console unreachable (${err.message})`;
+  } finally {
+    setTimeout(refresh, REFRESH_MS);
+  }
+}
+
+function renderSources(sources) {
+  $('sources').replaceChildren(
+    ...sources.map((s) =>
+      el(
+        'span',
+        {
+          class: s.reachable ? 'badge' : 'badge down',
+          title: s.error ?? 'reachable',
+          'data-service': s.service,
+        },
+        s.reachable ? s.service : `${s.service} unreachable`,
+      ),
+    ),
+  );
+}
+
+function addEvent(e) {
+  const feed = $('feed');
+  const fields = Object.entries(e.fields)
+    .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`)
+    .join(' ');
+  feed.prepend(
+    el(
+      'li',
+      { 'data-event': e.event, 'data-service': e.service },
+      `${new Date(e.at).toLocaleTimeString()} `,
+      el('span', { class: 'ev' }, e.event),
+      ' ',
+      el('span', { class: 'svc' }, e.service),
+      ' ',
+      fields,
+    ),
+  );
+  while (feed.children.length > FEED_MAX) feed.lastChild.remove();
+}
+
+function listen() {
+  const source = new EventSource('/api/events');
+  source.addEventListener('safety', (m) => addEvent(JSON.parse(m.data)));
+  source.addEventListener('sources', (m) => renderSources(JSON.parse(m.data)));
+  source.addEventListener('open', () => ($('feed-note').textContent = 'live'));
+  source.addEventListener('error', () => ($('feed-note').textContent = 'reconnecting…'));
+}
+
+function prefillRevoke(lock) {
+  $('revoke-key').value = lock.key;
+  $('revoke-token').value = lock.token;
+  $('revoke-reason').focus();
+}
+
+function prefillPayout(payout, evidence) {
+  $('payout-id').value = payout.payoutId;
+  const acked = evidence.ok ? evidence.data.find((s) => s.railReference) : undefined;
+  $('payout-railref').value = acked ? acked.railReference : '';
+  $('payout-reason').focus();
+}
+
+/** Shows the service's answer: what changed, or its own refusal (code and message). */
+function showResult(ok, body) {
+  const box = $('action-result');
+  box.className = ok ? 'ok' : 'error';
+  if (ok) {
+    const text = body.newTokenFloor
+      ? `revoked ${body.key}: token ${body.revokedToken} revoked, new token floor ${body.newTokenFloor}`
+      : `payout ${body.payoutId} is now ${body.state}`;
+    box.replaceChildren(el('span', { 'data-testid': 'result-text' }, text));
+    return;
+  }
+  const fields =
+    body.details && Array.isArray(body.details.fields)
+      ? body.details.fields.map((f) => ` ${f.field}: ${f.message}`).join(';')
+      : '';
+  box.replaceChildren(
+    el('span', { class: 'code', 'data-testid': 'error-code' }, body.code),
+    el('span', { 'data-testid': 'error-message' }, body.message + fields),
+  );
+}
+
+async function act(path, body) {
+  try {
+    const res = await fetch(`/api/actions/${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(20000),
+    });
+    showResult(res.ok, await res.json());
+  } catch (err) {
+    showResult(false, { code: 'UNAVAILABLE', message: `console unreachable: ${err.message}` });
+  }
+}
+
+$('revoke-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const token = $('revoke-token').value.trim();
+  void act('revoke', {
+    key: $('revoke-key').value.trim(),
+    reason: $('revoke-reason').value,
+    ...(token === '' ? {} : { expectedToken: token }),
+  });
+});
+
+function payoutAction(path, extra) {
+  void act(path, { payoutId: $('payout-id').value.trim(), ...extra });
+}
+$('abandon').addEventListener('click', () =>
+  payoutAction('abandon', { reason: $('payout-reason').value }),
+);
+$('resolve-acked').addEventListener('click', () => {
+  const railReference = $('payout-railref').value.trim();
+  payoutAction('resolve', {
+    resolution: 'ACKED',
+    evidence: $('payout-reason').value,
+    ...(railReference === '' ? {} : { railReference }),
+  });
+});
+$('resolve-notfound').addEventListener('click', () =>
+  payoutAction('resolve', { resolution: 'NOT_FOUND', evidence: $('payout-reason').value }),
+);
+
+listen();
+void refresh();
