@@ -177,14 +177,18 @@ describe('the demo keeps paying: sustained flow with the feed running (issue 18)
     const failed = settled.FAILED ?? 0;
     const reasons = await failureReasons(paydb);
     const share = failed / (posted + failed);
-    // Printed for the report; the assertions below are what the test holds.
-    console.log(
-      JSON.stringify({ settled, reasons, failedShare: share, samples: samples.length }, null, 0),
-    );
-    expect(posted + failed).toBeGreaterThanOrEqual(SETTLED_MIN);
-    expect({ insufficientFunds: reasons.INSUFFICIENT_FUNDS ?? 0 }).toEqual({
-      insufficientFunds: 0,
+    // One assertion, so a failure shows the counts and the reasons with it.
+    expect({
+      settled,
+      reasons,
+      enoughSettled: posted + failed >= SETTLED_MIN,
+      shareWithinBound: share <= DECLINE_RATE + FAILED_SHARE_MARGIN,
+    }).toEqual({
+      settled: expect.anything(),
+      // A payout FAILED for want of funds means the feed ran its accounts dry.
+      reasons: expect.not.objectContaining({ INSUFFICIENT_FUNDS: expect.anything() }),
+      enoughSettled: true,
+      shareWithinBound: true,
     });
-    expect(share).toBeLessThanOrEqual(DECLINE_RATE + FAILED_SHARE_MARGIN);
   });
 });
