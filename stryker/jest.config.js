@@ -10,6 +10,8 @@ const unit = base.projects.find((p) => p.displayName === 'unit');
 module.exports = {
   rootDir: '..',
   transform: unit.transform,
+  // jose 6 is ESM only and is transformed like our sources (jest.config.js).
+  transformIgnorePatterns: unit.transformIgnorePatterns,
   moduleNameMapper: unit.moduleNameMapper,
   testEnvironment: 'node',
   testTimeout: base.testTimeout,

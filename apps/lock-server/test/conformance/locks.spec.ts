@@ -187,6 +187,45 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     );
   });
 
+  it("L5 names the key's latest token once released, and null for a key never acquired", async () => {
+    const grant = await api.acquire('renew:released', alice, 'alice');
+    expect((await api.release('renew:released', alice, grant.body.fencingToken)).status).toBe(204);
+    const lockLost = (storedToken: string | null) => ({
+      status: 409,
+      body: {
+        code: 'LOCK_LOST',
+        message: expect.any(String),
+        retrySafe: false,
+        details: { storedToken },
+        traceId: TRACE_ID,
+      },
+    });
+    const released = await api.renew('renew:released', alice, grant.body.fencingToken);
+    expect({ status: released.status, body: released.body }).toEqual(
+      lockLost(grant.body.fencingToken),
+    );
+    const never = await api.renew('renew:never', alice, grant.body.fencingToken);
+    expect({ status: never.status, body: never.body }).toEqual(lockLost(null));
+  });
+
+  it('L5 on a session never issued answers 404 SESSION_UNKNOWN', async () => {
+    const grant = await api.acquire('renew:unknown', alice, 'alice');
+    const res = await api.renew(
+      'renew:unknown',
+      '0b7c1e5a-1111-4222-8333-944455556666',
+      grant.body.fencingToken,
+    );
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 404,
+      body: {
+        code: 'SESSION_UNKNOWN',
+        message: expect.any(String),
+        retrySafe: false,
+        traceId: TRACE_ID,
+      },
+    });
+  });
+
   it('L5 on an expired session answers 410 SESSION_EXPIRED', async () => {
     const short = await api.session('short-renew', 1000);
     const grant = await api.acquire('renew:expired', short, 'short-renew');
@@ -294,6 +333,32 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
       traceId: TRACE_ID,
     });
     expect((await api.inspect('revoke:cas')).body.fencingToken).toBe(grant.body.fencingToken);
+  });
+
+  it('L8 on a released key with its last token expected answers 404 NOT_FOUND, not FENCED_OUT', async () => {
+    const grant = await api.acquire('revoke:released', alice, 'alice');
+    expect((await api.release('revoke:released', alice, grant.body.fencingToken)).status).toBe(204);
+    const res = await api.revoke('revoke:released', {
+      operator: 'ops',
+      reason: 'nothing to revoke any more',
+      expectedToken: grant.body.fencingToken,
+    });
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 404,
+      body: { code: 'NOT_FOUND', message: expect.any(String), retrySafe: false, traceId: TRACE_ID },
+    });
+  });
+
+  it("L4 by the holder's owner from another session is contended: a grant belongs to its session", async () => {
+    const held = await api.acquire('contended:owner', alice, 'alice', { ttlMillis: 5000 });
+    expect(held.status).toBe(200);
+    const aliceAgain = await api.session('alice', 30_000);
+    const res = await api.acquire('contended:owner', aliceAgain, 'alice');
+    expect({ status: res.status, code: res.body.code, holder: res.body.details }).toEqual({
+      status: 409,
+      code: 'LOCK_CONTENDED',
+      holder: { holderOwnerId: 'alice', expiresAt: held.body.expiresAt },
+    });
   });
 
   it('L8 on a key that is not held answers 404 NOT_FOUND', async () => {

@@ -110,6 +110,16 @@ describe('etcd store: leases given back, waiters woken', () => {
     await waitFor(async () => !(await leaseAlive(deadLease)), 5_000, 'the dead lease to go');
   });
 
+  it("a revoke of a key whose holder's session died is NOT_FOUND, though the key lives on", async () => {
+    const dead = await sessions.open('dead-r', 30_000);
+    expect((await acquire('leases:revoke-dead', dead.sessionId, 'dead-r')).kind).toBe('granted');
+    await killSession(dead.sessionId);
+    expect(await lockLease('leases:revoke-dead')).toBeDefined();
+    await expect(
+      store.revoke({ key: 'leases:revoke-dead', operator: 'ops', reason: 'holder already dead' }),
+    ).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
   it("a wait for release ends when the holder's session dies, though its key lives on", async () => {
     const holder = await sessions.open('holder-w', 30_000);
     expect((await acquire('leases:wait', holder.sessionId, 'holder-w')).kind).toBe('granted');
