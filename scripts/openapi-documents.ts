@@ -18,6 +18,7 @@ const ENV = {
   AUTH_JWKS: '/nonexistent/jwks.json',
   AUTH_ISSUER: 'openapi',
   AUTH_TOKEN_DIR: '/nonexistent/tokens',
+  AUTH_POLICY: '/nonexistent/policy.yaml',
   OWNER_ID: 'openapi',
   LOCKDB_URL: 'postgres://openapi@127.0.0.1:1/lockdb',
   PAYDB_URL: 'postgres://openapi@127.0.0.1:1/paydb',
