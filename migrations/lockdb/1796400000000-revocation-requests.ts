@@ -53,7 +53,17 @@ export class RevocationRequests1796400000000 implements MigrationInterface {
     );
   }
 
+  /** Fails (and changes nothing) once a request exists: audit records are never deleted. */
   async down(q: QueryRunner): Promise<void> {
+    const rows: { n: string }[] = await q.query(
+      `SELECT count(*)::text AS n FROM lock_revocation_request`,
+    );
+    if (rows[0].n !== '0') {
+      throw new Error(
+        `refusing to revert: ${rows[0].n} lock_revocation_request row(s) exist; ` +
+          'revocation requests are audit records and are never deleted',
+      );
+    }
     await q.query(`DROP TABLE lock_revocation_request`);
     await q.query(`DROP FUNCTION lock_revocation_request_kept()`);
   }

@@ -125,9 +125,11 @@ const REFUSED: Refused[] = [
     'operator',
     'lock-server',
     'POST',
-    () => '/v1/locks/payout:a/acquire',
+    () => '/v1/locks/billing:a/acquire',
     'locks.acquire',
     () => ({ sessionId: SID }),
+    {},
+    'identity may not lock this key',
   ],
   [
     'executor-1',

@@ -7,8 +7,9 @@
 // and `nobody` as the user. Only /tmp is writable in both deployments (the
 // emptyDir / tmpfs / volume); it is mapped to a fresh directory owned by
 // `nobody`, and TMPDIR points there as /tmp is the container's temp dir.
-// Deviations, all forced by sharing one machine: PORT is a free port, and the
-// database URLs are this run's embedded PostgreSQL.
+// Deviations, all forced by sharing one machine: PORT is a free port, the
+// database URLs are this run's embedded PostgreSQL, and AUTH_POLICY is the
+// repository file the deployment mounts.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import {
   chmodSync,
@@ -35,6 +36,8 @@ const APPS = [
   'reconciler',
 ];
 const WRITABLE_MOUNT = '/tmp';
+/** Where each deployment's mounted policy file comes from in the repository. */
+const POLICY_SOURCE = { k8s: 'k8s/base', compose: 'deploy/policy' } as const;
 
 const nobody = {
   uid: Number(execFileSync('id', ['-u', 'nobody']).toString().trim()),
@@ -168,11 +171,18 @@ describe('every app starts as a non-root user on a read-only root filesystem', (
   });
 
   /** The manifest's env with the forced deviations: free PORT, our databases, /tmp mapped. */
-  async function localize(env: Record<string, string>, sandbox: Sandbox) {
+  async function localize(
+    env: Record<string, string>,
+    sandbox: Sandbox,
+    source: 'k8s' | 'compose',
+  ) {
     const out: Record<string, string> = { TMPDIR: sandbox.tmpDir };
     for (const [name, value] of Object.entries(env)) {
       const fileOf = /^(LOCKDB|PAYDB|PROXYDB)_URL_FILE$/.exec(name);
-      if (fileOf) {
+      if (name === 'AUTH_POLICY') {
+        // The policy file the deployment mounts (k8s: a ConfigMap; compose: ./deploy/policy).
+        out[name] = path.join(REPO_ROOT, POLICY_SOURCE[source], path.basename(value));
+      } else if (fileOf) {
         const file = path.join(sandbox.secretsDir, path.basename(value));
         writeFileSync(file, dbUrls[`${fileOf[1]}_URL`], { mode: 0o444 });
         out[name] = file;
@@ -195,7 +205,7 @@ describe('every app starts as a non-root user on a read-only root filesystem', (
     async ({ app, source }) => {
       const sandbox = makeSandbox();
       sandboxes.push(sandbox);
-      const env = await localize(source === 'k8s' ? k8sEnv(app) : composeEnv(app), sandbox);
+      const env = await localize(source === 'k8s' ? k8sEnv(app) : composeEnv(app), sandbox, source);
       expect(env.APP).toBe(app);
       const { proc, output } = startAsNobody(sandbox, env);
       const base = `http://127.0.0.1:${env.PORT}`;

@@ -186,6 +186,34 @@ describe('records are never removed; down migrations never rewind a token source
     await expectNothingRemoves(urls.proxydb, 'rail_high_water');
   });
 
+  it('lockdb: a revocation request is kept, and its migration refuses to revert over one', async () => {
+    const lockdb = await cliMigrated('lockdb');
+    await withClient(lockdb, (c) =>
+      c.query(
+        `INSERT INTO lock_revocation_request
+           (request_id, lock_key, operator, reason, requested_by, expires_at)
+         VALUES ($1, 'payout:acct-1', 'oncall', 'stuck holder', 'operator-a', now())`,
+        [randomUUID()],
+      ),
+    );
+    await withClient(lockdb, async (c) => {
+      for (const sql of [
+        'DELETE FROM lock_revocation_request',
+        'TRUNCATE lock_revocation_request',
+      ]) {
+        await expect(c.query(sql)).rejects.toThrow(
+          /^lock_revocation_request: (DELETE|TRUNCATE) refused/,
+        );
+      }
+      expect(await count(c, 'lock_revocation_request')).toBe(1);
+    });
+    const before = (await applied(lockdb)).length;
+    const refused = await typeorm('migration:revert', 'lockdb', lockdb);
+    expect(refused.code).not.toBe(0);
+    expect(refused.out).toContain('revocation requests are audit records');
+    expect((await applied(lockdb)).length).toBe(before);
+  });
+
   it('revert refuses to drop fencing_token_seq, rail_high_water or account.fence without the override', async () => {
     const lockdb = await cliMigrated('lockdb');
     const proxydb = await cliMigrated('proxydb');
@@ -201,7 +229,7 @@ describe('records are never removed; down migrations never rewind a token source
 
     // The later migrations revert (and re-apply) cleanly: their downs touch no token.
     for (const [db, url, harmless] of [
-      ['lockdb', lockdb, 2],
+      ['lockdb', lockdb, 3],
       ['proxydb', proxydb, 2],
       ['paydb', paydb, 5],
     ] as const) {

@@ -12,7 +12,9 @@ import { OPERATIONS } from '@dlock/identity';
 const REPO = join(__dirname, '..', '..');
 /** Routes nobody authenticates to: probes, and the rail stub (a bank outside the system). */
 const OPEN_CONTROLLERS = new Set(['libs/observability/src/health.ts']);
-const OPEN_APPS = ['apps/rail-stub/'];
+// The rail stub stands in for a bank; the console is a local page that calls the
+// services with its operator token and serves no service API (docs/console.md).
+const OPEN_APPS = ['apps/rail-stub/', 'apps/console/'];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true, recursive: true })
