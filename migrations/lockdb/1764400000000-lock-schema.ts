@@ -2,7 +2,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { assertDestructiveDownAllowed } from '../destructive-down';
 
 /**
- * lockdb schema (DECISIONS §3).
+ * lockdb schema (docs/operations.md).
  * - `fencing_token_seq`: the ONE source of fencing tokens. Never reset or
  *   rewound (INV-04); a restore must set it above every token ever issued.
  * - `lock_session`: one row per session; expiry is compared with the

@@ -2,9 +2,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { assertDestructiveDownAllowed } from '../destructive-down';
 
 /**
- * paydb (DECISIONS §3): accounts carrying the authoritative fence, payouts and
- * their state machine (02 §2.3), the append-only double-entry ledger (INV-03),
- * idempotency records (C3 §3.1) and the transition audit log (FR-30).
+ * paydb (docs/operations.md): accounts carrying the authoritative fence, payouts and
+ * their state machine (docs/payment-resource.md), the append-only double-entry ledger (INV-03),
+ * idempotency records (docs/contract.md) and the transition audit log (FR-30).
  */
 export class PaydbSchema1767225600000 implements MigrationInterface {
   name = 'PaydbSchema1767225600000';

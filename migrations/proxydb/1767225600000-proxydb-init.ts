@@ -2,7 +2,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { assertDestructiveDownAllowed } from '../destructive-down';
 
 /**
- * proxydb, owned by rail-proxy alone (DECISIONS §3):
+ * proxydb, owned by rail-proxy alone (docs/operations.md):
  * - rail_high_water: fence point (c), one monotonic mark per account.
  * - rail_submission: intent-then-outcome record per attempt (FR-18, FR-19).
  * - rail_idempotency: stored responses per (X-Idempotency-Key, presented token).
@@ -57,7 +57,7 @@ export class ProxydbInit1767225600000 implements MigrationInterface {
         CHECK (outcome IS DISTINCT FROM 'ACKED' OR rail_reference IS NOT NULL)
       )`);
     // FR-18: at most one live submission per payout. A FENCED row is a rejected
-    // stale attempt and must not block the legitimate holder (DECISIONS §3).
+    // stale attempt and must not block the legitimate holder (docs/operations.md).
     // Rows written with the harness-only kill switch off are outside the index,
     // which is what lets the negative control produce a duplicate.
     await q.query(`

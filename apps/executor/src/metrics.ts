@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, register } from 'prom-client';
 
-/** The four pinned labels of payout_execute_seconds (DECISIONS §6). */
+/** The four pinned labels of payout_execute_seconds (docs/operations.md). */
 export type ExecuteLabel = 'posted' | 'failed' | 'abandoned' | 'ambiguous';
 
 /** The hop that refused a payout's request as invalid (400 VALIDATION_FAILED). */

@@ -16,7 +16,7 @@ import {
 } from './support';
 
 /**
- * T-025 §5 acceptance 2–6 and 9 against real processes: lock-server (pg),
+ * docs/executor.md §5 acceptance 2–6 and 9 against real processes: lock-server (pg),
  * payment-resource, rail-stub, rail-proxy and executor workers, each on its
  * own fresh database. One set of services for the whole file; every scenario
  * uses its own accounts.

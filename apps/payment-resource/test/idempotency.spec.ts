@@ -10,7 +10,7 @@ import {
   type Harness,
 } from './support';
 
-describe('idempotency (C3 §3.1, DECISIONS §4) and int64 tokens', () => {
+describe('idempotency (docs/contract.md, docs/contract.md) and int64 tokens', () => {
   let h: Harness;
   beforeAll(async () => {
     h = await startPaymentResource();

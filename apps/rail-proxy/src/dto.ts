@@ -15,7 +15,7 @@ import {
   type SubmitRequest,
 } from '@dlock/payout-contract';
 
-/** POST /v1/rail/submissions body (C3 §3.5). Headers carry token, owner and key. */
+/** POST /v1/rail/submissions body (docs/rail.md). Headers carry token, owner and key. */
 export class SubmissionBody implements SubmitRequest {
   @ApiProperty({ format: 'uuid' })
   @IsUUID()

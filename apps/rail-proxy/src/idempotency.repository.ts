@@ -3,8 +3,8 @@ import { sqlRows } from './sql';
 import { DataSource, type EntityManager } from 'typeorm';
 
 /**
- * The response a (key, token) scope produced, replayed as given (C3 §3.1,
- * DECISIONS §4). A 200 names no body: it is rebuilt from the scope's resolved
+ * The response a (key, token) scope produced, replayed as given (docs/contract.md,
+ * docs/contract.md). A 200 names no body: it is rebuilt from the scope's resolved
  * submission, which never changes again, so the outcome is recorded in one
  * statement without knowing the database's clock first. (Rows written before
  * that change still carry their body.)

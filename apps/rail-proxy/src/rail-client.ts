@@ -31,7 +31,7 @@ interface ReadBudget {
  * A TCP connection to the rail, opened BEFORE the intent commits and written
  * to at most once AFTER it commits. Until `present` writes, the rail has been
  * shown nothing but a handshake, which is how the proxy proves that a 503
- * RAIL_UNAVAILABLE presented nothing (C3 §3.2).
+ * RAIL_UNAVAILABLE presented nothing (docs/contract.md).
  */
 export class RailConnection {
   private used = false;
@@ -85,7 +85,7 @@ export class RailConnection {
 }
 
 /**
- * The proxy is the only component that talks to the rail (C3 §3.5). It uses
+ * The proxy is the only component that talks to the rail (docs/rail.md). It uses
  * no pooled connection: each submission's connection is opened before its
  * intent commits and closed after its one answer, since a failure on a
  * reused connection could not prove that nothing was presented (docs/rail.md,
@@ -122,7 +122,7 @@ export class RailClient {
     return deadline;
   }
 
-  /** TCP connect only (1 s budget, C3 §3.8); writes nothing. */
+  /** TCP connect only (1 s budget, docs/contract.md); writes nothing. */
   async connect(deadline: RequestDeadline): Promise<ConnectResult> {
     try {
       const socket = await this.transport.connect(this.url, this.config.RAIL_CONNECT_TIMEOUT_MS);

@@ -1,6 +1,6 @@
 import { PeerUnavailableError } from '@dlock/http-client';
 
-/** What the rail is asked to do: no token, no key — it is a third party (C3 §3.6). */
+/** What the rail is asked to do: no token, no key — it is a third party (docs/rail.md). */
 export interface RailTransfer {
   clientRef: string;
   amountMinor: number;

@@ -3,7 +3,7 @@ import type { StoredResponse } from './idempotency.repository';
 import type { AmbiguityReason } from './rail-outcome';
 import type { SubmissionRecord, SubmissionRequest } from './submission.types';
 
-/** C3 §3.4 body: enough to alert on without a database query. */
+/** docs/payment-resource.md body: enough to alert on without a database query. */
 export function fencedOutError(req: SubmissionRequest, highest: bigint): DlockError {
   return new DlockError(
     'FENCED_OUT',
@@ -72,7 +72,7 @@ export function railAmbiguousError(
   );
 }
 
-/** C3 §3.5 / DECISIONS §4: a rail decline is 422 VALIDATION_FAILED, details.outcome REJECTED. */
+/** docs/rail.md / docs/contract.md: a rail decline is 422 VALIDATION_FAILED, details.outcome REJECTED. */
 export function railRejectedError(
   req: SubmissionRequest,
   submissionId: string,

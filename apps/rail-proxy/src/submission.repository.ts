@@ -71,7 +71,7 @@ export class SubmissionRepository {
   constructor(private readonly db: DataSource) {}
 
   /**
-   * Steps 1-3 of C3 §3.5 in one statement, each part running only if the one
+   * Steps 1-3 of docs/rail.md in one statement, each part running only if the one
    * before it let the request through:
    *   - the idempotency scope (key, token) is reserved; a concurrent twin waits
    *     here for the first to finish, then finds it taken;
@@ -80,7 +80,7 @@ export class SubmissionRepository {
    *     when it does not rise, which serialises the account's submissions;
    *   - the intent row, outcome NULL, unless the payout already has a live
    *     submission, whatever its token (FR-18: the partial unique index decides).
-   * With `fencingEnforced` false (harness negative control, DECISIONS §7) the
+   * With `fencingEnforced` false (harness negative control, docs/operations.md) the
    * mark only ever rises and nothing is refused by it; `mark` (the value after
    * the statement) above the token then shows a regression let through.
    */

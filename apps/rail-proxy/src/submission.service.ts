@@ -38,7 +38,7 @@ type Admission =
 const REPLAY_POLL_MS = 100;
 
 /**
- * Fence point (c): admission in the order of C3 §3.5 — (1) high-water, (2) one
+ * Fence point (c): admission in the order of docs/rail.md — (1) high-water, (2) one
  * live submission per payout, (3) intent committed, (4) forward once, record
  * once, never retry (FR-18..FR-20).
  */

@@ -274,7 +274,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       },
       traceId: TRACE,
     });
-    // Strictly greater: an equal token is refused as well (C3 §3.7).
+    // Strictly greater: an equal token is refused as well (docs/rail.md).
     const equal = await submit(proxy.url, second, '20', { key: `${keyOf(second)}-b` });
     expect(equal.status).toBe(409);
     expect(equal.body.details.highestToken).toBe('20');

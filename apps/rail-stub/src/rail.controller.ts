@@ -19,7 +19,7 @@ const REFUSAL = wireSchema<Refusal>('RailRefusal', {
 });
 const ENVELOPE = schemaRef('ErrorEnvelope');
 
-/** The rail's own surface: no /v1 prefix, no token, no idempotency (C3 §3.1, §3.6). */
+/** The rail's own surface: no /v1 prefix, no token, no idempotency (docs/contract.md, §3.6). */
 @ApiTags('rail')
 @Controller()
 export class RailController {

@@ -94,7 +94,7 @@ export const REJECT_WORDS: Record<RejectStatus, string> = {
 };
 
 /**
- * The hostile rail (C3 §3.6, FR-21): every call is a fresh transfer, nothing
+ * The hostile rail (docs/rail.md, FR-21): every call is a fresh transfer, nothing
  * is deduplicated, and injected faults may hide whether money moved. It knows
  * nothing about tokens, locks or payouts.
  */

@@ -22,7 +22,7 @@ export const RESOLUTION_RESULTS = [
 export type ResolutionResult = (typeof RESOLUTION_RESULTS)[number];
 
 /**
- * The reconciler's own metrics (DECISIONS §6 naming). Labels are fixed sets:
+ * The reconciler's own metrics (docs/operations.md naming). Labels are fixed sets:
  * a check name, a result, a loop — never a payout, account or token (NFR-09).
  */
 @Injectable()

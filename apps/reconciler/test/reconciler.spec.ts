@@ -43,7 +43,7 @@ async function sql<T = Record<string, unknown>>(url: string, text: string, param
   return withClient(url, async (c) => (await c.query(text, params)).rows as T[]);
 }
 
-/** Out-of-band fixture data (02 §2.2): a customer account funded through the ledger. */
+/** Out-of-band fixture data (docs/payment-resource.md): a customer account funded through the ledger. */
 const newAccount = () => seedFundedAccount(paydb, OPENING_MINOR);
 const newPayout = (accountId: string, amountMinor: number) =>
   seedPendingPayout(paydb, accountId, amountMinor);
@@ -372,7 +372,7 @@ describe('reconciler: process surface', () => {
   });
 });
 
-describe('reconciler: detective controls (02 §2.5)', () => {
+describe('reconciler: detective controls (docs/references.md)', () => {
   it('a consistent database reports zero violations on every check', async () => {
     const run = await freshRun(Date.now());
     expect(run).toMatchObject({ status: 'clean', totalViolations: 0 });

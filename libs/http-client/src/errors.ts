@@ -1,6 +1,6 @@
 import { DlockError } from '@dlock/lock-api';
 
-/** Connect and read timeouts of one call (C3 §3.8): separate budgets, both required. */
+/** Connect and read timeouts of one call (docs/contract.md): separate budgets, both required. */
 export interface CallBudget {
   connectTimeoutMs: number;
   readTimeoutMs: number;

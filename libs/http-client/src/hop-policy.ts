@@ -2,7 +2,7 @@ import { DlockError } from '@dlock/lock-api';
 import { abortReason, PeerUnavailableError, type CallBudget } from './errors';
 
 /**
- * The service hops' budgets (C3 §3.8), one table for the executor and the
+ * The service hops' budgets (docs/contract.md), one table for the executor and the
  * reconciler, which make the same kinds of call. Fixed contract numbers. The
  * SDK keeps its own lock-server table (CALL_BUDGETS, public API); the
  * executor's submit follows the rail's timeout (apps/executor lease.ts).

@@ -44,7 +44,7 @@ export function stringifyInt64Json(value: unknown): string {
   return JSON.stringify(value, int64Replacer);
 }
 
-/** A contract error envelope (C3 §3.1), checked field by field before it is trusted. */
+/** A contract error envelope (docs/contract.md), checked field by field before it is trusted. */
 export function isErrorEnvelope(value: unknown): value is ErrorEnvelope {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;

@@ -34,7 +34,7 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
 export type RequestAuth =
   { verifier: TokenVerifier; policy: AuthPolicy } | 'open: external rail simulator';
 
-/** Applies the wire conventions of C3 §3.1 to an express-backed Nest app. */
+/** Applies the wire conventions of docs/contract.md to an express-backed Nest app. */
 export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth): void {
   const logger = new Logger('http');
   app.disable('x-powered-by');

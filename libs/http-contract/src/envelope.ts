@@ -119,7 +119,7 @@ function fromDatabaseFailure(error: unknown, traceId: string, method: string): R
 }
 
 /**
- * Maps anything thrown to the contract's envelope (C3 §3.1). Domain errors carry
+ * Maps anything thrown to the contract's envelope (docs/contract.md). Domain errors carry
  * their code; framework errors map to the nearest code; an unavailable
  * database is 503 (fromDatabaseFailure); anything else is a fixed 500 that
  * reveals nothing but the trace id. `method` is the request's HTTP method.

@@ -1,5 +1,5 @@
 /**
- * The error-code catalogue of the wire contract (C3 §3.2) as data.
+ * The error-code catalogue of the wire contract (docs/contract.md) as data.
  *
  * `retrySafe` answers "may the identical request be re-sent with the same token
  * without risking a duplicate side effect?" — not "was it transient".
@@ -45,7 +45,7 @@ export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CATALOGUE, value);
 }
 
-/** The error envelope every non-2xx response carries (C3 §3.1). */
+/** The error envelope every non-2xx response carries (docs/contract.md). */
 export interface ErrorEnvelope {
   code: ErrorCode;
   message: string;

@@ -1,6 +1,6 @@
 import type { FencingToken } from './fencing-token';
 
-/** Lock keys: `payout:{accountId}` and the like (C3 §3.3 L4). */
+/** Lock keys: `payout:{accountId}` and the like (docs/lock-server.md L4). */
 export const LOCK_KEY_PATTERN = /^[a-zA-Z0-9:._-]{1,128}$/;
 export const LOCK_KEY_MAX_LENGTH = 128;
 export const OWNER_ID_MAX_LENGTH = 64;

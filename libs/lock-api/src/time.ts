@@ -1,4 +1,4 @@
-/** RFC 3339 UTC with milliseconds, the only clock format on the wire (C3 §3.1). */
+/** RFC 3339 UTC with milliseconds, the only clock format on the wire (docs/contract.md). */
 export function formatInstant(date: Date): string {
   return date.toISOString();
 }

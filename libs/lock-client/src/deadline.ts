@@ -1,7 +1,7 @@
 import type { LockGrant } from '@dlock/lock-api';
 
 /**
- * The client's belief about when it stops holding something (FR-11, 02 §2.4
+ * The client's belief about when it stops holding something (FR-11, docs/lock-server.md
  * client view). Measured from when the request was SENT — the server started
  * its lease no earlier than that — on the monotonic clock, and shortened by
  * the safety margin so the client gives up before the server expires it.

@@ -4,7 +4,7 @@ import { PeerUnavailableError, type TransportPhase } from '@dlock/http-client';
 /**
  * Where a call to the lock-server failed below the contract.
  * - `connect`: no connection was made (refused, unreachable, connect timeout).
- *   Nothing reached the server, so an acquire may be re-sent (C3 §3.8).
+ *   Nothing reached the server, so an acquire may be re-sent (docs/contract.md).
  * - `response`: connected, but no complete answer before the read timeout, or
  *   the connection broke. The server may have acted; only calls that are
  *   idempotent by contract (heartbeat) are re-sent after it.
@@ -22,7 +22,7 @@ export class LockServerUnavailableError extends PeerUnavailableError {
   }
 }
 
-/** A 2xx body or an error body that does not follow the contract (C3 §3.1/§3.3). */
+/** A 2xx body or an error body that does not follow the contract (docs/contract.md/§3.3). */
 export class ProtocolError extends DlockError {
   constructor(message: string, httpStatus: number, cause?: unknown) {
     super('INTERNAL', message, { httpStatus, cause });

@@ -53,7 +53,7 @@ export interface RenewOptions {
  * One granted lock. The fencing token is handed over here and nowhere else:
  * pass `handle.fencingToken` explicitly to every protected write (FR-15).
  *
- * Liveness only (03 §3.5): `checkStillHeld()` and `signal` narrow the window
+ * Liveness only (docs/lock-client.md): `checkStillHeld()` and `signal` narrow the window
  * in which a worker keeps going after losing the lease; the token at the
  * resource is what keeps the data safe.
  */
@@ -171,7 +171,7 @@ export class LockHandle {
   }
 
   /**
-   * L5 with one retry (C3 §3.8), only after a transport failure or
+   * L5 with one retry (docs/contract.md), only after a transport failure or
    * NOT_LEADER. Extends the lease; the token never changes. A lost lock is
    * never renewed back to life: re-acquire and re-read state instead.
    */
@@ -216,7 +216,7 @@ export class LockHandle {
   }
 
   /**
-   * L6, one try and never retried: lease expiry is the fallback (C3 §3.8).
+   * L6, one try and never retried: lease expiry is the fallback (docs/contract.md).
    * Never rejects — it is meant for `finally`. Resolves true when the server
    * confirmed the release, false otherwise (already lost: LOCK_LOST is
    * benign; or the call failed and the lease will lapse on its own).

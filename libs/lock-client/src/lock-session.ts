@@ -350,7 +350,7 @@ export class LockSession implements HandleHost {
 
   /**
    * One heartbeat round (L2): up to HEARTBEAT_TRIES tries, all inside one
-   * interval, each with the C3 §3.8 heartbeat budget trimmed to what is left
+   * interval, each with the docs/contract.md heartbeat budget trimmed to what is left
    * of the round. Never throws; a round that gets nothing through leaves the
    * deadline where it was, and the deadline timer does the rest.
    */

@@ -10,13 +10,13 @@ import { monotonicClock, type Clock } from './clock';
 import type { Transport } from './transport';
 import { nodeHttpTransport, withBearerToken } from './transport';
 
-/** Connect and read timeouts of one call (C3 §3.8). */
+/** Connect and read timeouts of one call (docs/contract.md). */
 export interface CallBudget {
   connectTimeoutMs: number;
   readTimeoutMs: number;
 }
 
-/** C3 §3.8, per hop. Fixed: these are contract numbers, not tuning knobs. */
+/** docs/contract.md, per hop. Fixed: these are contract numbers, not tuning knobs. */
 export const CALL_BUDGETS = Object.freeze({
   acquire: Object.freeze({ connectTimeoutMs: 500, readTimeoutMs: 2_000 }),
   heartbeat: Object.freeze({ connectTimeoutMs: 300, readTimeoutMs: 1_000 }),
@@ -26,10 +26,10 @@ export const CALL_BUDGETS = Object.freeze({
   session: Object.freeze({ connectTimeoutMs: 500, readTimeoutMs: 2_000 }),
 }) satisfies Record<string, CallBudget>;
 
-/** Heartbeat tries per round, all inside one third of the session TTL (C3 §3.8). */
+/** Heartbeat tries per round, all inside one third of the session TTL (docs/contract.md). */
 export const HEARTBEAT_TRIES = 2;
 
-/** L5: one retry (C3 §3.8). A renew sets the lease under the same token, so sending it twice is harmless. */
+/** L5: one retry (docs/contract.md). A renew sets the lease under the same token, so sending it twice is harmless. */
 export const RENEW_TRIES = 2;
 
 export const DEFAULT_SAFETY_MARGIN = 0.3;
@@ -53,7 +53,7 @@ export type LossReason =
   | 'lock_lost' // renew answered LOCK_LOST (409)
   | 'session_closed'; // close() was called while the lock was held
 
-/** Fields of a `session_lost` safety event (DECISIONS §6). No metric labels come from these. */
+/** Fields of a `session_lost` safety event (docs/operations.md). No metric labels come from these. */
 export interface SessionLostFields extends Record<string, unknown> {
   reason: LossReason;
   /** `session`: the whole session and all its locks; `lock`: one lock, the session lives on. */

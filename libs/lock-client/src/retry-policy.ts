@@ -3,7 +3,7 @@ import { abortReason } from './clock';
 import { LockServerUnavailableError } from './errors';
 
 /**
- * The acquire retry budget (C3 §3.8, FR-28): at most 5 attempts, full-jitter
+ * The acquire retry budget (docs/contract.md, FR-28): at most 5 attempts, full-jitter
  * exponential backoff from 50 ms, each wait capped at 1 s. Fixed on purpose:
  * an unbounded or tunable loop is how a contended key becomes a storm.
  */

@@ -153,7 +153,7 @@ export class LockServerApi {
   }
 }
 
-/** Every non-2xx: the typed error of its contract envelope (C3 §3.1). */
+/** Every non-2xx: the typed error of its contract envelope (docs/contract.md). */
 export function errorFromResponse(status: number, text: string): DlockError {
   let parsed: unknown;
   try {

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Counter, register, type Registry } from 'prom-client';
 import { SafetyEventFeed } from './safety-event-feed';
 
-/** The safety events of DECISIONS §6: each is a structured log event and a metric. */
+/** The safety events of docs/operations.md: each is a structured log event and a metric. */
 export type SafetyEventName =
   | 'fenced_out'
   | 'rail_ambiguous'

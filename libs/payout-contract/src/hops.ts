@@ -4,7 +4,7 @@ import { idempotencyKeyFor } from './payout-protocol';
 import { BodyReader } from './body-reader';
 import type { AccountFloorResponse, FloorRaiseRequest, HighWaterFloorResponse } from './wire';
 
-/** The headers of every protected write (C3 §3.1): the grant's token, its owner, the payout's key. */
+/** The headers of every protected write (docs/contract.md): the grant's token, its owner, the payout's key. */
 export function protectedHeaders(
   token: FencingToken,
   ownerId: string,

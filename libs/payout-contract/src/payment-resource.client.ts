@@ -51,11 +51,11 @@ export interface TransitionResult {
 
 type FencedAnswer = ClaimResponse | RailOutcomeResponse | PostResponse | ResolveResponse;
 
-/** P1 pages are at most this long (C3 §3.4). */
+/** P1 pages are at most this long (docs/payment-resource.md). */
 const LIST_PAGE_MAX = 500;
 
 /**
- * Typed client of payment-resource (C3 §3.4, DECISIONS §4). Every fenced
+ * Typed client of payment-resource (docs/payment-resource.md, docs/contract.md). Every fenced
  * write takes the grant's token as a required `bigint` (checked before a byte
  * is sent) and sends it as X-Fencing-Token with X-Owner-Id and the payout's
  * stable X-Idempotency-Key; the same `ownerId` signs the floor raises as

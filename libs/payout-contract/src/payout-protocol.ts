@@ -33,7 +33,7 @@ export function payoutAccountOf(key: string): string | null {
  * The payout's X-Idempotency-Key: derived from its id, never regenerated, and
  * shared by every writer of the payout (claim, outcomes, post, submission,
  * resolve). Idempotency is scoped by token too, so a later holder re-sending
- * under its own token is a new request, not a replay (DECISIONS §4).
+ * under its own token is a new request, not a replay (docs/contract.md).
  */
 export function idempotencyKeyFor(payoutId: string): string {
   return `payout-${payoutId.toLowerCase()}`;
@@ -42,7 +42,7 @@ export function idempotencyKeyFor(payoutId: string): string {
 /**
  * The client reference the rail sees for a payout: derived from the payout id
  * and nothing else, so the reconciler's lookup finds every transfer the proxy
- * ever booked for it (02 §2.2). Lower-cased because uuids arrive in either case.
+ * ever booked for it (docs/payment-resource.md). Lower-cased because uuids arrive in either case.
  */
 export function railClientRef(payoutId: string): string {
   return `po-${payoutId.toLowerCase()}`;

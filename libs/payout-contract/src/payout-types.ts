@@ -1,4 +1,4 @@
-/** The eight payout states of 02 §2.3. */
+/** The eight payout states of docs/payment-resource.md. */
 export const PAYOUT_STATES = [
   'PENDING',
   'CLAIMED',
@@ -35,7 +35,7 @@ export function isLiveRailOutcome(outcome: RailOutcome | null): boolean {
   return outcome !== 'FENCED' && outcome !== 'WITHDRAWN';
 }
 
-/** What the executor reports for one payout attempt (T-025 §4). */
+/** What the executor reports for one payout attempt (docs/executor.md). */
 export type ExecutionOutcome =
   | { kind: 'posted'; payoutId: string }
   | { kind: 'failed'; payoutId: string; reason: string }

@@ -25,8 +25,8 @@ export interface ProxyRecord {
 }
 
 /**
- * Typed client of rail-proxy (C3 §3.5, DECISIONS §4 R2). The submit is never
- * retried, by anyone, for any reason (C3 §3.8): a retry would re-enter the
+ * Typed client of rail-proxy (docs/rail.md, docs/contract.md R2). The submit is never
+ * retried, by anyone, for any reason (docs/contract.md): a retry would re-enter the
  * proxy's admission and come back DUPLICATE_SUBMISSION at best. Its budget is
  * the caller's (the executor's follows the rail's read timeout, lease.ts);
  * a client built without one (the reconciler's) cannot submit.

@@ -10,7 +10,7 @@ import type { PayoutState, RailOutcome } from './payout-types';
 export type Int64Text = string;
 export type Instant = string;
 
-// payment-resource (C3 §3.4, DECISIONS §4)
+// payment-resource (docs/payment-resource.md, docs/contract.md)
 
 /** One P1 item (beneficiaryRef is this project's addition: the submit needs it). */
 export interface PayoutSummary {
@@ -270,7 +270,7 @@ export interface HighWaterFloorResponse {
   raised: boolean;
 }
 
-// rail-proxy (C3 §3.5, DECISIONS §4)
+// rail-proxy (docs/rail.md, docs/contract.md)
 
 /** R1 body (POST /v1/rail/submissions); token, owner and key travel as headers. */
 export interface SubmitRequest {

@@ -1,5 +1,5 @@
 # dlock dev environment: GKE Autopilot + two Cloud SQL instances + Secret
-# Manager + Workload Identity + budget, in dlock-lab / europe-central2 (03 §3.10).
+# Manager + Workload Identity + budget, in dlock-lab / europe-central2 (docs/operations.md).
 # Apply order on a new project: budget first (NFR-14), then the rest:
 #   terraform apply -target=module.budget && terraform apply
 locals {

@@ -1,4 +1,4 @@
-# The two Cloud SQL instances of 03 §3.10: dlock-pg-lock (REGIONAL, synchronous
+# The two Cloud SQL instances of docs/operations.md: dlock-pg-lock (REGIONAL, synchronous
 # standby for the failover experiment) and dlock-pg-pay (ZONAL, cost). Private IP
 # only, in a private-services range that k8s/overlays/gke-dev/cloudsql-egress.yaml
 # allows (keep psa_cidr and that policy in step).

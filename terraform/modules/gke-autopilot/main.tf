@@ -1,4 +1,4 @@
-# GKE Autopilot cluster on its own VPC (03 §3.10). Workload Identity is always on
+# GKE Autopilot cluster on its own VPC (docs/operations.md). Workload Identity is always on
 # in Autopilot; the Secret Manager CSI add-on serves k8s/overlays/gke-dev.
 resource "google_compute_network" "vpc" {
   project                 = var.project_id

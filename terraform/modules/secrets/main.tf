@@ -1,6 +1,6 @@
 # Secret Manager secrets (containers only). Values are added by the operator with
 # `gcloud secrets versions add` (docs/operations.md), never by Terraform, so no
-# credential is ever written to Terraform state (03 §3.9).
+# credential is ever written to Terraform state (docs/security.md).
 resource "google_secret_manager_secret" "secret" {
   for_each = toset(var.secret_ids)
 

@@ -1,4 +1,4 @@
-// docker-compose.yml (03 §3.10, NFR-15): checked by the compose CLI itself, which
+// docker-compose.yml (docs/operations.md, NFR-15): checked by the compose CLI itself, which
 // parses and schema-validates the file without an engine, then by structure.
 import { findTool, parseYamlFile, readRepoFile, run } from './deploy-tools';
 
@@ -71,7 +71,7 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('runs every service from the one image with its own APP and PORT (DECISIONS §7)', () => {
+  it('runs every service from the one image with its own APP and PORT (docs/operations.md)', () => {
     for (const [app, port] of Object.entries(APPS)) {
       expect(services[app].image).toBe('dlock:local');
       expect(services[app].environment.APP).toBe(app);

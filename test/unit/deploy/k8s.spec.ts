@@ -2,7 +2,7 @@
 // built-in object validated against the Kubernetes OpenAPI schemas shipped by
 // kubernetes-models, CRDs (PodMonitoring, SecretProviderClass) asserted by
 // structure, and the NetworkPolicies evaluated into a reachability matrix that
-// must equal the edges of 02 §2.1 exactly (A-13: isolation is the only authN).
+// must equal the edges of docs/references.md exactly (A-13: isolation is the only authN).
 import { findTool, parseYamlDocs, readRepoFile, run } from './deploy-tools';
 
 type Obj = Record<string, any>;
@@ -392,7 +392,7 @@ function reachability(docs: Obj[], extraPods: Pod[] = []): string[] {
   return edges.sort();
 }
 
-// 02 §2.1 and A-13, as pod-to-pod edges.
+// docs/references.md and A-13, as pod-to-pod edges.
 const APP_EDGES = [
   'dlock-etcd -> dlock-etcd:2380',
   'executor -> lock-server:8081',
@@ -407,7 +407,7 @@ const APP_EDGES = [
 ];
 
 describe('NetworkPolicies', () => {
-  it('base: default deny, and exactly the application edges of 02 §2.1', () => {
+  it('base: default deny, and exactly the application edges of docs/references.md', () => {
     const docs = render('k8s/base');
     const deny = named(docs, 'NetworkPolicy', 'default-deny-all');
     expect(deny.spec).toEqual({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] });

@@ -85,7 +85,7 @@ describe('Prometheus rules and config', () => {
     expect(rules.map((r) => r.alert).filter((a) => !tested.has(a))).toEqual([]);
   });
 
-  it('use the safety metric names the services register (DECISIONS §6)', () => {
+  it('use the safety metric names the services register (docs/operations.md)', () => {
     const registry = new Registry();
     new SafetyEvents(registry);
     const registered = registry.getMetricsAsArray().map((m) => m.name);

@@ -4,7 +4,7 @@ import type { ExecuteLabel } from '../metrics';
 export type { ExecutionOutcome };
 
 /**
- * One attempt at one payout: the six outcomes of T-025 §3, plus `skipped`
+ * One attempt at one payout: the six outcomes of docs/executor.md §3, plus `skipped`
  * for a payout the fresh re-read shows there is nothing to do for (already
  * terminal, quarantined, or claimed by the world in between).
  */
@@ -13,7 +13,7 @@ export type AttemptResult =
 
 /**
  * The payout_execute_seconds label of a result, or null for results that are
- * not an execution (contended, skipped: debug log only, T-025 §4). Every way
+ * not an execution (contended, skipped: debug log only, docs/executor.md). Every way
  * this worker gives up on its attempt — fenced out, lock lost, lease too
  * short, rail unavailable — is `abandoned`: the payout is left for a holder
  * with a fresh token.

@@ -54,7 +54,7 @@ export function afterClaimRefused(err: unknown, rereadIfMoved: boolean): Attempt
 }
 
 /**
- * The proxy's answers other than ACKED (C3 §3.5), and the transport failures.
+ * The proxy's answers other than ACKED (docs/rail.md), and the transport failures.
  * Nothing here ever leads back to a submit: the one presentation is never repeated.
  */
 export function afterSubmitFailure(view: PayoutView, err: unknown): AttemptStep | undefined {
@@ -82,7 +82,7 @@ export function afterSubmitFailure(view: PayoutView, err: unknown): AttemptStep 
       // A claim/lease boundary defect, not a rail problem: loud, then resolved from the record.
       return { to: 'resolve-from-record', view, duplicate: details };
     case 'RAIL_UNAVAILABLE':
-      // Nothing was presented (C3 §3.2); a later pass finds no record and submits.
+      // Nothing was presented (docs/contract.md); a later pass finds no record and submits.
       return end({ kind: 'abandoned', reason: 'rail-unavailable' });
     default:
       return undefined; // FENCED_OUT and the rest: classifyFailure
@@ -103,7 +103,7 @@ function afterSubmitRefused(
     };
   }
   if (err.httpStatus === 400) {
-    // Refused before the proxy's admission: nothing was presented (C3 §3.5).
+    // Refused before the proxy's admission: nothing was presented (docs/rail.md).
     return {
       to: 'record-rejected',
       why: `rail-proxy refused the submission as invalid (${fieldsOf(err)}); nothing was presented to the rail`,

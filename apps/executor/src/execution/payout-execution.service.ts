@@ -49,8 +49,8 @@ const REFUSED_REMEMBERED_MAX = 10_000;
 export const MAX_STEPS_PER_ATTEMPT = 8;
 
 /**
- * The payout state machine of the executor (T-025 §4, 03 §3.4 flows A and D,
- * 02 §2.3): one attempt is a bounded loop of steps, each one call, in a fixed
+ * The payout state machine of the executor (docs/executor.md, docs/executor.md flows A and D,
+ * docs/payment-resource.md): one attempt is a bounded loop of steps, each one call, in a fixed
  * order, no hidden retries. acquire → claim (P2) → RAIL_SUBMITTED (P6) →
  * submit → outcome (P6) → post (P3) → release, the release in `finally` on
  * every path. A payout a dead worker left half-way resumes from its state.
@@ -117,7 +117,7 @@ export class PayoutExecutionService {
   }
 
   /**
-   * L4 under the SDK's fixed budget (retry-policy.ts, C3 §3.8): up to five
+   * L4 under the SDK's fixed budget (retry-policy.ts, docs/contract.md): up to five
    * tries with full-jitter backoff. A key still held after the last one
    * (CONTENTION_EXCEEDED) ends the attempt before any side effect. Other
    * failures are thrown: the caller stops the lane (fail closed).
@@ -150,7 +150,7 @@ export class PayoutExecutionService {
   }
 
   /**
-   * One step. Top to bottom this is T-025's order: claim, RAIL_SUBMITTED,
+   * One step. Top to bottom this is docs/executor.md's order: claim, RAIL_SUBMITTED,
    * submit, the outcome, post. Recovery enters it part-way: the re-read and
    * the proxy's record pick where (recovery.ts).
    */
@@ -177,7 +177,7 @@ export class PayoutExecutionService {
     }
   }
 
-  /** P4, advisory: the state says where recovery enters the order (02 §2.3). */
+  /** P4, advisory: the state says where recovery enters the order (docs/payment-resource.md). */
   private async reread(a: Attempt): Promise<AttemptStep> {
     const view = await this.payment('reread', () => this.payments.get(a.payoutId));
     return stepForState(view);
@@ -292,7 +292,7 @@ export class PayoutExecutionService {
 
   /**
    * P6 AMBIGUOUS: RAIL_SUBMITTED → RAIL_AMBIGUOUS, terminal for every worker
-   * under every token (C3 §3.7, FR-23). No liveness check first: the write
+   * under every token (docs/rail.md, FR-23). No liveness check first: the write
    * only narrows what anyone may do, and the fence still guards it. If it
    * fails the payout stays RAIL_SUBMITTED and the next holder reads the same
    * TIMEOUT/unresolved record and quarantines it: it is never resubmitted.
@@ -383,7 +383,7 @@ export class PayoutExecutionService {
     );
   }
 
-  /** Lease discipline (T-025 §4): never start a submit the lease cannot cover. */
+  /** Lease discipline (docs/executor.md): never start a submit the lease cannot cover. */
   private leaseShort(a: Attempt): AttemptStep | null {
     if (this.skipLiveness) return null;
     // The lock's own lease, not remainingMs(): see lease.ts for why the session's does not count.

@@ -18,7 +18,7 @@ function record(outcome: ProxyRecord['outcome'], railReference: string | null = 
   return { submissionId: `sub-${String(outcome)}`, outcome, railReference, presentedToken: 7n };
 }
 
-describe('recovery by state (02 §2.3)', () => {
+describe('recovery by state (docs/payment-resource.md)', () => {
   test.each([
     ['PENDING', 'claim'],
     ['CLAIMED', 'reclaim'],

@@ -15,7 +15,7 @@ export interface ProxyRecord {
   presentedToken: bigint;
 }
 
-/** What the holder of a fresh token does next with a payout, by its state (02 §2.3). */
+/** What the holder of a fresh token does next with a payout, by its state (docs/payment-resource.md). */
 export type NextStep =
   | { step: 'claim' } // PENDING
   | { step: 'reclaim' } // CLAIMED: a dead worker's claim, re-claimed under the new token
@@ -80,7 +80,7 @@ export function decideFromRecords(records: readonly ProxyRecord[]): RecordDecisi
 
 /**
  * The first step of an attempt. A payout polled as PENDING is claimed at once
- * (T-025's order has no read between acquire and claim): its amount, currency
+ * (docs/executor.md's order has no read between acquire and claim): its amount, currency
  * and beneficiary never change, and the claim's expectedState checks the state
  * under the row lock, which is the FR-14 re-read without its race. Any other
  * polled state is read first.
@@ -119,7 +119,7 @@ export function stepForState(view: PayoutView): AttemptStep {
 
 /**
  * RAIL_SUBMITTED without a recorded outcome, or a DUPLICATE_SUBMISSION
- * answer: the proxy's records (R2) say what happened (02 §2.3). After a
+ * answer: the proxy's records (R2) say what happened (docs/payment-resource.md). After a
  * duplicate, no live record is a defect to report, never a reason to submit.
  */
 export function stepFromRecords(

@@ -69,7 +69,7 @@ interface SubmissionRow {
 }
 
 /**
- * INV-01..08 (02 §2.5), evaluated after the fact from paydb, proxydb, the
+ * INV-01..08 (docs/references.md), evaluated after the fact from paydb, proxydb, the
  * rail's own record (S2 lookup) and the recorded lock history. The same code
  * judges every scenario, the negative control and the soak.
  */

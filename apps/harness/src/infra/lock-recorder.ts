@@ -126,7 +126,7 @@ export class LockRecorder {
       const body = parse(payload);
       if (!body || typeof body.fencingToken !== 'string') return;
       const token = BigInt(body.fencingToken);
-      // A same-owner, same-session re-acquire returns the same grant (02 §2.4): one record.
+      // A same-owner, same-session re-acquire returns the same grant (docs/lock-server.md): one record.
       if (this.grants.some((g) => g.key === key && g.token === token)) return;
       this.grants.push({
         key,

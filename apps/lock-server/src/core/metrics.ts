@@ -22,7 +22,7 @@ export function resultOf(error: unknown): string {
 let activitySource: ActivitySource | null = null;
 
 /**
- * Lock-server metrics (DECISIONS §6): per-operation counters and latency
+ * Lock-server metrics (docs/operations.md): per-operation counters and latency
  * histograms labelled by result, and gauges of live sessions, live grants
  * and waiting acquires.
  */

@@ -2,7 +2,7 @@ import { LOCK_KEY_MAX_LENGTH, LOCK_KEY_PATTERN, ValidationError } from '@dlock/l
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Path `key`: 1..128 of [a-zA-Z0-9:._-] (C3 §3.3 L4), else 400 VALIDATION_FAILED. */
+/** Path `key`: 1..128 of [a-zA-Z0-9:._-] (docs/lock-server.md L4), else 400 VALIDATION_FAILED. */
 export function parseLockKey(raw: string): string {
   if (!LOCK_KEY_PATTERN.test(raw)) {
     throw new ValidationError([

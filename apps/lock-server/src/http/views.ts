@@ -15,7 +15,7 @@ import { INSTANT, int64Text, objectSchema, wireSchema } from '@dlock/http-contra
 import type { HeartbeatResult, OpenedSession } from '../store/lock-store.port';
 import type { RevocationRequest } from '../store/revocation-requests.port';
 
-/** Wire shapes of C3 §3.3: tokens as decimal strings, instants RFC 3339 UTC ms. */
+/** Wire shapes of docs/lock-server.md: tokens as decimal strings, instants RFC 3339 UTC ms. */
 export function grantView(grant: LockGrant): LockGrantDto {
   return {
     key: grant.key,

@@ -1,7 +1,7 @@
 import type { FencingToken, LockGrant, LockOutcome } from '@dlock/lock-api';
 
 /**
- * The backend seam (C2 §2.5 / DECISIONS §2): the lock-server's web and core
+ * The backend seam (docs/lock-client.md / docs/references.md): the lock-server's web and core
  * layers speak only to these two abstract classes, which double as DI tokens.
  * `store.factory.ts` picks pg or etcd from LOCK_BACKEND. Both backends must
  * give identical observable behaviour (FR-09); the conformance suite proves it.

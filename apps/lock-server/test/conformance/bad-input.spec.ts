@@ -3,7 +3,7 @@ import { BACKENDS } from '../support/backends';
 import type { RunningLockServer } from '../support/in-process';
 import { LockApi, TRACE_ID } from '../support/lock-client';
 
-/** Non-canonical or overflowing tokens: INVALID_TOKEN, never coerced (C3 §3.2). */
+/** Non-canonical or overflowing tokens: INVALID_TOKEN, never coerced (docs/contract.md). */
 const BAD_HEADER_TOKENS = ['0', '-1', '01', '1e3', '0x10', '9223372036854775808', '', '1.0', '+5'];
 /** In a JSON body surrounding whitespace is not stripped by HTTP, so ' 5' is checked there. */
 const BAD_BODY_TOKENS = [...BAD_HEADER_TOKENS, ' 5', '5 ', 0, -1, 1.5, true];

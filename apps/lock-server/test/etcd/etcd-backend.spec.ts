@@ -7,7 +7,7 @@ import { LockApi, TRACE_ID } from '../support/lock-client';
 import { startWorkload } from './workload';
 
 /**
- * What only the etcd backend has to prove (issue 9, DECISIONS §4): the token
+ * What only the etcd backend has to prove (issue 9, docs/contract.md): the token
  * IS the lock key's create revision and the key is never re-put while held;
  * whole-second lease TTLs rounded up and reported; revocations audited in
  * etcd with the floor = the revoke's own revision; expiry decided by etcd's

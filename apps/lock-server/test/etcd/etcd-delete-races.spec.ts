@@ -11,7 +11,7 @@ import { EtcdSessionWatch } from '../../src/store/etcd/etcd-session-watch';
 
 /**
  * Issue 20: every delete of a lock key must name the incarnation it means to
- * remove (DECISIONS §4: token = create revision = mod revision at grant), or
+ * remove (docs/contract.md: token = create revision = mod revision at grant), or
  * a late delete removes a newer holder's key and two grants overlap. Two
  * stores on their own etcd clients stand for two lock-server replicas; the
  * session watch's tidy-up is off (onModuleInit never runs), so only the
@@ -223,7 +223,7 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     a.gw.revokeGate = revokes;
     await expect(a.store.acquire(req)).rejects.toMatchObject({ code: 'NOT_LEADER' });
 
-    // The client retries (02 §2.4): it is handed the grant that did commit.
+    // The client retries (docs/lock-server.md): it is handed the grant that did commit.
     a.gw.loseAnswer = null;
     const retried = await a.store.acquire(req);
     const token = tokenOf(retried);

@@ -10,7 +10,7 @@ import { startWorkload, type Workload } from './workload';
  * election. Safety: no two grants overlap and tokens strictly increase across
  * the election (history checker); every error in the window is 503
  * NOT_LEADER — never a grant on doubt; service resumes; no session is evicted
- * by the election (02 §2.4 grace).
+ * by the election (docs/lock-server.md grace).
  */
 const WORKERS = 6;
 const SESSION_TTL_MS = 3_000;

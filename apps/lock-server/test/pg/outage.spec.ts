@@ -6,7 +6,7 @@ import { LockApi, TRACE_ID } from '../support/lock-client';
 /**
  * pg-only availability: the lock-server reaches its database through a TCP
  * proxy the test can cut. Unreachable or read-only -> 503 NOT_LEADER, never a
- * grant; after recovery live sessions and their locks survive (02 §2.4 grace).
+ * grant; after recovery live sessions and their locks survive (docs/lock-server.md grace).
  */
 describe('pg backend: database outage', () => {
   let dbUrl: string;

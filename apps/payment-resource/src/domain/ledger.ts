@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 
 export type Direction = 'DEBIT' | 'CREDIT';
 
-/** One leg of a movement; the sign of `amountMinor` carries the direction (02 §2.2). */
+/** One leg of a movement; the sign of `amountMinor` carries the direction (docs/payment-resource.md). */
 export interface Leg {
   accountId: string;
   counterpartyAccountId: string;

@@ -1,7 +1,7 @@
 import { PAYOUT_STATES, TERMINAL_PAYOUT_STATES } from '@dlock/payout-contract';
 import { PAYOUT_EVENTS, transition, listedTransitions } from './transition-table';
 
-// The expected machine, written out independently of the module (02 §2.3 + DECISIONS §4).
+// The expected machine, written out independently of the module (docs/payment-resource.md + docs/contract.md).
 const EXPECTED: Record<string, string> = {
   'PENDING CLAIM': 'CLAIMED',
   'PENDING CLAIM_INSUFFICIENT_FUNDS': 'FAILED',

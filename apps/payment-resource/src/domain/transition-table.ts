@@ -1,7 +1,7 @@
 import { PAYOUT_STATES, type PayoutState } from '@dlock/payout-contract';
 
 /**
- * Every event that can be applied to a payout (02 §2.3, DECISIONS §4). The
+ * Every event that can be applied to a payout (docs/payment-resource.md, docs/contract.md). The
  * endpoint that raises each one is in docs/payment-resource.md.
  */
 export const PAYOUT_EVENTS = [

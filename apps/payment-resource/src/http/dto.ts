@@ -39,7 +39,7 @@ export class PostBody implements PostRequest {
   railOutcome!: 'ACKED';
 }
 
-/** P6 body (DECISIONS §4). */
+/** P6 body (docs/contract.md). */
 export class RailOutcomeBody implements RailOutcomeRequest {
   @ApiProperty({ enum: ['SUBMITTED', 'ACKED', 'REJECTED', 'AMBIGUOUS'] })
   @IsIn(['SUBMITTED', 'ACKED', 'REJECTED', 'AMBIGUOUS'])

@@ -40,7 +40,7 @@ function grant(
   return { token, ownerId, idempotencyKey, traceId, deadline };
 }
 
-/** C3 §3.4 P1–P4 and DECISIONS §4 P6–P8. Parses and maps; the services hold the rules. */
+/** docs/payment-resource.md P1–P4 and docs/contract.md P6–P8. Parses and maps; the services hold the rules. */
 @ApiTags('payouts')
 @Controller('v1/payouts')
 export class PayoutsController {

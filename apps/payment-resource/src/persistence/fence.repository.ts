@@ -32,7 +32,7 @@ export interface FenceRequest {
 }
 
 /**
- * Enforcement point (a): the conditional fence advance (02 §2.6 step 5). It is
+ * Enforcement point (a): the conditional fence advance (docs/payment-resource.md step 5). It is
  * the first statement of every fenced transaction and one statement only; the
  * row lock it takes serialises every writer of the account (INV-01). The
  * account is the payout's (immutable) owner, found in the same statement.

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { FencingToken } from '@dlock/lock-api';
 import { type Db } from './db';
 
-/** C3 §3.1 + DECISIONS §4: a replay is recognised per operation, key and token. */
+/** docs/contract.md + docs/contract.md: a replay is recognised per operation, key and token. */
 export interface IdempotencyScope {
   operation: string;
   key: string;

@@ -81,7 +81,7 @@ class Replay extends Error {
 }
 
 /**
- * The shape of every fenced write (FR-15, 02 §2.6 step 5):
+ * The shape of every fenced write (FR-15, docs/payment-resource.md step 5):
  *   BEGIN → the conditional fence advance as the first statement, which also
  *   pins the payout and finds an earlier answer to this request → the work →
  *   store the response → COMMIT.

@@ -39,7 +39,7 @@ import { FencedWriter, type FenceContext, type WriteOutcome } from './fenced-wri
 import { requestHash } from './canonical';
 import { asUnavailable } from './paydb-errors';
 
-/** The protected-write headers, parsed by the controller and passed explicitly (02 §2.6 step 3). */
+/** The protected-write headers, parsed by the controller and passed explicitly (docs/payment-resource.md step 3). */
 export interface Grant {
   token: FencingToken;
   ownerId: string;
@@ -135,7 +135,7 @@ export class PayoutCommands {
     );
   }
 
-  /** P6: the payout's rail transitions, recorded by the holder (DECISIONS §4). */
+  /** P6: the payout's rail transitions, recorded by the holder (docs/contract.md). */
   railOutcome(
     payoutId: string,
     grant: Grant,

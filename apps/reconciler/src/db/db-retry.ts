@@ -6,7 +6,7 @@ export function retryDelayMs(attempt: number): number {
 }
 
 /**
- * The reconciler's one retry layer for database work (C3 §3.8: reconciler ->
+ * The reconciler's one retry layer for database work (docs/contract.md: reconciler ->
  * both databases, 3 tries). Every statement the reconciler runs is a read in a
  * read-only session, so re-running it after any failure is safe.
  */

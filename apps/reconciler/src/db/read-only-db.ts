@@ -17,7 +17,7 @@ export interface ReadOnlyDbOptions {
  * A read-only view of another component's database (paydb, proxydb, lockdb). The
  * session itself is read-only (`default_transaction_read_only`), so even a
  * mistaken write here fails in PostgreSQL: the reconciler detects, it never
- * repairs (C3 §3.8, 02 §2.8). TypeORM owns the pool; nothing is synchronised
+ * repairs (docs/contract.md, docs/references.md). TypeORM owns the pool; nothing is synchronised
  * or migrated. The DataSource is initialised lazily so the process starts (and
  * reports not-ready) while a database is down.
  */

@@ -1,4 +1,4 @@
-/** The detective checks (02 §2.5). Each name is a fixed metric label. */
+/** The detective checks (docs/references.md). Each name is a fixed metric label. */
 export const CHECK_NAMES = [
   'one_in_flight_payout_per_account', // INV-01
   'ledger_group_balanced', // INV-03

@@ -20,7 +20,7 @@ function finding<R extends WithTotal>(rows: R[], map: (r: R) => Record<string, u
 }
 
 /**
- * The read-only SQL of each detective check (02 §2.5). Each is one statement,
+ * The read-only SQL of each detective check (docs/references.md). Each is one statement,
  * so it reads one consistent snapshot; `count(*) OVER ()` is the full count
  * before the sample is cut to OFFENDERS_MAX.
  */

@@ -29,9 +29,9 @@ export interface DetectiveRun {
 }
 
 /**
- * The detective controls of 02 §2.5, read-only against paydb and proxydb.
+ * The detective controls of docs/references.md, read-only against paydb and proxydb.
  * They catch a primary guard that was broken or removed; they never repair
- * (C3 §3.8). Each check runs on its own, so one unreachable database leaves
+ * (docs/contract.md). Each check runs on its own, so one unreachable database leaves
  * the other database's checks running.
  */
 @Injectable()

@@ -28,7 +28,7 @@ export type Verdict =
   | { kind: 'wait'; reason: 'transfer_unsettled' | 'settlement_window_open' };
 
 /**
- * Classifies the rail's answer (02 §2.3, C3 §3.7). Pure. Time alone is never
+ * Classifies the rail's answer (docs/payment-resource.md, docs/rail.md). Pure. Time alone is never
  * evidence of payment; absence counts only once the longer of our window and
  * the rail's own has passed since the attempt ended.
  */

@@ -52,7 +52,7 @@ function emptyResults(): Record<ResolutionResult, number> {
 }
 
 /**
- * One pass over the RAIL_AMBIGUOUS payouts (FR-26, 02 §2.3): look each one up
+ * One pass over the RAIL_AMBIGUOUS payouts (FR-26, docs/payment-resource.md): look each one up
  * at the rail by its client reference, resolve what the evidence settles,
  * flag duplicates and SLA breaches for a human. It never submits anything to
  * the rail and never decides from time alone.

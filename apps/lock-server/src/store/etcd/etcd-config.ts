@@ -21,7 +21,7 @@ export interface EtcdStoreConfig {
   callTimeoutMs: number;
   /** An idempotent call unanswered this long is sent again (failover; docs/lock-server-etcd.md). */
   resendAfterMs: number;
-  /** Budget of one store operation (up to ~4 etcd calls); below the 2 s read timeout of C3 §3.8. */
+  /** Budget of one store operation (up to ~4 etcd calls); below the 2 s read timeout of docs/contract.md. */
   opTimeoutMs: number;
   /** Readiness probe deadline (a linearizable read must answer within it). */
   readyTimeoutMs: number;

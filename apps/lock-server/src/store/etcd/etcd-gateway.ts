@@ -18,7 +18,7 @@ import { EtcdKeys, prefixEnd } from './etcd-keys';
 /** An absolute deadline (epoch ms) shared by every etcd call of one store operation. */
 export type Deadline = number;
 
-/** Whole-second etcd lease TTL for a requested duration: always rounded up (DECISIONS §4). */
+/** Whole-second etcd lease TTL for a requested duration: always rounded up (docs/contract.md). */
 export function leaseSecondsFor(ttlMillis: number): number {
   return Math.max(1, Math.ceil(ttlMillis / 1000));
 }
@@ -73,7 +73,7 @@ export class EtcdGateway implements OnApplicationShutdown {
     this.keys = new EtcdKeys(config.keyPrefix);
   }
 
-  /** The deadline of a whole store operation (several etcd calls), inside C3 §3.8's 2 s. */
+  /** The deadline of a whole store operation (several etcd calls), inside docs/contract.md's 2 s. */
   deadline(): Deadline {
     return Date.now() + this.config.opTimeoutMs;
   }

@@ -60,7 +60,7 @@ interface Incarnation {
 
 function incarnation(kv: IKeyValue): Incarnation {
   const token = BigInt(kv.create_revision);
-  // Never re-put while held (DECISIONS §4): a differing mod revision is a defect, not a race.
+  // Never re-put while held (docs/contract.md): a differing mod revision is a defect, not a race.
   assert.equal(kv.mod_revision, kv.create_revision, 'etcd lock key was re-put while held');
   return { kv, value: decodeLock(kv), token, leaseId: kv.lease };
 }
@@ -92,7 +92,7 @@ export class EtcdLockStore extends LockStore {
       this.gw.grant(leaseSecondsFor(req.ttlMillis), until),
     );
     // Whether a creating txn on this lease went unanswered: it may have
-    // committed, and the holder's retry is then handed that grant (02 §2.4),
+    // committed, and the holder's retry is then handed that grant (docs/lock-server.md),
     // so revoking the lease would delete the key under it with no compare
     // (issue 20). Such a lease is left to its TTL instead.
     let createUnanswered = false;
@@ -130,7 +130,7 @@ export class EtcdLockStore extends LockStore {
         if (!lockKv) continue; // cannot happen within one txn; re-try rather than assume
         const holder = incarnation(lockKv);
         if (holder.value.sessionId === req.sessionId && holder.value.ownerId === req.ownerId) {
-          // 02 §2.4: a retried acquire by the holder gets the same grant, no new token.
+          // docs/lock-server.md: a retried acquire by the holder gets the same grant, no new token.
           return { kind: 'granted', grant: this.grantOf(req.key, holder, firstAt(res, 2)) };
         }
         const state = await this.holderState(req.key, holder, deadline);
@@ -188,7 +188,7 @@ export class EtcdLockStore extends LockStore {
 
   /**
    * Whether a found incarnation is still held. Its session key gone means the
-   * session died (02 §2.4: that releases the lock) — the key is deleted right
+   * session died (docs/lock-server.md: that releases the lock) — the key is deleted right
    * here, compare-on-token, so the next create can proceed.
    */
   private async holderState(

@@ -32,7 +32,7 @@ import { decodeSession, encode, type SessionValue } from './etcd-values';
  * tombstone session-meta/<sid> on a day-long shared lease so an expired
  * session answers 410 rather than 404. Heartbeat = one lease keep-alive.
  * Leases survive leader elections (the new leader restarts every lease's
- * countdown), which is the 02 §2.4 grace: no mass eviction on failover.
+ * countdown), which is the docs/lock-server.md grace: no mass eviction on failover.
  */
 export class EtcdSessionRegistry extends SessionRegistry {
   constructor(

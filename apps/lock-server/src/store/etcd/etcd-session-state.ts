@@ -4,7 +4,7 @@ import { type Deadline, type EtcdGateway, get, firstAt } from './etcd-gateway';
 /**
  * The error for a session whose live key is gone: SESSION_EXPIRED while its
  * tombstone says it existed (within LOCK_SESSION_RETENTION_MS), otherwise
- * SESSION_UNKNOWN (C3 §3.2 keeps the two apart so an operator can tell a
+ * SESSION_UNKNOWN (docs/contract.md keeps the two apart so an operator can tell a
  * wrong id from a slow client). Messages match the pg backend (FR-09).
  */
 export async function sessionGoneError(

@@ -17,7 +17,7 @@ const REAP_INTERVAL_MS = 60_000;
  *   timeout answers 503 NOT_LEADER: nothing was decided, and a grant whose
  *   commit we cannot confirm is never reported as granted;
  * - once an outage was seen, every request answers NOT_LEADER until the
- *   database is writable again AND the grace statement (02 §2.4) ran: every
+ *   database is writable again AND the grace statement (docs/lock-server.md) ran: every
  *   session alive when the outage began, and its leases, get one full TTL
  *   from now, so a failover does not mass-evict the holders.
  * Outages are detected by failing requests and by a background probe

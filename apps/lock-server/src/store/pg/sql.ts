@@ -1,7 +1,7 @@
 /**
  * Every statement the pg backend runs. Each conditional write is ONE
  * statement, decided with the database clock (`clock_timestamp()`), so the
- * web tier's clock never takes part in an expiry decision (02 §2.4).
+ * web tier's clock never takes part in an expiry decision (docs/lock-server.md).
  *
  * "Live" grant: `session_id IS NOT NULL`, lease unexpired, and the session row
  * exists and is unexpired. The session row is read `FOR SHARE`, so a
@@ -29,11 +29,11 @@ const SAME_LIVE_HOLDER = `(l.session_id = EXCLUDED.session_id
  *   minted by nextval inside DO UPDATE, i.e. after the row lock is held, so
  *   grant order equals token order.
  * - same session + same owner still live: the row is rewritten with its own
- *   values and the same grant comes back (02 §2.4: no token minted).
+ *   values and the same grant comes back (docs/lock-server.md: no token minted).
  * - otherwise no row is written; the second branch reports why (session
  *   unknown/expired, or the holder as this statement's snapshot saw it).
  * The nextval in the INSERT branch only matters for a never-seen key; on
- * conflict it is discarded (tokens are not dense, C3 §3.3).
+ * conflict it is discarded (tokens are not dense, docs/lock-server.md).
  */
 export const ACQUIRE_SQL = `
 WITH sess AS (
@@ -92,7 +92,7 @@ RETURNING l.owner_id, l.session_id::text AS session_id, l.fencing_token::text AS
           l.acquired_at, l.expires_at`;
 
 /**
- * L6: compare-and-delete on (key, token) and nothing else (C1 §1.4). The row
+ * L6: compare-and-delete on (key, token) and nothing else (docs/payment-resource.md). The row
  * is kept (session_id NULL = released) so L7 still knows the key was seen.
  * A grant that already expired or whose session died matches nothing:
  * LOCK_LOST. $1 key, $2 token.
@@ -196,7 +196,7 @@ SELECT (SELECT count(*)::int FROM closed) AS closed,
        COALESCE((SELECT array_agg(lock_key) FROM freed), '{}') AS freed_keys`;
 
 /**
- * Grace after an outage (02 §2.4): every session that was alive when the
+ * Grace after an outage (docs/lock-server.md): every session that was alive when the
  * outage began ($1 = outage length in ms, plus margin) gets one full TTL from
  * now, and so do the live-at-outage leases of those sessions, so a database
  * failover does not mass-evict everyone at once.
