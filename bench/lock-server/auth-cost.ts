@@ -12,6 +12,8 @@
  *   BENCH_BASE_DIR=/tmp/authz-base node dist/bench/lock-server/auth-cost.js
  *   BENCH_ROUNDS=6 BENCH_DURATION_MS=8000 (the defaults)
  *   BENCH_BASE_AUTH=1 for a base that already authenticates (to isolate a later change)
+ *   BENCH_CPU_PROF_DIR=<dir>: both lock-servers write a V8 CPU profile there when they
+ *     stop (summarise with dist/bench/lock-server/profile-by-package.js)
  *
  * A pair that fails (a 503 under load, a timeout) is counted as an error, not a pair.
  */
@@ -37,6 +39,13 @@ const WORKERS = 64;
 const CLOCK_TICK_MS = 10;
 /** Both servers alike: a loaded shared machine needs more than the 1.5 s / 1 s defaults. */
 const DB_TIMEOUTS = { LOCKDB_STATEMENT_TIMEOUT_MS: '5000', LOCKDB_CONNECT_TIMEOUT_MS: '5000' };
+/** Both servers alike: a CPU profile each, written when the server stops. */
+const PROFILE_ENV: Record<string, string> = process.env.BENCH_CPU_PROF_DIR
+  ? {
+      BENCH_CPU_PROF_DIR: path.resolve(process.env.BENCH_CPU_PROF_DIR),
+      NODE_OPTIONS: `--require ${path.join(__dirname, 'cpu-profile-preload.js')}`,
+    }
+  : {};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -75,6 +84,7 @@ async function startBase(dbUrl: string): Promise<Server> {
         LOCK_BACKEND: 'pg',
         LOCKDB_URL: dbUrl,
         ...DB_TIMEOUTS,
+        ...PROFILE_ENV,
         // A base that already authenticates (BENCH_BASE_AUTH=1) trusts the tests' issuer too.
         ...(process.env.BENCH_BASE_AUTH === '1' ? await testAuthEnv() : {}),
       },
@@ -227,6 +237,7 @@ async function main(): Promise<void> {
       LOCKDB_URL: dbUrl('lockdb_identity'),
       AUTH_POLICY: DEV_POLICY_PATH,
       ...DB_TIMEOUTS,
+      ...PROFILE_ENV,
     });
     servers.push({ name: 'identity', url: after.url, proc: after.proc, stop: after.stop });
     const rounds: Round[] = [];
