@@ -12,7 +12,7 @@ import {
   spawnApp,
   testBearer,
   testIssuer,
-  withClient,
+  tableSnapshot,
   type RunningApp,
 } from '@dlock/testing';
 
@@ -191,21 +191,22 @@ const ENDPOINTS: Endpoint[] = [
 
 /** What the databases hold: a refused request must leave every row as it was. */
 async function snapshot(): Promise<string> {
-  const parts: string[] = [];
-  for (const [db, tables] of [
-    [dbs.lockdb, ['lock_session', 'lock_entry', 'lock_revocation']],
-    [dbs.paydb, ['payout', 'payout_transition', 'ledger_entry', 'account', 'idempotency_record']],
-    [dbs.proxydb, ['rail_submission', 'rail_high_water', 'rail_idempotency']],
-  ] as const) {
-    await withClient(db, async (c) => {
-      for (const table of tables) {
-        const exists = await c.query('SELECT to_regclass($1) AS t', [table]);
-        if (!exists.rows[0].t) continue;
-        const rows = await c.query(`SELECT * FROM ${table} ORDER BY 1`);
-        parts.push(`${table}:${JSON.stringify(rows.rows)}`);
-      }
-    });
-  }
+  const parts = await Promise.all([
+    tableSnapshot(dbs.lockdb, [
+      'lock_session',
+      'lock_entry',
+      'lock_revocation',
+      'lock_revocation_request',
+    ]),
+    tableSnapshot(dbs.paydb, [
+      'payout',
+      'payout_transition',
+      'ledger_entry',
+      'account',
+      'idempotency_record',
+    ]),
+    tableSnapshot(dbs.proxydb, ['rail_submission', 'rail_high_water', 'rail_idempotency']),
+  ]);
   return parts.join('\n');
 }
 

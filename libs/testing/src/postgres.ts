@@ -92,3 +92,20 @@ export async function withTriggersOff(
     throw err;
   }
 }
+
+/**
+ * The rows of those `tables` that exist in one database, as text, so a test
+ * can show a refused request left everything as it was.
+ */
+export async function tableSnapshot(url: string, tables: readonly string[]): Promise<string> {
+  return withClient(url, async (c) => {
+    const parts: string[] = [];
+    for (const table of tables) {
+      const exists = await c.query('SELECT to_regclass($1) AS t', [table]);
+      if (!exists.rows[0].t) continue;
+      const rows = await c.query(`SELECT * FROM ${table} ORDER BY 1`);
+      parts.push(`${table}:${JSON.stringify(rows.rows)}`);
+    }
+    return parts.join('\n');
+  });
+}
