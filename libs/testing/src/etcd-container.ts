@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { EtcdCluster, EtcdClusterOptions, EtcdMember } from './etcd';
 
 interface StartedEtcd {
@@ -6,16 +8,32 @@ interface StartedEtcd {
   clientUrl: string;
   stop(): Promise<unknown>;
 }
-// The run's backend choice lives in one CommonJS file the ESM global setup shares.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const backends = require('../../../test/test-backends.js') as {
+interface TestBackends {
   BACKEND_ENV: string;
   startEtcdContainer(opts: { heartbeatMs: number; electionMs: number }): Promise<StartedEtcd>;
-};
+}
+
+/**
+ * The run's backend choice lives in one CommonJS file the ESM global setup
+ * shares (test/test-backends.js). It is loaded when first asked: the benches
+ * run this library from dist/, one level deeper, where a fixed relative path
+ * would miss it.
+ */
+let loaded: TestBackends | undefined;
+function backends(): TestBackends {
+  if (loaded) return loaded;
+  const file = ['../../../test/test-backends.js', '../../../../test/test-backends.js']
+    .map((rel) => path.join(__dirname, rel))
+    .find((candidate) => existsSync(candidate));
+  if (file === undefined) throw new Error('test/test-backends.js not found above ' + __dirname);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  loaded = require(file) as TestBackends;
+  return loaded;
+}
 
 /** True when the global setup chose testcontainers for this run (DLOCK_TEST_CONTAINERS=1). */
 export function containersBackend(): boolean {
-  return process.env[backends.BACKEND_ENV] === 'containers';
+  return process.env[backends().BACKEND_ENV] === 'containers';
 }
 
 /**
@@ -25,7 +43,7 @@ export function containersBackend(): boolean {
 export async function startEtcdContainerCluster(
   opts: Omit<EtcdClusterOptions, 'members'>,
 ): Promise<EtcdCluster> {
-  const started = await backends.startEtcdContainer({
+  const started = await backends().startEtcdContainer({
     heartbeatMs: opts.heartbeatMs ?? 50,
     electionMs: opts.electionMs ?? 500,
   });
