@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // `npm run test:mutation`: StrykerJS over the safety-critical files
-// (stryker.config.json), then the committed report bench/reports/mutation.md.
+// in the groups of stryker/groups.cjs (`npm run test:mutation -- <group>…` runs
+// some), then the committed report bench/reports/mutation.md over every group
+// that has a result.
 //
 // One embedded PostgreSQL serves the whole run, started here rather than by
 // jest's global setup: Stryker's sandboxes are private directories the
@@ -8,7 +10,8 @@
 // is cheaper than one each. Test files create a database per run and never
 // drop it, so a janitor drops the ones older than a few minutes.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import pg from 'pg';
 import globalSetup from '../test/global-setup.mjs';
@@ -20,16 +23,13 @@ const JANITOR_EVERY_MS = 60_000;
 const DATABASE_MAX_AGE = '10 minutes';
 const args = process.argv.slice(2);
 const reportOnly = args.includes('--report-only');
-// --report-only [result.json …]: the report from earlier runs' JSON results,
-// several combined when the campaign ran in file groups (one config each).
-const jsonArgs = args.filter((a) => a.endsWith('.json'));
-const configFile = jsonArgs[0] ?? 'stryker.config.json';
-
-/** Where the config's JSON reporter writes its result. */
-function resultFileOf(config) {
-  const parsed = JSON.parse(readFileSync(path.join(root, config), 'utf8'));
-  return parsed.jsonReporter?.fileName ?? 'reports/mutation/mutation.json';
-}
+const require = createRequire(import.meta.url);
+const { GROUPS } = require('../stryker/groups.cjs');
+// Group names on the command line run those groups (all of them when none is
+// named); --report-only rebuilds the report from the results already there.
+const named = args.filter((a) => !a.startsWith('--'));
+const unknown = named.filter((n) => !GROUPS.some((g) => g.name === n));
+const resultFileOf = (group) => `reports/mutation/${group}.json`;
 
 async function dropOldDatabases(adminUrl) {
   const client = new pg.Client({ connectionString: adminUrl });
@@ -54,48 +54,65 @@ async function dropOldDatabases(adminUrl) {
   }
 }
 
-function runStryker() {
+function runStryker(group) {
   return new Promise((resolve) => {
     const bin = path.join(root, 'node_modules', '.bin', 'stryker');
-    const child = spawn(bin, ['run', configFile], {
+    const child = spawn(bin, ['run', 'stryker.config.mjs'], {
       cwd: root,
       stdio: 'inherit',
-      env: process.env,
+      env: { ...process.env, DLOCK_MUTATION_GROUP: group },
     });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 }
 
+/** One group's run; its result keeps the duration, for the report. */
+async function runGroup(group) {
+  const started = Date.now();
+  const code = await runStryker(group);
+  const result = path.join(root, resultFileOf(group));
+  // Only this run's result: a failed run must not report an older one.
+  if (existsSync(result) && statSync(result).mtimeMs >= started) {
+    const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+    writeFileSync(
+      result.replace(/\.json$/, '.meta.json'),
+      JSON.stringify({ group, minutes, finishedAt: new Date().toISOString() }),
+    );
+  }
+  return code;
+}
+
+/** The report over every group that has a result. */
+function report() {
+  const results = GROUPS.map((g) => resultFileOf(g.name)).filter((f) => existsSync(path.join(root, f)));
+  writeMutationReport(root, results, GROUPS);
+}
+
 async function main() {
+  if (unknown.length > 0) {
+    console.error(`unknown group(s) ${unknown.join(', ')}; groups: ${GROUPS.map((g) => g.name).join(', ')}`);
+    return 2;
+  }
   if (reportOnly) {
-    writeMutationReport(root, jsonArgs.length > 0 ? jsonArgs : ['reports/mutation/mutation.json']);
+    report();
     return 0;
   }
-  const started = Date.now();
   await globalSetup();
   const janitor = setInterval(
     () => void dropOldDatabases(process.env.DLOCK_TEST_PG_URL),
     JANITOR_EVERY_MS,
   );
-  let code;
+  let failed = 0;
   try {
-    code = await runStryker();
+    for (const group of named.length > 0 ? named : GROUPS.map((g) => g.name)) {
+      if ((await runGroup(group)) !== 0) failed += 1;
+    }
   } finally {
     clearInterval(janitor);
     await globalTeardown();
   }
-  const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-  const result = resultFileOf(configFile);
-  // Only this run's result: a failed run must not report an older one.
-  if (existsSync(path.join(root, result)) && statSync(path.join(root, result)).mtimeMs >= started) {
-    // The run's duration and config travel with its result, for a combined report later.
-    writeFileSync(
-      path.join(root, result.replace(/\.json$/, '.meta.json')),
-      JSON.stringify({ config: configFile, minutes, finishedAt: new Date().toISOString() }),
-    );
-    writeMutationReport(root, [result]);
-  }
-  return code;
+  report();
+  return failed === 0 ? 0 : 1;
 }
 
 process.exitCode = await main();

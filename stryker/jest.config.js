@@ -1,10 +1,15 @@
-// The jest configuration StrykerJS runs for each mutant (stryker.config.json):
-// the project's own transform and embedded PostgreSQL, one flat project (the
-// jest runner instruments one test environment, not `projects`), and only the
-// tests that exercise the safety-critical files in-process. Tests that spawn
-// compiled apps from dist/ cannot see a mutant, so they are not listed.
+// The jest configuration StrykerJS runs for each mutant: the project's own
+// transform and embedded PostgreSQL, one flat project (the jest runner
+// instruments one test environment, not `projects`), and only the specs of the
+// group being mutated (stryker/groups.cjs).
 'use strict';
 const base = require('../jest.config.js');
+const { currentGroup, SPAWN_ONLY, OUTAGES } = require('./groups.cjs');
+
+const group = currentGroup();
+// A lock-store group runs the conformance suite on its own backend only; the
+// jest runner runs tests in this process, so the setting reaches them.
+Object.assign(process.env, group.env ?? {});
 const unit = base.projects.find((p) => p.displayName === 'unit');
 
 module.exports = {
@@ -17,29 +22,6 @@ module.exports = {
   testTimeout: base.testTimeout,
   globalSetup: '<rootDir>/test/global-setup.mjs',
   globalTeardown: '<rootDir>/test/global-teardown.mjs',
-  testMatch: [
-    '<rootDir>/libs/lock-api/src/**/*.spec.ts',
-    '<rootDir>/libs/lock-client/src/**/*.spec.ts',
-    '<rootDir>/libs/http-client/src/**/*.spec.ts',
-    '<rootDir>/apps/payment-resource/src/**/*.spec.ts',
-    '<rootDir>/apps/payment-resource/test/**/*.spec.ts',
-    '<rootDir>/apps/rail-proxy/src/**/*.spec.ts',
-    '<rootDir>/apps/rail-proxy/test/**/*.spec.ts',
-    '<rootDir>/apps/lock-server/src/**/*.spec.ts',
-    '<rootDir>/apps/lock-server/test/**/*.spec.ts',
-    '<rootDir>/apps/executor/src/**/*.spec.ts',
-  ],
-  testPathIgnorePatterns: [
-    // Minutes of leader kills and database outages per mutant buy nothing the
-    // conformance suites do not already show for these files.
-    '/etcd-failover\\.spec\\.ts$',
-    '/outage\\.spec\\.ts$',
-    // These only spawn the compiled apps (dist/ is not in Stryker's sandbox,
-    // and a built app would not carry the mutant anyway). Their in-process
-    // counterparts: rail-proxy's submission-repository and rail-connection
-    // specs, lock-server's tokens.spec, payment-resource's other specs.
-    '/payment-resource/test/process\\.spec\\.ts$',
-    '/rail-proxy/test/rail-proxy(-durability|-deadline)?\\.spec\\.ts$',
-    '/lock-server/test/pg/tokens-process\\.spec\\.ts$',
-  ],
+  testMatch: group.tests.map((glob) => `<rootDir>/${glob}`),
+  testPathIgnorePatterns: [...SPAWN_ONLY, ...OUTAGES],
 };
