@@ -22,6 +22,8 @@ const common = {
   moduleNameMapper,
   testEnvironment: 'node',
   rootDir: __dirname,
+  // A running `npm run test:mutation` keeps copies of the repository there.
+  modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],
 };
 
 module.exports = {

@@ -84,7 +84,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual({
       code: 'SESSION_UNKNOWN',
-      message: expect.any(String),
+      message: 'no such session',
       retrySafe: false,
       traceId: TRACE_ID,
     });
@@ -102,7 +102,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     expect(expired.status).toBe(410);
     expect(expired.body).toEqual({
       code: 'SESSION_EXPIRED',
-      message: expect.any(String),
+      message: 'session expired; its locks were released',
       retrySafe: false,
       traceId: TRACE_ID,
     });
@@ -176,7 +176,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     expect(res.status).toBe(409);
     expect(res.body).toEqual({
       code: 'LOCK_LOST',
-      message: expect.any(String),
+      message: 'the grant has expired, was released, revoked or taken over',
       retrySafe: false,
       details: { storedToken: grant.body.fencingToken },
       traceId: TRACE_ID,
@@ -194,7 +194,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
       status: 409,
       body: {
         code: 'LOCK_LOST',
-        message: expect.any(String),
+        message: 'the grant has expired, was released, revoked or taken over',
         retrySafe: false,
         details: { storedToken },
         traceId: TRACE_ID,
@@ -219,7 +219,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
       status: 404,
       body: {
         code: 'SESSION_UNKNOWN',
-        message: expect.any(String),
+        message: 'no such session',
         retrySafe: false,
         traceId: TRACE_ID,
       },
@@ -256,7 +256,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     expect(again.status).toBe(409);
     expect(again.body).toEqual({
       code: 'LOCK_LOST',
-      message: expect.any(String),
+      message: 'the grant had already expired or was taken over',
       retrySafe: false,
       traceId: TRACE_ID,
     });
@@ -286,7 +286,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     expect(res.status).toBe(404);
     expect(res.body).toEqual({
       code: 'NOT_FOUND',
-      message: expect.any(String),
+      message: 'this key has never been acquired',
       retrySafe: false,
       traceId: TRACE_ID,
     });
@@ -327,7 +327,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     expect(res.status).toBe(409);
     expect(res.body).toEqual({
       code: 'FENCED_OUT',
-      message: expect.any(String),
+      message: 'expectedToken is not the live grant of this key',
       retrySafe: false,
       details: { presentedToken: stale, highestToken: grant.body.fencingToken },
       traceId: TRACE_ID,
@@ -345,7 +345,12 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     });
     expect({ status: res.status, body: res.body }).toEqual({
       status: 404,
-      body: { code: 'NOT_FOUND', message: expect.any(String), retrySafe: false, traceId: TRACE_ID },
+      body: {
+        code: 'NOT_FOUND',
+        message: 'the key is not held',
+        retrySafe: false,
+        traceId: TRACE_ID,
+      },
     });
   });
 
@@ -366,7 +371,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     expect(res.status).toBe(404);
     expect(res.body).toEqual({
       code: 'NOT_FOUND',
-      message: expect.any(String),
+      message: 'the key is not held',
       retrySafe: false,
       traceId: TRACE_ID,
     });

@@ -92,7 +92,7 @@ describe.each(BACKENDS)('sessions L1-L3 [$name]', (backend) => {
     expect(res.status).toBe(404);
     expect(res.body).toEqual({
       code: 'SESSION_UNKNOWN',
-      message: expect.any(String),
+      message: 'no such session',
       retrySafe: false,
       traceId: TRACE_ID,
     });
@@ -105,7 +105,7 @@ describe.each(BACKENDS)('sessions L1-L3 [$name]', (backend) => {
     expect(res.status).toBe(410);
     expect(res.body).toEqual({
       code: 'SESSION_EXPIRED',
-      message: expect.any(String),
+      message: 'session expired; its locks were released',
       retrySafe: false,
       traceId: TRACE_ID,
     });

@@ -39,7 +39,16 @@ class HookedGateway extends EtcdGateway {
   holdTxn: ((compare: ICompare[], success: IRequestOp[]) => Gate | null) | null = null;
   loseAnswer: ((compare: ICompare[], success: IRequestOp[]) => boolean) | null = null;
   revokeGate: Gate | null = null;
+  /** Runs before a keep-alive reaches etcd (the lease may be made to lapse here). */
+  beforeKeepAlive: ((leaseId: string) => Promise<void>) | null = null;
   readonly pendingRevokes: Array<Promise<unknown>> = [];
+
+  override async keepAliveOnce(leaseId: string, deadline: Deadline): Promise<number> {
+    const hook = this.beforeKeepAlive;
+    this.beforeKeepAlive = null;
+    await hook?.(leaseId);
+    return super.keepAliveOnce(leaseId, deadline);
+  }
 
   override async txn(
     compare: ICompare[],
@@ -261,6 +270,35 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     await killSession(s.sessionId);
     expect((await lockKv(key))?.create_revision).toBe(String(token));
     await expect(b.store.release(key, token!)).rejects.toBeInstanceOf(LockLostError);
+    await expectHolder(key, null);
+  });
+
+  it('a renew whose lease lapses between its check and its keep-alive is LOCK_LOST and records nothing', async () => {
+    const key = 'race:renew-lapsed';
+    const s = await a.sessions.open('owner-l', 30_000);
+    const grant = await a.store.acquire({
+      key,
+      sessionId: s.sessionId,
+      ownerId: 'owner-l',
+      ttlMillis: 30_000,
+    });
+    const token = tokenOf(grant);
+    // The lease ends (as its TTL running out would) after the renew read the live key.
+    a.gw.beforeKeepAlive = async (leaseId) => {
+      await raw.leaseClient.leaseRevoke({ ID: leaseId });
+    };
+    await expect(a.store.renew(key, s.sessionId, token!)).rejects.toMatchObject({
+      code: 'LOCK_LOST',
+      details: { storedToken: String(token) },
+    });
+    expect(a.gw.beforeKeepAlive).toBeNull();
+    expect(await lockKv(key)).toBeUndefined();
+    // No lease-less index entry claims the key for the session.
+    const index = await raw.kv.range({
+      key: Buffer.from(`${PREFIX}session-lock/`),
+      range_end: Buffer.from(`${PREFIX}session-lock0`),
+    });
+    expect(index.kvs.filter((kv) => String(kv.key).endsWith(key))).toEqual([]);
     await expectHolder(key, null);
   });
 });
