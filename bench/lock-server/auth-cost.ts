@@ -9,9 +9,11 @@
  *
  *   git worktree add /tmp/authz-base <commit before libs/identity>; (cd /tmp/authz-base &&
  *     ln -s <repo>/node_modules && node scripts/build.js)
- *   BENCH_BASE_DIR=/tmp/authz-base node dist/bench/lock-server/auth-cost.js
+ *   BENCH_BASE_DIR=/tmp/authz-base npm run bench:lock:auth
  *   BENCH_ROUNDS=6 BENCH_DURATION_MS=8000 (the defaults)
  *   BENCH_BASE_AUTH=1 for a base that already authenticates (to isolate a later change)
+ *   BENCH_SUBJECT_DIR=<built worktree>: compare against that build instead of this one
+ *     (e.g. the commit that added authentication against its parent)
  *   BENCH_CPU_PROF_DIR=<dir>: both lock-servers write a V8 CPU profile there when they
  *     stop (summarise with dist/bench/lock-server/profile-by-package.js)
  *
@@ -32,6 +34,7 @@ import { call, startLockServerProcess } from './etcd-common';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const BASE_DIR = process.env.BENCH_BASE_DIR ?? '/tmp/authz-base';
+const SUBJECT_DIR = process.env.BENCH_SUBJECT_DIR;
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 6));
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
 const WARMUP_MS = 1000;
@@ -70,27 +73,30 @@ async function migrate(url: string, migrations: unknown[]): Promise<void> {
   await ds.destroy();
 }
 
-async function startBase(dbUrl: string): Promise<Server> {
+/** A lock-server from another build's dist/ (the base, or BENCH_SUBJECT_DIR). */
+async function startBuild(
+  dir: string,
+  name: Server['name'],
+  dbUrl: string,
+  auth: boolean,
+): Promise<Server> {
   const port = await freePort();
-  const proc = spawn(
-    process.execPath,
-    [path.join(BASE_DIR, 'dist', 'apps', 'lock-server', 'main.js')],
-    {
-      env: {
-        PATH: process.env.PATH ?? '',
-        PORT: String(port),
-        LOG_LEVEL: 'warn',
-        LOCK_WAITERS_MAX: '1000',
-        LOCK_BACKEND: 'pg',
-        LOCKDB_URL: dbUrl,
-        ...DB_TIMEOUTS,
-        ...PROFILE_ENV,
-        // A base that already authenticates (BENCH_BASE_AUTH=1) trusts the tests' issuer too.
-        ...(process.env.BENCH_BASE_AUTH === '1' ? await testAuthEnv() : {}),
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
+  const proc = spawn(process.execPath, [path.join(dir, 'dist', 'apps', 'lock-server', 'main.js')], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      LOCK_WAITERS_MAX: '1000',
+      LOCK_BACKEND: 'pg',
+      LOCKDB_URL: dbUrl,
+      ...DB_TIMEOUTS,
+      ...PROFILE_ENV,
+      // A build that authenticates trusts the tests' issuer (a build before the
+      // policy file ignores AUTH_POLICY).
+      ...(auth ? { ...(await testAuthEnv()), AUTH_POLICY: DEV_POLICY_PATH } : {}),
     },
-  );
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const url = `http://127.0.0.1:${port}`;
   for (const deadline = Date.now() + 30_000; ; await sleep(100)) {
     const ok = await fetch(`${url}/health/ready`).then(
@@ -98,7 +104,7 @@ async function startBase(dbUrl: string): Promise<Server> {
       () => false,
     );
     if (ok) break;
-    if (Date.now() > deadline || proc.exitCode !== null) throw new Error('base did not start');
+    if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`${name} did not start`);
   }
   const stop = () =>
     new Promise<void>((resolve) => {
@@ -106,7 +112,14 @@ async function startBase(dbUrl: string): Promise<Server> {
       proc.once('exit', () => resolve());
       proc.kill('SIGTERM');
     });
-  return { name: 'base', url, proc, stop };
+  return { name, url, proc, stop };
+}
+
+async function migrationsOf(dir: string): Promise<unknown[]> {
+  const built = (await import(path.join(dir, 'dist', 'migrations', 'lockdb', 'index.js'))) as {
+    LOCKDB_MIGRATIONS: unknown[];
+  };
+  return built.LOCKDB_MIGRATIONS;
 }
 
 interface Round {
@@ -222,24 +235,27 @@ async function main(): Promise<void> {
     await admin.query('CREATE DATABASE lockdb_identity');
     await admin.end();
     const dbUrl = (name: string) => `postgres://postgres:postgres@127.0.0.1:${pg.port}/${name}`;
-    // The base's own schema, from its own build.
-    const base = (await import(
-      path.join(BASE_DIR, 'dist', 'migrations', 'lockdb', 'index.js')
-    )) as {
-      LOCKDB_MIGRATIONS: unknown[];
-    };
-    const baseMigrations = base.LOCKDB_MIGRATIONS;
-    await migrate(dbUrl('lockdb_base'), baseMigrations);
-    await migrate(dbUrl('lockdb_identity'), LOCKDB_MIGRATIONS);
-    servers.push(await startBase(dbUrl('lockdb_base')));
-    const after = await startLockServerProcess({
-      LOCK_BACKEND: 'pg',
-      LOCKDB_URL: dbUrl('lockdb_identity'),
-      AUTH_POLICY: DEV_POLICY_PATH,
-      ...DB_TIMEOUTS,
-      ...PROFILE_ENV,
-    });
-    servers.push({ name: 'identity', url: after.url, proc: after.proc, stop: after.stop });
+    // Each build's own schema, from its own build.
+    await migrate(dbUrl('lockdb_base'), await migrationsOf(BASE_DIR));
+    await migrate(
+      dbUrl('lockdb_identity'),
+      SUBJECT_DIR ? await migrationsOf(SUBJECT_DIR) : LOCKDB_MIGRATIONS,
+    );
+    servers.push(
+      await startBuild(BASE_DIR, 'base', dbUrl('lockdb_base'), process.env.BENCH_BASE_AUTH === '1'),
+    );
+    if (SUBJECT_DIR) {
+      servers.push(await startBuild(SUBJECT_DIR, 'identity', dbUrl('lockdb_identity'), true));
+    } else {
+      const after = await startLockServerProcess({
+        LOCK_BACKEND: 'pg',
+        LOCKDB_URL: dbUrl('lockdb_identity'),
+        AUTH_POLICY: DEV_POLICY_PATH,
+        ...DB_TIMEOUTS,
+        ...PROFILE_ENV,
+      });
+      servers.push({ name: 'identity', url: after.url, proc: after.proc, stop: after.stop });
+    }
     const rounds: Round[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       for (const server of servers) {
