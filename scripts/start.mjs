@@ -77,7 +77,8 @@ const children = [];
 let stopping = false;
 /** Stopped after the workers (executors, reconciler, feed), so those can still release and close. */
 const SERVICES = new Set(['lock-server', 'payment-resource', 'rail-stub', 'rail-proxy']);
-const STOP_DEADLINE_MS = 15_000;
+/** Above a slow rail call (15 s, slowRail below): a stopping executor finishes the one it waits on. */
+const STOP_DEADLINE_MS = 20_000;
 
 function stopGroup(group) {
   return Promise.all(
