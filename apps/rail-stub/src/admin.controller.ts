@@ -15,6 +15,8 @@ const FAULTS = wireSchema<ReturnType<RailStubService['faults']>>('RailFaults', {
   holdMs: COUNT,
   declineRate: RATE,
   duplicateAckRate: RATE,
+  slowRate: RATE,
+  slowLatencyMs: COUNT,
   seed: COUNT,
   script: { type: 'array', items: { type: 'string', enum: [...SCRIPTED_FATES] } },
 });
@@ -33,6 +35,7 @@ const STATS = wireSchema<StubStats>('RailStats', {
   failuresAccepted: COUNT,
   rejected: COUNT,
   rejectsAccepted: COUNT,
+  slowCalls: COUNT,
   journalTransfers: COUNT,
   startedAt: INSTANT,
 });

@@ -24,6 +24,9 @@ export class RailStubEnv {
   @EnvInt({ default: 10_000, min: 0, max: 600_000 }) readonly RAIL_STUB_HOLD_MS!: number;
   @EnvNumber({ default: 0, min: 0, max: 1 }) readonly RAIL_STUB_DECLINE_RATE!: number;
   @EnvNumber({ default: 0, min: 0, max: 1 }) readonly RAIL_STUB_DUPLICATE_ACK_RATE!: number;
+  /** The slow calls (docs/rail.md): a share of the answers takes RAIL_STUB_SLOW_LATENCY_MS instead. */
+  @EnvNumber({ default: 0, min: 0, max: 1 }) readonly RAIL_STUB_SLOW_RATE!: number;
+  @EnvInt({ default: 5_000, min: 0, max: 600_000 }) readonly RAIL_STUB_SLOW_LATENCY_MS!: number;
   @EnvInt({ default: 1, min: 0, max: 2 ** 32 - 1 }) readonly RAIL_STUB_SEED!: number;
   /** Under the temp dir by default: the image's working dir is root-owned and read-only (docs/rail.md). */
   @EnvString({ default: path.join(tmpdir(), 'dlock-rail-stub', 'journal.jsonl') })

@@ -95,6 +95,20 @@ export class FaultsPatch {
   @Max(1)
   duplicateAckRate?: number;
 
+  @ApiPropertyOptional(RATE)
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(1)
+  slowRate?: number;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: MS_MAX })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(MS_MAX)
+  slowLatencyMs?: number;
+
   /** Restarts the seeded sequence. */
   @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 2 ** 32 - 1 })
   @IsOptional()

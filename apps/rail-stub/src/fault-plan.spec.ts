@@ -8,10 +8,16 @@ const settings: FaultSettings = {
   holdMs: 1000,
   declineRate: 0.2,
   duplicateAckRate: 0.1,
+  slowRate: 0,
+  slowLatencyMs: 5000,
 };
 
 function run(plan: FaultPlan, n: number): Fate[] {
-  return Array.from({ length: n }, () => plan.next());
+  return Array.from({ length: n }, () => plan.next().fate);
+}
+
+function slowness(plan: FaultPlan, n: number): boolean[] {
+  return Array.from({ length: n }, () => plan.next().slow);
 }
 
 describe('FaultPlan', () => {
@@ -69,6 +75,41 @@ describe('FaultPlan', () => {
     expect(fateOf('reject-400')).toEqual({ kind: 'reject', status: 400, accepted: false });
     expect(fateOf('reject-409-accepted')).toEqual({ kind: 'reject', status: 409, accepted: true });
     expect(fateOf('reject-429')).toEqual({ kind: 'reject', status: 429, accepted: false });
+  });
+
+  it('seed 42 still gives the fates it gave before slow calls existed', () => {
+    const ack = { kind: 'ack', duplicate: false };
+    const fail = (failure: string, accepted: boolean) => ({ kind: 'fail', failure, accepted });
+    const decline = { kind: 'decline' };
+    const expected = [ack, ack, fail('hold', false), decline, decline, fail('error', false)];
+    expected.push(fail('hold', true), ack, fail('reset', true), ack, fail('reset', false));
+    expected.push(fail('hold', true));
+    for (const slowRate of [0, 0.5, 1]) {
+      expect(run(new FaultPlan({ ...settings, slowRate }, 42), 12)).toEqual(expected);
+    }
+  });
+
+  it('with the slow rate at 0 no call is slow', () => {
+    expect(slowness(new FaultPlan(settings, 5), 1000)).not.toContain(true);
+  });
+
+  it('makes the configured share of calls slow, the same calls for the same seed', () => {
+    const slow = { ...settings, slowRate: 0.25 };
+    const first = slowness(new FaultPlan(slow, 77), 20_000);
+    expect(first.filter(Boolean).length / first.length).toBeCloseTo(0.25, 1);
+    expect(slowness(new FaultPlan(slow, 77), 20_000)).toEqual(first);
+    expect(slowness(new FaultPlan(slow, 78), 200)).not.toEqual(first.slice(0, 200));
+    const plan = new FaultPlan(slow, 77);
+    slowness(plan, 50);
+    plan.reseed(77);
+    expect(slowness(plan, 200)).toEqual(first.slice(0, 200));
+  });
+
+  it('a scripted call is slow or not by the slow rate; every call is slow at rate 1', () => {
+    const plan = new FaultPlan({ ...settings, slowRate: 1 }, 9);
+    plan.setScript(['decline']);
+    expect(plan.next()).toEqual({ fate: { kind: 'decline' }, slow: true });
+    expect(slowness(plan, 100)).not.toContain(false);
   });
 
   it('maps every scripted fate', () => {

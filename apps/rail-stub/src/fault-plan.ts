@@ -56,6 +56,15 @@ export interface FaultSettings {
   holdMs: number;
   declineRate: number;
   duplicateAckRate: number;
+  /** Share of calls answered after `slowLatencyMs` instead of `latencyMs` (docs/rail.md). */
+  slowRate: number;
+  slowLatencyMs: number;
+}
+
+/** One call as the plan decides it: its fate, and whether it is one of the slow ones. */
+export interface PlannedCall {
+  fate: Fate;
+  slow: boolean;
 }
 
 /** mulberry32: tiny, fast, good enough to make a fault schedule reproducible. */
@@ -72,6 +81,15 @@ export function mulberry32(seed: number): () => number {
 
 const KINDS: readonly FailureKind[] = ['error', 'reset', 'hold'];
 const SCRIPT_MAX = 10_000;
+/**
+ * Slowness is drawn from a second stream of the same seed, so adding it left
+ * the five draws per call, and with them every seed's fate sequence, as they were.
+ */
+const SLOW_STREAM = 0x51_0e_d1_a7;
+
+function slowStream(seed: number): () => number {
+  return mulberry32((seed ^ SLOW_STREAM) >>> 0);
+}
 
 export function fateOf(scripted: ScriptedFate): Fate {
   switch (scripted) {
@@ -112,6 +130,7 @@ export function fateOf(scripted: ScriptedFate): Fate {
 
 export class FaultPlan {
   private random: () => number;
+  private slowRandom: () => number;
   private queue: ScriptedFate[] = [];
 
   constructor(
@@ -119,6 +138,7 @@ export class FaultPlan {
     private seedValue: number,
   ) {
     this.random = mulberry32(seedValue);
+    this.slowRandom = slowStream(seedValue);
   }
 
   get seed(): number {
@@ -132,6 +152,7 @@ export class FaultPlan {
   reseed(seed: number): void {
     this.seedValue = seed;
     this.random = mulberry32(seed);
+    this.slowRandom = slowStream(seed);
   }
 
   setScript(fates: readonly ScriptedFate[]): void {
@@ -144,10 +165,17 @@ export class FaultPlan {
   }
 
   /**
-   * Always draws the same number of values per call, so call N's fate depends
-   * only on the seed and the rates, not on what earlier calls turned out to be.
+   * Always draws the same number of values per call, so call N's fate and
+   * slowness depend only on the seed and the rates, not on what earlier calls
+   * turned out to be. A scripted call can be slow too: the script picks the
+   * fate, the slow rate how long the answer takes.
    */
-  next(): Fate {
+  next(): PlannedCall {
+    const slow = this.slowRandom() < this.settings.slowRate;
+    return { fate: this.nextFate(), slow };
+  }
+
+  private nextFate(): Fate {
     const [fail, kind, accept, decline, duplicate] = [
       this.random(),
       this.random(),

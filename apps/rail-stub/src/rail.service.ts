@@ -45,6 +45,8 @@ export interface StubStats {
   /** Scripted 4xx answers, and how many of them booked the transfer all the same. */
   rejected: number;
   rejectsAccepted: number;
+  /** Calls answered after the slow latency (a held call never is). */
+  slowCalls: number;
   journalTransfers: number;
   startedAt: string;
 }
@@ -118,6 +120,8 @@ export class RailStubService implements BeforeApplicationShutdown, OnApplication
         holdMs: config.RAIL_STUB_HOLD_MS,
         declineRate: config.RAIL_STUB_DECLINE_RATE,
         duplicateAckRate: config.RAIL_STUB_DUPLICATE_ACK_RATE,
+        slowRate: config.RAIL_STUB_SLOW_RATE,
+        slowLatencyMs: config.RAIL_STUB_SLOW_LATENCY_MS,
       },
       config.RAIL_STUB_SEED,
     );
@@ -139,6 +143,7 @@ export class RailStubService implements BeforeApplicationShutdown, OnApplication
       failuresAccepted: 0,
       rejected: 0,
       rejectsAccepted: 0,
+      slowCalls: 0,
       startedAt: formatInstant(new Date()),
     };
   }
@@ -149,7 +154,7 @@ export class RailStubService implements BeforeApplicationShutdown, OnApplication
    */
   async submit(body: SubmitBody, socket: Socket): Promise<SubmitReply> {
     this.stats.submitsReceived++;
-    const fate = this.plan.next();
+    const { fate, slow } = this.plan.next();
     this.submits.inc({ fate: fateLabel(fate) });
     const first = books(fate) ? this.accept(body) : undefined;
     if (first && fate.kind === 'ack' && fate.duplicate) {
@@ -166,7 +171,9 @@ export class RailStubService implements BeforeApplicationShutdown, OnApplication
         return { kind: 'gone' };
       }
     }
-    await this.sleep(this.plan.settings.latencyMs);
+    const settings = this.plan.settings;
+    if (slow) this.stats.slowCalls++;
+    await this.sleep(slow ? settings.slowLatencyMs : settings.latencyMs);
     if (this.shutdown.signal.aborted || socket.destroyed) return { kind: 'gone' };
     switch (fate.kind) {
       case 'ack':

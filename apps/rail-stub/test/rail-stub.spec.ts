@@ -191,6 +191,8 @@ describe('rail-stub: the hostile, memoryless, non-idempotent rail', () => {
       holdMs: 700,
       declineRate: 0,
       duplicateAckRate: 0,
+      slowRate: 0,
+      slowLatencyMs: 5000,
       seed: 4242,
       script: [],
     });
@@ -214,6 +216,42 @@ describe('rail-stub: the hostile, memoryless, non-idempotent rail', () => {
     expect(done.status).toBe(200);
     expect(done.ms).toBeGreaterThanOrEqual(280);
     await faults(stub.url, { latencyMs: 0 });
+  });
+
+  it('a slow call answers after the slow latency, the rest stay fast, the same calls for the same seed', async () => {
+    const slowCalls = async () => (await http('GET', `${stub.url}/admin/stats`)).body.slowCalls;
+    // Which of ten calls were slow, by the stub's own counter (timing alone is noisy here).
+    const pattern = async () => {
+      const slow: boolean[] = [];
+      for (let i = 0; i < 10; i++) {
+        const before = await slowCalls();
+        expect((await pay(stub.url, railClientRef(randomUUID()))).status).toBe(200);
+        slow.push((await slowCalls()) > before);
+      }
+      return slow;
+    };
+    const quiet = { failureRate: 0, declineRate: 0, duplicateAckRate: 0, latencyMs: 0, script: [] };
+
+    await faults(stub.url, { ...quiet, slowRate: 0, slowLatencyMs: 600 });
+    expect(await pattern()).not.toContain(true);
+
+    await faults(stub.url, { slowRate: 1 });
+    const ref = railClientRef(randomUUID());
+    const pending = attempt(stub.url, ref);
+    await sleep(150);
+    // Money moved on arrival; only the answer is late.
+    const midway = await http('GET', `${stub.url}/lookup?clientRef=${ref}`);
+    expect(midway.body.transfers).toHaveLength(1);
+    const done = await pending;
+    expect(done.status).toBe(200);
+    expect(done.ms).toBeGreaterThanOrEqual(580);
+
+    await faults(stub.url, { slowRate: 0.5, slowLatencyMs: 200, seed: 99 });
+    const first = await pattern();
+    expect(new Set(first).size).toBe(2);
+    await faults(stub.url, { seed: 99 });
+    expect(await pattern()).toEqual(first);
+    await faults(stub.url, { slowRate: 0, slowLatencyMs: 5000 });
   });
 
   it('bad input is a 400 envelope, never a 500, and books nothing', async () => {
@@ -261,6 +299,11 @@ describe('rail-stub: the hostile, memoryless, non-idempotent rail', () => {
         http('POST', `${stub.url}/admin/faults`, { body: { script: ['ack', 'boom'] } }),
       ],
       ['faults seed', http('POST', `${stub.url}/admin/faults`, { body: { seed: -1 } })],
+      ['faults slow rate', http('POST', `${stub.url}/admin/faults`, { body: { slowRate: 2 } })],
+      [
+        'faults slow latency',
+        http('POST', `${stub.url}/admin/faults`, { body: { slowLatencyMs: 600_001 } }),
+      ],
     ];
     for (const [name, pending] of cases) {
       const res = await pending;
