@@ -133,6 +133,13 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
   const lockKv = async (key: string) => (await raw.kv.range({ key: lockKey(key) })).kvs[0];
   const tokenOf = (r: AcquireResult) => (r.kind === 'granted' ? r.grant.fencingToken : null);
 
+  /** A new session of `owner` on replica `r`, granted `key`: its session id and token. */
+  const holdKey = async (r: Replica, key: string, owner: string) => {
+    const { sessionId } = await r.sessions.open(owner, 30_000);
+    const granted = await r.store.acquire({ key, sessionId, ownerId: owner, ttlMillis: 30_000 });
+    return { sessionId, token: tokenOf(granted) };
+  };
+
   /** Ends a session as its lease expiry would: the session key goes, its locks stay behind. */
   const killSession = async (sessionId: string) => {
     const kvs = (await raw.kv.range({ key: Buffer.from(`${PREFIX}session/${sessionId}`) })).kvs;
@@ -164,16 +171,9 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
 
   it('two replicas reap one dead holder: the late reap leaves the new holder alone', async () => {
     const key = 'race:reap';
-    const dead = await a.sessions.open('owner-dead', 30_000);
-    const old = await a.store.acquire({
-      key,
-      sessionId: dead.sessionId,
-      ownerId: 'owner-dead',
-      ttlMillis: 30_000,
-    });
-    const oldToken = tokenOf(old);
+    const { sessionId: deadSession, token: oldToken } = await holdKey(a, key, 'owner-dead');
     expect(oldToken).not.toBeNull();
-    await killSession(dead.sessionId);
+    await killSession(deadSession);
     // The dead holder's key is still there (its own lease runs 30 s), but nobody holds it.
     expect((await lockKv(key))?.create_revision).toBe(String(oldToken));
     await expectHolder(key, null);
@@ -259,15 +259,8 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
 
   it('a release after the session died is LOCK_LOST even while the dead key is still there', async () => {
     const key = 'race:release-dead';
-    const s = await a.sessions.open('owner-r', 30_000);
-    const grant = await a.store.acquire({
-      key,
-      sessionId: s.sessionId,
-      ownerId: 'owner-r',
-      ttlMillis: 30_000,
-    });
-    const token = tokenOf(grant);
-    await killSession(s.sessionId);
+    const { sessionId, token } = await holdKey(a, key, 'owner-r');
+    await killSession(sessionId);
     expect((await lockKv(key))?.create_revision).toBe(String(token));
     await expect(b.store.release(key, token!)).rejects.toBeInstanceOf(LockLostError);
     await expectHolder(key, null);
@@ -275,19 +268,12 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
 
   it('a renew whose lease lapses between its check and its keep-alive is LOCK_LOST and records nothing', async () => {
     const key = 'race:renew-lapsed';
-    const s = await a.sessions.open('owner-l', 30_000);
-    const grant = await a.store.acquire({
-      key,
-      sessionId: s.sessionId,
-      ownerId: 'owner-l',
-      ttlMillis: 30_000,
-    });
-    const token = tokenOf(grant);
+    const { sessionId, token } = await holdKey(a, key, 'owner-l');
     // The lease ends (as its TTL running out would) after the renew read the live key.
     a.gw.beforeKeepAlive = async (leaseId) => {
       await raw.leaseClient.leaseRevoke({ ID: leaseId });
     };
-    await expect(a.store.renew(key, s.sessionId, token!)).rejects.toMatchObject({
+    await expect(a.store.renew(key, sessionId, token!)).rejects.toMatchObject({
       code: 'LOCK_LOST',
       details: { storedToken: String(token) },
     });
