@@ -17,6 +17,9 @@ export default {
   disableTypeChecks: '{apps,libs,migrations,test}/**/*.ts',
   ignorePatterns: ['dist', '.dlock', '.tmp', 'bench/reports', 'reports', '.stryker-tmp'],
   reporters: ['json', 'clear-text', 'progress'],
-  jsonReporter: { fileName: `reports/mutation/${group.name}.json` },
+  // A re-check of some mutants (scripts/mutation.mjs --recheck-timeouts) writes beside the group's result.
+  jsonReporter: {
+    fileName: process.env.DLOCK_MUTATION_RESULT ?? `reports/mutation/${group.name}.json`,
+  },
   mutate: group.mutate,
 };

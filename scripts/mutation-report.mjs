@@ -63,6 +63,10 @@ function runLine(run) {
   const took = run.minutes ? `${run.minutes} min` : 'duration not recorded';
   return `- \`npm run test:mutation -- ${run.group ?? '?'}\`: ${files} file(s), ${took}${
     run.finishedAt ? `, finished ${run.finishedAt.slice(0, 16).replace('T', ' ')} UTC` : ''
+  }${
+    run.recheck
+      ? `; the ${run.recheck.mutants} mutants on its ${run.recheck.lines} line range(s) with a timeout re-run alone (\`--recheck-timeouts\`, ${run.recheck.minutes} min)`
+      : ''
   }`;
 }
 

@@ -10,7 +10,7 @@
 // is cheaper than one each. Test files create a database per run and never
 // drop it, so a janitor drops the ones older than a few minutes.
 import { spawn } from 'node:child_process';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import pg from 'pg';
@@ -23,6 +23,9 @@ const JANITOR_EVERY_MS = 60_000;
 const DATABASE_MAX_AGE = '10 minutes';
 const args = process.argv.slice(2);
 const reportOnly = args.includes('--report-only');
+// --recheck-timeouts: run again, alone, the lines of each named group whose mutants timed out
+// (on a loaded machine a slow test looks like a hung one), and keep the new answers.
+const recheck = args.includes('--recheck-timeouts');
 const require = createRequire(import.meta.url);
 const { GROUPS } = require('../stryker/groups.cjs');
 // Group names on the command line run those groups (all of them when none is
@@ -54,13 +57,13 @@ async function dropOldDatabases(adminUrl) {
   }
 }
 
-function runStryker(group) {
+function runStryker(group, extraArgs = [], extraEnv = {}) {
   return new Promise((resolve) => {
     const bin = path.join(root, 'node_modules', '.bin', 'stryker');
-    const child = spawn(bin, ['run', 'stryker.config.mjs'], {
+    const child = spawn(bin, ['run', 'stryker.config.mjs', ...extraArgs], {
       cwd: root,
       stdio: 'inherit',
-      env: { ...process.env, DLOCK_MUTATION_GROUP: group },
+      env: { ...process.env, DLOCK_MUTATION_GROUP: group, ...extraEnv },
     });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
@@ -82,15 +85,74 @@ async function runGroup(group) {
   return code;
 }
 
+const mutantKey = (file, m) =>
+  `${file}:${m.location.start.line}:${m.location.start.column}:${m.mutatorName}:${m.replacement ?? ''}`;
+
+/** Re-runs the lines of a group's timed-out mutants and merges the new statuses into its result. */
+async function recheckGroup(group) {
+  const resultPath = path.join(root, resultFileOf(group));
+  if (!existsSync(resultPath)) return 0;
+  const result = JSON.parse(readFileSync(resultPath, 'utf8'));
+  const ranges = new Set();
+  for (const [file, { mutants }] of Object.entries(result.files)) {
+    for (const m of mutants.filter((x) => x.status === 'Timeout')) {
+      ranges.add(`${file}:${m.location.start.line}-${m.location.end.line}`);
+    }
+  }
+  if (ranges.size === 0) return 0;
+  const started = Date.now();
+  const recheckFile = resultFileOf(group).replace(/\.json$/, '.recheck.json');
+  const code = await runStryker(group, ['--mutate', [...ranges].join(',')], {
+    DLOCK_MUTATION_RESULT: recheckFile,
+  });
+  const recheckPath = path.join(root, recheckFile);
+  if (!existsSync(recheckPath) || statSync(recheckPath).mtimeMs < started) return code || 1;
+  const fresh = new Map();
+  for (const [file, { mutants }] of Object.entries(
+    JSON.parse(readFileSync(recheckPath, 'utf8')).files,
+  )) {
+    for (const m of mutants) fresh.set(mutantKey(file, m), m);
+  }
+  let replaced = 0;
+  for (const [file, entry] of Object.entries(result.files)) {
+    entry.mutants = entry.mutants.map((m) => {
+      const again = fresh.get(mutantKey(file, m));
+      if (!again) return m;
+      replaced += 1;
+      return {
+        ...m,
+        status: again.status,
+        statusReason: again.statusReason,
+        killedBy: again.killedBy,
+      };
+    });
+  }
+  writeFileSync(resultPath, JSON.stringify(result));
+  const metaPath = resultPath.replace(/\.json$/, '.meta.json');
+  const meta = existsSync(metaPath) ? JSON.parse(readFileSync(metaPath, 'utf8')) : { group };
+  meta.recheck = {
+    lines: ranges.size,
+    mutants: replaced,
+    minutes: ((Date.now() - started) / 60_000).toFixed(1),
+    finishedAt: new Date().toISOString(),
+  };
+  writeFileSync(metaPath, JSON.stringify(meta));
+  return code;
+}
+
 /** The report over every group that has a result. */
 function report() {
-  const results = GROUPS.map((g) => resultFileOf(g.name)).filter((f) => existsSync(path.join(root, f)));
+  const results = GROUPS.map((g) => resultFileOf(g.name)).filter((f) =>
+    existsSync(path.join(root, f)),
+  );
   writeMutationReport(root, results, GROUPS);
 }
 
 async function main() {
   if (unknown.length > 0) {
-    console.error(`unknown group(s) ${unknown.join(', ')}; groups: ${GROUPS.map((g) => g.name).join(', ')}`);
+    console.error(
+      `unknown group(s) ${unknown.join(', ')}; groups: ${GROUPS.map((g) => g.name).join(', ')}`,
+    );
     return 2;
   }
   if (reportOnly) {
@@ -105,7 +167,7 @@ async function main() {
   let failed = 0;
   try {
     for (const group of named.length > 0 ? named : GROUPS.map((g) => g.name)) {
-      if ((await runGroup(group)) !== 0) failed += 1;
+      if ((await (recheck ? recheckGroup(group) : runGroup(group))) !== 0) failed += 1;
     }
   } finally {
     clearInterval(janitor);

@@ -10,6 +10,7 @@
 const SPAWN_ONLY = [
   '/payment-resource/test/process\\.spec\\.ts$',
   '/rail-proxy/test/rail-proxy(-durability|-deadline)?\\.spec\\.ts$',
+  '/rail-proxy/test/high-water-list\\.spec\\.ts$',
   '/lock-server/test/pg/tokens-process\\.spec\\.ts$',
 ];
 /** Minutes of leader kills and database outages per mutant buy nothing the conformance suites do not show. */
