@@ -67,7 +67,12 @@ function runLine(run) {
     run.recheck
       ? `; the ${run.recheck.mutants} mutants on its ${run.recheck.lines} line range(s) with a timeout re-run alone (\`--recheck-timeouts\`, ${run.recheck.minutes} min)`
       : ''
-  }`;
+  }${(run.refreshed ?? [])
+    .map(
+      (r) =>
+        `; \`${r.file}\` re-measured alone (\`--only=\`, ${r.minutes} min, finished ${r.finishedAt.slice(0, 16).replace('T', ' ')} UTC)`,
+    )
+    .join('')}`;
 }
 
 /** Groups of stryker/groups.cjs with no result yet: their files are not in the table. */

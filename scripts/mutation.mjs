@@ -26,6 +26,9 @@ const reportOnly = args.includes('--report-only');
 // --recheck-timeouts: run again, alone, the lines of each named group whose mutants timed out
 // (on a loaded machine a slow test looks like a hung one), and keep the new answers.
 const recheck = args.includes('--recheck-timeouts');
+// --only=<file>: re-measure one file of the named group (after it changed) and put its
+// answers in place of that file's in the group's result.
+const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length);
 const require = createRequire(import.meta.url);
 const { GROUPS } = require('../stryker/groups.cjs');
 // Group names on the command line run those groups (all of them when none is
@@ -140,6 +143,32 @@ async function recheckGroup(group) {
   return code;
 }
 
+/** Re-runs one file of a group and replaces that file's mutants in the group's result. */
+async function refreshFile(group, file) {
+  const resultPath = path.join(root, resultFileOf(group));
+  const started = Date.now();
+  const partFile = resultFileOf(group).replace(/\.json$/, '.part.json');
+  const code = await runStryker(group, ['--mutate', file], { DLOCK_MUTATION_RESULT: partFile });
+  const partPath = path.join(root, partFile);
+  if (!existsSync(partPath) || statSync(partPath).mtimeMs < started) return code || 1;
+  const part = JSON.parse(readFileSync(partPath, 'utf8'));
+  const result = existsSync(resultPath) ? JSON.parse(readFileSync(resultPath, 'utf8')) : part;
+  Object.assign(result.files, part.files);
+  writeFileSync(resultPath, JSON.stringify(result));
+  const metaPath = resultPath.replace(/\.json$/, '.meta.json');
+  const meta = existsSync(metaPath) ? JSON.parse(readFileSync(metaPath, 'utf8')) : { group };
+  meta.refreshed = [
+    ...(meta.refreshed ?? []).filter((r) => r.file !== file),
+    {
+      file,
+      minutes: ((Date.now() - started) / 60_000).toFixed(1),
+      finishedAt: new Date().toISOString(),
+    },
+  ];
+  writeFileSync(metaPath, JSON.stringify(meta));
+  return code;
+}
+
 /** The report over every group that has a result. */
 function report() {
   const results = GROUPS.map((g) => resultFileOf(g.name)).filter((f) =>
@@ -167,7 +196,8 @@ async function main() {
   let failed = 0;
   try {
     for (const group of named.length > 0 ? named : GROUPS.map((g) => g.name)) {
-      if ((await (recheck ? recheckGroup(group) : runGroup(group))) !== 0) failed += 1;
+      const run = only ? refreshFile(group, only) : recheck ? recheckGroup(group) : runGroup(group);
+      if ((await run) !== 0) failed += 1;
     }
   } finally {
     clearInterval(janitor);
