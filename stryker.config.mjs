@@ -19,7 +19,7 @@ export default {
   reporters: ['json', 'clear-text', 'progress'],
   // A re-check of some mutants (scripts/mutation.mjs --recheck-timeouts) writes beside the group's result.
   jsonReporter: {
-    fileName: process.env.DLOCK_MUTATION_RESULT ?? `reports/mutation/${group.name}.json`,
+    fileName: process.env.DLOCK_MUTATION_RESULT ?? `bench/reports/mutation/${group.name}.json`,
   },
   mutate: group.mutate,
 };

@@ -35,7 +35,9 @@ const { GROUPS } = require('../stryker/groups.cjs');
 // named); --report-only rebuilds the report from the results already there.
 const named = args.filter((a) => !a.startsWith('--'));
 const unknown = named.filter((n) => !GROUPS.some((g) => g.name === n));
-const resultFileOf = (group) => `reports/mutation/${group}.json`;
+// Results are committed: the report is rebuilt from them, and a later run of one group
+// replaces only that group.
+const resultFileOf = (group) => `bench/reports/mutation/${group}.json`;
 
 async function dropOldDatabases(adminUrl) {
   const client = new pg.Client({ connectionString: adminUrl });
