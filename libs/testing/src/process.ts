@@ -138,6 +138,35 @@ export async function spawnApp(
   }
 }
 
+// Seconds on an idle machine; a 2-core CI box running two jest workers, each
+// starting several apps, has been seen to need more than 20 s.
+const LISTEN_TIMEOUT_MS = 60_000;
+
+/**
+ * Polls the ready path until it answers, and gives up at once when the process
+ * exits: a port another process took between freePort() and the app's listen
+ * is a PortTakenError (spawnApp tries a new port), anything else an error.
+ */
+async function waitListening(app: RunningApp, readyUrl: string, closed: Promise<void>) {
+  const deadline = Date.now() + LISTEN_TIMEOUT_MS;
+  for (;;) {
+    if (app.proc.exitCode !== null || app.proc.signalCode !== null) {
+      await closed;
+      if (app.output().includes('EADDRINUSE'))
+        throw new PortTakenError(`${app.name}: port ${app.port} is taken by another process`);
+      throw new Error(`${app.name} exited with ${app.proc.exitCode ?? app.proc.signalCode}`);
+    }
+    const ready = await fetch(readyUrl, { signal: AbortSignal.timeout(5_000) }).then(
+      (res) => res.ok,
+      () => false,
+    );
+    if (ready) return;
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${LISTEN_TIMEOUT_MS} ms waiting for ${app.name} to listen`);
+    await sleep(50);
+  }
+}
+
 async function spawnOnce(
   app: string,
   env: Record<string, string>,
@@ -160,6 +189,8 @@ async function spawnOnce(
   const url = `http://127.0.0.1:${port}`;
   registerAudience(url, app);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  // 'close' comes after the output is drained: the exit reason is in `out` by then.
+  const closed = new Promise<void>((resolve) => proc.once('close', () => resolve()));
   const running: RunningApp = {
     name: app,
     url,
@@ -183,24 +214,15 @@ async function spawnOnce(
     },
   };
   try {
-    await waitFor(
-      async () => {
-        if (proc.exitCode !== null) throw new Error(`${app} exited with ${proc.exitCode}:\n${out}`);
-        const res = await fetch(`${url}${readyPath ?? '/health/live'}`);
-        return res.ok;
-      },
-      // Seconds on an idle machine; a 2-core CI box running two jest workers, each
-      // starting several apps, has been seen to need more than 20 s.
-      60_000,
-      `${app} to listen`,
-    );
+    await waitListening(running, `${url}${readyPath ?? '/health/live'}`, closed);
   } catch (err) {
     await running.kill();
+    if (err instanceof PortTakenError) throw err;
     throw new Error(`${String(err)}\n--- ${app} output ---\n${out}`, { cause: err });
   }
   if (proc.pid !== undefined && !(await listensOn(proc.pid, port))) {
     await running.kill();
-    throw new PortTakenError(`${app}: port ${port} is answered by another process`);
+    throw new PortTakenError(`${app}: port ${port} is taken by another process`);
   }
   return running;
 }
