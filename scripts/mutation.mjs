@@ -26,8 +26,9 @@ const reportOnly = args.includes('--report-only');
 // --recheck-timeouts: run again, alone, the lines of each named group whose mutants timed out
 // (on a loaded machine a slow test looks like a hung one), and keep the new answers.
 const recheck = args.includes('--recheck-timeouts');
-// --only=<file>: re-measure one file of the named group (after it changed) and put its
-// answers in place of that file's in the group's result.
+// --only=<file>[:<from>-<to>]: re-measure one file of the named group (after it changed), or
+// only its lines from..to, and put the answers in place of that file's (or those lines') in the
+// group's result. Line ranges let a long file be measured in pieces, each kept when it ends.
 const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length);
 const require = createRequire(import.meta.url);
 const { GROUPS } = require('../stryker/groups.cjs');
@@ -145,24 +146,35 @@ async function recheckGroup(group) {
   return code;
 }
 
-/** Re-runs one file of a group and replaces that file's mutants in the group's result. */
-async function refreshFile(group, file) {
+/** `file` or `file:from-to`, as `--only=` takes it. */
+function parseOnly(spec) {
+  const m = /^(.*):(\d+)-(\d+)$/.exec(spec);
+  return m ? { file: m[1], from: Number(m[2]), to: Number(m[3]) } : { file: spec };
+}
+
+/** Re-runs one file of a group (or some of its lines) and replaces those mutants in the group's result. */
+async function refreshFile(group, spec) {
+  const { file, from, to } = parseOnly(spec);
+  const inRange = (m) =>
+    from === undefined || (m.location.start.line >= from && m.location.start.line <= to);
   const resultPath = path.join(root, resultFileOf(group));
   const started = Date.now();
   const partFile = resultFileOf(group).replace(/\.json$/, '.part.json');
-  const code = await runStryker(group, ['--mutate', file], { DLOCK_MUTATION_RESULT: partFile });
+  const code = await runStryker(group, ['--mutate', spec], { DLOCK_MUTATION_RESULT: partFile });
   const partPath = path.join(root, partFile);
   if (!existsSync(partPath) || statSync(partPath).mtimeMs < started) return code || 1;
   const part = JSON.parse(readFileSync(partPath, 'utf8'));
   const result = existsSync(resultPath) ? JSON.parse(readFileSync(resultPath, 'utf8')) : part;
-  Object.assign(result.files, part.files);
+  const kept = (result.files[file]?.mutants ?? []).filter((m) => !inRange(m));
+  const fresh = part.files[file] ?? { ...result.files[file], mutants: [] };
+  result.files[file] = { ...fresh, mutants: [...kept, ...fresh.mutants] };
   writeFileSync(resultPath, JSON.stringify(result));
   const metaPath = resultPath.replace(/\.json$/, '.meta.json');
   const meta = existsSync(metaPath) ? JSON.parse(readFileSync(metaPath, 'utf8')) : { group };
   meta.refreshed = [
-    ...(meta.refreshed ?? []).filter((r) => r.file !== file),
+    ...(meta.refreshed ?? []).filter((r) => r.file !== spec),
     {
-      file,
+      file: spec,
       minutes: ((Date.now() - started) / 60_000).toFixed(1),
       finishedAt: new Date().toISOString(),
     },
