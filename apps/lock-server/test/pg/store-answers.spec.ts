@@ -1,7 +1,8 @@
 import { migratedDatabase, waitFor } from '@dlock/testing';
 import { Client } from 'pg';
-import { ACQUIRE_SQL } from '../../src/store/pg/sql';
-import { startInProcess, type RunningLockServer } from '../support/in-process';
+import { PgDatabase } from '../../src/store/pg/pg-database';
+import { ACQUIRE_SQL, INSPECT_SQL } from '../../src/store/pg/sql';
+import { startInProcess } from '../support/in-process';
 import { LockApi, TRACE_ID } from '../support/lock-client';
 
 /** Backends of this database waiting for a lock (our acquire behind the rival's row lock). */
@@ -20,7 +21,7 @@ async function lockWaiters(raw: Client): Promise<number> {
  */
 describe('pg backend: the answer to an acquire that lost a race', () => {
   let dbUrl: string;
-  let server: RunningLockServer;
+  let server: Awaited<ReturnType<typeof startInProcess>>;
   let api: LockApi;
 
   beforeAll(async () => {
@@ -33,14 +34,20 @@ describe('pg backend: the answer to an acquire that lost a race', () => {
   /**
    * Our acquire starts while the key looks free to its snapshot (`prepare`
    * left it so), then waits on the row lock of another replica's grant, which
-   * commits: the answer must name that new holder, read after the wait.
+   * commits. `beforeReRead` runs after our statement answered and before the
+   * store reads the holder again. Returns the HTTP answer and the rival's grant.
    */
-  async function raceAgainstCommittingGrant(key: string, prepare: () => Promise<void>) {
+  async function raceAgainstCommittingGrant(
+    key: string,
+    prepare: () => Promise<void>,
+    beforeReRead: (rival: { session: string; token: string }) => Promise<void> = async () => {},
+  ) {
     await prepare();
     const rival = await api.session('rival', 30_000);
     const late = await api.session('late', 30_000);
     const raw = new Client({ connectionString: dbUrl });
     await raw.connect();
+    const reRead = gateReRead(key);
     try {
       await raw.query('BEGIN');
       const granted = (await raw.query(ACQUIRE_SQL, [key, rival, 'rival', 20_000])).rows[0];
@@ -54,25 +61,58 @@ describe('pg backend: the answer to an acquire that lost a race', () => {
         await watcher.end();
       }
       await raw.query('COMMIT');
-      const res = await answer;
-      expect({ status: res.status, body: res.body }).toEqual({
-        status: 409,
-        body: {
-          code: 'LOCK_CONTENDED',
-          message: expect.any(String),
-          retrySafe: true,
-          retryAfterMillis: expect.any(Number),
-          details: { holderOwnerId: 'rival', expiresAt: granted.expires_at.toISOString() },
-          traceId: TRACE_ID,
-        },
-      });
+      await reRead.reached;
+      await beforeReRead({ session: rival, token: String(granted.fencing_token) });
+      reRead.open();
+      return { res: await answer, granted };
     } finally {
+      reRead.open();
       await raw.end();
     }
   }
 
+  /** Holds the store's next holder read of `key` (INSPECT_SQL) until open() is called. */
+  function gateReRead(key: string) {
+    const db = server.app.get(PgDatabase);
+    const rows = db.rows.bind(db);
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    let reached!: () => void;
+    const reachedP = new Promise<void>((resolve) => (reached = resolve));
+    const spy = jest.spyOn(db, 'rows').mockImplementation(async (sql, params) => {
+      if (sql === INSPECT_SQL && params?.[0] === key) {
+        spy.mockRestore();
+        reached();
+        await opened;
+      }
+      return rows(sql, params);
+    });
+    return {
+      reached: reachedP,
+      open: () => {
+        spy.mockRestore();
+        open();
+      },
+    };
+  }
+
+  async function contendedByRival(key: string, prepare: () => Promise<void>) {
+    const { res, granted } = await raceAgainstCommittingGrant(key, prepare);
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 409,
+      body: {
+        code: 'LOCK_CONTENDED',
+        message: expect.any(String),
+        retrySafe: true,
+        retryAfterMillis: expect.any(Number),
+        details: { holderOwnerId: 'rival', expiresAt: granted.expires_at.toISOString() },
+        traceId: TRACE_ID,
+      },
+    });
+  }
+
   it('a key released before our acquire but granted to another replica meanwhile: contended, naming the new holder', async () => {
-    await raceAgainstCommittingGrant('race:released', async () => {
+    await contendedByRival('race:released', async () => {
       const old = await api.session('old', 30_000);
       const grant = await api.acquire('race:released', old, 'old');
       expect((await api.release('race:released', old, grant.body.fencingToken, 'old')).status).toBe(
@@ -82,7 +122,7 @@ describe('pg backend: the answer to an acquire that lost a race', () => {
   });
 
   it('a lease that lapsed before our acquire but was granted to another replica meanwhile: contended, naming the new holder', async () => {
-    await raceAgainstCommittingGrant('race:lapsed', async () => {
+    await contendedByRival('race:lapsed', async () => {
       const old = await api.session('old', 30_000);
       expect((await api.acquire('race:lapsed', old, 'old', { ttlMillis: 1_000 })).status).toBe(200);
       await waitFor(
@@ -91,5 +131,35 @@ describe('pg backend: the answer to an acquire that lost a race', () => {
         'the lease to lapse',
       );
     });
+  });
+
+  // The rival's grant is gone again by the time the store reads the holder
+  // (released between our statement and that read): still a plain contended
+  // answer that says the key is free now, never a crash on the missing holder.
+  it('a never-seen key granted to another replica and released again before the holder is read: contended, free now', async () => {
+    const before = Date.now();
+    const { res } = await raceAgainstCommittingGrant(
+      'race:gone',
+      async () => {},
+      async (rival) => {
+        expect((await api.release('race:gone', rival.session, rival.token, 'rival')).status).toBe(
+          204,
+        );
+      },
+    );
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 409,
+      body: {
+        code: 'LOCK_CONTENDED',
+        message: expect.any(String),
+        retrySafe: true,
+        retryAfterMillis: expect.any(Number),
+        details: { holderOwnerId: '', expiresAt: expect.any(String) },
+        traceId: TRACE_ID,
+      },
+    });
+    const freeAt = Date.parse(res.body.details.expiresAt);
+    expect(freeAt).toBeGreaterThanOrEqual(before - 1_000);
+    expect(freeAt).toBeLessThanOrEqual(Date.now() + 1_000);
   });
 });

@@ -12,8 +12,13 @@ export interface RunningLockServer {
   stop(): Promise<void>;
 }
 
-/** The real lock-server module in this process, on a free port, with the given environment. */
-export async function startInProcess(env: Record<string, string>): Promise<RunningLockServer> {
+/**
+ * The real lock-server module in this process, on a free port, with the given
+ * environment; `app` lets a test reach a provider (a gate on one call).
+ */
+export async function startInProcess(
+  env: Record<string, string>,
+): Promise<RunningLockServer & { app: NestExpressApplication }> {
   const module = await LockServerModule.forRoot({
     env: { LOG_LEVEL: 'silent', ...(await testAuthEnv()), ...env },
   });
@@ -30,5 +35,5 @@ export async function startInProcess(env: Record<string, string>): Promise<Runni
   const port = typeof address === 'object' && address ? address.port : 0;
   const url = `http://127.0.0.1:${port}`;
   registerAudience(url, 'lock-server');
-  return { url, stop: () => app.close() };
+  return { url, app, stop: () => app.close() };
 }
