@@ -102,19 +102,24 @@ describe('pg backend: the answer to an acquire that lost a race', () => {
     };
   }
 
+  /** The whole 409 an acquire that lost is answered, with these details. */
+  const contended = (details: { holderOwnerId: string; expiresAt: unknown }) => ({
+    status: 409,
+    body: {
+      code: 'LOCK_CONTENDED',
+      message: expect.any(String),
+      retrySafe: true,
+      retryAfterMillis: expect.any(Number),
+      details,
+      traceId: TRACE_ID,
+    },
+  });
+
   async function contendedByRival(key: string, prepare: () => Promise<void>) {
     const { res, granted } = await raceAgainstCommittingGrant(key, prepare);
-    expect({ status: res.status, body: res.body }).toEqual({
-      status: 409,
-      body: {
-        code: 'LOCK_CONTENDED',
-        message: expect.any(String),
-        retrySafe: true,
-        retryAfterMillis: expect.any(Number),
-        details: { holderOwnerId: 'rival', expiresAt: granted.expires_at.toISOString() },
-        traceId: TRACE_ID,
-      },
-    });
+    expect({ status: res.status, body: res.body }).toEqual(
+      contended({ holderOwnerId: 'rival', expiresAt: granted.expires_at.toISOString() }),
+    );
   }
 
   it('a key released before our acquire but granted to another replica meanwhile: contended, naming the new holder', async () => {
@@ -153,17 +158,9 @@ describe('pg backend: the answer to an acquire that lost a race', () => {
         );
       },
     );
-    expect({ status: res.status, body: res.body }).toEqual({
-      status: 409,
-      body: {
-        code: 'LOCK_CONTENDED',
-        message: expect.any(String),
-        retrySafe: true,
-        retryAfterMillis: expect.any(Number),
-        details: { holderOwnerId: '', expiresAt: expect.any(String) },
-        traceId: TRACE_ID,
-      },
-    });
+    expect({ status: res.status, body: res.body }).toEqual(
+      contended({ holderOwnerId: '', expiresAt: expect.any(String) }),
+    );
     const freeAt = Date.parse(res.body.details.expiresAt);
     expect(freeAt).toBeGreaterThanOrEqual(before - 1_000);
     expect(freeAt).toBeLessThanOrEqual(Date.now() + 1_000);
