@@ -1,4 +1,5 @@
 import { http, waitFor } from '@dlock/testing';
+import { LockStore } from '../../src/store/lock-store.port';
 import { BACKENDS } from '../support/backends';
 import type { RunningLockServer } from '../support/in-process';
 import { LockApi } from '../support/lock-client';
@@ -71,4 +72,25 @@ describe.each(BACKENDS)('waiting acquires and activity gauges [$name]', (backend
       expect((await api.release(key, waiter, res.body.fencingToken, 'waiter')).status).toBe(204);
     },
   );
+
+  // Between two tries a waiting acquire sleeps until a wake-up or the poll,
+  // whichever is first; a backend whose wait returned at once would turn every
+  // waiter into a loop of acquire statements against the lock database.
+  it('a waiter that is never woken asks the store again only at the poll or its deadline', async () => {
+    const holder = await api.session('holder', 30_000);
+    const waiter = await api.session('waiter', 30_000);
+    expect((await api.acquire('poll:1', holder, 'holder', { ttlMillis: 30_000 })).status).toBe(200);
+    const store = server.app.get(LockStore);
+    const tries = jest.spyOn(store, 'acquire');
+    try {
+      const res = await api.acquire('poll:1', waiter, 'waiter', { waitMillis: 1_500 });
+      expect(res.status).toBe(409);
+      // The first try and one when the wait ends (the 5 s poll never comes); one spare for a
+      // backend that wakes once for nothing. A wait that returned at once makes hundreds.
+      expect(tries.mock.calls.length).toBeGreaterThanOrEqual(2);
+      expect(tries.mock.calls.length).toBeLessThanOrEqual(3);
+    } finally {
+      tries.mockRestore();
+    }
+  });
 });

@@ -2,7 +2,7 @@ import { migratedDatabase, waitFor } from '@dlock/testing';
 import { Client } from 'pg';
 import { PgDatabase } from '../../src/store/pg/pg-database';
 import { ACQUIRE_SQL, INSPECT_SQL } from '../../src/store/pg/sql';
-import { startInProcess } from '../support/in-process';
+import { startInProcess, type RunningLockServer } from '../support/in-process';
 import { LockApi, TRACE_ID } from '../support/lock-client';
 
 /** Backends of this database waiting for a lock (our acquire behind the rival's row lock). */
@@ -21,7 +21,7 @@ async function lockWaiters(raw: Client): Promise<number> {
  */
 describe('pg backend: the answer to an acquire that lost a race', () => {
   let dbUrl: string;
-  let server: Awaited<ReturnType<typeof startInProcess>>;
+  let server: RunningLockServer;
   let api: LockApi;
 
   beforeAll(async () => {

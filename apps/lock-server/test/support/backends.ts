@@ -32,6 +32,7 @@ export const etcdBackend: BackendFixture = {
       });
       return {
         url: server.url,
+        app: server.app,
         async stop() {
           await server.stop();
           await etcd.stop();

@@ -9,16 +9,13 @@ import { LockServerModule } from '../../src/app.module';
 export interface RunningLockServer {
   /** Base URL, e.g. http://127.0.0.1:40123 */
   url: string;
+  /** The Nest application, for a test that must reach a provider (a gate or a count on one call). */
+  app: NestExpressApplication;
   stop(): Promise<void>;
 }
 
-/**
- * The real lock-server module in this process, on a free port, with the given
- * environment; `app` lets a test reach a provider (a gate on one call).
- */
-export async function startInProcess(
-  env: Record<string, string>,
-): Promise<RunningLockServer & { app: NestExpressApplication }> {
+/** The real lock-server module in this process, on a free port, with the given environment. */
+export async function startInProcess(env: Record<string, string>): Promise<RunningLockServer> {
   const module = await LockServerModule.forRoot({
     env: { LOG_LEVEL: 'silent', ...(await testAuthEnv()), ...env },
   });
