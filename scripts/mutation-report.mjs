@@ -60,17 +60,20 @@ function loadRuns(root, resultFiles) {
 
 function runLine(run) {
   const files = Object.keys(run.files).length;
-  const took = run.minutes ? `${run.minutes} min` : 'duration not recorded';
-  return `- \`npm run test:mutation -- ${run.group ?? '?'}\`: ${files} file(s), ${took}${
-    run.finishedAt ? `, finished ${run.finishedAt.slice(0, 16).replace('T', ' ')} UTC` : ''
-  }${
+  // A group measured only in pieces (--only=<file>:<from>-<to>) has no whole-run duration.
+  const whole = run.minutes
+    ? `${files} file(s), ${run.minutes} min${
+        run.finishedAt ? `, finished ${run.finishedAt.slice(0, 16).replace('T', ' ')} UTC` : ''
+      }`
+    : `not run whole: only the line ranges below, each alone`;
+  return `- \`npm run test:mutation -- ${run.group ?? '?'}\`: ${whole}${
     run.recheck
       ? `; the ${run.recheck.mutants} mutants on its ${run.recheck.lines} line range(s) with a timeout re-run alone (\`--recheck-timeouts\`, ${run.recheck.minutes} min)`
       : ''
   }${(run.refreshed ?? [])
     .map(
       (r) =>
-        `; \`${r.file}\` re-measured alone (\`--only=\`, ${r.minutes} min, finished ${r.finishedAt.slice(0, 16).replace('T', ' ')} UTC)`,
+        `; \`${r.file}\` ${/:\d+-\d+$/.test(r.file) ? 'measured' : 're-measured'} alone (\`--only=\`, ${r.minutes} min, finished ${r.finishedAt.slice(0, 16).replace('T', ' ')} UTC)`,
     )
     .join('')}`;
 }
@@ -92,14 +95,25 @@ export function writeMutationReport(root, resultFiles, groups = []) {
   const merged = Object.assign({}, ...runs.map((r) => r.files));
   const equivalentIn = (file) => (m) => explanations.get(keyOf(file, m))?.verdict === 'equivalent';
   let equivalentTotal = 0;
+  // Files of groups never run whole: the row says which lines its score covers.
+  const partial = new Map(
+    runs
+      .filter((r) => !r.minutes)
+      .flatMap((r) => (r.refreshed ?? []).map((x) => x.file.split(':')))
+      .filter((parts) => parts.length === 2)
+      .reduce((acc, [file, range]) => acc.set(file, [...(acc.get(file) ?? []), range]), new Map()),
+  );
   for (const [file, { mutants }] of Object.entries(merged).sort()) {
     const s = scoreOf(mutants, equivalentIn(file));
     all.push(...mutants);
     equivalentTotal += s.equivalent;
+    const cell = partial.has(file)
+      ? `\`${file}\` (lines ${partial.get(file).sort().join(', ')} only)`
+      : `\`${file}\``;
     rows.push(
       s.valid === 0
-        ? `| \`${file}\` | n/a | n/a | 0 | 0 | 0 | ${mutants.length} (none that compiles) |`
-        : `| \`${file}\` | ${s.score.toFixed(1)} % | ${s.net.toFixed(1)} % | ${s.detected} | ${s.undetected} | ${s.equivalent} | ${mutants.length} |`,
+        ? `| ${cell} | n/a | n/a | 0 | 0 | 0 | ${mutants.length} (none that compiles) |`
+        : `| ${cell} | ${s.score.toFixed(1)} % | ${s.net.toFixed(1)} % | ${s.detected} | ${s.undetected} | ${s.equivalent} | ${mutants.length} |`,
     );
     for (const m of mutants.filter((x) => UNDETECTED.has(x.status))) {
       const e = explanations.get(keyOf(file, m));
