@@ -287,4 +287,79 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     expect(index.kvs.filter((kv) => String(kv.key).endsWith(key))).toEqual([]);
     await expectHolder(key, null);
   });
+
+  // An acquire looks at the holder it found at most ACQUIRE_ATTEMPTS_MAX (4) times. A key that
+  // passes to a new owner before each look is answered as contended, naming the last holder seen
+  // and free to retry now: no grant, no token, no unbounded loop.
+  it('a key that changes hands before every look is contended, naming the last holder seen, retry now', async () => {
+    const key = 'race:hands';
+    let current = await holdKey(a, key, 'owner-0');
+    const w = await b.sessions.open('owner-w', 30_000);
+    const started = Date.now();
+    let look = new Gate();
+    b.gw.holdTxn = (compare, success) => (isReapOf(lockKey(key))(compare, success) ? look : null);
+    const answer = b.store.acquire({
+      key,
+      sessionId: w.sessionId,
+      ownerId: 'owner-w',
+      ttlMillis: 30_000,
+    });
+    for (let next = 1; next <= 4; next++) {
+      await look.reached;
+      await a.store.release(key, current.token!);
+      current = await holdKey(a, key, `owner-${next}`);
+      const held = look;
+      if (next < 4) {
+        look = new Gate();
+        b.gw.holdTxn = (compare, success) =>
+          isReapOf(lockKey(key))(compare, success) ? look : null;
+      }
+      held.release();
+    }
+    const result = await answer;
+    expect(result).toEqual({
+      kind: 'contended',
+      holderOwnerId: 'owner-3',
+      expiresAt: expect.any(Date),
+    });
+    // Not the new holder's lease end (30 s away): the key is worth trying again at once.
+    const expiresAtMs = (result as { expiresAt: Date }).expiresAt.getTime();
+    expect(expiresAtMs).toBeGreaterThanOrEqual(started);
+    expect(expiresAtMs).toBeLessThanOrEqual(Date.now());
+    await expectHolder(key, current.sessionId, current.token!);
+    await a.store.release(key, current.token!);
+  });
+
+  // The other way the looks run out: before each create, a new holder takes the key and its
+  // session dies, so every look reaps a dead holder and finds the key taken again next time.
+  // Nothing was granted and no live holder was seen: NOT_LEADER, retry (fail closed).
+  it('a key retaken by a dead holder before every create is NOT_LEADER, with nothing granted', async () => {
+    const key = 'race:reaped';
+    const w = await b.sessions.open('owner-w', 30_000);
+    let create = new Gate();
+    b.gw.holdTxn = (compare) => (isCreateOf(lockKey(key))(compare) ? create : null);
+    const answer = b.store.acquire({
+      key,
+      sessionId: w.sessionId,
+      ownerId: 'owner-w',
+      ttlMillis: 30_000,
+    });
+    for (let next = 1; next <= 4; next++) {
+      await create.reached;
+      await killSession((await holdKey(a, key, `owner-dead-${next}`)).sessionId);
+      const held = create;
+      if (next < 4) {
+        create = new Gate();
+        b.gw.holdTxn = (compare) => (isCreateOf(lockKey(key))(compare) ? create : null);
+      }
+      held.release();
+    }
+    await expect(answer).rejects.toMatchObject({
+      code: 'NOT_LEADER',
+      message: 'the lock changed hands repeatedly; retry',
+      retryAfterMillis: 1_000,
+    });
+    // The last look reaped the last dead holder: nobody holds the key, and W was granted nothing.
+    await expectHolder(key, null);
+  });
 });
