@@ -86,6 +86,16 @@ function missingLines(runs, groups) {
     .map((g) => `- \`${g.name}\` (${g.mutate.map((f) => `\`${f}\``).join(', ')}): no result yet`);
 }
 
+/** Line ranges ("88-193") without those inside another one (a piece re-measured later). */
+function outermost(ranges) {
+  const spans = ranges.map((r) => r.split('-').map(Number));
+  const inside = ([a, b], i) => spans.some(([c, d], j) => j !== i && c <= a && b <= d);
+  return spans
+    .filter((span, i) => !inside(span, i))
+    .sort(([a], [c]) => a - c)
+    .map(([a, b]) => `${a}–${b}`);
+}
+
 export function writeMutationReport(root, resultFiles, groups = []) {
   const runs = loadRuns(root, resultFiles);
   const explanations = loadExplanations(root);
@@ -108,7 +118,7 @@ export function writeMutationReport(root, resultFiles, groups = []) {
     all.push(...mutants);
     equivalentTotal += s.equivalent;
     const cell = partial.has(file)
-      ? `\`${file}\` (lines ${partial.get(file).sort().join(', ')} only)`
+      ? `\`${file}\` (lines ${outermost(partial.get(file)).join(', ')} only)`
       : `\`${file}\``;
     rows.push(
       s.valid === 0
