@@ -155,8 +155,9 @@ function parseOnly(spec) {
 /** Re-runs one file of a group (or some of its lines) and replaces those mutants in the group's result. */
 async function refreshFile(group, spec) {
   const { file, from, to } = parseOnly(spec);
+  // As Stryker reads a range: only mutants wholly inside it are run again.
   const inRange = (m) =>
-    from === undefined || (m.location.start.line >= from && m.location.start.line <= to);
+    from === undefined || (m.location.start.line >= from && m.location.end.line <= to);
   const resultPath = path.join(root, resultFileOf(group));
   const started = Date.now();
   const partFile = resultFileOf(group).replace(/\.json$/, '.part.json');
