@@ -288,34 +288,52 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     await expectHolder(key, null);
   });
 
-  // An acquire looks at the holder it found at most ACQUIRE_ATTEMPTS_MAX (4) times. A key that
-  // passes to a new owner before each look is answered as contended, naming the last holder seen
-  // and free to retry now: no grant, no token, no unbounded loop.
-  it('a key that changes hands before every look is contended, naming the last holder seen, retry now', async () => {
-    const key = 'race:hands';
-    let current = await holdKey(a, key, 'owner-0');
+  /**
+   * W acquires `key` on replica B, and each of its first `times` txns that `match` is held
+   * while `between(n)` runs on replica A (n = 1..times). The answer is left to the caller.
+   */
+  const acquireHeldAtEach = async (
+    key: string,
+    match: (compare: ICompare[], success: IRequestOp[]) => boolean,
+    times: number,
+    between: (n: number) => Promise<void>,
+  ) => {
     const w = await b.sessions.open('owner-w', 30_000);
-    const started = Date.now();
-    let look = new Gate();
-    b.gw.holdTxn = (compare, success) => (isReapOf(lockKey(key))(compare, success) ? look : null);
+    let gate = new Gate();
+    const hold = (compare: ICompare[], success: IRequestOp[]) =>
+      match(compare, success) ? gate : null;
+    b.gw.holdTxn = hold;
     const answer = b.store.acquire({
       key,
       sessionId: w.sessionId,
       ownerId: 'owner-w',
       ttlMillis: 30_000,
     });
-    for (let next = 1; next <= 4; next++) {
-      await look.reached;
-      await a.store.release(key, current.token!);
-      current = await holdKey(a, key, `owner-${next}`);
-      const held = look;
-      if (next < 4) {
-        look = new Gate();
-        b.gw.holdTxn = (compare, success) =>
-          isReapOf(lockKey(key))(compare, success) ? look : null;
+    answer.catch(() => undefined); // judged by the caller once the gates are through
+    for (let n = 1; n <= times; n++) {
+      await gate.reached;
+      await between(n);
+      const held = gate;
+      if (n < times) {
+        gate = new Gate();
+        b.gw.holdTxn = hold; // a gate is used once: the hook clears itself
       }
       held.release();
     }
+    return { answer };
+  };
+
+  // An acquire looks at the holder it found at most ACQUIRE_ATTEMPTS_MAX (4) times. A key that
+  // passes to a new owner before each look is answered as contended, naming the last holder seen
+  // and free to retry now: no grant, no token, no unbounded loop.
+  it('a key that changes hands before every look is contended, naming the last holder seen, retry now', async () => {
+    const key = 'race:hands';
+    let current = await holdKey(a, key, 'owner-0');
+    const started = Date.now();
+    const { answer } = await acquireHeldAtEach(key, isReapOf(lockKey(key)), 4, async (n) => {
+      await a.store.release(key, current.token!);
+      current = await holdKey(a, key, `owner-${n}`);
+    });
     const result = await answer;
     expect(result).toEqual({
       kind: 'contended',
@@ -335,25 +353,9 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
   // Nothing was granted and no live holder was seen: NOT_LEADER, retry (fail closed).
   it('a key retaken by a dead holder before every create is NOT_LEADER, with nothing granted', async () => {
     const key = 'race:reaped';
-    const w = await b.sessions.open('owner-w', 30_000);
-    let create = new Gate();
-    b.gw.holdTxn = (compare) => (isCreateOf(lockKey(key))(compare) ? create : null);
-    const answer = b.store.acquire({
-      key,
-      sessionId: w.sessionId,
-      ownerId: 'owner-w',
-      ttlMillis: 30_000,
+    const { answer } = await acquireHeldAtEach(key, isCreateOf(lockKey(key)), 4, async (n) => {
+      await killSession((await holdKey(a, key, `owner-dead-${n}`)).sessionId);
     });
-    for (let next = 1; next <= 4; next++) {
-      await create.reached;
-      await killSession((await holdKey(a, key, `owner-dead-${next}`)).sessionId);
-      const held = create;
-      if (next < 4) {
-        create = new Gate();
-        b.gw.holdTxn = (compare) => (isCreateOf(lockKey(key))(compare) ? create : null);
-      }
-      held.release();
-    }
     await expect(answer).rejects.toMatchObject({
       code: 'NOT_LEADER',
       message: 'the lock changed hands repeatedly; retry',
