@@ -216,21 +216,14 @@ export class EtcdGateway implements OnApplicationShutdown {
   /**
    * One keep-alive: the remaining TTL in seconds, or 0 when the lease is gone.
    * A keep-alive is a stream, which etcd3's call policies do not cover: a
-   * stream opened to a dead member fails after the fact. Re-sending a
-   * keep-alive is harmless, so it is tried on each member in turn until one
-   * answers or the deadline passes.
+   * stream opened to a dead member fails after the fact, and the next one may
+   * pick the same member again. Re-sending a keep-alive is harmless, so it is
+   * re-sent like any idempotent call until a member answers or the deadline passes.
    */
-  async keepAliveOnce(leaseId: string, deadline: Deadline): Promise<number> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < this.config.endpoints.length; attempt++) {
-      if (Date.now() >= deadline) break;
-      try {
-        return await this.keepAliveAttempt(leaseId, deadline);
-      } catch (err) {
-        lastError = err;
-      }
-    }
-    throw this.unavailable(lastError ?? new Error('keep-alive deadline passed'));
+  keepAliveOnce(leaseId: string, deadline: Deadline): Promise<number> {
+    return this.resending(deadline, (until) =>
+      this.call(() => this.keepAliveAttempt(leaseId, until)),
+    );
   }
 
   private async keepAliveAttempt(leaseId: string, deadline: Deadline): Promise<number> {

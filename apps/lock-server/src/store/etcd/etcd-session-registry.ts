@@ -81,13 +81,16 @@ export class EtcdSessionRegistry extends SessionRegistry {
 
   override async heartbeat(sessionId: string): Promise<HeartbeatResult> {
     const deadline = this.gw.deadline();
-    const res = await this.gw.read(
-      [
-        get(this.gw.keys.session(sessionId)),
-        countPrefix(this.gw.keys.sessionLocksPrefix(sessionId)),
-        get(this.gw.keys.sessionMeta(sessionId)),
-      ],
-      deadline,
+    // A read, so it is re-sent through a member's fault like the keep-alive after it.
+    const res = await this.gw.resending(deadline, (until) =>
+      this.gw.read(
+        [
+          get(this.gw.keys.session(sessionId)),
+          countPrefix(this.gw.keys.sessionLocksPrefix(sessionId)),
+          get(this.gw.keys.sessionMeta(sessionId)),
+        ],
+        until,
+      ),
     );
     const sessionKv = firstAt(res, 0);
     const metaKv = firstAt(res, 2);
