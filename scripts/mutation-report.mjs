@@ -42,6 +42,23 @@ function scoreOf(mutants, isEquivalent = () => false) {
   };
 }
 
+const isComment = (line) => /^\s*(\/\/|\/\*|\*)/.test(line);
+
+/**
+ * The result was taken on other code than the file now holds, so its lines and
+ * score are stale. A change to comment lines alone moves no mutant and does not count.
+ */
+export function changedSince(root, file, source) {
+  const current = path.join(root, file);
+  if (source === undefined || !existsSync(current)) return false;
+  const now = readFileSync(current, 'utf8').split('\n');
+  const then = source.split('\n');
+  return (
+    now.length !== then.length ||
+    now.some((line, i) => line !== then[i] && !(isComment(line) && isComment(then[i])))
+  );
+}
+
 function machine() {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   const memGiB = (os.totalmem() / 2 ** 30).toFixed(0);
@@ -117,9 +134,11 @@ export function writeMutationReport(root, resultFiles, groups = []) {
     const s = scoreOf(mutants, equivalentIn(file));
     all.push(...mutants);
     equivalentTotal += s.equivalent;
-    const cell = partial.has(file)
-      ? `\`${file}\` (lines ${outermost(partial.get(file)).join(', ')} only)`
-      : `\`${file}\``;
+    const cell = `${
+      partial.has(file)
+        ? `\`${file}\` (lines ${outermost(partial.get(file)).join(', ')} only)`
+        : `\`${file}\``
+    }${changedSince(root, file, merged[file].source) ? ' **changed since measured**' : ''}`;
     rows.push(
       s.valid === 0
         ? `| ${cell} | n/a | n/a | 0 | 0 | 0 | ${mutants.length} (none that compiles) |`
@@ -135,6 +154,7 @@ export function writeMutationReport(root, resultFiles, groups = []) {
       );
     }
   }
+  const stale = Object.keys(merged).filter((f) => changedSince(root, f, merged[f].source));
   const total = scoreOf(all);
   const net = percent(total.detected, total.valid - equivalentTotal);
   const minutes = runs.reduce((sum, r) => sum + Number(r.minutes ?? 0), 0);
@@ -149,6 +169,13 @@ export function writeMutationReport(root, resultFiles, groups = []) {
     '',
     ...runs.map(runLine),
     ...missingLines(runs, groups),
+    '',
+    ...(stale.length > 0
+      ? [
+          '',
+          `**Changed since measured** (re-measure before reading their rows): ${stale.map((f) => `\`${f}\``).join(', ')}.`,
+        ]
+      : []),
     '',
     'Files and tests of each group: `stryker/groups.cjs`; Stryker settings: `stryker.config.mjs`.',
     ...(existsSync(notes) ? ['', readFileSync(notes, 'utf8').trim()] : []),

