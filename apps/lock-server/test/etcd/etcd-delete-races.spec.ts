@@ -288,6 +288,54 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     await expectHolder(key, null);
   });
 
+  /** The session's index entry for `key`: where the store records the expiry it reports. */
+  const indexOf = async (sessionId: string, key: string) =>
+    (await raw.kv.range({ key: Buffer.from(`${PREFIX}session-lock/${sessionId}/${key}`) })).kvs[0];
+
+  it('a renew whose grant changes hands after its keep-alive is LOCK_LOST with the new token, and records nothing', async () => {
+    const key = 'race:renew-handover';
+    const { sessionId, token } = await holdKey(a, key, 'owner-h');
+    // The renew's record (a put of the index entry on the grant's token) is held
+    // while the grant is released and the key granted to another session.
+    const gate = new Gate();
+    a.gw.holdTxn = (compare, success) =>
+      success.some((op) => op.request_put?.key?.toString().startsWith(`${PREFIX}session-lock/`))
+        ? gate
+        : null;
+    const renewed = a.store.renew(key, sessionId, token!);
+    renewed.catch(() => undefined); // judged below, once the gate is through
+    await gate.reached;
+    await b.store.release(key, token!);
+    const next = await holdKey(b, key, 'owner-n');
+    gate.release();
+    await expect(renewed).rejects.toMatchObject({
+      code: 'LOCK_LOST',
+      details: { storedToken: String(next.token) },
+    });
+    expect(await indexOf(sessionId, key)).toBeUndefined();
+    await expectHolder(key, next.sessionId, next.token!);
+  });
+
+  it('a renew moves the expiry every replica reports to a full lease from the renew', async () => {
+    const key = 'race:renew-expiry';
+    const { sessionId, token } = await holdKey(a, key, 'owner-e');
+    // The recorded expiry is made nearly due, as it would be late in the lease.
+    const entry = await indexOf(sessionId, key);
+    const dueSoonMs = Date.now() + 1_000;
+    await raw.kv.put({
+      key: entry.key,
+      value: Buffer.from(JSON.stringify({ expiresAtMs: dueSoonMs })),
+      lease: entry.lease,
+    });
+    const renewedFrom = Date.now();
+    const grant = await a.store.renew(key, sessionId, token!);
+    expect(grant.expiresAt.getTime()).toBeGreaterThanOrEqual(renewedFrom + 29_000);
+    for (const r of [a, b]) {
+      const { holder } = await r.store.inspect(key);
+      expect(holder?.expiresAt.getTime()).toBe(grant.expiresAt.getTime());
+    }
+  });
+
   /**
    * W acquires `key` on replica B, and each of its first `times` txns that `match` is held
    * while `between(n)` runs on replica A (n = 1..times). The answer is left to the caller.
