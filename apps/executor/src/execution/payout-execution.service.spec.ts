@@ -1319,6 +1319,121 @@ describe('what an operator sees', () => {
     });
   });
 
+  /** The steps one run timed, as counts by label. */
+  const timedSteps = async (opts: Options) => {
+    const h = harness(opts);
+    const before = await steps(h.metrics);
+    await h.run();
+    const after = await steps(h.metrics);
+    return Object.fromEntries(
+      Object.entries(after)
+        .map(([step, n]) => [step, n - (before[step] ?? 0)])
+        .filter(([, n]) => n !== 0),
+    );
+  };
+
+  it.each<[string, Options]>([
+    [
+      'a rail decline',
+      {
+        submit: () =>
+          Promise.reject(
+            new DlockError('VALIDATION_FAILED', 'declined', {
+              httpStatus: 422,
+              details: { outcome: 'REJECTED', submissionId: 's-1' },
+            }),
+          ),
+      },
+    ],
+    [
+      'an ambiguous submit',
+      {
+        submit: () =>
+          Promise.reject(new DlockError('RAIL_AMBIGUOUS', 'unknown', { httpStatus: 409 })),
+      },
+    ],
+  ])('%s times its outcome write as record_outcome', async (_name, opts) => {
+    expect(await timedSteps(opts)).toEqual({
+      acquire: 1,
+      claim: 1,
+      mark_submitted: 1,
+      submit: 1,
+      record_outcome: 1,
+      release: 1,
+    });
+  });
+
+  it('a payout posted without a hitch logs no error', async () => {
+    const logs = errorLogs();
+    const { run } = harness();
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    expect(logs).not.toHaveBeenCalled();
+  });
+
+  it('a claim that finds the payout moved on reads the proxy record without a duplicate event', async () => {
+    const logs = errorLogs();
+    const { run } = harness({
+      firstClaim: 'not-claimable',
+      stateOnReread: 'RAIL_SUBMITTED',
+      records: [
+        { submissionId: 's-0', outcome: 'ACKED', railReference: 'rr-0', presentedToken: 41n },
+      ],
+    });
+    await run();
+    expect(logs.mock.calls.map(([fields]) => (fields as { event?: string }).event)).not.toContain(
+      'executor_duplicate_submission',
+    );
+  });
+
+  it('a fenced attempt logs where, the token it presented and the highest one seen', async () => {
+    const logs = errorLogs();
+    const { run } = harness({
+      submit: () =>
+        Promise.reject(
+          new FencedOutError('stale', {
+            httpStatus: 409,
+            details: { resourceType: 'rail', highestToken: '57' },
+          }),
+        ),
+    });
+    expect(await run()).toEqual({ kind: 'fenced', payoutId: 'p-1', where: 'rail' });
+    expect(logs).toHaveBeenCalledWith(
+      { payoutId: 'p-1', resource: 'rail', presentedToken: '42', highestToken: '57' },
+      'fenced out: a newer holder exists; abandoning this payout for this pass, never retrying it',
+    );
+  });
+
+  it('a lock lost mid-payout is a warning naming the code', async () => {
+    const warnings = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const { run } = harness({ post: () => Promise.reject(new DlockError('LOCK_LOST', 'gone')) });
+    await run();
+    expect(warnings).toHaveBeenCalledWith(
+      { payoutId: 'p-1', code: 'LOCK_LOST' },
+      'lock lost mid-payout; left for a fresh holder',
+    );
+  });
+
+  it('a failed attempt is an error naming the code, and the error', async () => {
+    const logs = errorLogs();
+    const down = new DlockError('UNAVAILABLE', 'down', { httpStatus: 503 });
+    const { run } = harness({ claim: () => Promise.reject(down) });
+    await run();
+    expect(logs).toHaveBeenCalledWith(
+      { payoutId: 'p-1', code: 'UNAVAILABLE', err: down },
+      'payout attempt failed; left for a later pass',
+    );
+  });
+
+  it('a lease too short for the submit is a warning with what is left and what is needed', async () => {
+    const warnings = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const { run } = harness({ lockTtlMs: 10_000 });
+    await run();
+    expect(warnings).toHaveBeenCalledWith(
+      { payoutId: 'p-1', remainingMs: expect.any(Number), requiredMs: 11_000 },
+      'lease cannot cover the submit budget; releasing for a holder with a fresh token',
+    );
+  });
+
   it('a DUPLICATE_SUBMISSION is the executor_duplicate_submission event, with the presented token', async () => {
     const logs = errorLogs();
     const { run } = harness({
