@@ -412,4 +412,76 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     // The last look reaped the last dead holder: nobody holds the key, and W was granted nothing.
     await expectHolder(key, null);
   });
+
+  /** A's next txn that `match`es is held at a gate; `between` runs on replica B meanwhile. */
+  const heldOnce = async (
+    match: (compare: ICompare[], success: IRequestOp[]) => boolean,
+    between: () => Promise<void>,
+  ) => {
+    const gate = new Gate();
+    a.gw.holdTxn = (compare, success) => (match(compare, success) ? gate : null);
+    return {
+      pass: async () => {
+        await gate.reached;
+        await between();
+        gate.release();
+      },
+    };
+  };
+  const readsSession = (compare: ICompare[], success: IRequestOp[]) =>
+    compare.length === 0 &&
+    success.some((op) => op.request_range?.key?.toString().startsWith(`${PREFIX}session/`));
+  const isRevokeDelete = (_compare: ICompare[], success: IRequestOp[]) =>
+    success.some((op) => op.request_put?.key?.toString().startsWith(`${PREFIX}revocation/`));
+  /** The holder `current` releases and a new session of `owner` takes the key, on replica B. */
+  const handOver = async (key: string, current: { token: bigint | null }, owner: string) => {
+    await b.store.release(key, current.token!);
+    return holdKey(b, key, owner);
+  };
+
+  it('an inspect whose holder changes between its two reads names no stale holder', async () => {
+    const key = 'race:inspect';
+    const first = await holdKey(a, key, 'owner-i');
+    const held = await heldOnce(readsSession, async () => {
+      await handOver(key, first, 'owner-j');
+    });
+    const [answer] = await Promise.all([a.store.inspect(key), held.pass()]);
+    // The read that found owner-i's grant is no longer true: not held, as far as this look knows.
+    expect(answer).toEqual({ seen: true, holder: null });
+  });
+
+  it('a revoke whose key changes hands before its delete revokes the new grant, never the old token', async () => {
+    const key = 'race:revoke-once';
+    const first = await holdKey(a, key, 'owner-o');
+    let next = first;
+    const held = await heldOnce(isRevokeDelete, async () => {
+      next = await handOver(key, first, 'owner-p');
+    });
+    const [outcome] = await Promise.all([
+      a.store.revoke({ key, operator: 'op', reason: 'race test' }),
+      held.pass(),
+    ]);
+    expect(outcome.revokedToken).toBe(next.token);
+    expect(outcome.newTokenFloor).toBeGreaterThan(next.token!);
+    await expectHolder(key, null);
+  });
+
+  it('a revoke whose key changes hands before each of its three deletes is NOT_LEADER, revoking nothing', async () => {
+    const key = 'race:revoke-hands';
+    let current = await holdKey(a, key, 'owner-r0');
+    const revoked = a.store.revoke({ key, operator: 'op', reason: 'race test' });
+    revoked.catch(() => undefined); // judged once the gates are through
+    for (let n = 1; n <= 3; n++) {
+      const held = await heldOnce(isRevokeDelete, async () => {
+        current = await handOver(key, current, `owner-r${n}`);
+      });
+      await held.pass();
+    }
+    await expect(revoked).rejects.toMatchObject({
+      code: 'NOT_LEADER',
+      message: `lock ${key} changed hands during the revoke; retry`,
+      retryAfterMillis: 1_000,
+    });
+    await expectHolder(key, current.sessionId, current.token!);
+  });
 });
