@@ -81,6 +81,7 @@ const GROUPS = [
     mutate: [
       'apps/executor/src/execution/payout-execution.service.ts',
       'apps/executor/src/execution/hop-answers.ts',
+      'apps/executor/src/execution/refused-payouts.ts',
     ],
     tests: ['apps/executor/src/**/*.spec.ts'],
   },

@@ -25,6 +25,7 @@ import {
   RefusedByPaymentResource,
 } from './hop-answers';
 import { firstStep, stepForState, stepFromRecords } from './recovery';
+import { RefusedPayouts } from './refused-payouts';
 
 /** Everything one attempt needs; the token is captured once from the handle and never re-read. */
 interface Attempt {
@@ -59,7 +60,7 @@ export const MAX_STEPS_PER_ATTEMPT = 8;
 export class PayoutExecutionService {
   private readonly logger = new Logger('payout-execution');
   /** Payouts payment-resource refused as invalid before anything settled them: not retried by this process. */
-  private readonly refused = new Set<string>();
+  private readonly refused = new RefusedPayouts(REFUSED_REMEMBERED_MAX);
 
   constructor(
     @Inject(EXECUTOR_CONFIG) private readonly config: ExecutorConfig,
@@ -340,7 +341,7 @@ export class PayoutExecutionService {
       case 'invalid':
         // No edge of the state machine ends this payout without a rail outcome; it waits for an operator.
         this.reportInvalid(a, 'payment_resource', failure.step, failure.refusal);
-        this.remember(payoutId);
+        this.refused.add(payoutId);
         return { kind: 'abandoned', payoutId, reason: 'invalid' };
       case 'fenced':
         this.logger.error(
@@ -404,14 +405,6 @@ export class PayoutExecutionService {
 
   private get skipLiveness(): boolean {
     return this.config.DLOCK_HARNESS && this.config.EXECUTOR_SKIP_LIVENESS_CHECK;
-  }
-
-  private remember(payoutId: string): void {
-    if (this.refused.size >= REFUSED_REMEMBERED_MAX) {
-      const oldest = this.refused.values().next();
-      if (!oldest.done) this.refused.delete(oldest.value);
-    }
-    this.refused.add(payoutId);
   }
 
   /** Every payment-resource call: timed, and a refusal as invalid tagged with its step. */
