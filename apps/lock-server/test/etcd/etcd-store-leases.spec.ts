@@ -11,8 +11,8 @@ import { EtcdSessionWatch } from '../../src/store/etcd/etcd-session-watch';
 /**
  * The etcd store's own bookkeeping (docs/lock-server-etcd.md): every acquire
  * takes a lease first, so one that is not granted must give it back, and a
- * reaped dead holder's lease goes with it; a waiting acquire wakes on the
- * holder's session death. The session watch's tidy-up (revoking a dead
+ * reaped dead holder's lease goes with it; a renew of a stale token keeps no
+ * lease alive; a waiting acquire wakes on the holder's session death. The session watch's tidy-up (revoking a dead
  * session's lock leases) is off here, so only the store acts.
  */
 const PREFIX = 'dlock-store-leases/';
@@ -136,6 +136,25 @@ describe('etcd store: leases given back, waiters woken', () => {
     await killSession(holder.sessionId);
     await waiting;
     expect(await lockLease('leases:wait')).toBeDefined();
+  });
+
+  it("a renew of an older token keeps nothing alive, not even its session's newer grant", async () => {
+    const holder = await sessions.open('holder-r', 30_000);
+    const first = await acquire('leases:renew-old', holder.sessionId, 'holder-r');
+    if (first.kind !== 'granted') throw new Error(`first acquire: ${first.kind}`);
+    await store.release('leases:renew-old', first.grant.fencingToken);
+    const second = await acquire('leases:renew-old', holder.sessionId, 'holder-r');
+    if (second.kind !== 'granted') throw new Error(`second acquire: ${second.kind}`);
+    const keepAlive = jest.spyOn(gw, 'keepAliveOnce');
+    try {
+      await expect(
+        store.renew('leases:renew-old', holder.sessionId, first.grant.fencingToken),
+      ).rejects.toMatchObject({ code: 'LOCK_LOST' });
+      // The newer grant's lease runs out when its own renews stop, not when a stale one comes.
+      expect(keepAlive).not.toHaveBeenCalled();
+    } finally {
+      keepAlive.mockRestore();
+    }
   });
 
   it('a wait for release ends at once for a free key and for an aborted caller, and on abort', async () => {
