@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Etcd3 } from 'etcd3';
+import type { Etcd3, Watcher } from 'etcd3';
 import { startEtcd, waitFor, type EtcdCluster } from '@dlock/testing';
 import type { AcquireRequest, AcquireResult } from '../../src/store/lock-store.port';
 import { EtcdGateway } from '../../src/store/etcd/etcd-gateway';
@@ -12,7 +12,8 @@ import { EtcdSessionWatch } from '../../src/store/etcd/etcd-session-watch';
  * The etcd store's own bookkeeping (docs/lock-server-etcd.md): every acquire
  * takes a lease first, so one that is not granted must give it back, and a
  * reaped dead holder's lease goes with it; a renew of a stale token keeps no
- * lease alive; a waiting acquire wakes on the holder's session death. The session watch's tidy-up (revoking a dead
+ * lease alive; a waiting acquire wakes on the holder's session death or a
+ * failed watch; the console lists no lock of a dead session. The session watch's tidy-up (revoking a dead
  * session's lock leases) is off here, so only the store acts.
  */
 const PREFIX = 'dlock-store-leases/';
@@ -155,6 +156,43 @@ describe('etcd store: leases given back, waiters woken', () => {
     } finally {
       keepAlive.mockRestore();
     }
+  });
+
+  it('a wait for release ends when its watch fails, and a watch error after that is swallowed', async () => {
+    const holder = await sessions.open('holder-e', 30_000);
+    expect((await acquire('leases:watch-error', holder.sessionId, 'holder-e')).kind).toBe(
+      'granted',
+    );
+    const watchers: Watcher[] = [];
+    const watchKey = jest.spyOn(gw, 'watchKey').mockImplementation((key, startRevision) => {
+      const watcher = EtcdGateway.prototype.watchKey.call(gw, key, startRevision);
+      watchers.push(watcher);
+      return watcher;
+    });
+    try {
+      const waiting = settlesWithin(
+        store.waitForRelease('leases:watch-error', new AbortController().signal),
+        5_000,
+      );
+      await waitFor(() => Promise.resolve(watchers.length === 1), 5_000, 'the wait to watch');
+      // An 'error' with no listener would throw out of emit (and crash the server).
+      watchers[0].emit('error', new Error('watch stream broken'));
+      expect(await waiting).toBe(true);
+      expect(() => watchers[0].emit('error', new Error('late error'))).not.toThrow();
+    } finally {
+      watchKey.mockRestore();
+    }
+  });
+
+  it("the console's list leaves out a lock whose holder's session died, though its key lives on", async () => {
+    const dead = await sessions.open('dead-l', 30_000);
+    const live = await sessions.open('live-l', 30_000);
+    expect((await acquire('leases:list-dead', dead.sessionId, 'dead-l')).kind).toBe('granted');
+    expect((await acquire('leases:list-live', live.sessionId, 'live-l')).kind).toBe('granted');
+    await killSession(dead.sessionId);
+    expect(await lockLease('leases:list-dead')).toBeDefined();
+    const listed = (await store.listHeld(100)).items.map((lock) => lock.key);
+    expect(listed.filter((key) => key.startsWith('leases:list-'))).toEqual(['leases:list-live']);
   });
 
   it('a wait for release ends at once for a free key and for an aborted caller, and on abort', async () => {
