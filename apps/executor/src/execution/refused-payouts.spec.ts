@@ -29,6 +29,12 @@ describe('RefusedPayouts', () => {
     expect(['p1', 'p2'].map((id) => refused.has(id))).toEqual([true, true]);
   });
 
+  it('with a bound of one remembers only the latest', () => {
+    const refused = new RefusedPayouts(1);
+    ['p1', 'p2'].forEach((id) => refused.add(id));
+    expect(['p1', 'p2'].map((id) => refused.has(id))).toEqual([false, true]);
+  });
+
   it('refuses a bound below one', () => {
     expect(() => new RefusedPayouts(0)).toThrow('remember at least one payout');
     expect(() => new RefusedPayouts(1.5)).toThrow('remember at least one payout');
