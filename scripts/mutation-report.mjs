@@ -82,7 +82,7 @@ function runLine(run) {
     ? `${files} file(s), ${run.minutes} min${
         run.finishedAt ? `, finished ${run.finishedAt.slice(0, 16).replace('T', ' ')} UTC` : ''
       }`
-    : `not run whole: only the line ranges below, each alone`;
+    : `not run whole: measured in the line ranges below, each alone`;
   return `- \`npm run test:mutation -- ${run.group ?? '?'}\`: ${whole}${
     run.recheck
       ? `; the ${run.recheck.mutants} mutants on its ${run.recheck.lines} line range(s) with a timeout re-run alone (\`--recheck-timeouts\`, ${run.recheck.minutes} min)`
@@ -113,6 +113,17 @@ function outermost(ranges) {
     .map(([a, b]) => `${a}–${b}`);
 }
 
+/** Whether the ranges together cover every line of a file of `lineCount` lines. */
+function coversAll(ranges, lineCount) {
+  const spans = ranges.map((r) => r.split('-').map(Number)).sort(([a], [c]) => a - c);
+  let next = 1;
+  for (const [from, to] of spans) {
+    if (from > next) return false;
+    next = Math.max(next, to + 1);
+  }
+  return next > lineCount;
+}
+
 export function writeMutationReport(root, resultFiles, groups = []) {
   const runs = loadRuns(root, resultFiles);
   const explanations = loadExplanations(root);
@@ -134,9 +145,11 @@ export function writeMutationReport(root, resultFiles, groups = []) {
     const s = scoreOf(mutants, equivalentIn(file));
     all.push(...mutants);
     equivalentTotal += s.equivalent;
+    const pieces = partial.get(file);
+    const lineCount = merged[file].source.replace(/\n$/, '').split('\n').length;
     const cell = `${
-      partial.has(file)
-        ? `\`${file}\` (lines ${outermost(partial.get(file)).join(', ')} only)`
+      pieces && !coversAll(pieces, lineCount)
+        ? `\`${file}\` (lines ${outermost(pieces).join(', ')} only)`
         : `\`${file}\``
     }${changedSince(root, file, merged[file].source) ? ' **changed since measured**' : ''}`;
     rows.push(
@@ -157,14 +170,24 @@ export function writeMutationReport(root, resultFiles, groups = []) {
   const stale = Object.keys(merged).filter((f) => changedSince(root, f, merged[f].source));
   const total = scoreOf(all);
   const net = percent(total.detected, total.valid - equivalentTotal);
-  const minutes = runs.reduce((sum, r) => sum + Number(r.minutes ?? 0), 0);
+  // Whole runs, timeout re-checks and pieces: the machine time the results took.
+  const minutes = runs.reduce(
+    (sum, r) =>
+      sum +
+      Number(r.minutes ?? 0) +
+      Number(r.recheck?.minutes ?? 0) +
+      (r.refreshed ?? []).reduce((s, x) => s + Number(x.minutes), 0),
+    0,
+  );
   const notes = path.join(root, 'stryker', 'report-notes.md');
   const text = [
     '# Mutation testing of the safety-critical files',
     '',
     `Measured ${new Date().toISOString().slice(0, 10)} on ${machine()}.`,
-    `Command: \`npm run test:mutation\`, which runs the groups of \`stryker/groups.cjs\` one after the other; ${
-      minutes > 0 ? `${minutes.toFixed(1)} min of runs in all` : 'duration not recorded'
+    `Command: \`npm run test:mutation\`, which runs the groups of \`stryker/groups.cjs\` one after the other. The results below took ${
+      minutes > 0
+        ? `${minutes.toFixed(1)} min of runs in all (whole groups, timeout re-checks and pieces)`
+        : 'a duration not recorded'
     }:`,
     '',
     ...runs.map(runLine),
