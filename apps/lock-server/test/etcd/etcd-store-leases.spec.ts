@@ -158,6 +158,26 @@ describe('etcd store: leases given back, waiters woken', () => {
     }
   });
 
+  it('a wait for release is not woken by the delete that came before the current holder', async () => {
+    const holder = await sessions.open('holder-p', 30_000);
+    const granted = await acquire('leases:past-delete', holder.sessionId, 'holder-p');
+    expect(granted.kind).toBe('granted');
+    // The key deleted and put back as the last two revisions: the wait reads at the put's, so a
+    // watch started one revision early would see the delete of a holder already gone.
+    const lockKey = Buffer.from(`${PREFIX}lock/leases:past-delete`);
+    const [kv] = (await raw.kv.range({ key: lockKey })).kvs;
+    await raw.kv.deleteRange({ key: lockKey });
+    await raw.kv.put({ key: lockKey, value: kv.value });
+    const abort = new AbortController();
+    try {
+      const waiting = store.waitForRelease('leases:past-delete', abort.signal);
+      expect(await settlesWithin(waiting, 1_000)).toBe(false);
+    } finally {
+      abort.abort();
+      await raw.kv.deleteRange({ key: lockKey });
+    }
+  });
+
   it('a wait for release ends when its watch fails, and a watch error after that is swallowed', async () => {
     const holder = await sessions.open('holder-e', 30_000);
     expect((await acquire('leases:watch-error', holder.sessionId, 'holder-e')).kind).toBe(
