@@ -19,6 +19,10 @@ const ENV = {
   AUTH_ISSUER: 'openapi',
   AUTH_TOKEN_DIR: '/nonexistent/tokens',
   AUTH_POLICY: '/nonexistent/policy.yaml',
+  GRANT_SIGNING_KEYS: '/nonexistent/grant-keys.json',
+  GRANT_JWKS: '/nonexistent/grant-keys.jwks.json',
+  INSTRUCTION_SIGNING_KEYS: '/nonexistent/instruction-keys.json',
+  INSTRUCTION_JWKS: '/nonexistent/instruction-keys.jwks.json',
   OWNER_ID: 'openapi',
   LOCKDB_URL: 'postgres://openapi@127.0.0.1:1/lockdb',
   PAYDB_URL: 'postgres://openapi@127.0.0.1:1/paydb',
@@ -29,11 +33,19 @@ const ENV = {
 type EntryModule = Type<unknown> | DynamicModule | Promise<DynamicModule>;
 
 /** Every app with an HTTP surface, as its main.ts serves it (name = token audience). */
-export const OPENAPI_APPS: Record<string, { module: () => EntryModule; authenticated: boolean }> = {
-  'lock-server': { module: () => LockServerModule.forRoot({ env: ENV }), authenticated: true },
+export const OPENAPI_APPS: Record<
+  string,
+  { module: () => EntryModule; authenticated: boolean; publishesKeys?: boolean }
+> = {
+  'lock-server': {
+    module: () => LockServerModule.forRoot({ env: ENV }),
+    authenticated: true,
+    publishesKeys: true,
+  },
   'payment-resource': {
     module: () => PaymentResourceModule.forRoot({ env: ENV }),
     authenticated: true,
+    publishesKeys: true,
   },
   'rail-proxy': { module: () => RailProxyModule.forRoot({ env: ENV }), authenticated: true },
   'rail-stub': { module: () => RailStubModule.forRoot({ env: ENV }), authenticated: false },
@@ -50,7 +62,11 @@ export async function openApiDocument(name: string): Promise<OpenAPIObject> {
     abortOnError: false,
   });
   try {
-    return buildOpenApiDocument(app, { name, authenticated: entry.authenticated });
+    return buildOpenApiDocument(app, {
+      name,
+      authenticated: entry.authenticated,
+      publishesKeys: entry.publishesKeys,
+    });
   } finally {
     await app.close();
   }

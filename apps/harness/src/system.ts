@@ -4,7 +4,7 @@ import { startEtcdCluster, TcpProxy, type EtcdCluster } from '@dlock/testing';
 import { AppProcess } from './infra/app-process';
 import { LockRecorder } from './infra/lock-recorder';
 import { createMigratedDatabase, type PgServer } from './infra/postgres';
-import { freePort, registerAudience } from '@dlock/testing';
+import { freePort, lockServerProofs, registerAudience, registerProofSource } from '@dlock/testing';
 
 /**
  * Timing of a harness system. Short on purpose (scenarios must run in
@@ -148,6 +148,8 @@ export class DlockSystem {
     // Both stand in front of the lock-server: a request through them is addressed to it.
     registerAudience(this.recorder.url, 'lock-server');
     registerAudience(this.lockNet.url, 'lock-server');
+    registerProofSource(this.recorder.url, lockServerProofs);
+    registerProofSource(this.lockNet.url, lockServerProofs);
     this.railNet = await TcpProxy.start({ target: { port: railStub.port } });
     this.railProxy = await AppProcess.start('rail-proxy', {
       ...harness,

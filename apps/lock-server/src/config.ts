@@ -26,6 +26,11 @@ export class LockServerEnv extends AuthEnv {
   @EnvOneOf(LOCK_BACKENDS, { default: 'pg' })
   readonly LOCK_BACKEND!: (typeof LOCK_BACKENDS)[number];
   @EnvPostgresUrl({ optional: true }) readonly LOCKDB_URL?: string;
+  /**
+   * The lock-server's own signing keys for grant proofs (docs/security.md,
+   * "Signed grants"): a key-ring file shared by every replica.
+   */
+  @EnvString({ maxLength: 1024 }) readonly GRANT_SIGNING_KEYS!: string;
   @EnvInt({ default: 20, min: 1, max: 200 }) readonly LOCKDB_POOL_MAX!: number;
   /** Per-statement budget, below the callers' 2 s read timeout (docs/lock-server.md). */
   @EnvInt({ default: 1500, min: 100, max: 30_000 }) readonly LOCKDB_STATEMENT_TIMEOUT_MS!: number;

@@ -4,6 +4,7 @@ import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
 import { LockServerModule } from './app.module';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
+import { GrantProofs } from './core/grant-proofs';
 
 async function main(): Promise<void> {
   // A bad environment rejects here, naming every offending variable.
@@ -14,6 +15,7 @@ async function main(): Promise<void> {
       port: config.PORT,
       name: 'lock-server',
       auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
+      publicKeys: () => app.get(GrantProofs).ring.publicJwks,
     };
   });
 }

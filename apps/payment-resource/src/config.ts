@@ -4,6 +4,7 @@ import {
   EnvInt,
   EnvOneOf,
   EnvPostgresUrl,
+  EnvString,
   assertKillSwitchAllowed,
   validateEnv,
   type EnvSource,
@@ -20,6 +21,13 @@ export class PaymentEnv extends AuthEnv {
   @EnvInt({ default: 8082, min: 0, max: 65535 }) readonly PORT!: number;
   @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
   @EnvPostgresUrl() readonly PAYDB_URL!: string;
+  /**
+   * The lock-server's public keys grant proofs are checked against
+   * (docs/security.md, "Signed grants"): a JWKS file, or its /.well-known/jwks.json URL.
+   */
+  @EnvString({ maxLength: 2048 }) readonly GRANT_JWKS!: string;
+  /** This service's own keys for the payout instructions it signs (docs/rail.md, "Instructions"). */
+  @EnvString({ maxLength: 1024 }) readonly INSTRUCTION_SIGNING_KEYS!: string;
   @EnvInt({ default: 10, min: 1, max: 200 }) readonly PAYDB_POOL_MAX!: number;
   /** Bounds every statement, including a wait on an account's row lock; below the request budget. */
   @EnvInt({ default: 2_000, min: 100, max: 600_000 }) readonly PAYDB_STATEMENT_TIMEOUT_MS!: number;

@@ -4,6 +4,7 @@ import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
 import { PaymentResourceModule } from './app.module';
 import { PAYMENT_CONFIG, type PaymentConfig } from './config';
+import { InstructionSigner } from './service/instruction-signer';
 
 async function main(): Promise<void> {
   // A bad environment rejects here, naming every offending variable.
@@ -14,6 +15,8 @@ async function main(): Promise<void> {
       port: config.PORT,
       name: 'payment-resource',
       auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
+      // The rail-proxy checks payout instructions against these (docs/rail.md, "Instructions").
+      publicKeys: () => app.get(InstructionSigner).ring.publicJwks,
     };
   });
 }

@@ -3,7 +3,14 @@ import { Counter, Histogram, register } from 'prom-client';
 
 export type WriteOperation = 'claim' | 'post' | 'rail_outcome' | 'resolve' | 'abandon';
 export type WriteResult =
-  'ok' | 'replayed' | 'fenced_out' | 'rejected' | 'insufficient_funds' | 'unavailable' | 'error';
+  | 'ok'
+  | 'replayed'
+  | 'fenced_out'
+  | 'proof_rejected'
+  | 'rejected'
+  | 'insufficient_funds'
+  | 'unavailable'
+  | 'error';
 
 function metric<T>(name: string, make: () => T): T {
   return (register.getSingleMetric(name) as T | undefined) ?? make();

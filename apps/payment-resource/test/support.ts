@@ -7,6 +7,8 @@ import {
   http,
   migratedDatabase,
   registerAudience,
+  registerProofSource,
+  paymentResourceProofs,
   testAuthEnv,
   testRequestAuth,
   withClient,
@@ -42,6 +44,7 @@ export async function startPaymentResource(
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;
   registerAudience(`http://127.0.0.1:${port}`, 'payment-resource');
+  registerProofSource(`http://127.0.0.1:${port}`, paymentResourceProofs(url));
   const ds: DataSource = await paydbDataSource({
     url,
     poolMax: 4,

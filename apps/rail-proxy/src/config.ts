@@ -5,6 +5,7 @@ import {
   EnvOneOf,
   EnvPeerUrl,
   EnvPostgresUrl,
+  EnvString,
   assertKillSwitchAllowed,
   validateEnv,
   type EnvSource,
@@ -18,6 +19,13 @@ export class RailProxyEnv extends AuthEnv {
   @EnvInt({ default: 8083, min: 0, max: 65535 }) readonly PORT!: number;
   @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
   @EnvPostgresUrl() readonly PROXYDB_URL!: string;
+  /**
+   * The lock-server's public keys grant proofs are checked against
+   * (docs/security.md, "Signed grants"): a JWKS file, or its /.well-known/jwks.json URL.
+   */
+  @EnvString({ maxLength: 2048 }) readonly GRANT_JWKS!: string;
+  /** payment-resource's public keys for payout instructions (docs/rail.md, "Instructions"). */
+  @EnvString({ maxLength: 2048 }) readonly INSTRUCTION_JWKS!: string;
   @EnvInt({ default: 10, min: 1, max: 100 }) readonly PROXYDB_POOL_MAX!: number;
   @EnvPeerUrl({ default: 'http://127.0.0.1:8085' }) readonly RAIL_STUB_URL!: string;
   /** 1 s connect / 8 s read, inside the executor's (read + 2 s) (docs/rail.md, "Deadlines"). */

@@ -26,6 +26,7 @@ import {
   storedError,
   type AmbiguousReason,
 } from './submission.errors';
+import { SubmissionProofs } from './submission-proofs';
 import { SubmissionRepository } from './submission.repository';
 import type { SubmissionRecord, SubmissionRequest } from './submission.types';
 
@@ -54,9 +55,12 @@ export class SubmissionService {
     private readonly rail: RailClient,
     private readonly safety: SafetyEvents,
     private readonly metrics: RailProxyMetrics,
+    private readonly proofs: SubmissionProofs,
   ) {}
 
   async submit(req: SubmissionRequest): Promise<SubmitResponse> {
+    // (0) proofs: the grant is the lock-server's and the payout is payment-resource's, field for field.
+    await this.proofs.check(req);
     const hash = requestHash(req);
     const deadline = this.withinBudget(req);
     // A replay finds its scope taken by the reservation and is answered as a twin.

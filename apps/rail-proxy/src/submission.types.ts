@@ -25,6 +25,9 @@ export interface SubmissionRecord {
 /** A validated POST /v1/rail/submissions (R1's body), with the token passed explicitly. */
 export interface SubmissionRequest extends SubmitRequest {
   presentedToken: bigint;
+  /** X-Grant-Proof and X-Payout-Instruction as sent: checked before anything (docs/rail.md). */
+  grantProof: string | string[] | undefined;
+  instruction: string | string[] | undefined;
   ownerId: string;
   idempotencyKey: string;
   /** Always `railClientRef(payoutId)`: the caller never chooses it. */

@@ -1,10 +1,12 @@
-import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { DlockError, formatFencingToken, formatInstant, type FencingToken } from '@dlock/lock-api';
+import { ApiHeader } from '@nestjs/swagger';
 import {
   ApiContractErrors,
   ApiFencedWriteHeaders,
   FencingTokenParam,
+  GrantProofParam,
   IdempotencyKeyParam,
   OwnerIdParam,
   RequestDeadlineParam,
@@ -15,6 +17,7 @@ import {
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
 import {
+  PAYOUT_INSTRUCTION_HEADER,
   railClientRef,
   type SubmissionView,
   type SubmissionsResponse,
@@ -56,13 +59,24 @@ export class SubmissionsController {
     'RAIL_UNAVAILABLE',
     'IDEMPOTENCY_CONFLICT',
     'INVALID_TOKEN',
+    'PROOF_REJECTED',
     ['VALIDATION_FAILED', 422],
   )
+  @ApiHeader({
+    name: 'X-Payout-Instruction',
+    required: true,
+    description:
+      'The instruction payment-resource answered RAIL_SUBMITTED with (P6 railInstruction); ' +
+      'a submission that differs from it in any field is 403 PROOF_REJECTED (docs/rail.md)',
+    schema: { type: 'string' },
+  })
   @Post()
   @Operation('rail.submit')
   @HttpCode(200)
   submit(
     @FencingTokenParam() token: FencingToken,
+    @GrantProofParam() grantProof: string | string[] | undefined,
+    @Headers(PAYOUT_INSTRUCTION_HEADER) instruction: string | string[] | undefined,
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() idempotencyKey: string,
     @TraceIdParam() traceId: string,
@@ -72,6 +86,8 @@ export class SubmissionsController {
     const payoutId = body.payoutId.toLowerCase();
     return this.service.submit({
       presentedToken: token,
+      grantProof,
+      instruction,
       ownerId,
       idempotencyKey,
       payoutId,

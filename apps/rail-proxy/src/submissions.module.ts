@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { IdempotencyRepository } from './idempotency.repository';
 import { RailProxyMetrics } from './metrics';
 import { RailClient } from './rail-client';
+import { SubmissionProofs } from './submission-proofs';
 import { SubmissionRepository } from './submission.repository';
 import { SubmissionService } from './submission.service';
 import { SubmissionsController } from './submissions.controller';
@@ -15,6 +16,7 @@ import { SubmissionsController } from './submissions.controller';
     SubmissionRepository,
     IdempotencyRepository,
     SubmissionService,
+    SubmissionProofs,
   ],
 })
 export class SubmissionsModule {}

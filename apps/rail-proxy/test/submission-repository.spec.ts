@@ -33,6 +33,9 @@ describe('rail-proxy SubmissionRepository on a real proxydb', () => {
     const payoutId = over.payoutId ?? randomUUID();
     return {
       presentedToken: 5n,
+      // The repository never sees the proofs: the service checked them before it.
+      grantProof: undefined,
+      instruction: undefined,
       ownerId: 'worker-a',
       idempotencyKey: `payout-${payoutId}-${randomUUID().slice(0, 4)}`,
       payoutId,

@@ -10,7 +10,7 @@ import {
   type VerifiedIdentity,
   type VerifierOptions,
 } from '@dlock/identity';
-import { OPENAPI_PATH } from './openapi';
+import { JWKS_PATH, OPENAPI_PATH } from './openapi';
 import { requestTraceId, type TracedRequest } from './trace';
 
 /**
@@ -22,6 +22,7 @@ export const OPEN_PATHS: ReadonlySet<string> = new Set([
   '/health/ready',
   '/metrics',
   OPENAPI_PATH,
+  JWKS_PATH,
 ]);
 
 export interface AuthenticatedRequest extends TracedRequest {
@@ -49,6 +50,9 @@ function refusalCounter(): Counter {
   });
 }
 
+/** Refusals already recorded, so the exception filter does not record them twice. */
+const recorded = new WeakSet<DlockError>();
+
 /**
  * Records a refusal as the safety event `auth_refused` (a log line and
  * `auth_refusals_total{refusal}`); the subject goes to the log, never to a label.
@@ -60,6 +64,8 @@ export function recordAuthRefusal(
   subject?: string,
   kind?: RefusalKind,
 ): void {
+  if (recorded.has(err)) return;
+  recorded.add(err);
   const refusal = kind ?? (err.code === 'FORBIDDEN' ? 'forbidden' : 'unauthenticated');
   refusalCounter().inc({ refusal });
   logger.warn(
@@ -105,6 +111,16 @@ export function authenticateRequests(app: NestExpressApplication, verifier: Toke
       },
     );
   });
+}
+
+/**
+ * A FORBIDDEN raised inside a route (a session or grant of another identity,
+ * docs/security.md) is an `auth_refused` like the gate's own; called by the
+ * exception filter for every error it renders.
+ */
+export function recordRouteRefusal(logger: Logger, req: AuthenticatedRequest & Request, err: unknown): void {
+  if (!(err instanceof ForbiddenError)) return;
+  recordAuthRefusal(logger, req, err, req.identity?.subject, 'forbidden');
 }
 
 /** The verified identity of the request (always present past the middleware). */

@@ -20,7 +20,7 @@ import { requestDeadline } from './deadline';
 import { ContractExceptionFilter, sendError } from './exception.filter';
 import { int64Replacer, parseRequestBody } from './json';
 import { renderError } from './envelope';
-import { serveOpenApiDocument } from './openapi';
+import { serveOpenApiDocument, servePublicKeys } from './openapi';
 import { requestTraceId, traceIdFrom, type TracedRequest } from './trace';
 import { contractValidationPipe } from './validation';
 
@@ -125,6 +125,8 @@ export interface ServeOptions {
   /** Also the audience a token sent to this service must name. */
   name: string;
   auth: AuthOptions | 'open: external rail simulator';
+  /** The public keys this service signs with, served at /.well-known/jwks.json. */
+  publicKeys?: () => object;
 }
 
 function requestAuth(options: ServeOptions): RequestAuth {
@@ -154,9 +156,11 @@ export async function serveHttpApp(
   app.useLogger(app.get(PinoLogger));
   // The policy is read and checked before the app serves anything: a bad one stops the service.
   applyHttpContract(app, requestAuth(options));
+  if (options.publicKeys) servePublicKeys(app, options.publicKeys);
   serveOpenApiDocument(app, {
     name: options.name,
     authenticated: typeof options.auth !== 'string',
+    publishesKeys: options.publicKeys !== undefined,
   });
   app.enableShutdownHooks();
   await app.listen(options.port, options.host ?? '0.0.0.0');

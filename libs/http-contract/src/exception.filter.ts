@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, type ExceptionFilter, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { recordRouteRefusal } from './authentication';
 import { renderError } from './envelope';
 import { requestTraceId } from './trace';
 
@@ -12,6 +13,7 @@ export class ContractExceptionFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const req = http.getRequest<Request>();
     const res = http.getResponse<Response>();
+    recordRouteRefusal(this.logger, req, exception);
     sendError(res, exception, requestTraceId(req), this.logger, req.method);
   }
 }

@@ -62,9 +62,20 @@ export function idempotencyKeyHeader(req: Request, name = 'X-Idempotency-Key'): 
   return value;
 }
 
+/**
+ * `X-Grant-Proof`, as sent: verified by the service that guards the write
+ * (docs/security.md, "Signed grants"); a missing or repeated one is refused there.
+ */
+export function grantProofHeader(req: Request): string | string[] | undefined {
+  return req.headers['x-grant-proof'];
+}
+
 /** Parameter decorators: the token is handed to the handler explicitly, never stored ambiently. */
 export const FencingTokenParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
   fencingTokenHeader(ctx.switchToHttp().getRequest<Request>()),
+);
+export const GrantProofParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
+  grantProofHeader(ctx.switchToHttp().getRequest<Request>()),
 );
 export const OwnerIdParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
   ownerIdHeader(ctx.switchToHttp().getRequest<Request>(), true),

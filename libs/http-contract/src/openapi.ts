@@ -19,6 +19,7 @@ import {
   ERROR_CATALOGUE,
   ERROR_CODES,
   OWNER_ID_MAX_LENGTH,
+  PROOF_BYTES_MAX,
   REQUEST_DEADLINE_HEADER,
   REQUEST_DEADLINE_MAX_MS,
   type ErrorCode,
@@ -42,6 +43,8 @@ import { READ_LIMIT } from './read-query';
  * once, so a route cannot forget it.
  */
 export const OPENAPI_PATH = '/openapi.json';
+/** Where a service that signs (lock-server, payment-resource) publishes its public keys. */
+export const JWKS_PATH = '/.well-known/jwks.json';
 
 export { INSTANT, int64Text, MINOR_AMOUNT, objectSchema } from '@dlock/payout-contract';
 
@@ -194,9 +197,21 @@ export const ApiOperatorHeader = () =>
   });
 
 /** The three headers of a fenced write (docs/contract.md, "Headers"). */
+/** `X-Grant-Proof`: the lock-server's signature over the grant (docs/security.md, "Signed grants"). */
+export const ApiGrantProofHeader = () =>
+  ApiHeader({
+    name: 'X-Grant-Proof',
+    required: true,
+    description:
+      'The grant proof the lock-server returned with the grant (L4 grantProof); missing, ' +
+      'forged or for another key, owner or token is 403 PROOF_REJECTED',
+    schema: { type: 'string', maxLength: PROOF_BYTES_MAX },
+  });
+
 export const ApiFencedWriteHeaders = () =>
   applyDecorators(
     ApiFencingTokenHeader(),
+    ApiGrantProofHeader(),
     ApiOwnerIdHeader(),
     ApiIdempotencyKeyHeader('X-Idempotency-Key'),
   );
@@ -206,6 +221,8 @@ export interface OpenApiOptions {
   name: string;
   /** False only for the rail stub, which asks nobody for a token. */
   authenticated: boolean;
+  /** True for a service that publishes signing keys at JWKS_PATH (servePublicKeys). */
+  publishesKeys?: boolean;
 }
 
 /** Paths served outside Nest's controllers or open to probes (authentication.ts OPEN_PATHS). */
@@ -217,6 +234,10 @@ const OPEN_OPERATIONS: Record<string, { summary: string; contentType: string }> 
     contentType: 'text/plain; version=0.0.4; charset=utf-8',
   },
   [OPENAPI_PATH]: { summary: 'This document', contentType: 'application/json' },
+  [JWKS_PATH]: {
+    summary: 'The public keys this service signs with (grant proofs, payout instructions)',
+    contentType: 'application/json',
+  },
 };
 
 const SHARED_PARAMETERS: ParameterObject[] = [
@@ -360,6 +381,9 @@ export function buildOpenApiDocument(
     },
   );
   doc.paths[OPENAPI_PATH] = { get: { operationId: 'OpenApi_document', responses: {} } };
+  if (options.publishesKeys) {
+    doc.paths[JWKS_PATH] = { get: { operationId: 'PublicKeys_jwks', responses: {} } };
+  }
   for (const [path, op] of operations(doc)) {
     if (OPEN_OPERATIONS[path]) {
       describeOpenOperation(path, op);
@@ -379,6 +403,19 @@ export function serveOpenApiDocument(app: INestApplication, options: OpenApiOpti
     .getHttpAdapter()
     .get(OPENAPI_PATH, (_req: Request, res: Response) =>
       res.status(200).type('application/json; charset=utf-8').send(doc),
+    );
+}
+
+/**
+ * Serves the public half of a service's signing keys at `GET JWKS_PATH`
+ * (open: public keys grant nothing), read on every request so a rotation
+ * shows at once (docs/security.md, "Signed grants").
+ */
+export function servePublicKeys(app: INestApplication, jwks: () => object): void {
+  app
+    .getHttpAdapter()
+    .get(JWKS_PATH, (_req: Request, res: Response) =>
+      res.status(200).type('application/json; charset=utf-8').send(JSON.stringify(jwks())),
     );
 }
 

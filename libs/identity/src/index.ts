@@ -6,3 +6,5 @@ export * from './verifier';
 export * from './auth-env';
 export * from './operations';
 export * from './policy';
+export * from './signing-keys';
+export * from './proof-verifier';

@@ -14,6 +14,8 @@ export const OPERATIONS = [
   'locks.release',
   'locks.inspect',
   'locks.list',
+  // Not a route: sees the token and session id of another identity's live grant (L7, listings).
+  'locks.read-grants',
   'locks.revoke',
   'revocations.approve',
   'revocations.list',

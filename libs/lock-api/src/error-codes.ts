@@ -10,7 +10,9 @@
  * request refused for a stale token may be re-sent with a fresh one.
  * REVOCATION_ALREADY_APPROVED and REVOCATION_REQUEST_EXPIRED answer the
  * approval of a two-person force-revoke (docs/security.md): the request was
- * used, or its window closed; a new request is needed.
+ * used, or its window closed; a new request is needed. PROOF_REJECTED refuses
+ * a fenced request whose grant proof or payout instruction does not prove
+ * what it asserts (docs/security.md, "Signed grants").
  */
 export const ERROR_CATALOGUE = {
   LOCK_CONTENDED: { httpStatus: 409, retrySafe: true },
@@ -35,6 +37,7 @@ export const ERROR_CATALOGUE = {
   FORBIDDEN: { httpStatus: 403, retrySafe: false },
   REVOCATION_ALREADY_APPROVED: { httpStatus: 409, retrySafe: false },
   REVOCATION_REQUEST_EXPIRED: { httpStatus: 410, retrySafe: false },
+  PROOF_REJECTED: { httpStatus: 403, retrySafe: false },
 } as const satisfies Record<string, { httpStatus: number; retrySafe: boolean }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

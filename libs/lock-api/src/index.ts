@@ -4,3 +4,4 @@ export * from './fencing-token';
 export * from './lock-types';
 export * from './time';
 export * from './request-deadline';
+export * from './grant-proof';

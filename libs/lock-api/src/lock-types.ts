@@ -54,6 +54,8 @@ export interface LockGrantDto {
   fencingToken: string;
   acquiredAt: string;
   expiresAt: string;
+  /** The lock-server's signature over the grant (docs/security.md, "Signed grants"). */
+  grantProof: string;
 }
 
 /** One entry of GET /v1/locks: a held lock, the time left on its lease when read. */

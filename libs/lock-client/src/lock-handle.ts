@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
-import { DlockError, LockLostError, type FencingToken, type LockGrant } from '@dlock/lock-api';
+import {
+  DlockError,
+  LockLostError,
+  type FenceCredential,
+  type FencingToken,
+} from '@dlock/lock-api';
 import type { Timer } from './clock';
 import { conservativeDeadlineMs, grantedLockTtlMs } from './deadline';
 import { OnceListeners } from './listeners';
 import { LockServerUnavailableError } from './errors';
 import { CALL_BUDGETS, RENEW_TRIES, type LossReason, type ResolvedOptions } from './options';
-import type { LockServerApi } from './wire';
+import type { LockServerApi, ProvenGrant } from './wire';
 
 /** A renew failure that says nothing about the lock: no answer, or not the leader. */
 function renewRetryable(err: unknown): boolean {
@@ -51,7 +56,8 @@ export interface RenewOptions {
 
 /**
  * One granted lock. The fencing token is handed over here and nowhere else:
- * pass `handle.fencingToken` explicitly to every protected write (FR-15).
+ * pass `handle.fence` (the token and the lock-server's proof of it)
+ * explicitly to every protected write (FR-15, docs/security.md).
  *
  * Liveness only (docs/lock-client.md): `checkStillHeld()` and `signal` narrow the window
  * in which a worker keeps going after losing the lease; the token at the
@@ -60,6 +66,10 @@ export interface RenewOptions {
 export class LockHandle {
   readonly key: string;
   readonly fencingToken: FencingToken;
+  /** The lock-server's signature over this grant: fence points refuse a token without it. */
+  readonly grantProof: string;
+  /** What a fenced write presents: the token and its proof, together. */
+  readonly fence: FenceCredential;
   readonly ownerId: string;
   readonly sessionId: string;
   /** Server instant the lock was granted (for humans; never used for timing). */
@@ -81,12 +91,14 @@ export class LockHandle {
   /** @internal Created by LockSession only. */
   constructor(
     private readonly host: HandleHost,
-    grant: LockGrant,
+    grant: ProvenGrant,
     ttlMs: number,
     sentAtMs: number,
   ) {
     this.key = grant.key;
     this.fencingToken = grant.fencingToken;
+    this.grantProof = grant.proof;
+    this.fence = Object.freeze({ token: grant.fencingToken, proof: grant.proof });
     this.ownerId = grant.ownerId;
     this.sessionId = grant.sessionId;
     this.acquiredAt = grant.acquiredAt;
@@ -179,7 +191,7 @@ export class LockHandle {
     const ttlMs = options.ttlMs ?? this.ttlMs;
     const { clock, safetyMargin } = this.host.options;
     let sentAtMs = 0;
-    let grant: LockGrant | undefined;
+    let grant: ProvenGrant | undefined;
     for (let tryIndex = 0; grant === undefined; tryIndex++) {
       this.checkStillHeld();
       sentAtMs = clock.nowMs();
@@ -234,7 +246,7 @@ export class LockHandle {
     if (!this.host.serverMayHoldLocks) return false;
     const { logger } = this.host.options;
     try {
-      await this.host.api.release(this.key, this.sessionId, this.fencingToken, {
+      await this.host.api.release(this.key, this.sessionId, this.fence, {
         budget: CALL_BUDGETS.release,
       });
       return wasHeld;

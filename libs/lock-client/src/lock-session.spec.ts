@@ -55,6 +55,7 @@ function setup(options: Partial<LockClientOptions> = {}) {
         sessionId: req.json.sessionId,
         fencingToken: String(++nextToken),
         acquiredAt: serverAt(clock.nowMs()),
+        grantProof: "proof",
         expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
       }),
     renew: (req) =>
@@ -64,6 +65,7 @@ function setup(options: Partial<LockClientOptions> = {}) {
         sessionId: req.json.sessionId,
         fencingToken: req.headers['x-fencing-token'],
         acquiredAt: serverAt(0),
+        grantProof: "proof",
         expiresAt: serverAt(clock.nowMs() + (req.json.ttlMillis ?? 2_000)),
       }),
     release: () => ok(204),
@@ -354,6 +356,7 @@ describe('LockHandle: renew and release', () => {
         sessionId: SID,
         fencingToken: req.headers['x-fencing-token'],
         acquiredAt: serverAt(0),
+        grantProof: "proof",
         expiresAt: serverAt(clock.nowMs() + 2_000),
       });
     };
@@ -548,6 +551,7 @@ describe('LockSession: tryAcquire and acquire', () => {
         sessionId: req.json.sessionId,
         fencingToken: '9007199254740993',
         acquiredAt: serverAt(clock.nowMs()),
+        grantProof: "proof",
         expiresAt: serverAt(clock.nowMs() + 2_000),
       });
     };
@@ -601,6 +605,7 @@ describe('int64 tokens on the wire', () => {
         sessionId: req.json.sessionId,
         fencingToken: '9223372036854775807',
         acquiredAt: serverAt(0),
+        grantProof: "proof",
         expiresAt: serverAt(2_000),
       });
     const lock = (await session.tryAcquire('k'))!;
@@ -614,7 +619,7 @@ describe('int64 tokens on the wire', () => {
     const session = await client.openSession();
     overrides.acquire = (req) => ({
       status: 200,
-      text: `{"key":"k","ownerId":"w","sessionId":"${req.json.sessionId}","fencingToken":9007199254740993,"acquiredAt":"${serverAt(0)}","expiresAt":"${serverAt(2_000)}"}`,
+      text: `{"key":"k","ownerId":"w","sessionId":"${req.json.sessionId}","fencingToken":9007199254740993,"grantProof":"proof","acquiredAt":"${serverAt(0)}","expiresAt":"${serverAt(2_000)}"}`,
     });
     await expect(session.tryAcquire('k')).rejects.toBeInstanceOf(ProtocolError);
   });
@@ -737,6 +742,7 @@ describe('deadlines count from the send, never from the answer', () => {
         sessionId: req.json.sessionId,
         fencingToken: '42',
         acquiredAt: serverAt(clock.nowMs()),
+        grantProof: "proof",
         expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
       }),
     );
@@ -757,6 +763,7 @@ describe('deadlines count from the send, never from the answer', () => {
         sessionId: req.json.sessionId,
         fencingToken: req.headers['x-fencing-token'],
         acquiredAt: serverAt(0),
+        grantProof: "proof",
         expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
       }),
     );
@@ -786,6 +793,7 @@ describe('deadlines count from the send, never from the answer', () => {
         sessionId: req.json.sessionId,
         fencingToken: '42',
         acquiredAt: serverAt(clock.nowMs()),
+        grantProof: "proof",
         expiresAt: serverAt(clock.nowMs() + 1_000),
       });
     const lock = (await session.tryAcquire('k', { ttlMs: 5_000 }))!;

@@ -7,7 +7,6 @@ import {
   SessionLostError,
   ValidationError,
   WAIT_MAX_MS,
-  type LockGrant,
   type LockLostError,
 } from '@dlock/lock-api';
 import { sleepOn, type Timer } from './clock';
@@ -23,7 +22,7 @@ import {
   type SessionLostFields,
 } from './options';
 import { retryAcquire } from './retry-policy';
-import type { LockServerApi, OpenedSessionWire } from './wire';
+import type { LockServerApi, OpenedSessionWire, ProvenGrant } from './wire';
 
 export interface AcquireOptions {
   /** Lease TTL to request; defaults to the client's `lockTtlMs`. */
@@ -209,7 +208,7 @@ export class LockSession implements HandleHost {
     );
     const waitMs = ttl('waitMs', options.waitMs ?? 0, 0, WAIT_MAX_MS);
     const sentAtMs = this.options.clock.nowMs();
-    let grant: LockGrant;
+    let grant: ProvenGrant;
     try {
       grant = await this.api.acquire(
         key,

@@ -62,6 +62,7 @@ async function startFakeLockServer(mode: { renew?: 'lost' } = {}) {
           sessionId: SID,
           fencingToken: String(++token),
           acquiredAt: at(0),
+          grantProof: "proof",
           expiresAt: at(body.ttlMillis),
         });
       if (path.endsWith('/renew')) {
@@ -78,6 +79,7 @@ async function startFakeLockServer(mode: { renew?: 'lost' } = {}) {
           sessionId: SID,
           fencingToken: req.headers['x-fencing-token'],
           acquiredAt: at(0),
+          grantProof: "proof",
           expiresAt: at(body.ttlMillis),
         });
       }
@@ -160,8 +162,12 @@ describe('every protected call carries the explicit token of its grant', () => {
       await expect(api.renew('k', SID, undefined as any, undefined, call)).rejects.toThrow(
         TypeError,
       );
-      await expect(api.release('k', SID, 0n, call)).rejects.toThrow(TypeError);
-      await expect(api.release('k', SID, '5' as any, call)).rejects.toThrow(TypeError);
+      await expect(api.release('k', SID, { token: 0n, proof: 'p' }, call)).rejects.toThrow(
+        TypeError,
+      );
+      await expect(
+        api.release('k', SID, { token: '5' as any, proof: 'p' }, call),
+      ).rejects.toThrow(TypeError);
       expect(server.seen).toEqual([]);
       // @ts-expect-error -- the token is a required parameter: omitting it does not compile.
       const typeCheckOnly = () => api.release('k', SID, call);

@@ -4,6 +4,8 @@ import {
   parseFencingToken,
   parseInstant,
   type DlockError,
+  GRANT_PROOF_HEADER,
+  type FenceCredential,
   type FencingToken,
   type LockGrant,
 } from '@dlock/lock-api';
@@ -24,6 +26,11 @@ export interface HeartbeatWire {
   expiresAt: Date;
   serverTime: Date;
   heldLockCount: number;
+}
+
+/** A grant as the lock-server answers it: with its proof (docs/security.md, "Signed grants"). */
+export interface ProvenGrant extends LockGrant {
+  proof: string;
 }
 
 export interface CallOptions {
@@ -81,7 +88,7 @@ export class LockServerApi {
     key: string,
     request: { sessionId: string; ttlMillis: number; waitMillis: number },
     call: CallOptions,
-  ): Promise<LockGrant> {
+  ): Promise<ProvenGrant> {
     const body = await this.send('POST', `/v1/locks/${seg(key)}/acquire`, call, {
       body: request,
       expect: 200,
@@ -96,7 +103,7 @@ export class LockServerApi {
     token: FencingToken,
     ttlMillis: number | undefined,
     call: CallOptions,
-  ): Promise<LockGrant> {
+  ): Promise<ProvenGrant> {
     const body = await this.send('POST', `/v1/locks/${seg(key)}/renew`, call, {
       body: ttlMillis === undefined ? { sessionId } : { sessionId, ttlMillis },
       token: requireToken(token),
@@ -105,16 +112,17 @@ export class LockServerApi {
     return grant(body);
   }
 
-  /** L6: compare-and-delete on (key, token). */
+  /** L6: compare-and-delete on (key, token), by the owner the proof names. */
   async release(
     key: string,
     sessionId: string,
-    token: FencingToken,
+    fence: FenceCredential,
     call: CallOptions,
   ): Promise<void> {
     await this.send('DELETE', `/v1/locks/${seg(key)}`, call, {
       body: { sessionId },
-      token: requireToken(token),
+      token: requireToken(fence.token),
+      proof: fence.proof,
       expect: 204,
     });
   }
@@ -123,7 +131,7 @@ export class LockServerApi {
     method: 'POST' | 'DELETE',
     path: string,
     call: CallOptions,
-    spec: { body?: unknown; token?: FencingToken; expect: number },
+    spec: { body?: unknown; token?: FencingToken; proof?: string; expect: number },
   ): Promise<Record<string, unknown>> {
     const headers: Record<string, string> = {
       accept: 'application/json',
@@ -136,6 +144,7 @@ export class LockServerApi {
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
     if (spec.token !== undefined) headers['x-fencing-token'] = formatFencingToken(spec.token);
+    if (spec.proof !== undefined) headers[GRANT_PROOF_HEADER] = spec.proof;
     const res = await this.transport({
       method,
       url: new URL(path, this.baseUrl),
@@ -182,7 +191,7 @@ function objectBody(status: number, text: string): Record<string, unknown> {
  * contract; a JSON number only if it is a safe integer. A larger number
  * (read exactly, as a bigint) is still off-contract and refused.
  */
-function grant(body: Record<string, unknown>): LockGrant {
+function grant(body: Record<string, unknown>): ProvenGrant {
   let fencingToken: FencingToken;
   try {
     if (typeof body.fencingToken === 'bigint') throw new TypeError('a JSON number above 2^53');
@@ -197,6 +206,7 @@ function grant(body: Record<string, unknown>): LockGrant {
     fencingToken,
     acquiredAt: instant(body, 'acquiredAt'),
     expiresAt: instant(body, 'expiresAt'),
+    proof: str(body, 'grantProof'),
   };
 }
 

@@ -11,6 +11,7 @@ export type SafetyEventName =
   | 'lock_revoked'
   | 'invalid_transition'
   | 'token_regression'
+  | 'proof_rejected'
   | RailSweepFinding;
 
 /** What the reconciler's rail sweep can find for a terminal payout (docs/reconciler.md). */
@@ -49,6 +50,7 @@ export class SafetyEvents {
   readonly invalidTransitionTotal: Counter;
   readonly tokenRegressionTotal: Counter;
   readonly railSweepFindingsTotal: Counter;
+  readonly proofRejectedTotal: Counter;
 
   /**
    * @param feed the recent events GET /v1/safety-events serves: every event
@@ -101,6 +103,12 @@ export class SafetyEvents {
       'Terminal payouts the rail disagrees with, once per payout and finding',
       ['finding'],
     );
+    this.proofRejectedTotal = counter(
+      registry,
+      'proof_rejected_total',
+      'Fenced requests refused because their grant proof or payout instruction did not prove their claim',
+      ['guard', 'proof', 'reason'],
+    );
   }
 
   fencedOut(fields: {
@@ -152,6 +160,18 @@ export class SafetyEvents {
   tokenRegression(fields: { guard: string } & Record<string, unknown>): void {
     this.tokenRegressionTotal.inc({ guard: fields.guard });
     this.emit('token_regression', 'token regression observed', fields);
+  }
+
+  /**
+   * A fence point refused a request whose signed grant or payout instruction
+   * is missing, forged or about something else (docs/security.md): someone
+   * claimed what they do not hold. Nothing was written.
+   */
+  proofRejected(
+    fields: { guard: string; proof: string; reason: string } & Record<string, unknown>,
+  ): void {
+    this.proofRejectedTotal.inc({ guard: fields.guard, proof: fields.proof, reason: fields.reason });
+    this.emit('proof_rejected', 'request refused: its proof does not hold', fields);
   }
 
   /** Call once per payout and finding: the counter is "how many payouts", not "how many looks". */

@@ -1,10 +1,15 @@
 import { AssertionError } from 'node:assert';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DlockError, FencedOutError } from '@dlock/lock-api';
+import { DlockError, FencedOutError, type FenceCredential } from '@dlock/lock-api';
 import { PeerProtocolError } from '@dlock/http-client';
 import { PaymentResourceClient } from './payment-resource.client';
 import { RailProxyClient } from './rail-proxy.client';
+
+/** A grant as a handle holds it: the token and the lock-server's proof of it. */
+const fence = (token: unknown, proof = 'grant-proof'): FenceCredential =>
+  ({ token, proof }) as FenceCredential;
+const INSTRUCTION = 'instruction';
 
 /** The executor's submit budget with an 800 ms rail read timeout (apps/executor lease.ts). */
 const SUBMIT_BUDGET = { connectTimeoutMs: 1_000, readTimeoutMs: 2_800 };
@@ -51,39 +56,49 @@ const SUBMISSION = {
   beneficiaryRef: 'b',
 };
 
-describe('a missing or invalid token is a programming error, never a warning', () => {
+describe('a missing or invalid token or proof is a programming error, never a warning', () => {
   const payments = () => new PaymentResourceClient(base, 'w-1');
   const rail = () => new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
-  const bad: unknown[] = [undefined, null, 0n, -1n, 2n ** 63n, 5, '5'];
+  const bad: FenceCredential[] = [
+    ...[undefined, null, 0n, -1n, 2n ** 63n, 5, '5'].map((token) => fence(token)),
+    fence(5n, ''),
+    { token: 5n, proof: undefined } as unknown as FenceCredential,
+  ];
 
-  test.each(bad)('payment-resource claim/outcome/post with %p throw before sending', (token) => {
+  test.each(bad)('payment-resource claim/outcome/post with %p throw before sending', async (f) => {
     const c = payments();
-    expect(() => c.claim(PAYOUT, token as bigint, 'PENDING')).toThrow(AssertionError);
-    expect(() => c.railOutcome(PAYOUT, token as bigint, { outcome: 'SUBMITTED' })).toThrow(
+    expect(() => c.claim(PAYOUT, f, 'PENDING')).toThrow(AssertionError);
+    await expect(c.markSubmitted(PAYOUT, f)).rejects.toThrow(AssertionError);
+    expect(() => c.railOutcome(PAYOUT, f, { outcome: 'AMBIGUOUS' })).toThrow(AssertionError);
+    expect(() => c.post(PAYOUT, f, { submissionId: 's', railReference: 'r' })).toThrow(
       AssertionError,
     );
-    expect(() =>
-      c.post(PAYOUT, token as bigint, { submissionId: 's', railReference: 'r' }),
-    ).toThrow(AssertionError);
     c.close();
     expect(seen).toHaveLength(0);
   });
 
-  test.each(bad)('rail-proxy submit with %p rejects before sending', async (token) => {
+  test.each(bad)('rail-proxy submit with %p rejects before sending', async (f) => {
     const c = rail();
-    await expect(c.submit(token as bigint, SUBMISSION)).rejects.toThrow(AssertionError);
+    await expect(c.submit(f, INSTRUCTION, SUBMISSION)).rejects.toThrow(AssertionError);
+    c.close();
+    expect(seen).toHaveLength(0);
+  });
+
+  test('rail-proxy submit without an instruction rejects before sending', async () => {
+    const c = rail();
+    await expect(c.submit(fence(5n), '', SUBMISSION)).rejects.toThrow(AssertionError);
     c.close();
     expect(seen).toHaveLength(0);
   });
 });
 
-test('every protected call sends the token, owner and the payout stable key', async () => {
+test('every protected call sends the token, its proof, the owner and the payout stable key', async () => {
   const token = 2n ** 53n + 1n;
   const c = new PaymentResourceClient(base, 'w-1');
   reply = { status: 200, body: { payoutId: PAYOUT, state: 'CLAIMED' } };
-  await c.claim(PAYOUT, token, 'PENDING');
+  await c.claim(PAYOUT, fence(token), 'PENDING');
   reply = { status: 200, body: { payoutId: PAYOUT, state: 'POSTED' } };
-  await c.post(PAYOUT, token, { submissionId: 's', railReference: 'r' });
+  await c.post(PAYOUT, fence(token), { submissionId: 's', railReference: 'r' });
   c.close();
   const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
   reply = {
@@ -95,9 +110,15 @@ test('every protected call sends the token, owner and the payout stable key', as
       outcome: 'ACKED',
     },
   };
-  const ack = await r.submit(token, SUBMISSION);
+  const ack = await r.submit(fence(token), INSTRUCTION, SUBMISSION);
   r.close();
   expect(ack.presentedToken).toBe(token);
+  for (const call of seen) expect(call.headers['x-grant-proof']).toBe('grant-proof');
+  expect(seen.map((x) => x.headers['x-payout-instruction'])).toEqual([
+    undefined,
+    undefined,
+    INSTRUCTION,
+  ]);
   expect(
     seen.map((x) => [
       x.url,
@@ -131,7 +152,7 @@ test('a 409 is never retried and comes back as its typed error', async () => {
       traceId: 't',
     },
   };
-  const err: unknown = await c.claim(PAYOUT, 5n, 'PENDING').catch((e: unknown) => e);
+  const err: unknown = await c.claim(PAYOUT, fence(5n), 'PENDING').catch((e: unknown) => e);
   c.close();
   expect(err).toBeInstanceOf(FencedOutError);
   expect(seen).toHaveLength(1);
@@ -143,7 +164,7 @@ test('a 503 on a fenced write is retried exactly once; the submit never is', asy
     body: { code: 'UNAVAILABLE', message: 'm', retrySafe: true, traceId: 't' },
   };
   const c = new PaymentResourceClient(base, 'w-1');
-  await expect(c.claim(PAYOUT, 5n, 'PENDING')).rejects.toBeInstanceOf(DlockError);
+  await expect(c.claim(PAYOUT, fence(5n), 'PENDING')).rejects.toBeInstanceOf(DlockError);
   c.close();
   expect(seen).toHaveLength(2);
   seen.length = 0;
@@ -152,7 +173,7 @@ test('a 503 on a fenced write is retried exactly once; the submit never is', asy
     body: { code: 'RAIL_UNAVAILABLE', message: 'm', retrySafe: true, traceId: 't' },
   };
   const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
-  await expect(r.submit(5n, SUBMISSION)).rejects.toMatchObject({ code: 'RAIL_UNAVAILABLE' });
+  await expect(r.submit(fence(5n), INSTRUCTION, SUBMISSION)).rejects.toMatchObject({ code: 'RAIL_UNAVAILABLE' });
   r.close();
   expect(seen).toHaveLength(1);
 });
@@ -164,7 +185,7 @@ test('the reconciler: P8 under its own token and owner, and floor raises attribu
   const r = new RailProxyClient(base, 'reconciler-1');
   reply = { status: 200, body: { payoutId: PAYOUT, state: 'RAIL_ACKED' } };
   await expect(
-    c.resolve(PAYOUT, 7n, { resolution: 'ACKED', evidence: 'one settled transfer' }),
+    c.resolve(PAYOUT, fence(7n), { resolution: 'ACKED', evidence: 'one settled transfer' }),
   ).resolves.toEqual({ payoutId: PAYOUT, state: 'RAIL_ACKED' });
   const raise = { revocationId: 'r-1', accountId: 'acct-1', floor: 2n ** 60n, reason: 'revoked' };
   queued.push(
@@ -232,14 +253,14 @@ test('R2: 404 means no records; an answer off the contract is a protocol error, 
   await expect(r.records(PAYOUT)).rejects.toBeInstanceOf(PeerProtocolError);
   reply = { status: 200, body: { payoutId: PAYOUT, state: 'NOT_A_STATE' } };
   const c = new PaymentResourceClient(base, 'w-1');
-  await expect(c.claim(PAYOUT, 5n, 'PENDING')).rejects.toBeInstanceOf(PeerProtocolError);
+  await expect(c.claim(PAYOUT, fence(5n), 'PENDING')).rejects.toBeInstanceOf(PeerProtocolError);
   c.close();
   r.close();
 });
 
 test('a rail-proxy client built without a submit budget cannot submit', async () => {
   const r = new RailProxyClient(base, 'reconciler-1');
-  await expect(r.submit(5n, SUBMISSION)).rejects.toThrow(AssertionError);
+  await expect(r.submit(fence(5n), INSTRUCTION, SUBMISSION)).rejects.toThrow(AssertionError);
   r.close();
   expect(seen).toHaveLength(0);
 });

@@ -1,17 +1,21 @@
-import { formatFencingToken, type FencingToken } from '@dlock/lock-api';
+import { formatFencingToken, GRANT_PROOF_HEADER, type FenceCredential } from '@dlock/lock-api';
 import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 import { idempotencyKeyFor } from './payout-protocol';
 import { BodyReader } from './body-reader';
 import type { AccountFloorResponse, FloorRaiseRequest, HighWaterFloorResponse } from './wire';
 
-/** The headers of every protected write (docs/contract.md): the grant's token, its owner, the payout's key. */
+/**
+ * The headers of every protected write (docs/contract.md): the grant's token
+ * and the lock-server's proof of it (docs/security.md), its owner, the payout's key.
+ */
 export function protectedHeaders(
-  token: FencingToken,
+  fence: FenceCredential,
   ownerId: string,
   payoutId: string,
 ): Record<string, string> {
   return {
-    'x-fencing-token': formatFencingToken(token),
+    'x-fencing-token': formatFencingToken(fence.token),
+    [GRANT_PROOF_HEADER]: fence.proof,
     'x-owner-id': ownerId,
     'x-idempotency-key': idempotencyKeyFor(payoutId),
   };

@@ -6,3 +6,4 @@ export * from './payment-resource.client';
 export * from './rail-proxy.client';
 export * from './rail-lookup.client';
 export * from './wire-schemas';
+export * from './payout-instruction';

@@ -1,10 +1,10 @@
 import type { TokenProvider } from '@dlock/identity';
-import { DlockError, formatFencingToken, type FencingToken } from '@dlock/lock-api';
+import { DlockError, formatFencingToken, type FenceCredential } from '@dlock/lock-api';
 import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
 import { BodyReader } from './body-reader';
 import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
 import type { FloorRaise, RaiseResult } from './hops';
-import { assertToken } from './payout-protocol';
+import { assertFence } from './payout-protocol';
 import { PAYOUT_STATES, type PayoutState } from './payout-types';
 import type {
   AccountList,
@@ -49,6 +49,11 @@ export interface TransitionResult {
   state: PayoutState;
 }
 
+/** P6 SUBMITTED's answer: the transition, and the signed instruction the rail-proxy admits. */
+export interface SubmittedResult extends TransitionResult {
+  railInstruction: string;
+}
+
 type FencedAnswer = ClaimResponse | RailOutcomeResponse | PostResponse | ResolveResponse;
 
 /** P1 pages are at most this long (docs/payment-resource.md). */
@@ -56,10 +61,11 @@ const LIST_PAGE_MAX = 500;
 
 /**
  * Typed client of payment-resource (docs/payment-resource.md, docs/contract.md). Every fenced
- * write takes the grant's token as a required `bigint` (checked before a byte
- * is sent) and sends it as X-Fencing-Token with X-Owner-Id and the payout's
- * stable X-Idempotency-Key; the same `ownerId` signs the floor raises as
- * X-Operator. Budgets and retries are the hop policy's (@dlock/http-client).
+ * write takes the grant (`handle.fence`: a `bigint` token and its proof,
+ * checked before a byte is sent) and sends it as X-Fencing-Token and
+ * X-Grant-Proof with X-Owner-Id and the payout's stable X-Idempotency-Key;
+ * the same `ownerId` signs the floor raises as X-Operator. Budgets and
+ * retries are the hop policy's (@dlock/http-client).
  */
 export class PaymentResourceClient {
   private readonly hop: JsonPeer;
@@ -108,52 +114,72 @@ export class PaymentResourceClient {
   /** P2: fenced claim; `expectedState` CLAIMED is the recovery re-claim. */
   claim(
     payoutId: string,
-    token: FencingToken,
+    fence: FenceCredential,
     expectedState: ClaimRequest['expectedState'],
     signal?: AbortSignal,
   ): Promise<TransitionResult> {
-    assertToken(token);
+    assertFence(fence);
     const body: ClaimRequest = { expectedState };
-    return this.write(payoutId, 'claim', token, body, signal);
+    return this.write(payoutId, 'claim', fence, body, signal);
   }
 
-  /** P6: the payout's rail transitions (RAIL_SUBMITTED before the proxy call, the outcome after). */
+  /**
+   * P6 SUBMITTED: RAIL_SUBMITTED recorded before the proxy call; the answer
+   * carries the instruction the submission must present (docs/rail.md).
+   */
+  async markSubmitted(
+    payoutId: string,
+    fence: FenceCredential,
+    signal?: AbortSignal,
+  ): Promise<SubmittedResult> {
+    assertFence(fence);
+    const body: RailOutcomeRequest = { outcome: 'SUBMITTED' };
+    const answer = await this.send(payoutId, 'rail-outcome', fence, body, signal);
+    const r = new BodyReader(this.hop.name, answer);
+    return {
+      payoutId: r.str('payoutId'),
+      state: r.state('state'),
+      railInstruction: r.str('railInstruction'),
+    };
+  }
+
+  /** P6: the payout's rail outcome, after the proxy answered (or its record told). */
   railOutcome(
     payoutId: string,
-    token: FencingToken,
-    record: RailOutcomeRecord,
+    fence: FenceCredential,
+    record: Exclude<RailOutcomeRecord, { outcome: 'SUBMITTED' }>,
     signal?: AbortSignal,
   ): Promise<TransitionResult> {
-    assertToken(token);
+    assertFence(fence);
     const body: RailOutcomeRequest = record;
-    return this.write(payoutId, 'rail-outcome', token, body, signal);
+    return this.write(payoutId, 'rail-outcome', fence, body, signal);
   }
 
   /** P3: both ledger legs and the balance, from RAIL_ACKED to POSTED. */
   post(
     payoutId: string,
-    token: FencingToken,
+    fence: FenceCredential,
     ack: { submissionId: string; railReference: string },
     signal?: AbortSignal,
   ): Promise<TransitionResult> {
-    assertToken(token);
+    assertFence(fence);
     const body: PostRequest = {
       railReference: ack.railReference,
       submissionId: ack.submissionId,
       railOutcome: 'ACKED',
     };
-    return this.write(payoutId, 'post', token, body, signal);
+    return this.write(payoutId, 'post', fence, body, signal);
   }
 
   /** P8: the only way out of RAIL_AMBIGUOUS, on the rail's evidence. */
   resolve(
     payoutId: string,
-    token: FencingToken,
+    fence: FenceCredential,
     body: ResolveRequest,
     signal?: AbortSignal,
   ): Promise<TransitionResult> {
-    assertToken(token);
-    return this.write(payoutId, 'resolve', token, body, signal);
+    assertFence(fence);
+    return this.write(payoutId, 'resolve', fence, body, signal);
   }
 
   /** GET /v1/accounts (advisory): customer accounts by id, with balance and fence. */
@@ -263,24 +289,34 @@ export class PaymentResourceClient {
   private async write(
     payoutId: string,
     operation: 'claim' | 'rail-outcome' | 'post' | 'resolve',
-    token: FencingToken,
+    fence: FenceCredential,
     body: ClaimRequest | RailOutcomeRequest | PostRequest | ResolveRequest,
     signal?: AbortSignal,
   ): Promise<TransitionResult> {
-    const answer = await withHopRetries(
+    const answer = await this.send(payoutId, operation, fence, body, signal);
+    const r = new BodyReader(this.hop.name, answer);
+    return { payoutId: r.str('payoutId'), state: r.state('state') };
+  }
+
+  private send(
+    payoutId: string,
+    operation: 'claim' | 'rail-outcome' | 'post' | 'resolve',
+    fence: FenceCredential,
+    body: ClaimRequest | RailOutcomeRequest | PostRequest | ResolveRequest,
+    signal?: AbortSignal,
+  ): Promise<FencedAnswer> {
+    return withHopRetries(
       'fencedWrite',
       () =>
         this.hop.call<FencedAnswer>({
           method: 'POST',
           path: `/v1/payouts/${encodeURIComponent(payoutId)}/${operation}`,
-          headers: protectedHeaders(token, this.ownerId, payoutId),
+          headers: protectedHeaders(fence, this.ownerId, payoutId),
           body,
           budget: HOP_BUDGETS.fencedWrite,
           signal,
         }),
       signal,
     );
-    const r = new BodyReader(this.hop.name, answer);
-    return { payoutId: r.str('payoutId'), state: r.state('state') };
   }
 }

@@ -53,6 +53,15 @@ export function railClientRef(payoutId: string): string {
  * bigint, present and in range. A missing token is a defect in the caller,
  * so this throws (AssertionError) before any byte is sent; it never warns.
  */
+/** A fence credential whose token is real and whose proof is there (the guard checks it). */
+export function assertFence(fence: { token: unknown; proof: unknown }): void {
+  assertToken(fence.token);
+  assert.ok(
+    typeof fence.proof === 'string' && fence.proof !== '',
+    'a grant proof is required on every protected call (handle.fence)',
+  );
+}
+
 export function assertToken(token: unknown): asserts token is bigint {
   assert.ok(
     typeof token === 'bigint',

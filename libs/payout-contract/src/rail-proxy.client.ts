@@ -1,11 +1,17 @@
 import type { TokenProvider } from '@dlock/identity';
 import assert from 'node:assert/strict';
-import { DlockError, formatFencingToken, type FencingToken } from '@dlock/lock-api';
+import {
+  DlockError,
+  formatFencingToken,
+  type FenceCredential,
+  type FencingToken,
+} from '@dlock/lock-api';
 import { JsonPeer, PeerProtocolError, withHopRetries, type CallBudget } from '@dlock/http-client';
 import { BodyReader } from './body-reader';
 import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
 import type { FloorRaise, RaiseResult } from './hops';
-import { assertToken } from './payout-protocol';
+import { assertFence } from './payout-protocol';
+import { PAYOUT_INSTRUCTION_HEADER } from './payout-instruction';
 import type { RailOutcome } from './payout-types';
 import type { HighWaterList, SubmissionsResponse, SubmitRequest, SubmitResponse } from './wire';
 
@@ -43,13 +49,19 @@ export class RailProxyClient {
     this.hop = new JsonPeer('rail-proxy', baseUrl, { token });
   }
 
-  /** R1: one presentation attempt. Every failure is thrown as its typed error; 0 retries. */
+  /**
+   * R1: one presentation attempt, under the grant (`handle.fence`) and the
+   * instruction payment-resource signed when it recorded RAIL_SUBMITTED
+   * (docs/rail.md). Every failure is thrown as its typed error; 0 retries.
+   */
   async submit(
-    token: FencingToken,
+    fence: FenceCredential,
+    instruction: string,
     payout: SubmitRequest,
     signal?: AbortSignal,
   ): Promise<AckedSubmission> {
-    assertToken(token);
+    assertFence(fence);
+    assert.ok(instruction !== '', 'a payout instruction is required on every submission');
     const budget = this.submitBudget;
     assert.ok(budget, 'this rail-proxy client was built without a submit budget');
     const body: SubmitRequest = {
@@ -65,7 +77,10 @@ export class RailProxyClient {
         this.hop.call<SubmitResponse>({
           method: 'POST',
           path: '/v1/rail/submissions',
-          headers: protectedHeaders(token, this.ownerId, payout.payoutId),
+          headers: {
+            ...protectedHeaders(fence, this.ownerId, payout.payoutId),
+            [PAYOUT_INSTRUCTION_HEADER]: instruction,
+          },
           body,
           budget,
           signal,

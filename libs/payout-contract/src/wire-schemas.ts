@@ -184,10 +184,19 @@ export const PAYOUT_WIRE_SCHEMAS = {
     entries: { type: 'array', items: ref('LedgerEntry'), minItems: 2, maxItems: 2 },
     balanceMinor: BALANCE,
   }),
-  RailOutcomeResponse: objectSchema<Wire.RailOutcomeResponse>({
-    ...transition,
-    outcome: RAIL_OUTCOME_KIND,
-  }),
+  RailOutcomeResponse: objectSchema<Wire.RailOutcomeResponse>(
+    {
+      ...transition,
+      outcome: RAIL_OUTCOME_KIND,
+      railInstruction: {
+        type: 'string',
+        description:
+          'SUBMITTED only: the signed instruction to send as X-Payout-Instruction with the ' +
+          'submission (docs/rail.md)',
+      },
+    },
+    ['railInstruction'],
+  ),
   AbandonResponse: objectSchema<Wire.AbandonResponse>({
     payoutId: UUID,
     state: STATE,

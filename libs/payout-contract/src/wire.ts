@@ -211,8 +211,14 @@ export interface TransitionView {
   accountFence: Int64Text;
 }
 
-/** P6 200. */
-export type RailOutcomeResponse = TransitionView & { outcome: RailOutcomeKind };
+/**
+ * P6 200. SUBMITTED also answers the payout instruction the rail-proxy admits
+ * the submission on (docs/rail.md, "Instructions").
+ */
+export type RailOutcomeResponse = TransitionView & {
+  outcome: RailOutcomeKind;
+  railInstruction?: string;
+};
 
 /** P7 body: an operator's decision, attributed and explained. */
 export interface AbandonRequest {

@@ -1,4 +1,5 @@
 import { audienceOf, testBearer, TEST_OPERATOR } from './identity';
+import { withTestProofs } from './proofs';
 
 /** A tiny fetch wrapper for tests: status, headers and the parsed JSON body. */
 export interface HttpResult {
@@ -17,11 +18,16 @@ export async function http(
     rawBody?: string;
     /** Send no Authorization header (http() otherwise adds one: see withTestToken). */
     noAuth?: boolean;
+    /** Send no grant proof or instruction (http() otherwise adds them: see withTestProofs). */
+    noProof?: boolean;
   } = {},
 ): Promise<HttpResult> {
-  const headers: Record<string, string> = options.noAuth
+  const authorised: Record<string, string> = options.noAuth
     ? { ...options.headers }
     : await withTestToken(url, { ...options.headers }, options.body);
+  const headers = options.noProof
+    ? authorised
+    : await withTestProofs(method, url, authorised, options.body);
   let body: string | undefined;
   if (options.rawBody !== undefined) body = options.rawBody;
   else if (options.body !== undefined) {

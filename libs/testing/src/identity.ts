@@ -6,6 +6,7 @@ import {
   DEV_TOKEN_TTL_SEC,
   DevIssuer,
   DevTokenFiles,
+  ensureSigningKeys,
   policyFile,
   TokenVerifier,
   type AuthPolicy,
@@ -68,16 +69,44 @@ export function testIssuer(): Promise<DevIssuer> {
   return issuer;
 }
 
-/** A service's view of the tests' issuer: where its keys are, who issues, the test policy. */
+/**
+ * The signing keys of this test file's lock-servers (grant proofs) and
+ * payment-resources (payout instructions), with their public JWKS files for
+ * the guards (docs/security.md, "Signed grants"). Tests sign with them too
+ * (proofs.ts): only a test may hold a signer's private keys.
+ */
+export function testSigningKeys(): {
+  grants: { keys: string; jwks: string };
+  instructions: { keys: string; jwks: string };
+} {
+  return {
+    grants: ensureSigningKeys(join(testRoot(), 'signing', 'grant-keys.json')),
+    instructions: ensureSigningKeys(join(testRoot(), 'signing', 'instruction-keys.json')),
+  };
+}
+
+/**
+ * A service's view of the tests' issuer (where its keys are, who issues, the
+ * test policy) and of the signing keys: every app reads what it needs of it.
+ */
 export async function testAuthEnv(): Promise<{
   AUTH_JWKS: string;
   AUTH_ISSUER: string;
   AUTH_POLICY: string;
+  GRANT_SIGNING_KEYS: string;
+  GRANT_JWKS: string;
+  INSTRUCTION_SIGNING_KEYS: string;
+  INSTRUCTION_JWKS: string;
 }> {
+  const { grants, instructions } = testSigningKeys();
   return {
     AUTH_JWKS: (await testIssuer()).jwksPath,
     AUTH_ISSUER: DEV_ISSUER,
     AUTH_POLICY: TEST_POLICY_PATH,
+    GRANT_SIGNING_KEYS: grants.keys,
+    GRANT_JWKS: grants.jwks,
+    INSTRUCTION_SIGNING_KEYS: instructions.keys,
+    INSTRUCTION_JWKS: instructions.jwks,
   };
 }
 

@@ -3,6 +3,13 @@ import net from 'node:net';
 import path from 'node:path';
 import { listensOn } from './port-owner';
 import { registerAudience, testAppAuthEnv } from './identity';
+import {
+  lockServerProofs,
+  paymentResourceProofs,
+  railProxyProofs,
+  registerProofSource,
+  type ProofSource,
+} from './proofs';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -111,6 +118,20 @@ export interface RunningApp {
   kill(): Promise<void>;
 }
 
+/** How http() proves a fenced request to `app` (proofs.ts); none for apps without fenced routes. */
+function proofSourceFor(app: string, env: Record<string, string>): ProofSource | undefined {
+  switch (app) {
+    case 'lock-server':
+      return lockServerProofs;
+    case 'payment-resource':
+      return env.PAYDB_URL === undefined ? undefined : paymentResourceProofs(env.PAYDB_URL);
+    case 'rail-proxy':
+      return railProxyProofs;
+    default:
+      return undefined;
+  }
+}
+
 /** Spawns on a port another process took first: tried again on a new port, this many times. */
 const PORT_RACE_ATTEMPTS_MAX = 3;
 
@@ -188,6 +209,8 @@ async function spawnOnce(
   proc.stderr?.on('data', keep);
   const url = `http://127.0.0.1:${port}`;
   registerAudience(url, app);
+  const proofs = proofSourceFor(app, env);
+  if (proofs) registerProofSource(url, proofs);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   // 'close' comes after the output is drained: the exit reason is in `out` by then.
   const closed = new Promise<void>((resolve) => proc.once('close', () => resolve()));

@@ -85,7 +85,7 @@ export class ActionsService {
         handle.checkStillHeld();
         return await this.peers.payments.resolve(
           payoutId,
-          handle.fencingToken,
+          handle.fence,
           verdict,
           handle.signal,
         );

@@ -28,7 +28,12 @@ export type AttemptStep =
       readonly rereadIfMoved: boolean;
     }
   | { readonly to: 'mark-submitted'; readonly view: PayoutView }
-  | { readonly to: 'submit'; readonly view: PayoutView }
+  | {
+      readonly to: 'submit';
+      readonly view: PayoutView;
+      /** payment-resource's signed instruction from the P6 SUBMITTED just before (docs/rail.md). */
+      readonly instruction: string;
+    }
   | {
       readonly to: 'resolve-from-record';
       readonly view: PayoutView;

@@ -1,7 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
-import { DlockError, formatFencingToken, type FencingToken } from '@dlock/lock-api';
+import {
+  DlockError,
+  formatFencingToken,
+  type FenceCredential,
+  type FencingToken,
+} from '@dlock/lock-api';
 import type { LockHandle, LockSession } from '@dlock/lock-client';
 import { SafetyEvents } from '@dlock/observability';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
@@ -27,11 +32,13 @@ import {
 import { firstStep, stepForState, stepFromRecords } from './recovery';
 import { RefusedPayouts } from './refused-payouts';
 
-/** Everything one attempt needs; the token is captured once from the handle and never re-read. */
+/** Everything one attempt needs; the grant is captured once from the handle and never re-read. */
 interface Attempt {
   readonly payoutId: string;
   readonly accountId: string;
   readonly handle: LockHandle;
+  /** The token and the lock-server's proof of it, presented at every fenced write. */
+  readonly fence: FenceCredential;
   readonly token: FencingToken;
   readonly stop: AbortSignal;
 }
@@ -97,7 +104,8 @@ export class PayoutExecutionService {
       payoutId: payout.payoutId,
       accountId: payout.accountId,
       handle,
-      token: handle.fencingToken,
+      fence: handle.fence,
+      token: handle.fence.token,
       stop,
     };
     let result: AttemptResult;
@@ -166,7 +174,7 @@ export class PayoutExecutionService {
       case 'mark-submitted':
         return this.markSubmitted(a, s.view);
       case 'submit':
-        return this.submit(a, s.view);
+        return this.submit(a, s.view, s.instruction);
       case 'record-acked':
         return this.recordAcked(a, s.ack);
       case 'record-rejected':
@@ -209,7 +217,7 @@ export class PayoutExecutionService {
     if (a.stop.aborted) return stopping();
     this.checkStillHeld(a);
     try {
-      await this.payment('claim', () => this.payments.claim(a.payoutId, a.token, s.expected));
+      await this.payment('claim', () => this.payments.claim(a.payoutId, a.fence, s.expected));
     } catch (err) {
       return afterClaimRefused(err, s.rereadIfMoved) ?? rethrow(err);
     }
@@ -217,22 +225,27 @@ export class PayoutExecutionService {
     return { to: 'mark-submitted', view: s.view };
   }
 
-  /** P6 SUBMITTED: CLAIMED → RAIL_SUBMITTED, recorded before anything reaches the proxy. */
+  /**
+   * P6 SUBMITTED: CLAIMED → RAIL_SUBMITTED (or, recovering a payout a dead
+   * holder marked, RAIL_SUBMITTED again under this token), recorded before
+   * anything reaches the proxy. The answer is the signed instruction the
+   * proxy admits the submission on (docs/rail.md, "Instructions").
+   */
   private async markSubmitted(a: Attempt, view: PayoutView): Promise<AttemptStep> {
     if (a.stop.aborted) return stopping();
     // Checked here too, so a payout whose lease is already short stays CLAIMED rather than half-way.
     const short = this.leaseShort(a);
     if (short) return short;
     this.checkStillHeld(a);
-    await this.payment('mark_submitted', () =>
-      this.payments.railOutcome(a.payoutId, a.token, { outcome: 'SUBMITTED' }),
+    const marked = await this.payment('mark_submitted', () =>
+      this.payments.markSubmitted(a.payoutId, a.fence),
     );
     await this.hooks.reached('after-submitted', a.stop);
-    return { to: 'submit', view };
+    return { to: 'submit', view, instruction: marked.railInstruction };
   }
 
   /** The one side effect nothing can roll back: exactly one presentation, never retried. */
-  private async submit(a: Attempt, view: PayoutView): Promise<AttemptStep> {
+  private async submit(a: Attempt, view: PayoutView, instruction: string): Promise<AttemptStep> {
     await this.hooks.reached('before-submit', a.stop);
     if (a.stop.aborted) return stopping();
     const short = this.leaseShort(a);
@@ -241,7 +254,7 @@ export class PayoutExecutionService {
     let ack: Ack;
     try {
       ack = await this.metrics.step('submit', () =>
-        this.rail.submit(a.token, {
+        this.rail.submit(a.fence, instruction, {
           payoutId: a.payoutId,
           accountId: view.accountId,
           amountMinor: view.amountMinor,
@@ -261,7 +274,7 @@ export class PayoutExecutionService {
     this.checkStillHeld(a);
     try {
       await this.payment('record_outcome', () =>
-        this.payments.railOutcome(a.payoutId, a.token, {
+        this.payments.railOutcome(a.payoutId, a.fence, {
           outcome: 'ACKED',
           submissionId: ack.submissionId,
           railReference: ack.railReference,
@@ -282,7 +295,7 @@ export class PayoutExecutionService {
     if (s.refusal) this.reportInvalid(a, 'rail_proxy', 'submit', s.refusal);
     this.checkStillHeld(a);
     await this.payment('record_outcome', () =>
-      this.payments.railOutcome(a.payoutId, a.token, {
+      this.payments.railOutcome(a.payoutId, a.fence, {
         outcome: 'REJECTED',
         ...(s.submissionId ? { submissionId: s.submissionId } : {}),
         reason: s.why.slice(0, 512),
@@ -311,7 +324,7 @@ export class PayoutExecutionService {
     });
     try {
       await this.payment('record_outcome', () =>
-        this.payments.railOutcome(a.payoutId, a.token, {
+        this.payments.railOutcome(a.payoutId, a.fence, {
           outcome: 'AMBIGUOUS',
           ...(s.submissionId ? { submissionId: s.submissionId } : {}),
           reason: s.why.slice(0, 512),
@@ -329,7 +342,7 @@ export class PayoutExecutionService {
   /** P3: RAIL_ACKED → POSTED, both ledger legs and the balance in one fenced transaction. */
   private async post(a: Attempt, ack: Ack): Promise<AttemptStep> {
     this.checkStillHeld(a);
-    await this.payment('post', () => this.payments.post(a.payoutId, a.token, ack));
+    await this.payment('post', () => this.payments.post(a.payoutId, a.fence, ack));
     return { to: 'end', result: { kind: 'posted' } };
   }
 

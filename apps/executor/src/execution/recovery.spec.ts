@@ -163,7 +163,12 @@ describe('the step after the proxy record', () => {
   const acked = record('ACKED', 'rail-1');
 
   test.each<[string, ProxyRecord[], boolean, AttemptStep]>([
-    ['no live record: submit', [record('FENCED')], false, { to: 'submit', view }],
+    [
+      'no live record: RAIL_SUBMITTED again under this token, then the submit',
+      [record('FENCED')],
+      false,
+      { to: 'mark-submitted', view },
+    ],
     [
       'no live record after a duplicate: reported, never submitted',
       [record('WITHDRAWN')],

@@ -130,7 +130,9 @@ export function stepFromRecords(
   const decision = decideFromRecords(records);
   switch (decision.action) {
     case 'submit':
-      if (!afterDuplicate) return { to: 'submit', view };
+      // Nothing was presented: RAIL_SUBMITTED is recorded again under this
+      // token, which fences the dead holder out here and gives the instruction.
+      if (!afterDuplicate) return { to: 'mark-submitted', view };
       return {
         to: 'end',
         result: { kind: 'abandoned', reason: 'duplicate-without-record' },

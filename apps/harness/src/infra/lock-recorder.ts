@@ -6,6 +6,8 @@ export interface GrantRecord {
   key: string;
   ownerId: string;
   token: bigint;
+  /** The lock-server's proof of the grant, as it answered it (docs/security.md). */
+  proof: string;
   /** performance.now() when the acquire request reached the recorder. */
   requestAt: number;
   /** performance.now() when the 200 came back from the lock-server. */
@@ -60,6 +62,16 @@ export class LockRecorder {
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
+  }
+
+  /**
+   * The grant `token` of `key` as its holder holds it (the token and its
+   * proof): what a stale holder the harness impersonates still presents.
+   */
+  fenceOf(key: string, token: bigint): { token: bigint; proof: string } {
+    const grant = this.grants.find((g) => g.key === key && g.token === token);
+    if (!grant) throw new Error(`no grant of ${key} with token ${token} was recorded`);
+    return { token, proof: grant.proof };
   }
 
   /** Every token the server granted for `key` (INV-07). */
@@ -132,6 +144,7 @@ export class LockRecorder {
         key,
         ownerId: typeof body.ownerId === 'string' ? body.ownerId : '',
         token,
+        proof: typeof body.grantProof === 'string' ? body.grantProof : '',
         requestAt,
         grantedAt: now,
         releaseSentAt: null,

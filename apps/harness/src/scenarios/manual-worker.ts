@@ -1,3 +1,4 @@
+import type { FenceCredential } from '@dlock/lock-api';
 import { testTokenProvider } from '@dlock/testing';
 import { LockClient, type LockHandle, type LockSession } from '@dlock/lock-client';
 import {
@@ -83,45 +84,61 @@ export class ManualWorker {
 
   claim(
     payoutId: string,
-    token: bigint,
+    fence: FenceCredential,
     expectedState: 'PENDING' | 'CLAIMED' = 'PENDING',
   ): Promise<Answer<TransitionResult>> {
-    return answerOf(this.payments.claim(payoutId, token, expectedState));
+    return answerOf(this.payments.claim(payoutId, fence, expectedState));
+  }
+
+  /** P6 SUBMITTED; its answer carries the instruction a submit presents. */
+  markSubmitted(
+    payoutId: string,
+    fence: FenceCredential,
+  ): Promise<Answer<TransitionResult & { railInstruction?: string }>> {
+    return answerOf(this.payments.markSubmitted(payoutId, fence));
   }
 
   railOutcome(
     payoutId: string,
-    token: bigint,
-    record: RailOutcomeRecord,
+    fence: FenceCredential,
+    record: Exclude<RailOutcomeRecord, { outcome: 'SUBMITTED' }>,
   ): Promise<Answer<TransitionResult>> {
-    return answerOf(this.payments.railOutcome(payoutId, token, record));
+    return answerOf(this.payments.railOutcome(payoutId, fence, record));
   }
 
-  /** R1 with the payout as P4 shows it. */
-  submit(payoutId: string, token: bigint): Promise<Answer<AckedSubmission>> {
-    return answerOf(this.submitted(payoutId, token));
+  /** R1 with the payout as P4 shows it, under `instruction` (from markSubmitted). */
+  submit(
+    payoutId: string,
+    fence: FenceCredential,
+    instruction: string,
+  ): Promise<Answer<AckedSubmission>> {
+    return answerOf(this.submitted(payoutId, fence, instruction));
   }
 
-  /** Flow A end to end under `token`; the first refusal, or the POSTED answer. */
-  runFlowA(payoutId: string, token: bigint): Promise<Answer<TransitionResult>> {
-    return answerOf(this.flowA(payoutId, token));
+  /** Flow A end to end under `fence`; the first refusal, or the POSTED answer. */
+  runFlowA(payoutId: string, fence: FenceCredential): Promise<Answer<TransitionResult>> {
+    return answerOf(this.flowA(payoutId, fence));
   }
 
-  private async flowA(payoutId: string, token: bigint): Promise<TransitionResult> {
-    await this.payments.claim(payoutId, token, 'PENDING');
-    await this.payments.railOutcome(payoutId, token, { outcome: 'SUBMITTED' });
-    const ack = await this.submitted(payoutId, token);
-    await this.payments.railOutcome(payoutId, token, {
+  private async flowA(payoutId: string, fence: FenceCredential): Promise<TransitionResult> {
+    await this.payments.claim(payoutId, fence, 'PENDING');
+    const marked = await this.payments.markSubmitted(payoutId, fence);
+    const ack = await this.submitted(payoutId, fence, marked.railInstruction);
+    await this.payments.railOutcome(payoutId, fence, {
       outcome: 'ACKED',
       submissionId: ack.submissionId,
       railReference: ack.railReference,
     });
-    return this.payments.post(payoutId, token, ack);
+    return this.payments.post(payoutId, fence, ack);
   }
 
-  private async submitted(payoutId: string, token: bigint): Promise<AckedSubmission> {
+  private async submitted(
+    payoutId: string,
+    fence: FenceCredential,
+    instruction: string,
+  ): Promise<AckedSubmission> {
     const p = await this.payments.get(payoutId);
-    return this.rail.submit(token, {
+    return this.rail.submit(fence, instruction, {
       payoutId,
       accountId: p.accountId,
       amountMinor: p.amountMinor,

@@ -66,7 +66,7 @@ export const uc02: Scenario = {
 
       // W1 renews (same token) before finishing; the contention above took part of its lease.
       await h1.renew();
-      const posted = await w1.runFlowA(payout, t1);
+      const posted = await w1.runFlowA(payout, h1.fence);
       ev.expect(
         posted.status === 200 && posted.body?.state === 'POSTED',
         `W1 posts the payout (${posted.status})`,

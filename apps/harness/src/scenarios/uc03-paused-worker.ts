@@ -78,7 +78,7 @@ export async function runPausedWorker(
     // submit's outcome. (Its SUBMITTED again would be a replay of a request already
     // answered under T1 with the payout's key, and a replay gets the stored answer.)
     const stale = new ManualWorker(sys, `${tag}-w1`);
-    const resourceAnswer = await stale.railOutcome(payout, t1, {
+    const resourceAnswer = await stale.railOutcome(payout, sys.recorder.fenceOf(payoutLockKey(account), t1), {
       outcome: 'AMBIGUOUS',
       reason: 'stale holder: submit outcome unknown',
     });

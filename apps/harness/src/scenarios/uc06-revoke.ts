@@ -31,8 +31,11 @@ export const uc06: Scenario = {
       ev.expect(h1 !== null, 'W1 holds the lock');
       if (!h1) return ev.outcome();
       const t1 = h1.fencingToken;
-      const claim = await w1.claim(payout, t1);
+      const claim = await w1.claim(payout, h1.fence);
       ev.expect(claim.status === 200, `W1 claimed (${claim.status})`);
+      // W1 gets as far as its instruction: a genuine one, so only the fence can stop its submit.
+      const marked = await w1.markSubmitted(payout, h1.fence);
+      ev.expect(marked.status === 200, `W1 marked RAIL_SUBMITTED (${marked.status})`);
 
       const revoke = await answerOf(
         callOnce<{ newTokenFloor: string }>('lock-server', sys.lockNet.url, {
@@ -78,14 +81,17 @@ export const uc06: Scenario = {
         'the new holder’s token is at or above the floor',
       );
 
-      // The deposed holder carries on where it stopped.
-      const marked = await w1.railOutcome(payout, t1, { outcome: 'SUBMITTED' });
-      const submitted = await w1.submit(payout, t1);
+      // The deposed holder carries on where it stopped: its submit, then its outcome.
+      const submitted = await w1.submit(payout, h1.fence, marked.body?.railInstruction ?? '');
+      const outcome = await w1.railOutcome(payout, h1.fence, {
+        outcome: 'AMBIGUOUS',
+        reason: 'deposed holder: submit refused',
+      });
       ev.set('w1StaleWrites', {
-        resource: `${marked.status} ${marked.code}`,
+        resource: `${outcome.status} ${outcome.code}`,
         proxy: `${submitted.status} ${submitted.code}`,
       });
-      ev.expect(marked.status === 409 && marked.code === 'FENCED_OUT', 'the resource fenced W1');
+      ev.expect(outcome.status === 409 && outcome.code === 'FENCED_OUT', 'the resource fenced W1');
       ev.expect(submitted.status === 409 && submitted.code === 'FENCED_OUT', 'the proxy fenced W1');
       const transfers = await railTransfers(sys, payout);
       ev.set('railTransfers', transfers);

@@ -10,11 +10,20 @@ import {
   type LockInfo,
   type LockOutcome,
 } from '@dlock/lock-api';
+import { AuthPolicy } from '@dlock/identity';
 import { SafetyEvents } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
 import { LockStore, type AcquireResult } from '../store/lock-store.port';
+import { GrantProofs } from './grant-proofs';
 import { LockMetrics } from './metrics';
+import { SessionOwners } from './session-owners';
 import { Waiters } from './waiters';
+
+/** A grant and the lock-server's signature over it (docs/security.md, "Signed grants"). */
+export interface SignedGrant {
+  grant: LockGrant;
+  proof: string;
+}
 
 export interface AcquireCommand {
   key: string;
@@ -35,6 +44,9 @@ export class LockService {
   constructor(
     private readonly store: LockStore,
     private readonly safety: SafetyEvents,
+    private readonly proofs: GrantProofs,
+    private readonly owners: SessionOwners,
+    private readonly policy: AuthPolicy,
     @Inject(LOCK_SERVER_CONFIG) private readonly config: LockServerConfig,
   ) {
     this.waiters = new Waiters(config.LOCK_WAITERS_MAX);
@@ -48,9 +60,19 @@ export class LockService {
     return this.metrics;
   }
 
-  /** L4: one attempt, then (if waitMillis > 0) a bounded wait for the key to free up. */
-  acquire(command: AcquireCommand): Promise<LockGrant> {
-    return this.metrics.observe('acquire', () => this.acquireWithin(command));
+  /**
+   * L4: one attempt, then (if waitMillis > 0) a bounded wait for the key to
+   * free up; only on the caller's own session (docs/security.md).
+   */
+  acquire(command: AcquireCommand): Promise<SignedGrant> {
+    return this.metrics.observe('acquire', async () => {
+      await this.owners.check(command.sessionId, command.ownerId);
+      return this.signed(await this.acquireWithin(command));
+    });
+  }
+
+  private signed(grant: LockGrant): SignedGrant {
+    return { grant, proof: this.proofs.sign(grant) };
   }
 
   private async acquireWithin(command: AcquireCommand): Promise<LockGrant> {
@@ -119,23 +141,42 @@ export class LockService {
     });
   }
 
-  /** L5. */
+  /** L5, on the caller's own session; the proof is the acquire's (same claims). */
   renew(
+    caller: string,
     key: string,
     sessionId: string,
     token: FencingToken,
     ttlMillis?: number,
-  ): Promise<LockGrant> {
-    return this.metrics.observe('renew', () => this.store.renew(key, sessionId, token, ttlMillis));
+  ): Promise<SignedGrant> {
+    return this.metrics.observe('renew', async () => {
+      await this.owners.check(sessionId, caller);
+      return this.signed(await this.store.renew(key, sessionId, token, ttlMillis));
+    });
   }
 
-  /** L6. */
-  release(key: string, token: FencingToken): Promise<void> {
-    return this.metrics.observe('release', () => this.store.release(key, token));
+  /**
+   * L6: the compare-and-delete on (key, token), by the grant's owner only: the
+   * caller proves it with the grant's proof (docs/security.md), so a worker
+   * that learned another's token cannot free its lock.
+   */
+  release(
+    caller: string,
+    key: string,
+    token: FencingToken,
+    proof: string | string[] | undefined,
+  ): Promise<void> {
+    return this.metrics.observe('release', async () => {
+      await this.proofs.check(proof, { token, owner: caller, key });
+      await this.store.release(key, token);
+    });
   }
 
-  /** L7 (advisory, FR-07). */
-  inspect(key: string): Promise<LockInfo> {
+  /**
+   * L7 (advisory, FR-07). The live grant's token is shown only to its holder
+   * and to identities the policy lets read grants (docs/security.md).
+   */
+  inspect(key: string, caller: string): Promise<LockInfo> {
     return this.metrics.observe('inspect', async () => {
       const { seen, holder } = await this.store.inspect(key);
       const waiterCount = this.waiters.count(key);
@@ -147,12 +188,17 @@ export class LockService {
         key,
         held: true,
         ownerId: holder.ownerId,
-        fencingToken: holder.fencingToken,
+        fencingToken: this.mayReadGrant(caller, holder.ownerId) ? holder.fencingToken : undefined,
         acquiredAt: holder.acquiredAt,
         expiresAt: holder.expiresAt,
         waiterCount,
       };
     });
+  }
+
+  /** A grant's token and session id are its holder's, and readable by `locks.read-grants`. */
+  mayReadGrant(caller: string, holder: string): boolean {
+    return caller === holder || this.policy.decide(caller, 'locks.read-grants').allowed;
   }
 
   /** L8: audited force-revoke; the token floor moves above the revoked token. */

@@ -6,9 +6,24 @@ import { LockService } from './lock.service';
 
 export interface RevokeCommand {
   key: string;
+  /** As the body names it: a note when it is not the caller, never the actor. */
   operator: string;
   reason: string;
   expectedToken?: FencingToken;
+}
+
+/** The longest reason a revocation records (the body's own limit). */
+const RECORDED_REASON_MAX_LENGTH = 1024;
+
+/**
+ * The audit records the authenticated caller as the one who revoked
+ * (docs/security.md); a body `operator` naming someone else is kept only as
+ * a note in the reason.
+ */
+function asActor(command: RevokeCommand, caller: string): RevokeCommand {
+  if (command.operator === caller) return command;
+  const reason = `${command.reason} [noted operator: ${command.operator}]`;
+  return { ...command, operator: caller, reason: reason.slice(0, RECORDED_REASON_MAX_LENGTH) };
 }
 
 /** What POST /v1/locks/{key}/revoke did: revoked now, or asked for a second operator. */
@@ -30,13 +45,14 @@ export class RevokeService {
     private readonly policy: AuthPolicy,
   ) {}
 
-  async revoke(command: RevokeCommand, caller: string): Promise<RevokeResult> {
+  async revoke(asked: RevokeCommand, caller: string): Promise<RevokeResult> {
+    const command = asActor(asked, caller);
     const { approvals, approvalWindowMs } = this.policy.revoke;
     if (approvals === 1) {
       return { kind: 'revoked', outcome: await this.locks.revoke(command, { by: caller }) };
     }
     // Nothing to ask a second person about: the same 404 the single-step revoke answers.
-    if (!(await this.locks.inspect(command.key)).held) {
+    if (!(await this.locks.inspect(command.key, caller)).held) {
       throw new DlockError('NOT_FOUND', 'the key is not held');
     }
     const request = await this.requests.create(

@@ -6,13 +6,19 @@ import {
   type OpenedSession,
 } from '../store/lock-store.port';
 import { LockService } from './lock.service';
+import { SessionOwners } from './session-owners';
 
-/** L1-L3: session lifecycle; a requested TTL is clamped down to LOCK_SESSION_TTL_MAX_MS. */
+/**
+ * L1-L3: session lifecycle; a requested TTL is clamped down to
+ * LOCK_SESSION_TTL_MAX_MS. Only a session's owner may keep it alive or close
+ * it (docs/security.md).
+ */
 @Injectable()
 export class SessionService {
   constructor(
     private readonly registry: SessionRegistry,
     private readonly locks: LockService,
+    private readonly owners: SessionOwners,
     @Inject(LOCK_SERVER_CONFIG) private readonly config: LockServerConfig,
   ) {}
 
@@ -21,14 +27,25 @@ export class SessionService {
       ttlMillis ?? this.config.LOCK_SESSION_TTL_MS,
       this.config.LOCK_SESSION_TTL_MAX_MS,
     );
-    return this.locks.lockMetrics.session('open', () => this.registry.open(ownerId, granted));
+    return this.locks.lockMetrics.session('open', async () => {
+      const opened = await this.registry.open(ownerId, granted);
+      this.owners.remember(opened.sessionId, opened.ownerId);
+      return opened;
+    });
   }
 
-  heartbeat(sessionId: string): Promise<HeartbeatResult> {
-    return this.locks.lockMetrics.session('heartbeat', () => this.registry.heartbeat(sessionId));
+  heartbeat(caller: string, sessionId: string): Promise<HeartbeatResult> {
+    return this.locks.lockMetrics.session('heartbeat', async () => {
+      await this.owners.check(sessionId, caller);
+      return this.registry.heartbeat(sessionId);
+    });
   }
 
-  close(sessionId: string): Promise<void> {
-    return this.locks.lockMetrics.session('close', () => this.registry.close(sessionId));
+  close(caller: string, sessionId: string): Promise<void> {
+    return this.locks.lockMetrics.session('close', async () => {
+      await this.owners.check(sessionId, caller);
+      await this.registry.close(sessionId);
+      this.owners.forget(sessionId);
+    });
   }
 }

@@ -14,9 +14,11 @@ import type { VerifiedIdentity } from '@dlock/identity';
 import {
   ApiContractErrors,
   ApiFencingTokenHeader,
+  ApiGrantProofHeader,
   ApiOwnerIdHeader,
   CallerIdentity,
   FencingTokenParam,
+  GrantProofParam,
   OwnerIdParam,
   RequestDeadlineParam,
   boundedWaitMs,
@@ -69,6 +71,7 @@ export class LocksController {
     'SESSION_UNKNOWN',
     'SESSION_EXPIRED',
     'NOT_LEADER',
+    'FORBIDDEN',
   )
   @Post(':key/acquire')
   @Operation('locks.acquire', { lockKeyParam: 'key' })
@@ -120,6 +123,7 @@ export class LocksController {
     'SESSION_EXPIRED',
     'CONTENTION_EXCEEDED',
     'NOT_LEADER',
+    'FORBIDDEN',
   )
   @Post(':key/renew')
   @Operation('locks.renew')
@@ -128,10 +132,11 @@ export class LocksController {
     @Param('key') rawKey: string,
     @FencingTokenParam() token: FencingToken,
     @Body() body: RenewBody,
-    @OwnerIdParam() _ownerId: string,
+    @OwnerIdParam() ownerId: string,
   ) {
     const key = parseLockKey(rawKey);
     const grant = await this.locks.renew(
+      ownerId,
       key,
       body.sessionId.toLowerCase(),
       token,
@@ -140,13 +145,17 @@ export class LocksController {
     return grantView(grant);
   }
 
-  /** L6: compare-and-delete on (key, token); sessionId (body or query) is attribution only. */
+  /**
+   * L6: compare-and-delete on (key, token), by the grant's owner, who proves
+   * it with the grant proof; sessionId (body or query) is attribution only.
+   */
   @ApiOperation({ summary: 'Release a grant (compare-and-delete on key and token)' })
   @KEY_PARAM
   @ApiFencingTokenHeader()
+  @ApiGrantProofHeader()
   @ApiOwnerIdHeader()
   @ApiNoContentResponse({ description: 'Released' })
-  @ApiContractErrors('LOCK_LOST', 'INVALID_TOKEN', 'NOT_LEADER')
+  @ApiContractErrors('LOCK_LOST', 'INVALID_TOKEN', 'NOT_LEADER', 'PROOF_REJECTED')
   @Delete(':key')
   @Operation('locks.release')
   @HttpCode(204)
@@ -156,9 +165,10 @@ export class LocksController {
     @FencingTokenParam() token: FencingToken,
     @Body() _body: ReleaseBody,
     @Query() _query: ReleaseQuery,
-    @OwnerIdParam() _ownerId: string,
+    @OwnerIdParam() ownerId: string,
+    @GrantProofParam() proof: string | string[] | undefined,
   ) {
-    await this.locks.release(parseLockKey(rawKey), token);
+    await this.locks.release(ownerId, parseLockKey(rawKey), token, proof);
   }
 
   /** L7 (advisory only, FR-07). */
@@ -168,8 +178,8 @@ export class LocksController {
   @ApiContractErrors('NOT_FOUND', 'CONTENTION_EXCEEDED', 'NOT_LEADER')
   @Get(':key')
   @Operation('locks.inspect')
-  async inspect(@Param('key') rawKey: string) {
-    return lockInfoView(await this.locks.inspect(parseLockKey(rawKey)));
+  async inspect(@Param('key') rawKey: string, @CallerIdentity() caller: VerifiedIdentity) {
+    return lockInfoView(await this.locks.inspect(parseLockKey(rawKey), caller.subject));
   }
 
   /**

@@ -71,12 +71,18 @@ export class SessionsController {
   @SESSION_PARAM
   @ApiOwnerIdHeader()
   @ApiOkResponse({ description: 'Extended', schema: HEARTBEAT_SCHEMA })
-  @ApiContractErrors('SESSION_UNKNOWN', 'SESSION_EXPIRED', 'CONTENTION_EXCEEDED', 'NOT_LEADER')
+  @ApiContractErrors(
+    'SESSION_UNKNOWN',
+    'SESSION_EXPIRED',
+    'CONTENTION_EXCEEDED',
+    'NOT_LEADER',
+    'FORBIDDEN',
+  )
   @Post(':sessionId/heartbeat')
   @Operation('sessions.heartbeat')
   @HttpCode(200)
-  async heartbeat(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {
-    return heartbeatView(await this.sessions.heartbeat(parseSessionId(sessionId)));
+  async heartbeat(@Param('sessionId') sessionId: string, @OwnerIdParam() ownerId: string) {
+    return heartbeatView(await this.sessions.heartbeat(ownerId, parseSessionId(sessionId)));
   }
 
   /** L3: 204, and every lock of the session is released. */
@@ -84,12 +90,12 @@ export class SessionsController {
   @SESSION_PARAM
   @ApiOwnerIdHeader()
   @ApiNoContentResponse({ description: 'Closed' })
-  @ApiContractErrors('SESSION_UNKNOWN', 'NOT_LEADER')
+  @ApiContractErrors('SESSION_UNKNOWN', 'NOT_LEADER', 'FORBIDDEN')
   @Delete(':sessionId')
   @Operation('sessions.close')
   @HttpCode(204)
   @SkipThrottle()
-  async close(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {
-    await this.sessions.close(parseSessionId(sessionId));
+  async close(@Param('sessionId') sessionId: string, @OwnerIdParam() ownerId: string) {
+    await this.sessions.close(ownerId, parseSessionId(sessionId));
   }
 }

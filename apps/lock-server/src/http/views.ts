@@ -12,11 +12,12 @@ import {
   type SessionListDto,
 } from '@dlock/lock-api';
 import { INSTANT, int64Text, objectSchema, wireSchema } from '@dlock/http-contract';
+import type { SignedGrant } from '../core/lock.service';
 import type { HeartbeatResult, OpenedSession } from '../store/lock-store.port';
 import type { RevocationRequest } from '../store/revocation-requests.port';
 
 /** Wire shapes of docs/lock-server.md: tokens as decimal strings, instants RFC 3339 UTC ms. */
-export function grantView(grant: LockGrant): LockGrantDto {
+export function grantView({ grant, proof }: SignedGrant): LockGrantDto {
   return {
     key: grant.key,
     ownerId: grant.ownerId,
@@ -24,6 +25,7 @@ export function grantView(grant: LockGrant): LockGrantDto {
     fencingToken: formatFencingToken(grant.fencingToken),
     acquiredAt: formatInstant(grant.acquiredAt),
     expiresAt: formatInstant(grant.expiresAt),
+    grantProof: proof,
   };
 }
 
@@ -95,6 +97,12 @@ export const LOCK_GRANT_SCHEMA = wireSchema<LockGrantDto>(
     fencingToken: int64Text('the grant’s fencing token; renew never changes it'),
     acquiredAt: INSTANT,
     expiresAt: INSTANT,
+    grantProof: {
+      type: 'string',
+      description:
+        'The lock-server’s signature over key, token, owner, session and issue time: send it ' +
+        'as X-Grant-Proof with every fenced write and the release (docs/security.md)',
+    },
   },
   [],
   'L4/L5: the grant; the token orders it after every earlier grant',

@@ -1,8 +1,10 @@
 import { Module } from '@nestjs/common';
 import { AuthPolicy, policyFile } from '@dlock/identity';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
+import { GrantProofs } from '../core/grant-proofs';
 import { LockService } from '../core/lock.service';
 import { RevokeService } from '../core/revoke.service';
+import { SessionOwners } from '../core/session-owners';
 import { LockListingController } from '../http/listings.controller';
 import { LocksController } from '../http/locks.controller';
 
@@ -16,12 +18,14 @@ import { LocksController } from '../http/locks.controller';
   providers: [
     LockService,
     RevokeService,
+    GrantProofs,
+    SessionOwners,
     {
       provide: AuthPolicy,
       inject: [LOCK_SERVER_CONFIG],
       useFactory: (config: LockServerConfig) => policyFile(config.AUTH_POLICY),
     },
   ],
-  exports: [LockService, RevokeService],
+  exports: [LockService, RevokeService, SessionOwners, GrantProofs],
 })
 export class LocksModule {}

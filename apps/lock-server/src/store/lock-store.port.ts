@@ -84,6 +84,12 @@ export abstract class SessionRegistry {
   abstract heartbeat(sessionId: string): Promise<HeartbeatResult>;
   /** L3: ends the session and releases every lock attached to it. */
   abstract close(sessionId: string): Promise<void>;
+  /**
+   * The identity a session was opened for (live, or expired and still
+   * remembered), or null for an id it does not know. A session's owner never
+   * changes, so callers may remember the answer (docs/security.md).
+   */
+  abstract ownerOf(sessionId: string): Promise<string | null>;
   /** Advisory: live sessions by sessionId, at most `limit`, with their live lock counts. */
   abstract listLive(limit: number): Promise<Listing<ListedSession>>;
 }

@@ -1,7 +1,7 @@
 import { http, sleep, waitFor } from '@dlock/testing';
 import { BACKENDS } from '../support/backends';
 import type { RunningLockServer } from '../support/in-process';
-import { INSTANT, LockApi, TOKEN, TRACE_ID, UUID } from '../support/lock-client';
+import { INSTANT, LockApi, PROOF, TOKEN, TRACE_ID, UUID } from '../support/lock-client';
 
 describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
   let server: RunningLockServer;
@@ -33,6 +33,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
       fencingToken: TOKEN,
       acquiredAt: INSTANT,
       expiresAt: INSTANT,
+      grantProof: PROOF,
     });
     expect(Date.parse(res.body.expiresAt) - Date.parse(res.body.acquiredAt)).toBe(5000);
     const info = await api.inspect('payout:acc-1');
@@ -75,8 +76,9 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     });
     expect(res.body.retryAfterMillis).toBeGreaterThan(0);
     expect(res.body.retryAfterMillis).toBeLessThanOrEqual(1000);
-    // Another owner on the holder's own session is not "the same owner".
-    expect((await api.acquire('contended', alice, 'mallory')).status).toBe(409);
+    // Another identity may not acquire on the holder's own session (docs/security.md).
+    const foreign = await api.acquire('contended', alice, 'mallory');
+    expect([foreign.status, foreign.body.code]).toEqual([403, 'FORBIDDEN']);
   });
 
   it('L4 answers 404 SESSION_UNKNOWN and 410 SESSION_EXPIRED for dead sessions', async () => {

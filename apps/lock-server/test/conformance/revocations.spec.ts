@@ -22,17 +22,19 @@ describe.each(BACKENDS)('revocations list [$name]', (backend) => {
 
   const list = (query: string) => http('GET', `${server.url}/v1/revocations${query}`);
 
-  async function grantAndRevoke(key: string) {
+  async function grantAndRevoke(key: string, operator = 'ops-jane') {
     const grant = await api.acquire(key, alice, 'alice');
     expect(grant.status).toBe(200);
-    const revoked = await api.revoke(key, { operator: 'ops-jane', reason: 'stuck worker OPS-7' });
+    // The test's caller identity is TEST_OPERATOR ('operator'), whatever the body says.
+    const revoked = await api.revoke(key, { operator, reason: 'stuck worker OPS-7' });
     expect(revoked.status).toBe(200);
     return revoked.body as { revokedToken: string; newTokenFloor: string; revocationId: string };
   }
 
   it('lists every key’s revocations in floor order, paged by afterFloor', async () => {
-    const first = await grantAndRevoke('payout:acct-rv1');
-    const second = await grantAndRevoke('other:thing');
+    const first = await grantAndRevoke('payout:acct-rv1', 'operator');
+    // A body naming someone else is a note in the reason, never the recorded actor (docs/security.md).
+    const second = await grantAndRevoke('other:thing', 'ops-jane');
     const all = await list('?afterFloor=0');
     expect(all.status).toBe(200);
     expect(all.body).toEqual({
@@ -42,7 +44,7 @@ describe.each(BACKENDS)('revocations list [$name]', (backend) => {
           key: 'payout:acct-rv1',
           revokedToken: first.revokedToken,
           newTokenFloor: first.newTokenFloor,
-          operator: 'ops-jane',
+          operator: 'operator',
           reason: 'stuck worker OPS-7',
           revokedAt: INSTANT,
         },
@@ -51,8 +53,8 @@ describe.each(BACKENDS)('revocations list [$name]', (backend) => {
           key: 'other:thing',
           revokedToken: second.revokedToken,
           newTokenFloor: second.newTokenFloor,
-          operator: 'ops-jane',
-          reason: 'stuck worker OPS-7',
+          operator: 'operator',
+          reason: 'stuck worker OPS-7 [noted operator: ops-jane]',
           revokedAt: INSTANT,
         },
       ],

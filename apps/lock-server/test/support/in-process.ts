@@ -3,7 +3,13 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { register } from 'prom-client';
 import { applyHttpContract } from '@dlock/http-contract';
-import { registerAudience, testAuthEnv, testRequestAuth } from '@dlock/testing';
+import {
+  lockServerProofs,
+  registerAudience,
+  registerProofSource,
+  testAuthEnv,
+  testRequestAuth,
+} from '@dlock/testing';
 import { LockServerModule } from '../../src/app.module';
 
 export interface RunningLockServer {
@@ -32,5 +38,6 @@ export async function startInProcess(env: Record<string, string>): Promise<Runni
   const port = typeof address === 'object' && address ? address.port : 0;
   const url = `http://127.0.0.1:${port}`;
   registerAudience(url, 'lock-server');
+  registerProofSource(url, lockServerProofs);
   return { url, app, stop: () => app.close() };
 }

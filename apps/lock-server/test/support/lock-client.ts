@@ -2,14 +2,27 @@ import { http, sleep, type HttpResult } from '@dlock/testing';
 
 const SESSION_TRIES = 5;
 
-/** Thin L1-L8 calls for tests: no retries, no interpretation. */
+/**
+ * Thin L1-L8 calls for tests: no retries, no interpretation. A call on a
+ * session acts as the session's owner unless the test names someone else
+ * (only the owner may use a session, docs/security.md).
+ */
 export class LockApi {
+  private readonly owners = new Map<string, string>();
+
   constructor(readonly url: string) {}
 
-  openSession(ownerId: string, ttlMillis?: number): Promise<HttpResult> {
-    return http('POST', `${this.url}/v1/sessions`, {
+  async openSession(ownerId: string, ttlMillis?: number): Promise<HttpResult> {
+    const res = await http('POST', `${this.url}/v1/sessions`, {
       body: ttlMillis === undefined ? { ownerId } : { ownerId, ttlMillis },
     });
+    if (res.status === 201) this.owners.set(res.body.sessionId as string, ownerId);
+    return res;
+  }
+
+  /** Who opened `sessionId` through this api ('owner' for a session it did not open). */
+  ownerOf(sessionId: string): string {
+    return this.owners.get(sessionId) ?? 'owner';
   }
 
   /**
@@ -27,13 +40,13 @@ export class LockApi {
     }
   }
 
-  heartbeat(sessionId: string, ownerId = 'owner'): Promise<HttpResult> {
+  heartbeat(sessionId: string, ownerId = this.ownerOf(sessionId)): Promise<HttpResult> {
     return http('POST', `${this.url}/v1/sessions/${sessionId}/heartbeat`, {
       headers: { 'x-owner-id': ownerId },
     });
   }
 
-  closeSession(sessionId: string, ownerId = 'owner'): Promise<HttpResult> {
+  closeSession(sessionId: string, ownerId = this.ownerOf(sessionId)): Promise<HttpResult> {
     return http('DELETE', `${this.url}/v1/sessions/${sessionId}`, {
       headers: { 'x-owner-id': ownerId },
     });
@@ -58,12 +71,17 @@ export class LockApi {
     opts: { ttlMillis?: number; ownerId?: string } = {},
   ): Promise<HttpResult> {
     return http('POST', `${this.url}/v1/locks/${key}/renew`, {
-      headers: { 'x-owner-id': opts.ownerId ?? 'owner', 'x-fencing-token': token },
+      headers: { 'x-owner-id': opts.ownerId ?? this.ownerOf(sessionId), 'x-fencing-token': token },
       body: opts.ttlMillis === undefined ? { sessionId } : { sessionId, ttlMillis: opts.ttlMillis },
     });
   }
 
-  release(key: string, sessionId: string, token: string, ownerId = 'owner'): Promise<HttpResult> {
+  release(
+    key: string,
+    sessionId: string,
+    token: string,
+    ownerId = this.ownerOf(sessionId),
+  ): Promise<HttpResult> {
     return http('DELETE', `${this.url}/v1/locks/${key}?sessionId=${sessionId}`, {
       headers: { 'x-owner-id': ownerId, 'x-fencing-token': token },
     });
@@ -84,3 +102,5 @@ export const UUID = expect.stringMatching(
   /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
 );
 export const TOKEN = expect.stringMatching(/^[1-9][0-9]{0,18}$/);
+/** A grant proof: a compact JWS (docs/security.md, "Signed grants"). */
+export const PROOF = expect.stringMatching(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);

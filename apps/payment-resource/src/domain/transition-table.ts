@@ -7,7 +7,7 @@ import { PAYOUT_STATES, type PayoutState } from '@dlock/payout-contract';
 export const PAYOUT_EVENTS = [
   'CLAIM', // P2 with sufficient funds (from PENDING) or a recovery re-claim (from CLAIMED)
   'CLAIM_INSUFFICIENT_FUNDS', // P2 when the funds check fails
-  'RAIL_SUBMITTED', // P6 outcome=SUBMITTED, before the proxy call
+  'RAIL_SUBMITTED', // P6 outcome=SUBMITTED, before the proxy call (again by a later holder: recovery)
   'RAIL_ACKED', // P6 outcome=ACKED
   'RAIL_REJECTED', // P6 outcome=REJECTED
   'RAIL_AMBIGUOUS', // P6 outcome=AMBIGUOUS
@@ -33,6 +33,9 @@ export const TRANSITIONS: Readonly<Record<PayoutState, Row>> = {
   PENDING: { CLAIM: 'CLAIMED', CLAIM_INSUFFICIENT_FUNDS: 'FAILED', ABANDON: 'ABANDONED' },
   CLAIMED: { CLAIM: 'CLAIMED', RAIL_SUBMITTED: 'RAIL_SUBMITTED' },
   RAIL_SUBMITTED: {
+    // A later holder that finds nothing presented records its intent again under its own token,
+    // which fences the earlier holder out here and gives it the instruction to submit on.
+    RAIL_SUBMITTED: 'RAIL_SUBMITTED',
     RAIL_ACKED: 'RAIL_ACKED',
     RAIL_REJECTED: 'FAILED',
     RAIL_AMBIGUOUS: 'RAIL_AMBIGUOUS',

@@ -15,6 +15,7 @@ import {
   ApiContractErrors,
   ApiFencedWriteHeaders,
   FencingTokenParam,
+  GrantProofParam,
   IdempotencyKeyParam,
   OwnerIdParam,
   RequestDeadlineParam,
@@ -32,12 +33,13 @@ const PAYOUT_PARAM = ApiParam({ name: 'payoutId', schema: { type: 'string', form
 
 function grant(
   token: FencingToken,
+  proof: string | string[] | undefined,
   ownerId: string,
   idempotencyKey: string,
   traceId: string,
   deadline: RequestDeadline | undefined,
 ): Grant {
-  return { token, ownerId, idempotencyKey, traceId, deadline };
+  return { token, proof, ownerId, idempotencyKey, traceId, deadline };
 }
 
 /** docs/payment-resource.md P1–P4 and docs/contract.md P6–P8. Parses and maps; the services hold the rules. */
@@ -89,6 +91,7 @@ export class PayoutsController {
     'INVALID_TOKEN',
     'NOT_FOUND',
     'INSUFFICIENT_FUNDS',
+    'PROOF_REJECTED',
   )
   @Post(':payoutId/claim')
   @Operation('payouts.claim')
@@ -96,6 +99,7 @@ export class PayoutsController {
   claim(
     @Param('payoutId') payoutId: string,
     @FencingTokenParam() token: FencingToken,
+    @GrantProofParam() proof: string | string[] | undefined,
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
     @TraceIdParam() traceId: string,
@@ -104,7 +108,7 @@ export class PayoutsController {
   ): Promise<ClaimResponse> {
     return this.commands.claim(
       payoutIdParam(payoutId),
-      grant(token, ownerId, key, traceId, deadline),
+      grant(token, proof, ownerId, key, traceId, deadline),
       body,
     );
   }
@@ -120,6 +124,7 @@ export class PayoutsController {
     'IDEMPOTENCY_CONFLICT',
     'INVALID_TOKEN',
     'NOT_FOUND',
+    'PROOF_REJECTED',
   )
   @Post(':payoutId/post')
   @Operation('payouts.post')
@@ -127,6 +132,7 @@ export class PayoutsController {
   post(
     @Param('payoutId') payoutId: string,
     @FencingTokenParam() token: FencingToken,
+    @GrantProofParam() proof: string | string[] | undefined,
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
     @TraceIdParam() traceId: string,
@@ -135,7 +141,7 @@ export class PayoutsController {
   ): Promise<PostResponse> {
     return this.commands.post(
       payoutIdParam(payoutId),
-      grant(token, ownerId, key, traceId, deadline),
+      grant(token, proof, ownerId, key, traceId, deadline),
       body,
     );
   }
@@ -151,6 +157,7 @@ export class PayoutsController {
     'IDEMPOTENCY_CONFLICT',
     'INVALID_TOKEN',
     'NOT_FOUND',
+    'PROOF_REJECTED',
   )
   @Post(':payoutId/rail-outcome')
   @Operation('payouts.rail-outcome')
@@ -158,6 +165,7 @@ export class PayoutsController {
   railOutcome(
     @Param('payoutId') payoutId: string,
     @FencingTokenParam() token: FencingToken,
+    @GrantProofParam() proof: string | string[] | undefined,
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
     @TraceIdParam() traceId: string,
@@ -166,7 +174,7 @@ export class PayoutsController {
   ): Promise<RailOutcomeResponse> {
     return this.commands.railOutcome(
       payoutIdParam(payoutId),
-      grant(token, ownerId, key, traceId, deadline),
+      grant(token, proof, ownerId, key, traceId, deadline),
       body,
     );
   }
@@ -197,6 +205,7 @@ export class PayoutsController {
     'IDEMPOTENCY_CONFLICT',
     'INVALID_TOKEN',
     'NOT_FOUND',
+    'PROOF_REJECTED',
   )
   @Post(':payoutId/resolve')
   @Operation('payouts.resolve')
@@ -204,6 +213,7 @@ export class PayoutsController {
   resolve(
     @Param('payoutId') payoutId: string,
     @FencingTokenParam() token: FencingToken,
+    @GrantProofParam() proof: string | string[] | undefined,
     @OwnerIdParam() ownerId: string,
     @IdempotencyKeyParam() key: string,
     @TraceIdParam() traceId: string,
@@ -212,7 +222,7 @@ export class PayoutsController {
   ): Promise<ResolveResponse> {
     return this.commands.resolve(
       payoutIdParam(payoutId),
-      grant(token, ownerId, key, traceId, deadline),
+      grant(token, proof, ownerId, key, traceId, deadline),
       body,
     );
   }

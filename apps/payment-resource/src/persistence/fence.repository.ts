@@ -23,6 +23,8 @@ export type FenceAdvance =
 export interface FenceRequest {
   payoutId: string;
   token: FencingToken;
+  /** The account the caller's grant proof is for: the write is admitted only on it. */
+  accountId: string;
   /**
    * A grant's later writes to the payout whose critical section it opened
    * (its claim, its P6/P8, then its post) present the same token. An equal
@@ -60,6 +62,7 @@ export class FenceRepository {
                   updated_at = date_trunc('milliseconds', clock_timestamp())
              FROM payout p
             WHERE p.payout_id = $1::uuid AND a.account_id = p.account_id
+              AND p.account_id = $6
               AND (a.fence < $2::bigint
                    OR ($3::boolean AND a.fence = $2::bigint AND a.fence_payout_id = $1::uuid))
             RETURNING a.account_id, a.fence, a.version)
@@ -70,7 +73,14 @@ export class FenceRepository {
            JOIN payout p ON p.payout_id = $1::uuid
            ${PINNED_JOIN('$4', '$5', '$2')}
             FOR UPDATE OF p`,
-      [req.payoutId, req.token.toString(), req.continuation, scope.operation, scope.key],
+      [
+        req.payoutId,
+        req.token.toString(),
+        req.continuation,
+        scope.operation,
+        scope.key,
+        req.accountId,
+      ],
     );
     if (rows.length === 0) return { admitted: false };
     const r = rows[0];
@@ -85,7 +95,8 @@ export class FenceRepository {
   /**
    * Harness negative control only (PAYMENT_FENCING_ENABLED=false): the row is
    * still touched and locked, the fence never goes backwards, but nothing is
-   * rejected, so a stale holder's write lands. Null: no such payout.
+   * rejected, so a stale holder's write lands. Null: no such payout, or one of
+   * another account than the grant's (the proof is checked whatever the switch).
    */
   async advanceUnguarded(
     tx: Db,
@@ -99,9 +110,9 @@ export class FenceRepository {
                 version = a.version + 1,
                 updated_at = date_trunc('milliseconds', clock_timestamp())
            FROM payout p
-          WHERE p.payout_id = $1::uuid AND a.account_id = p.account_id
+          WHERE p.payout_id = $1::uuid AND a.account_id = p.account_id AND p.account_id = $3
           RETURNING a.account_id, a.fence`,
-        [req.payoutId, req.token.toString()],
+        [req.payoutId, req.token.toString(), req.accountId],
       ),
     );
     return rows.length === 1

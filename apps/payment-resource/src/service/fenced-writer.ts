@@ -21,6 +21,7 @@ import {
   type IdempotencyScope,
   type StoredResponse,
 } from '../persistence/idempotency.repository';
+import { GrantCheck } from './grant-check';
 import { asUnavailable } from './paydb-errors';
 
 export interface FencedCommand {
@@ -29,6 +30,8 @@ export interface FencedCommand {
   operation: string;
   payoutId: string;
   token: FencingToken;
+  /** X-Grant-Proof as sent: checked before anything else (docs/security.md, "Signed grants"). */
+  proof: string | string[] | undefined;
   ownerId: string;
   idempotencyKey: string;
   requestHash: string;
@@ -96,6 +99,7 @@ export class FencedWriter {
     private readonly idempotency: IdempotencyRepository,
     private readonly safety: SafetyEvents,
     private readonly metrics: PaymentMetrics,
+    private readonly grants: GrantCheck,
     @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
   ) {}
 
@@ -116,6 +120,7 @@ export class FencedWriter {
       }
       // A budget too short to start the write in (refuseShortBudget).
       if (err instanceof DlockError && err.code === 'UNAVAILABLE') result = 'unavailable';
+      if (err instanceof DlockError && err.code === 'PROOF_REJECTED') result = 'proof_rejected';
       throw err;
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -133,6 +138,8 @@ export class FencedWriter {
       key: cmd.idempotencyKey,
       token: cmd.token,
     };
+    // Before the budget, the pool and BEGIN: an unproven grant costs nothing but a signature check.
+    const accountId = await this.grants.accountOf(cmd);
     const deadline = deadlineWithin(cmd.deadline, this.config.PAYMENT_REQUEST_BUDGET_MS);
     const requiredMs = WRITE_DEADLINE_MARGIN_MS + WRITE_STATEMENT_MIN_MS;
     refuseShortBudget(deadline, requiredMs);
@@ -145,7 +152,12 @@ export class FencedWriter {
       await qr.startTransaction();
       try {
         await this.boundStatements(qr.manager, deadline);
-        outcome = await this.inTransaction(preparedManager(qr.manager), cmd, scope, work);
+        outcome = await this.inTransaction(
+          preparedManager(qr.manager),
+          { ...cmd, accountId },
+          scope,
+          work,
+        );
         await qr.commitTransaction();
       } catch (err) {
         if (qr.isTransactionActive) await qr.rollbackTransaction();
@@ -187,11 +199,16 @@ export class FencedWriter {
 
   private async inTransaction<T extends object>(
     tx: Db,
-    cmd: FencedCommand,
+    cmd: FencedCommand & { accountId: string },
     scope: IdempotencyScope,
     work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome<T>>,
   ): Promise<WriteOutcome<T>> {
-    const request = { payoutId: cmd.payoutId, token: cmd.token, continuation: cmd.continuation };
+    const request = {
+      payoutId: cmd.payoutId,
+      token: cmd.token,
+      continuation: cmd.continuation,
+      accountId: cmd.accountId,
+    };
     let accountId: string;
     let fence: bigint;
     let pinned: PinnedPayout | null = null;
@@ -201,7 +218,7 @@ export class FencedWriter {
       ({ accountId, fence, pinned } = advance);
     } else {
       const advance = await this.fences.advanceUnguarded(tx, request);
-      if (advance === null) throw notFound(cmd.payoutId);
+      if (advance === null) throw await this.unknownPayout(tx, cmd);
       ({ accountId, fence } = advance);
       if (fence > cmd.token) {
         // Detective control only: the guard is switched off, the write lands.
@@ -231,13 +248,28 @@ export class FencedWriter {
     return outcome;
   }
 
-  /** Zero rows from the advance: no such payout, a replay of a committed request, or fenced out. */
-  private async notAdmitted(tx: Db, cmd: FencedCommand, scope: IdempotencyScope): Promise<Error> {
+  /**
+   * Zero rows from the advance: no such payout, another account's grant, a
+   * replay of a committed request, or fenced out.
+   */
+  private async notAdmitted(
+    tx: Db,
+    cmd: FencedCommand & { accountId: string },
+    scope: IdempotencyScope,
+  ): Promise<Error> {
     const accountId = await this.payouts.accountOf(tx, cmd.payoutId);
     if (accountId === null) return notFound(cmd.payoutId);
+    if (accountId !== cmd.accountId) return this.grants.wrongAccount(cmd, accountId);
     const duplicate = await this.idempotency.find(tx, scope);
     if (duplicate) return new Replay(duplicate);
     return this.fencedOut(tx, cmd, accountId);
+  }
+
+  /** The unguarded advance matched nothing: no such payout, or another account's grant. */
+  private async unknownPayout(tx: Db, cmd: FencedCommand & { accountId: string }): Promise<Error> {
+    const accountId = await this.payouts.accountOf(tx, cmd.payoutId);
+    if (accountId === null) return notFound(cmd.payoutId);
+    return this.grants.wrongAccount(cmd, accountId);
   }
 
   private async fencedOut(tx: Db, cmd: FencedCommand, accountId: string): Promise<DlockError> {

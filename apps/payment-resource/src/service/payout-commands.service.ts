@@ -36,12 +36,15 @@ import type { Answer } from '../persistence/idempotency.repository';
 import { PayoutRepository, type Payout, type PayoutPatch } from '../persistence/payout.repository';
 import { TransitionLogRepository } from '../persistence/transition-log.repository';
 import { FencedWriter, type FenceContext, type WriteOutcome } from './fenced-writer';
+import { InstructionSigner } from './instruction-signer';
 import { requestHash } from './canonical';
 import { asUnavailable } from './paydb-errors';
 
 /** The protected-write headers, parsed by the controller and passed explicitly (docs/payment-resource.md step 3). */
 export interface Grant {
   token: FencingToken;
+  /** X-Grant-Proof as sent; the fenced writer checks it first (docs/security.md). */
+  proof: string | string[] | undefined;
   ownerId: string;
   idempotencyKey: string;
   /** For log lines: the per-payout routes run without the request logger context. */
@@ -72,6 +75,7 @@ export class PayoutCommands {
     private readonly log: TransitionLogRepository,
     private readonly safety: SafetyEvents,
     private readonly metrics: PaymentMetrics,
+    private readonly instructions: InstructionSigner,
     @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
   ) {}
 
@@ -171,8 +175,14 @@ export class PayoutCommands {
             patch.stampAmbiguousAt = true;
             break;
         }
+        // RAIL_SUBMITTED answers the instruction the rail-proxy admits the submission on.
+        const railInstruction =
+          body.outcome === 'SUBMITTED'
+            ? { railInstruction: this.instructions.sign(payout, grant.token, grant.ownerId) }
+            : {};
         return this.transitionAnswered(tx, ctx, event, grant, patch, body.reason, {
           outcome: body.outcome,
+          ...railInstruction,
         });
       },
     );
@@ -342,6 +352,7 @@ export class PayoutCommands {
       operation,
       payoutId,
       token: grant.token,
+      proof: grant.proof,
       ownerId: grant.ownerId,
       idempotencyKey: grant.idempotencyKey,
       requestHash: requestHash(payoutId, body),

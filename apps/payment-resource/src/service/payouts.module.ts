@@ -9,6 +9,8 @@ import { PaydbModule } from '../persistence/paydb.module';
 import { PayoutRepository } from '../persistence/payout.repository';
 import { TransitionLogRepository } from '../persistence/transition-log.repository';
 import { FencedWriter } from './fenced-writer';
+import { GrantCheck } from './grant-check';
+import { InstructionSigner } from './instruction-signer';
 import { PayoutCommands } from './payout-commands.service';
 import { PayoutQueries } from './payout-queries.service';
 
@@ -24,9 +26,11 @@ import { PayoutQueries } from './payout-queries.service';
     IdempotencyRepository,
     TransitionLogRepository,
     FencedWriter,
+    GrantCheck,
+    InstructionSigner,
     PayoutCommands,
     PayoutQueries,
   ],
-  exports: [PayoutRepository, PayoutQueries],
+  exports: [PayoutRepository, PayoutQueries, InstructionSigner],
 })
 export class PayoutsModule {}

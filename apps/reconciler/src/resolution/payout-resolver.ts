@@ -48,15 +48,19 @@ export class PayoutResolver {
       if (err instanceof ContentionError) return 'contended';
       throw err;
     }
-    const token = handle.fencingToken;
-    const log = { payoutId: payout.payoutId, accountId: payout.accountId, token: token.toString() };
+    const fence = handle.fence;
+    const log = {
+      payoutId: payout.payoutId,
+      accountId: payout.accountId,
+      token: fence.token.toString(),
+    };
     let resolved = false;
     try {
       handle.checkStillHeld();
       const railReference = verdict.kind === 'acked' ? verdict.transfer.railReference : undefined;
       await this.payments.resolve(
         payout.payoutId,
-        token,
+        fence,
         {
           resolution: verdict.kind === 'acked' ? 'ACKED' : 'NOT_FOUND',
           evidence: evidenceText(verdict, lookup),
@@ -80,7 +84,7 @@ export class PayoutResolver {
           handle.checkStillHeld();
           await this.payments.post(
             payout.payoutId,
-            token,
+            fence,
             { railReference: verdict.transfer.railReference, submissionId },
             handle.signal,
           );

@@ -148,6 +148,13 @@ export class EtcdSessionRegistry extends SessionRegistry {
    * lease TTL (whole seconds: etcd floors it) and its index entries counted.
    * A session whose lease is already gone is not listed.
    */
+  /** From the tombstone, which outlives the live key by the retention (docs/lock-server-etcd.md). */
+  override async ownerOf(sessionId: string): Promise<string | null> {
+    const res = await this.gw.read([get(this.gw.keys.sessionMeta(sessionId))], this.gw.deadline());
+    const kv = firstAt(res, 0);
+    return kv ? decodeSession(kv).ownerId : null;
+  }
+
   override async listLive(limit: number): Promise<Listing<ListedSession>> {
     const deadline = this.gw.deadline();
     const keys = this.gw.keys;

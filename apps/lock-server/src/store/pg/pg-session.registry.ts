@@ -14,6 +14,7 @@ import {
   HEARTBEAT_SQL,
   LIST_SESSIONS_SQL,
   OPEN_SESSION_SQL,
+  SESSION_OWNER_SQL,
   SESSION_STATE_SQL,
 } from './sql';
 
@@ -68,6 +69,11 @@ export class PgSessionRegistry extends SessionRegistry {
     ]);
     if (!row || row.closed === 0) throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
     this.signal.freed(row.freed_keys);
+  }
+
+  async ownerOf(sessionId: string): Promise<string | null> {
+    const [row] = await this.db.rows<{ owner_id: string }>(SESSION_OWNER_SQL, [sessionId]);
+    return row?.owner_id ?? null;
   }
 
   async listLive(limit: number): Promise<Listing<ListedSession>> {

@@ -178,6 +178,10 @@ SELECT hb.session_id::text AS session_id, hb.expires_at, clock_timestamp() AS se
         WHERE l.session_id = hb.session_id AND l.expires_at > clock_timestamp()) AS held_lock_count
 FROM hb`;
 
+/** Who a session belongs to (any state; gone once reaped). $1 sessionId. */
+export const SESSION_OWNER_SQL = `
+SELECT owner_id FROM lock_session WHERE session_id = $1::uuid`;
+
 /** Diagnostic read after a heartbeat matched nothing. $1 sessionId. */
 export const SESSION_STATE_SQL = `
 SELECT expires_at > clock_timestamp() AS alive FROM lock_session WHERE session_id = $1::uuid`;

@@ -1,0 +1,50 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  checkGrantClaims,
+  formatFencingToken,
+  grantProofClaims,
+  GRANT_PROOF_TYPE,
+  type GrantExpectation,
+  type GrantProofClaims,
+  type LockGrant,
+} from '@dlock/lock-api';
+import { ProofVerifier, SigningKeyRing } from '@dlock/identity';
+import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
+
+/**
+ * Signs every grant this server issues, and checks the proofs callers bring
+ * back (docs/security.md, "Signed grants"). The key ring is the lock-server's
+ * own (GRANT_SIGNING_KEYS), shared by its replicas; its public half is served
+ * at /.well-known/jwks.json for the fence points.
+ */
+@Injectable()
+export class GrantProofs {
+  readonly ring: SigningKeyRing;
+  private readonly verifier: ProofVerifier;
+
+  constructor(@Inject(LOCK_SERVER_CONFIG) config: LockServerConfig) {
+    this.ring = SigningKeyRing.open(config.GRANT_SIGNING_KEYS);
+    this.verifier = new ProofVerifier({
+      jwks: () => this.ring.publicJwks,
+      type: GRANT_PROOF_TYPE,
+      kind: 'grant',
+    });
+  }
+
+  /** The proof of `grant`: the same claims, so the same proof, on every renew (Ed25519 is deterministic). */
+  sign(grant: LockGrant): string {
+    const claims: GrantProofClaims = {
+      key: grant.key,
+      tok: formatFencingToken(grant.fencingToken),
+      sub: grant.ownerId,
+      sid: grant.sessionId,
+      iat: Math.floor(grant.acquiredAt.getTime() / 1000),
+    };
+    return this.ring.sign(GRANT_PROOF_TYPE, claims);
+  }
+
+  /** A proof of this server's describing the request (key, token, owner): else PROOF_REJECTED. */
+  async check(proof: string | string[] | undefined, expect: GrantExpectation): Promise<void> {
+    checkGrantClaims(grantProofClaims(await this.verifier.verify(proof)), expect);
+  }
+}

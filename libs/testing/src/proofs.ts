@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import { SigningKeyRing } from '@dlock/identity';
+import {
+  GRANT_PROOF_HEADER,
+  GRANT_PROOF_TYPE,
+  parseFencingToken,
+  type GrantProofClaims,
+} from '@dlock/lock-api';
+import {
+  instructionClaims,
+  payoutLockKey,
+  PAYOUT_INSTRUCTION_HEADER,
+  PAYOUT_INSTRUCTION_TYPE,
+  type SubmitRequest,
+} from '@dlock/payout-contract';
+import { testSigningKeys } from './identity';
+import { withClient } from './postgres';
+
+/**
+ * Grant proofs and payout instructions signed with this test file's keys
+ * (testSigningKeys, which every spawned lock-server and payment-resource
+ * signs with): what a test that talks to a guard directly presents, as if
+ * the lock-server had granted it. Tests about proofs make their own.
+ */
+
+let grantRing: SigningKeyRing | undefined;
+let instructionRing: SigningKeyRing | undefined;
+
+export function testGrantProof(grant: {
+  key: string;
+  token: bigint | string;
+  owner: string;
+  sessionId?: string;
+  iat?: number;
+}): string {
+  grantRing ??= SigningKeyRing.open(testSigningKeys().grants.keys);
+  const claims: GrantProofClaims = {
+    key: grant.key,
+    tok: parseFencingToken(grant.token).toString(),
+    sub: grant.owner,
+    sid: grant.sessionId ?? randomUUID(),
+    iat: grant.iat ?? Math.floor(Date.now() / 1000),
+  };
+  return grantRing.sign(GRANT_PROOF_TYPE, claims);
+}
+
+export function testInstruction(payout: SubmitRequest, token: bigint | string, owner: string): string {
+  instructionRing ??= SigningKeyRing.open(testSigningKeys().instructions.keys);
+  const claims = instructionClaims(payout, parseFencingToken(token), owner, Date.now());
+  return instructionRing.sign(PAYOUT_INSTRUCTION_TYPE, claims);
+}
+
+/** What http() knows of a request to a guard: enough to sign what it would have been granted. */
+export interface GuardedRequest {
+  method: string;
+  url: URL;
+  token: string;
+  owner: string;
+  body: unknown;
+}
+
+/** Headers a request to one service needs besides the token: its proofs. */
+export type ProofSource = (req: GuardedRequest) => Promise<Record<string, string>>;
+
+const sources = new Map<string, ProofSource>();
+
+/** Tells http() how to prove a fenced request to the service at `url` (spawnApp, in-process starters). */
+export function registerProofSource(url: string, source: ProofSource): void {
+  sources.set(new URL(url).origin, source);
+}
+
+/**
+ * Adds the proofs a fenced request (one with X-Fencing-Token) to a registered
+ * service needs, unless the test set X-Grant-Proof itself. A token that does
+ * not parse gets none: the service refuses it before it would look.
+ */
+export async function withTestProofs(
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<Record<string, string>> {
+  const lower = new Map(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+  const token = lower.get('x-fencing-token');
+  const source = sources.get(new URL(url).origin);
+  if (source === undefined || token === undefined || lower.has(GRANT_PROOF_HEADER)) return headers;
+  try {
+    parseFencingToken(token);
+  } catch {
+    return headers;
+  }
+  const owner = lower.get('x-owner-id') ?? '';
+  return { ...(await source({ method, url: new URL(url), token, owner, body })), ...headers };
+}
+
+/** lock-server: a release proves the grant it names (L6 takes the proof of its key and token). */
+export const lockServerProofs: ProofSource = (req) => {
+  const m = /^\/v1\/locks\/([^/]+)$/.exec(req.url.pathname);
+  if (req.method !== 'DELETE' || !m) return Promise.resolve({});
+  const key = decodeURIComponent(m[1]);
+  return Promise.resolve({
+    [GRANT_PROOF_HEADER]: testGrantProof({ key, token: req.token, owner: req.owner }),
+  });
+};
+
+/** payment-resource: a fenced write on a payout proves its account's lock (found in paydb). */
+export function paymentResourceProofs(paydbUrl: string): ProofSource {
+  return async (req): Promise<Record<string, string>> => {
+    const m = /^\/v1\/payouts\/([^/]+)\/[a-z-]+$/.exec(req.url.pathname);
+    if (!m) return {};
+    const payoutId = decodeURIComponent(m[1]);
+    const account = await withClient(paydbUrl, async (c) => {
+      const uuid = /^[0-9a-f-]{36}$/i.test(payoutId);
+      if (!uuid) return null;
+      const rows = await c.query<{ account_id: string }>(
+        'SELECT account_id FROM payout WHERE payout_id = $1',
+        [payoutId],
+      );
+      return rows.rows[0]?.account_id ?? null;
+    });
+    const key = payoutLockKey(account ?? 'acct-of-no-payout');
+    return {
+      [GRANT_PROOF_HEADER]: testGrantProof({ key, token: req.token, owner: req.owner }),
+    };
+  };
+}
+
+/** rail-proxy: a submission proves its account's lock and carries the instruction of its body. */
+export const railProxyProofs: ProofSource = (req) => {
+  const body = req.body as Partial<SubmitRequest> | undefined;
+  if (req.url.pathname !== '/v1/rail/submissions' || typeof body?.accountId !== 'string') {
+    return Promise.resolve({});
+  }
+  const headers: Record<string, string> = {
+    [GRANT_PROOF_HEADER]: testGrantProof({
+      key: payoutLockKey(body.accountId),
+      token: req.token,
+      owner: req.owner,
+    }),
+  };
+  const complete =
+    typeof body.payoutId === 'string' &&
+    typeof body.amountMinor === 'number' &&
+    typeof body.currency === 'string' &&
+    typeof body.beneficiaryRef === 'string';
+  if (complete) headers[PAYOUT_INSTRUCTION_HEADER] = testInstruction(body as SubmitRequest, req.token, req.owner);
+  return Promise.resolve(headers);
+};
