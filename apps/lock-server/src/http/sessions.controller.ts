@@ -75,6 +75,7 @@ export class SessionsController {
   @Post(':sessionId/heartbeat')
   @Operation('sessions.heartbeat')
   @HttpCode(200)
+  @SkipThrottle()
   async heartbeat(@Param('sessionId') sessionId: string, @OwnerIdParam() _ownerId: string) {
     return heartbeatView(await this.sessions.heartbeat(parseSessionId(sessionId)));
   }
