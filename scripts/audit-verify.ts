@@ -10,37 +10,46 @@ import {
   verifyChain,
   type ChainHead,
   type ChainQuery,
+  type ChainReport,
 } from '@dlock/persistence';
 import type { DatabaseName } from '../migrations';
 
 /**
- * `npm run audit:verify [-- --heads <file>] [-- --anchor <chain>=<digest> --anchor-heads <file>]`:
- * verifies the audit chains (one per partition: payout, account, lock key) of
- * every database whose URL is set (docs/audit.md). Prints one line per chain
- * with its partitions, links and heads digest (record the digest externally:
- * with the head list `--heads` wrote, it is the anchor of a later run), or
- * exactly where the chain first stops holding. Exit 0 intact, 1 a break,
- * 2 could not verify. Reads only, in read-only sessions.
+ * `npm run audit:verify [-- --heads <file>] [-- --anchor <chain>=<digest> --anchor-heads <file>]
+ * [-- --breaks-max <n>]`: verifies the audit chains (one per partition:
+ * payout, account, lock key) of every database whose URL is set
+ * (docs/audit.md). Prints one line per intact chain with its partitions, links
+ * and heads digest (record the digest externally: with the head list
+ * `--heads` wrote, it is the anchor of a later run), or one line per break of
+ * a broken chain, every break of it up to --breaks-max, then how many more.
+ * Exit 0 intact, 1 a break, 2 could not verify. Reads only, in read-only sessions.
  */
 const STATEMENT_TIMEOUT_MS = 120_000;
+/** Breaks listed per chain by default; the rest are counted ("and N more"). */
+const BREAKS_LISTED_DEFAULT = 20;
+const BREAKS_LISTED_MAX = 10_000;
 const USAGE =
-  'expected --heads <file>, --anchor-heads <file>, --anchor <chain>=<64 hex>, chain one of ';
+  'expected --heads <file>, --anchor-heads <file>, --anchor <chain>=<64 hex>, ' +
+  `--breaks-max <1..${BREAKS_LISTED_MAX}>, chain one of `;
 
 interface Args {
   headsOut?: string;
   anchorHeads?: string;
   digests: Map<string, string>;
+  breaksMax: number;
 }
 
 function parseArgs(args: string[]): Args {
-  const parsed: Args = { digests: new Map() };
+  const parsed: Args = { digests: new Map(), breaksMax: BREAKS_LISTED_DEFAULT };
   for (let i = 0; i < args.length; i += 2) {
     const [flag, value] = [args[i], args[i + 1] ?? ''];
     const m = /^([a-z_]+)=([0-9a-f]{64})$/.exec(value);
+    const n = /^[1-9][0-9]{0,4}$/.test(value) ? Number(value) : 0;
     if (flag === '--heads' && value) parsed.headsOut = value;
     else if (flag === '--anchor-heads' && value) parsed.anchorHeads = value;
     else if (flag === '--anchor' && m && AUDIT_CHAIN_NAMES.includes(m[1]))
       parsed.digests.set(m[1], m[2]);
+    else if (flag === '--breaks-max' && n >= 1 && n <= BREAKS_LISTED_MAX) parsed.breaksMax = n;
     else
       throw new Error(`bad argument "${flag} ${value}": ${USAGE}${AUDIT_CHAIN_NAMES.join(', ')}`);
   }
@@ -75,11 +84,26 @@ function readAnchors(args: Args): Map<string, Map<string, ChainHead>> {
   return anchors;
 }
 
+/** Every break kept, then how many more there are, then the chain's counts. */
+function printBreaks(db: DatabaseName, report: ChainReport, breaksMax: number): void {
+  for (const b of report.breaks) console.log(`[audit] ${db} BREAK ${describeBreak(b)}`);
+  const more = report.breakCount - report.breaks.length;
+  if (more > 0) {
+    console.log(
+      `[audit] ${db} BREAK ${report.chain}: and ${more} more break(s) not listed (--breaks-max ${breaksMax})`,
+    );
+  }
+  console.log(
+    `[audit] ${db} broken ${report.chain}: ${report.breakCount} break(s); ${report.partitions} partition(s), ${report.verifiedRows} link(s) hold`,
+  );
+}
+
 async function verifyDatabase(
   db: DatabaseName,
   url: string,
   anchors: Map<string, Map<string, ChainHead>>,
   headsOut: string[] | null,
+  breaksMax: number,
 ): Promise<number> {
   const client = new Client({
     connectionString: url,
@@ -97,12 +121,11 @@ async function verifyDatabase(
       const report = await verifyChain(query, spec, {
         anchor: anchors.get(spec.chain),
         collectHeads: headsOut !== null,
+        everyBreak: { keptMax: breaksMax },
       });
-      if (report.firstBreak) {
+      if (report.breakCount > 0) {
         breaks++;
-        console.log(
-          `[audit] ${db} BREAK ${describeBreak(report.firstBreak)} (${report.verifiedRows} link(s) before it hold)`,
-        );
+        printBreaks(db, report, breaksMax);
         continue;
       }
       console.log(
@@ -134,7 +157,7 @@ async function main(): Promise<number> {
   }
   let breaks = 0;
   for (const [db, url] of targets) {
-    if (url) breaks += await verifyDatabase(db, url, anchors, headsOut);
+    if (url) breaks += await verifyDatabase(db, url, anchors, headsOut, args.breaksMax);
   }
   if (args.headsOut && headsOut) writeFileSync(args.headsOut, headsOut.join(''), 'utf8');
   return breaks > 0 ? 1 : 0;

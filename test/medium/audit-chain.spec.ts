@@ -34,13 +34,10 @@ function auditVerify(db: Db, url: string, args: string[] = []): Promise<NodeRun>
   return runNode(script, args, { [URL_VAR[db]]: url });
 }
 
-/** The verifier's lines naming a break, without the count of links before it (empty when every chain holds). */
+/** The verifier's lines naming a break (empty when every chain holds). */
 async function breaks(db: Db, url: string): Promise<{ code: number | null; breaks: string[] }> {
   const run = await auditVerify(db, url);
-  const lines = run.out
-    .split('\n')
-    .filter((l) => l.includes(' BREAK ') || l.includes('could not'))
-    .map((l) => l.replace(/ \(\d+ link\(s\) before it hold\)$/, ''));
+  const lines = run.out.split('\n').filter((l) => l.includes(' BREAK ') || l.includes('could not'));
   return { code: run.code, breaks: lines };
 }
 
@@ -460,6 +457,71 @@ describe('audit chains: every tampering is found, at the right partition and row
     expect(forged.code).toBe(2);
     expect(forged.out).toContain('the lock_revocation heads do not hash to the recorded digest');
     await rm(heads);
+  });
+
+  it('lists every break of a chain tampered in several places, bounded by --breaks-max', async () => {
+    const k = caseOf('lock_revocation');
+    await withClient(urls.lockdb, async (c) => {
+      const edited = await link(c, k, 2);
+      const removed = await link(c, k, 3);
+      const after = await link(c, k, 4);
+      const other = await c.query(
+        `SELECT revocation_id::text AS id, to_jsonb(t) AS row FROM lock_revocation t
+          WHERE lock_key = 'payout:acct-1' AND chain_seq = 1`,
+      );
+      const otherId = (other.rows[0] as { id: string }).id;
+      const setOperator = (id: string, operator: string) =>
+        untriggered(
+          c,
+          k.table,
+          `UPDATE lock_revocation SET operator = $2 WHERE revocation_id = $1`,
+          [id, operator],
+        );
+      try {
+        await setOperator(edited.id, 'intruder');
+        await untriggered(c, k.table, `DELETE FROM lock_revocation WHERE revocation_id = $1`, [
+          removed.id,
+        ]);
+        await setOperator(otherId, 'intruder');
+        const hash = '[0-9a-f]{64}';
+        const line = (rest: string) => `^\\[audit\\] lockdb BREAK lock_revocation: ${rest}$`;
+        const expected = [
+          line(
+            `hash_mismatch in lock_revocation at partition payout:acct-0, row ${edited.id} \\(seq 2\\): expected ${hash}, found ${edited.hash}`,
+          ),
+          line(
+            `sequence_gap in lock_revocation at partition payout:acct-0, row ${after.id} \\(seq 4\\): expected seq 3, found seq 4`,
+          ),
+          line(
+            `hash_mismatch in lock_revocation at partition payout:acct-1, row ${otherId} \\(seq 1\\): expected ${hash}, found ${hash}`,
+          ),
+        ];
+        // Every break, in walk order, each named once; then the chain's counts.
+        const all = await auditVerify('lockdb', urls.lockdb);
+        expect(all.code).toBe(1);
+        const listed = all.out.split('\n').filter((l) => l.includes(' BREAK '));
+        expect(listed).toEqual(expected.map((e) => expect.stringMatching(new RegExp(e))));
+        expect(all.out).toContain(
+          '[audit] lockdb broken lock_revocation: 3 break(s); 2 partition(s), 1 link(s) hold\n',
+        );
+        // Bounded: the first two, then how many more.
+        const bounded = await auditVerify('lockdb', urls.lockdb, ['--breaks-max', '2']);
+        expect(bounded.code).toBe(1);
+        expect(bounded.out.split('\n').filter((l) => l.includes(' BREAK '))).toEqual([
+          expect.stringMatching(new RegExp(expected[0])),
+          expect.stringMatching(new RegExp(expected[1])),
+          '[audit] lockdb BREAK lock_revocation: and 1 more break(s) not listed (--breaks-max 2)',
+        ]);
+        const refused = await auditVerify('lockdb', urls.lockdb, ['--breaks-max', '0']);
+        expect(refused.code).toBe(2);
+        expect(refused.out).toContain('--breaks-max <1..10000>');
+      } finally {
+        await setOperator(edited.id, edited.row.operator as string);
+        await setOperator(otherId, (other.rows[0] as { row: { operator: string } }).row.operator);
+        await untriggered(c, k.table, reinsert(k.table), [JSON.stringify(removed.row)]);
+      }
+    });
+    await expectClean('lockdb', urls.lockdb);
   });
 
   it('refuses a malformed anchor, and says so (exit 2, nothing verified)', async () => {

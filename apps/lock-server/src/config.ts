@@ -52,7 +52,7 @@ export class LockServerEnv extends AuthEnv {
   @EnvInt({ default: 64, min: 0, max: 10_000 }) readonly LOCK_WAITERS_MAX!: number;
   /** A waiting acquire re-tries at least this often (catches releases made by other replicas). */
   @EnvInt({ default: 100, min: 10, max: 5_000 }) readonly LOCK_WAIT_POLL_MS!: number;
-  /** Requests one caller identity may make per LOCK_RATE_WINDOW_MS (docs/security.md); release is exempt. */
+  /** Requests one caller identity may make per LOCK_RATE_WINDOW_MS (docs/security.md has what is exempt). */
   @EnvInt({ default: 2_000, min: 1, max: 1_000_000 }) readonly LOCK_RATE_LIMIT!: number;
   @EnvInt({ default: 1_000, min: 100, max: 3_600_000 }) readonly LOCK_RATE_WINDOW_MS!: number;
   /** retryAfterMillis on 503 NOT_LEADER. */

@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnvError } from '@dlock/config';
 import { OPERATIONS, type OperationName } from './operations';
-import { globToRegExp, loadPolicyFile, parsePolicy, PolicyError } from './policy';
+import {
+  globToRegExp,
+  loadPolicyFile,
+  parsePolicy,
+  PolicyError,
+  subjectMatcher,
+  subjectPatternProblem,
+} from './policy';
 
 const REPO = join(__dirname, '..', '..', '..');
 const dev = loadPolicyFile(join(REPO, 'deploy', 'policy', 'dev-policy.yaml'));
@@ -45,6 +52,14 @@ describe('the development policy', () => {
     ['stranger', 'locks.inspect', undefined, false],
     ['executor', 'locks.acquire', 'payout:a', false],
     ['reconciler-2', 'payouts.resolve', undefined, false],
+    // The reconciler's token probe (docs/reconciler.md); nobody else takes that key.
+    ['reconciler', 'locks.acquire', 'dlock:token-probe', true],
+    ['executor-1', 'locks.acquire', 'dlock:token-probe', false],
+    // Operators are `operator` and `operator-<person>`, nothing else starting with "operator".
+    ['operator-alice', 'locks.revoke', undefined, true],
+    ['operatorevil', 'locks.revoke', undefined, false],
+    ['operator-', 'locks.revoke', undefined, false],
+    ['operators', 'payouts.abandon', undefined, false],
   ])('%s %s %s → %s', (subject, operation, key, allowed) => {
     expect(dev.decide(subject, operation, key).allowed).toBe(allowed);
   });
@@ -72,6 +87,72 @@ describe('the test and production policies', () => {
     const prod = loadPolicyFile(join(REPO, 'k8s', 'base', 'auth-policy.yaml'));
     expect(prod.revoke.approvals).toBe(2);
   });
+
+  const prod = loadPolicyFile(join(REPO, 'k8s', 'base', 'auth-policy.yaml'));
+  it.each<[string, OperationName, string | undefined, boolean]>([
+    // Pods of the executor and reconciler service accounts are identified by pod name.
+    ['executor-7d9f5c-x2x4q', 'payouts.claim', undefined, true],
+    ['executor-7d9f5c-x2x4q', 'locks.revoke', undefined, false],
+    ['reconciler-6b7c-k2j9d', 'locks.acquire', 'dlock:token-probe', true],
+    ['reconciler-6b7c-k2j9d', 'payouts.resolve', undefined, true],
+    ['system:serviceaccount:dlock:operator-alice', 'revocations.approve', undefined, true],
+    ['system:serviceaccount:dlock:operator', 'locks.revoke', undefined, false],
+    ['system:serviceaccount:dlock:operatorevil', 'locks.revoke', undefined, false],
+    ['system:serviceaccount:other:operator-alice', 'locks.revoke', undefined, false],
+    ['system:serviceaccount:dlock:executor', 'payouts.claim', undefined, false],
+    ['system:serviceaccount:dlock:feed', 'payouts.create', undefined, true],
+  ])('k8s: %s %s %s → %s', (subject, operation, key, allowed) => {
+    expect(prod.decide(subject, operation, key).allowed).toBe(allowed);
+  });
+});
+
+describe('subject patterns (docs/security.md, "Subject patterns")', () => {
+  it.each([
+    ['operator-*', 'operator-alice', true],
+    ['operator-*', 'operator-a-b', true],
+    ['operator-*', 'operator', false],
+    ['operator-*', 'operator-', false],
+    ['operator-*', 'operatorevil', false],
+    ['operator-*', 'xoperator-alice', false],
+    ['system:serviceaccount:dlock:*', 'system:serviceaccount:dlock:x', true],
+    ['system:serviceaccount:dlock:*', 'system:serviceaccount:dlockx:x', false],
+    ['a.b.*', 'a.b.c', true],
+    ['a.b.*', 'aXb.c', false],
+    ['team/*', 'team/x', true],
+    ['*', 'anyone', true],
+    ['*', 'x', true],
+    ['operator', 'operator', true],
+    ['operator', 'operator-alice', false],
+    ['operator', 'Operator', false],
+  ])('%s matches %s: %s', (pattern, subject, matches) => {
+    expect(subjectPatternProblem(pattern)).toBeUndefined();
+    expect(subjectMatcher(pattern)(subject)).toBe(matches);
+  });
+
+  it.each([
+    'operator*',
+    '*-admin',
+    'a*b',
+    'exec*-*',
+    '**',
+    '-**',
+    'a b',
+    'operator-* ',
+    '',
+    'x'.repeat(257),
+  ])('%j is refused', (pattern) => {
+    expect(subjectPatternProblem(pattern)).toEqual(expect.any(String));
+  });
+
+  it.each(['operator*', '*-admin', 'a*b', 'exec*-*'])(
+    'a policy naming %s does not load, with the line of the entry',
+    (pattern) => {
+      expect(problems(VALID.replace("'w-*'", `'${pattern}'`))).toEqual([
+        `AUTH_POLICY p.yaml:7: identities.0.subject: "${pattern}" is not a subject pattern: ` +
+          `an exact name, '*' (anyone), or a prefix ending in - : . or / followed by a final * (e.g. 'operator-*')`,
+      ]);
+    },
+  );
 });
 
 describe('globToRegExp', () => {
@@ -166,7 +247,7 @@ describe('policy validation names the line and the entry', () => {
     [
       'an empty subject',
       VALID.replace("subject: 'w-*'", "subject: ''"),
-      'AUTH_POLICY p.yaml:7: identities.0.subject: must be a printable subject pattern (* is a wildcard)',
+      'AUTH_POLICY p.yaml:7: identities.0.subject: must be a subject pattern of 1..256 printable characters',
     ],
     [
       'no identities',

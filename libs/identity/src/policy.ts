@@ -37,7 +37,6 @@ const PATTERN_MAX_LENGTH = 256;
 const ENTRIES_MAX = 1000;
 /** Subjects whose grants are remembered; beyond this the memo starts over (bounded memory). */
 const SUBJECTS_CACHED_MAX = 10_000;
-const SUBJECT_PATTERN = /^[\x21-\x7e]+$/;
 const LOCK_KEY_PATTERN = /^[a-zA-Z0-9:._*-]+$/;
 const ROLE_NAME = /^[a-z][a-z0-9-]{0,63}$/;
 
@@ -46,13 +45,47 @@ export class PolicyError extends EnvError {
   override readonly name = 'PolicyError';
 }
 
-/** `*` matches any run of characters (including none); every other character is literal. */
+/**
+ * Lock-key patterns: `*` matches any run of characters (including none);
+ * every other character is literal.
+ */
 export function globToRegExp(pattern: string): RegExp {
   const body = pattern
     .split('*')
     .map((part) => part.replace(/[.+?^${}()|[\]\\/-]/g, '\\$&'))
     .join('.*');
   return new RegExp(`^${body}$`);
+}
+
+/**
+ * The grammar of a subject pattern (docs/security.md, "Subject patterns"):
+ * an exact name; the single `*` (anyone); or a prefix ending in a separator
+ * (`-`, `:`, `.`, `/`) then `*` as the last character, where `*` stands for one
+ * or more characters. So `operator-*` names `operator-alice` but neither
+ * `operator` nor `operator-`, and `operator*` (which would also name
+ * `operatorevil`) is no pattern at all.
+ */
+const SUBJECT_EXACT = /^[\x21-\x29\x2b-\x7e]+$/;
+const SUBJECT_PREFIX = /^[\x21-\x29\x2b-\x7e]*[-:./]\*$/;
+
+/** Why `pattern` is not a subject pattern, or undefined when it is one. */
+export function subjectPatternProblem(pattern: unknown): string | undefined {
+  if (typeof pattern !== 'string' || pattern.length === 0 || pattern.length > PATTERN_MAX_LENGTH)
+    return `must be a subject pattern of 1..${PATTERN_MAX_LENGTH} printable characters`;
+  if (pattern === '*' || SUBJECT_EXACT.test(pattern) || SUBJECT_PREFIX.test(pattern))
+    return undefined;
+  return (
+    `${show(pattern)} is not a subject pattern: an exact name, '*' (anyone), or a prefix ` +
+    `ending in - : . or / followed by a final * (e.g. 'operator-*')`
+  );
+}
+
+/** Matches subjects of a pattern subjectPatternProblem accepts (its `*` is one or more characters). */
+export function subjectMatcher(pattern: string): (subject: string) => boolean {
+  if (pattern === '*') return (subject) => subject.length > 0;
+  if (!pattern.endsWith('*')) return (subject) => subject === pattern;
+  const prefix = pattern.slice(0, -1);
+  return (subject) => subject.length > prefix.length && subject.startsWith(prefix);
 }
 
 interface CompiledRole {
@@ -62,7 +95,7 @@ interface CompiledRole {
 
 /** The policy in force: answers "may `subject` do `operation` (on `lockKey`)?". */
 export class AuthPolicy {
-  private readonly identities: { subject: RegExp; roles: CompiledRole[] }[];
+  private readonly identities: { subject: (s: string) => boolean; roles: CompiledRole[] }[];
   private readonly memo = new Map<string, CompiledRole[]>();
 
   constructor(readonly spec: PolicySpec) {
@@ -74,7 +107,7 @@ export class AuthPolicy {
       });
     }
     this.identities = spec.identities.map((entry) => ({
-      subject: globToRegExp(entry.subject),
+      subject: subjectMatcher(entry.subject),
       roles: entry.roles.map((r) => roles.get(r)!),
     }));
   }
@@ -99,7 +132,7 @@ export class AuthPolicy {
   private rolesOf(subject: string): CompiledRole[] {
     let roles = this.memo.get(subject);
     if (roles === undefined) {
-      roles = this.identities.filter((e) => e.subject.test(subject)).flatMap((e) => e.roles);
+      roles = this.identities.filter((e) => e.subject(subject)).flatMap((e) => e.roles);
       if (this.memo.size >= SUBJECTS_CACHED_MAX) this.memo.clear();
       this.memo.set(subject, roles);
     }
@@ -266,14 +299,8 @@ class Checker {
     const entries = this.list(['identities'], value, (entry, at) => {
       if (!isRecord(entry)) return this.problem(at, 'must be a mapping {subject, roles}');
       this.onlyKeys(at, entry, ['subject', 'roles']);
-      const subject = entry.subject;
-      if (
-        typeof subject !== 'string' ||
-        subject.length > PATTERN_MAX_LENGTH ||
-        !SUBJECT_PATTERN.test(subject)
-      ) {
-        this.problem([...at, 'subject'], 'must be a printable subject pattern (* is a wildcard)');
-      }
+      const problem = subjectPatternProblem(entry.subject);
+      if (problem !== undefined) this.problem([...at, 'subject'], problem);
       this.list([...at, 'roles'], entry.roles, (role, roleAt) =>
         typeof role === 'string' && Object.hasOwn(roles, role)
           ? true

@@ -2,10 +2,10 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { base64url, importJWK, SignJWT, type JWK } from 'jose';
-import { DEV_ISSUER, DevIssuer } from './dev-issuer';
+import { base64url, decodeJwt, importJWK, SignJWT, type JWK } from 'jose';
+import { DEV_ISSUER, DEV_TOKEN_TTL_SEC, DevIssuer } from './dev-issuer';
 import { UnauthenticatedError } from './errors';
-import { TOKEN_BYTES_MAX, TokenVerifier } from './verifier';
+import { TOKEN_BYTES_MAX, TOKEN_LIFETIME_MAX_MS_DEFAULT, TokenVerifier } from './verifier';
 
 const AUDIENCE = 'lock-server';
 const dirs: string[] = [];
@@ -84,6 +84,7 @@ describe('TokenVerifier', () => {
           .setIssuer('https://elsewhere.example')
           .setSubject('a')
           .setAudience(AUDIENCE)
+          .setIssuedAt()
           .setExpirationTime('5m')
           .sign(await importJWK(key.keys[0], 'ES256'));
         return `Bearer ${token}`;
@@ -160,11 +161,12 @@ describe('TokenVerifier', () => {
           .setProtectedHeader({ alg: 'ES256', kid: key.keys[0].kid })
           .setIssuer(DEV_ISSUER)
           .setAudience(AUDIENCE)
+          .setIssuedAt()
           .setExpirationTime('5m')
           .sign(await importJWK(key.keys[0], 'ES256'));
         return `Bearer ${token}`;
       },
-      'token claim sub not accepted',
+      'token claim sub missing',
     ],
   ];
 
@@ -232,17 +234,181 @@ describe('TokenVerifier', () => {
     );
   });
 
-  it('a pod-bound Kubernetes token acts as its pod', async () => {
+  /** A token signed by the trusted issuer with exactly these claims (iss added). */
+  async function signed(claims: Record<string, unknown>): Promise<string> {
     const key = JSON.parse(readFileSync(join(issuer.dir, 'issuer-keys.json'), 'utf8')) as {
       keys: JWK[];
     };
-    const token = await new SignJWT({ 'kubernetes.io': { pod: { name: 'executor-7d9f-x2x' } } })
+    const token = await new SignJWT({ iss: DEV_ISSUER, ...claims })
       .setProtectedHeader({ alg: 'ES256', kid: key.keys[0].kid })
-      .setIssuer(DEV_ISSUER)
-      .setSubject('system:serviceaccount:dlock:executor')
-      .setAudience(AUDIENCE)
-      .setExpirationTime('5m')
       .sign(await importJWK(key.keys[0], 'ES256'));
-    expect((await verifier.verify(`Bearer ${token}`)).subject).toBe('executor-7d9f-x2x');
+    return `Bearer ${token}`;
+  }
+  const claims = (lifetimeSec: number, extra: Record<string, unknown> = {}) => ({
+    sub: 'w',
+    aud: AUDIENCE,
+    iat: nowSec(),
+    exp: nowSec() + lifetimeSec,
+    ...extra,
+  });
+
+  describe('lifetime and issue time', () => {
+    it('accepts a token of exactly the cap (a projected token of one hour), refuses a second more', async () => {
+      expect((await verifier.verify(await signed(claims(3600)))).subject).toBe('w');
+      expect(await refusal(verifier, await signed(claims(3601)))).toBe(
+        'token lifetime longer than 3600 s',
+      );
+    });
+
+    it('applies a configured cap', async () => {
+      const capped = new TokenVerifier({
+        jwks: issuer.jwksPath,
+        issuer: DEV_ISSUER,
+        audience: AUDIENCE,
+        tokenLifetimeMaxMs: 600_000,
+      });
+      expect((await capped.verify(await signed(claims(600)))).subject).toBe('w');
+      expect(await refusal(capped, await signed(claims(601)))).toBe(
+        'token lifetime longer than 600 s',
+      );
+      // A token refused for its lifetime stays refused: nothing was cached.
+      const long = await signed(claims(3600));
+      expect(await refusal(capped, long)).toBe('token lifetime longer than 600 s');
+      expect(await refusal(capped, long)).toBe('token lifetime longer than 600 s');
+    });
+
+    it('the development issuer mints iat and a lifetime within the cap', async () => {
+      const token = await issuer.mint('w', AUDIENCE);
+      const payload = decodeJwt(token);
+      expect(payload.exp! - payload.iat!).toBe(DEV_TOKEN_TTL_SEC);
+      expect(DEV_TOKEN_TTL_SEC * 1000).toBeLessThanOrEqual(TOKEN_LIFETIME_MAX_MS_DEFAULT);
+      expect((await verifier.verify(`Bearer ${token}`)).subject).toBe('w');
+      expect(
+        (await verifier.verify(`Bearer ${await issuer.mint('w', AUDIENCE, { ttlSec: 3600 })}`))
+          .subject,
+      ).toBe('w');
+    });
+
+    it('refuses a token without iat', async () => {
+      const { iat: _iat, ...noIat } = claims(60);
+      expect(await refusal(verifier, await signed(noIat))).toBe('token claim iat missing');
+    });
+
+    it('refuses a token issued in the future beyond the clock tolerance, not within it', async () => {
+      const ahead = (sec: number) => signed(claims(600, { iat: nowSec() + sec }));
+      expect(await refusal(verifier, await ahead(60))).toBe('token issued in the future');
+      expect((await verifier.verify(await ahead(3))).subject).toBe('w');
+    });
+  });
+
+  describe('audience: a token is addressed to exactly one service', () => {
+    it('accepts an aud array of one element naming this service', async () => {
+      expect((await verifier.verify(await signed(claims(60, { aud: [AUDIENCE] })))).subject).toBe(
+        'w',
+      );
+    });
+
+    it('refuses a token naming several audiences, this one among them', async () => {
+      const token = await signed(claims(60, { aud: [AUDIENCE, 'payment-resource'] }));
+      expect(await refusal(verifier, token)).toBe('token names more than one audience');
+    });
+
+    it('refuses a token naming other services only', async () => {
+      const token = await signed(claims(60, { aud: ['payment-resource', 'rail-proxy'] }));
+      expect(await refusal(verifier, token)).toBe('token claim aud not accepted');
+    });
+  });
+
+  describe('Kubernetes service-account tokens', () => {
+    const sa = (namespace: string, name: string, pod?: string, k8s: object = {}) =>
+      claims(600, {
+        aud: [AUDIENCE],
+        sub: `system:serviceaccount:${namespace}:${name}`,
+        'kubernetes.io': {
+          namespace,
+          serviceaccount: { name, uid: '5b1c' },
+          ...(pod === undefined ? {} : { pod: { name: pod, uid: '9d2e' } }),
+          ...k8s,
+        },
+      });
+    let cluster: TokenVerifier;
+    beforeAll(() => {
+      cluster = new TokenVerifier({
+        jwks: issuer.jwksPath,
+        issuer: DEV_ISSUER,
+        audience: AUDIENCE,
+        kubernetes: { namespace: 'dlock', podServiceAccounts: ['executor', 'reconciler'] },
+      });
+    });
+
+    it('a pod of a listed service account in the namespace is its pod name', async () => {
+      const token = await signed(sa('dlock', 'executor', 'executor-7d9f-x2x'));
+      expect((await cluster.verify(token)).subject).toBe('executor-7d9f-x2x');
+    });
+
+    it('a pod of the same name in another namespace is refused', async () => {
+      const token = await signed(sa('other', 'executor', 'executor-2'));
+      expect(await refusal(cluster, token)).toBe(
+        'service-account token from a namespace other than dlock',
+      );
+    });
+
+    it('a service account not listed is its full sub, whatever its pod is called', async () => {
+      const person = await signed(sa('dlock', 'operator-alice'));
+      expect((await cluster.verify(person)).subject).toBe(
+        'system:serviceaccount:dlock:operator-alice',
+      );
+      const posing = await signed(sa('dlock', 'feed', 'executor-2'));
+      expect((await cluster.verify(posing)).subject).toBe('system:serviceaccount:dlock:feed');
+    });
+
+    it('a listed service account without a pod is refused (it is known only by its pods)', async () => {
+      expect(await refusal(cluster, await signed(sa('dlock', 'executor')))).toBe(
+        'token of service account executor is not bound to a pod',
+      );
+    });
+
+    it.each<[string, Record<string, unknown>]>([
+      ['namespace', sa('dlock', 'executor', 'executor-2', { namespace: 'other' })],
+      [
+        'service account',
+        sa('dlock', 'executor', 'executor-2', { serviceaccount: { name: 'reconciler' } }),
+      ],
+      ['shape', { ...sa('dlock', 'executor', 'executor-2'), 'kubernetes.io': 'dlock' }],
+    ])('a kubernetes.io claim whose %s contradicts sub is refused', async (_what, c) => {
+      expect(await refusal(cluster, await signed(c))).toBe(
+        'token kubernetes.io claim does not match its subject',
+      );
+    });
+
+    it('a pod claim on a token whose sub is no service account is refused, configured or not', async () => {
+      const token = await signed(
+        claims(600, { sub: 'executor-2', 'kubernetes.io': { pod: { name: 'executor-2' } } }),
+      );
+      const message = 'Kubernetes token subject is not system:serviceaccount:<namespace>:<name>';
+      expect(await refusal(cluster, token)).toBe(message);
+      expect(await refusal(verifier, token)).toBe(message);
+      const malformed = await signed(claims(600, { sub: 'system:serviceaccount:dlock' }));
+      expect(await refusal(verifier, malformed)).toBe(message);
+    });
+
+    it('unconfigured: every service-account token is its full sub, in any namespace', async () => {
+      for (const ns of ['dlock', 'other']) {
+        const token = await signed(sa(ns, 'executor', 'executor-2'));
+        expect((await verifier.verify(token)).subject).toBe(`system:serviceaccount:${ns}:executor`);
+      }
+    });
+
+    it('refuses pod service accounts without their namespace', () => {
+      expect(
+        () =>
+          new TokenVerifier({
+            jwks: issuer.jwksPath,
+            issuer: DEV_ISSUER,
+            audience: AUDIENCE,
+            kubernetes: { podServiceAccounts: ['executor'] },
+          }),
+      ).toThrow('podServiceAccounts needs the namespace they belong to');
+    });
   });
 });

@@ -5,6 +5,7 @@ import {
   jwtVerify,
   type JSONWebKeySet,
   type JWTHeaderParameters,
+  type JWTPayload,
   type FlattenedJWSInput,
   type JWTVerifyGetKey,
 } from 'jose';
@@ -22,21 +23,39 @@ export const VERIFIED_CACHE_MS = 30_000;
 const VERIFIED_CACHE_MAX = 4_096;
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
+/** The longest `exp - iat` accepted by default: a projected token's hour (docs/security.md). */
+export const TOKEN_LIFETIME_MAX_MS_DEFAULT = 3_600_000;
+const CLOCK_TOLERANCE_SEC_DEFAULT = 5;
+
+/**
+ * How Kubernetes service-account tokens name their caller (docs/security.md,
+ * "Kubernetes tokens"). Without it, such a token is its full `sub`.
+ */
+export interface KubernetesIdentityOptions {
+  /** Service-account tokens of any other namespace are refused. */
+  namespace?: string;
+  /** Service accounts of `namespace` whose pods are each their own identity (the pod's name). */
+  podServiceAccounts?: readonly string[];
+}
+
 export interface VerifierOptions {
   /** Where the public keys are: a JWKS file path, or an http(s) URL (the cluster's OIDC JWKS). */
   jwks: string;
   issuer: string;
   /** This service's name: a token addressed to another service is refused. */
   audience: string;
+  /** The longest `exp - iat` accepted; TOKEN_LIFETIME_MAX_MS_DEFAULT when absent. */
+  tokenLifetimeMaxMs?: number;
+  kubernetes?: KubernetesIdentityOptions;
   clockToleranceSec?: number;
   now?: () => number;
 }
 
 export interface VerifiedIdentity {
   /**
-   * The owner the request acts as: the token's `sub`, or, for a Kubernetes
-   * pod-bound service-account token, the pod's name (each replica is its own
-   * worker, docs/security.md).
+   * The owner the request acts as: the token's `sub`, or, for a pod-bound
+   * token of a service account configured as one worker per pod, the pod's
+   * name (each replica is its own worker, docs/security.md).
    */
   subject: string;
   expiresAtMs: number;
@@ -44,7 +63,9 @@ export interface VerifiedIdentity {
 
 /**
  * Checks `Authorization: Bearer <JWT>` on every request (docs/security.md):
- * signature against the JWKS, `iss`, `aud`, `exp`. A token already verified is
+ * signature against the JWKS, `iss`, exactly one `aud` (this service), `exp`,
+ * `iat` not ahead of the clock and a lifetime within the cap, then who a
+ * Kubernetes service-account token stands for. A token already verified is
  * remembered until it expires or VERIFIED_CACHE_MS pass, whichever is first,
  * so the hot path pays one map lookup.
  */
@@ -55,6 +76,11 @@ export class TokenVerifier {
 
   constructor(private readonly options: VerifierOptions) {
     this.now = options.now ?? Date.now;
+    const lifetimeMaxMs = options.tokenLifetimeMaxMs ?? TOKEN_LIFETIME_MAX_MS_DEFAULT;
+    if (!(Number.isSafeInteger(lifetimeMaxMs) && lifetimeMaxMs >= 1_000))
+      throw new RangeError('tokenLifetimeMaxMs must be a whole number of milliseconds >= 1000');
+    if (options.kubernetes?.podServiceAccounts?.length && !options.kubernetes.namespace)
+      throw new RangeError('podServiceAccounts needs the namespace they belong to');
     this.keys = /^https?:\/\//.test(options.jwks)
       ? createRemoteJWKSet(new URL(options.jwks), {
           timeoutDuration: 2_000,
@@ -81,30 +107,92 @@ export class TokenVerifier {
   }
 
   private async check(token: string, now: number): Promise<VerifiedIdentity> {
+    const toleranceSec = this.options.clockToleranceSec ?? CLOCK_TOLERANCE_SEC_DEFAULT;
+    let payload: JWTPayload;
     try {
-      const { payload } = await jwtVerify(token, this.keys, {
+      ({ payload } = await jwtVerify(token, this.keys, {
         algorithms: [...ACCEPTED_ALGORITHMS],
         issuer: this.options.issuer,
         audience: this.options.audience,
-        requiredClaims: ['exp', 'sub'],
-        clockTolerance: this.options.clockToleranceSec ?? 5,
+        requiredClaims: ['exp', 'iat', 'sub'],
+        clockTolerance: toleranceSec,
         currentDate: new Date(now),
-      });
-      if (typeof payload.sub !== 'string' || payload.sub === '' || payload.sub.length > 256)
-        throw new UnauthenticatedError('token subject is missing or too long');
-      return { subject: podName(payload) ?? payload.sub, expiresAtMs: payload.exp! * 1000 };
+      }));
     } catch (err) {
-      if (err instanceof UnauthenticatedError) throw err;
       throw new UnauthenticatedError(refusal(err));
     }
+    // One audience: a token good at several services would be good at each of them.
+    if (Array.isArray(payload.aud) && payload.aud.length !== 1)
+      throw new UnauthenticatedError('token names more than one audience');
+    const { iat, exp } = payload as { iat: number; exp: number };
+    if (iat > now / 1000 + toleranceSec)
+      throw new UnauthenticatedError('token issued in the future');
+    const lifetimeMaxMs = this.options.tokenLifetimeMaxMs ?? TOKEN_LIFETIME_MAX_MS_DEFAULT;
+    if ((exp - iat) * 1000 > lifetimeMaxMs)
+      throw new UnauthenticatedError(`token lifetime longer than ${lifetimeMaxMs / 1000} s`);
+    if (typeof payload.sub !== 'string' || payload.sub === '' || payload.sub.length > 256)
+      throw new UnauthenticatedError('token subject is missing or too long');
+    const subject = kubernetesIdentity(payload, payload.sub, this.options.kubernetes ?? {});
+    return { subject, expiresAtMs: exp * 1000 };
   }
 }
 
-/** `kubernetes.io.pod.name` of a projected service-account token, if it is one. */
-function podName(payload: Record<string, unknown>): string | undefined {
-  const k8s = payload['kubernetes.io'] as { pod?: { name?: unknown } } | undefined;
-  const name = k8s?.pod?.name;
-  return typeof name === 'string' && name !== '' && name.length <= 253 ? name : undefined;
+const SERVICE_ACCOUNT_SUBJECT = /^system:serviceaccount:([^:]+):([^:]+)$/;
+const POD_NAME_LENGTH_MAX = 253;
+
+interface KubernetesClaim {
+  namespace?: unknown;
+  pod?: { name?: unknown };
+  serviceaccount?: { name?: unknown };
+}
+
+/**
+ * Who a token stands for (docs/security.md, "Kubernetes tokens"): its `sub`,
+ * unless it is a service-account token. Then the namespace and service
+ * account are the ones its `sub` names, consistent with its `kubernetes.io`
+ * claim; a configured namespace admits no other; and only a pod of a service
+ * account configured as one worker per pod is identified by the pod's name.
+ * A pod's name alone never says who it is: any namespace may name a pod so.
+ */
+function kubernetesIdentity(
+  payload: JWTPayload,
+  sub: string,
+  options: KubernetesIdentityOptions,
+): string {
+  const claim = payload['kubernetes.io'];
+  if (claim === undefined && !sub.startsWith('system:serviceaccount:')) return sub;
+  const account = SERVICE_ACCOUNT_SUBJECT.exec(sub);
+  if (!account)
+    throw new UnauthenticatedError(
+      'Kubernetes token subject is not system:serviceaccount:<namespace>:<name>',
+    );
+  const [, namespace, serviceAccount] = account;
+  const k8s = (claim ?? {}) as KubernetesClaim;
+  if (
+    typeof k8s !== 'object' ||
+    k8s === null ||
+    Array.isArray(k8s) ||
+    !matchesIfPresent(k8s.namespace, namespace) ||
+    !matchesIfPresent(k8s.serviceaccount?.name, serviceAccount)
+  ) {
+    throw new UnauthenticatedError('token kubernetes.io claim does not match its subject');
+  }
+  if (options.namespace !== undefined && namespace !== options.namespace)
+    throw new UnauthenticatedError(
+      `service-account token from a namespace other than ${options.namespace}`,
+    );
+  if (!options.podServiceAccounts?.includes(serviceAccount)) return sub;
+  const pod = k8s.pod?.name;
+  if (typeof pod !== 'string' || pod === '' || pod.length > POD_NAME_LENGTH_MAX)
+    throw new UnauthenticatedError(
+      `token of service account ${serviceAccount} is not bound to a pod`,
+    );
+  return pod;
+}
+
+/** An absent claim says nothing; a present one must say the same as `sub`. */
+function matchesIfPresent(value: unknown, expected: string): boolean {
+  return value === undefined || value === expected;
 }
 
 function bearerToken(authorization: string | string[] | undefined): string {
@@ -122,15 +210,14 @@ function bearerToken(authorization: string | string[] | undefined): string {
 /** Says why, in the caller's terms; never echoes the token. */
 function refusal(err: unknown): string {
   const code = (err as { code?: unknown }).code;
-  const claim = (err as { claim?: unknown }).claim;
+  const { claim, reason } = err as { claim?: unknown; reason?: unknown };
   switch (code) {
     case 'ERR_JWT_EXPIRED':
       return 'token expired';
     case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
-      return `token claim ${typeof claim === 'string' ? claim : ''} not accepted`.replace(
-        '  ',
-        ' ',
-      );
+      return `token claim ${typeof claim === 'string' ? claim : ''} ${
+        reason === 'missing' ? 'missing' : 'not accepted'
+      }`.replace('  ', ' ');
     case 'ERR_JOSE_ALG_NOT_ALLOWED':
       return 'token algorithm not accepted';
     case 'ERR_JWKS_NO_MATCHING_KEY':

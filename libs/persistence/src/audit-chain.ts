@@ -38,8 +38,9 @@ export interface ChainSpec {
   /** Which rows belong to the chain (all, when absent). */
   readonly memberWhere?: string;
   /**
-   * A query answering one record whose chain must exist but does not end as
-   * it should ({id, expected, found}): catches a partition's chain deleted whole.
+   * A query answering the records whose chain must exist but does not end as
+   * they should ({id, expected, found}; the verifier adds the LIMIT): catches
+   * a partition's chain deleted whole.
    */
   readonly coverSql?: string;
 }
@@ -114,8 +115,7 @@ const TRANSITION: ChainSpec = {
                LEFT JOIN LATERAL (SELECT t.to_state FROM payout_transition t
                                    WHERE t.payout_id = p.payout_id AND t.chain_seq IS NOT NULL
                                    ORDER BY t.chain_seq DESC LIMIT 1) last ON true
-              WHERE p.state <> 'PENDING' AND last.to_state IS DISTINCT FROM p.state
-              LIMIT 1`,
+              WHERE p.state <> 'PENDING' AND last.to_state IS DISTINCT FROM p.state`,
 };
 
 const LEDGER: ChainSpec = {

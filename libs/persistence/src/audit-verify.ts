@@ -46,13 +46,20 @@ export interface ChainReport {
   chain: string;
   table: string;
   partitions: number;
-  /** Links checked before the first break (all of them when intact). */
+  /**
+   * Links that hold: those checked before the first break when the walk stops
+   * there, every link that holds with `everyBreak` (all of them when intact).
+   */
   verifiedRows: number;
   /** sha256 over every partition's head line, in the walk's order: what an operator records. */
   headsDigest: string;
   /** The head list itself, when asked for (`collectHeads`). */
   heads?: PartitionHead[];
   firstBreak: ChainBreak | null;
+  /** The breaks found, in walk order: the first only, or with `everyBreak` up to its `keptMax`. */
+  breaks: ChainBreak[];
+  /** How many breaks were found in all (with `everyBreak`, also those not kept). */
+  breakCount: number;
 }
 
 export interface VerifyOptions {
@@ -61,6 +68,12 @@ export interface VerifyOptions {
   /** Heads recorded earlier, by partition: each partition must still reach its head, unchanged. */
   anchor?: ReadonlyMap<string, ChainHead>;
   collectHeads?: boolean;
+  /**
+   * Walk the whole chain and report every break (the first `keptMax` of them,
+   * the rest only counted) instead of stopping at the first, as the
+   * reconciler's periodic pass does (docs/audit.md).
+   */
+  everyBreak?: { keptMax: number };
   signal?: AbortSignal;
 }
 
@@ -77,17 +90,23 @@ export function headLine(h: PartitionHead): string {
   return `${h.partition}\t${h.seq}\t${h.hash}\n`;
 }
 
-/** A walk through every partition's chain, one link at a time, stopping at the first break. */
+/**
+ * A walk through every partition's chain, one link at a time: it stops at the
+ * first break, or with `everyBreak` records it and walks on from the stored
+ * link, so one tampered row is one break and the next one is found too.
+ */
 class ChainWalk {
   readonly report: ChainReport;
   private readonly digest = createHash('sha256');
   private readonly anchored = new Set<string>();
+  private readonly keptMax: number;
   private current: PartitionHead | null = null;
 
   constructor(
     private readonly spec: ChainSpec,
     private readonly options: VerifyOptions,
   ) {
+    this.keptMax = options.everyBreak?.keptMax ?? 1;
     this.report = {
       chain: spec.chain,
       table: spec.table,
@@ -96,11 +115,19 @@ class ChainWalk {
       headsDigest: '',
       heads: options.collectHeads ? [] : undefined,
       firstBreak: null,
+      breaks: [],
+      breakCount: 0,
     };
   }
 
+  /** Whether the walk goes on past a break. */
+  get walksOn(): boolean {
+    return this.options.everyBreak !== undefined;
+  }
+
+  /** Records a break; true when the walk goes on past it. */
   fail(kind: ChainBreakKind, at: Partial<LinkRow> | null, expected: string, found: string) {
-    this.report.firstBreak = {
+    const broken: ChainBreak = {
       chain: this.spec.chain,
       table: this.spec.table,
       kind,
@@ -110,29 +137,38 @@ class ChainWalk {
       expected,
       found,
     };
+    this.report.firstBreak ??= broken;
+    if (this.report.breaks.length < this.keptMax) this.report.breaks.push(broken);
+    this.report.breakCount++;
+    return this.walksOn;
   }
 
-  /** Checks one link; false once the chain stops holding. */
+  /** Breaks counted, not kept (a query that reported only its first rows). */
+  failedBeyondKept(count: number): void {
+    this.report.breakCount += count;
+  }
+
+  /** What is wrong with `row` after `prev`, if anything: one break per row, the first found. */
+  private problem(row: LinkRow, prev: PartitionHead): [ChainBreakKind, string, string] | null {
+    const next = (BigInt(prev.seq) + 1n).toString();
+    // A link whose predecessor is gone cannot have its own hash checked: it is walked on from.
+    if (row.seq !== next) return ['sequence_gap', `seq ${next}`, `seq ${row.seq}`];
+    const expected = linkHash(prev.hash, row.content);
+    if (row.hash !== expected) return ['hash_mismatch', expected, row.hash];
+    const anchor = this.options.anchor?.get(row.part);
+    if (anchor?.seq === row.seq && anchor.hash !== row.hash)
+      return ['anchor_mismatch', anchor.hash, row.hash];
+    return null;
+  }
+
+  /** Checks one link; false once the walk stops. */
   step(row: LinkRow): boolean {
     if (this.current?.partition !== row.part && !this.close()) return false;
     const prev = this.current ?? { partition: row.part, seq: '0', hash: CHAIN_GENESIS };
-    const next = (BigInt(prev.seq) + 1n).toString();
-    if (row.seq !== next) {
-      this.fail('sequence_gap', row, `seq ${next}`, `seq ${row.seq}`);
-      return false;
-    }
-    const expected = linkHash(prev.hash, row.content);
-    if (row.hash !== expected) {
-      this.fail('hash_mismatch', row, expected, row.hash);
-      return false;
-    }
-    const anchor = this.options.anchor?.get(row.part);
-    if (anchor?.seq === row.seq && anchor.hash !== row.hash) {
-      this.fail('anchor_mismatch', row, anchor.hash, row.hash);
-      return false;
-    }
+    const problem = this.problem(row, prev);
+    if (problem !== null && !this.fail(problem[0], row, problem[1], problem[2])) return false;
     this.current = { partition: row.part, seq: row.seq, hash: row.hash };
-    this.report.verifiedRows++;
+    if (problem === null) this.report.verifiedRows++;
     return true;
   }
 
@@ -146,8 +182,8 @@ class ChainWalk {
       this.anchored.add(head.partition);
       if (BigInt(anchor.seq) > BigInt(head.seq)) {
         const at = { part: head.partition };
-        this.fail('truncated', at, `a link at seq ${anchor.seq}`, `last seq ${head.seq}`);
-        return false;
+        if (!this.fail('truncated', at, `a link at seq ${anchor.seq}`, `last seq ${head.seq}`))
+          return false;
       }
     }
     this.report.partitions++;
@@ -160,8 +196,8 @@ class ChainWalk {
   finish(): void {
     for (const [partition, head] of this.options.anchor ?? []) {
       if (this.anchored.has(partition)) continue;
-      this.fail('truncated', { part: partition }, `a link at seq ${head.seq}`, 'no chain');
-      return;
+      if (!this.fail('truncated', { part: partition }, `a link at seq ${head.seq}`, 'no chain'))
+        return;
     }
     this.report.headsDigest = this.digest.digest('hex');
   }
@@ -170,9 +206,9 @@ class ChainWalk {
 /**
  * Walks every partition's chain from its first link, recomputing every hash
  * in Node from the row's columns (nothing the database computed is trusted),
- * and stops at the first link that does not hold. Partitions are walked in
- * the order of the (partition, seq) index, by keyset, so each statement is
- * bounded and uses the index.
+ * and stops at the first link that does not hold, or with `everyBreak` walks
+ * on to the end. Partitions are walked in the order of the (partition, seq)
+ * index, by keyset, so each statement is bounded and uses the index.
  */
 export async function verifyChain(
   query: ChainQuery,
@@ -181,6 +217,11 @@ export async function verifyChain(
 ): Promise<ChainReport> {
   const batchRows = options.batchRows ?? 5_000;
   assert.ok(Number.isInteger(batchRows) && batchRows > 0, 'batchRows must be a positive integer');
+  const keptMax = options.everyBreak?.keptMax;
+  assert.ok(
+    keptMax === undefined || (Number.isInteger(keptMax) && keptMax > 0),
+    'everyBreak.keptMax must be a positive integer',
+  );
   const { table, partitionColumn: part, seqColumn: seq, hashColumn: hash } = spec;
   const select = `SELECT t.${part}::text AS part, t.${spec.idColumn}::text AS id,
                          t.${seq}::text AS seq, t.${hash}::text AS hash,
@@ -203,8 +244,8 @@ export async function verifyChain(
   }
   if (!walk.close()) return walk.report;
   walk.finish();
-  if (walk.report.firstBreak) return walk.report;
-  return findUncovered(query, spec, walk, options.signal);
+  if (walk.report.firstBreak && !walk.walksOn) return walk.report;
+  return findUncovered(query, spec, walk, keptMax ?? 1, options.signal);
 }
 
 /** A member row outside any chain, or a record whose chain is missing (seal or constraints bypassed). */
@@ -212,29 +253,34 @@ async function findUncovered(
   query: ChainQuery,
   spec: ChainSpec,
   walk: ChainWalk,
+  keptMax: number,
   signal?: AbortSignal,
 ): Promise<ChainReport> {
   const member = spec.memberWhere ? `(${spec.memberWhere}) AND ` : '';
-  const rows = await query<{ id: string; part: string }>(
-    `SELECT ${spec.idColumn}::text AS id, ${spec.partitionColumn}::text AS part FROM ${spec.table}
-      WHERE ${member}(${spec.seqColumn} IS NULL OR ${spec.hashColumn} IS NULL) LIMIT 1`,
-    [],
+  // count(*) OVER () is taken before the LIMIT: every such row is counted, the first few named.
+  const rows = await query<{ id: string; part: string; total: string }>(
+    `SELECT ${spec.idColumn}::text AS id, ${spec.partitionColumn}::text AS part,
+            count(*) OVER () AS total
+       FROM ${spec.table}
+      WHERE ${member}(${spec.seqColumn} IS NULL OR ${spec.hashColumn} IS NULL) LIMIT $1`,
+    [keptMax],
     signal,
   );
-  if (rows.length > 0) {
-    walk.fail('unchained_row', rows[0], 'a place in the chain', 'none');
-    return walk.report;
+  for (const row of rows) {
+    if (!walk.fail('unchained_row', row, 'a place in the chain', 'none')) return walk.report;
   }
+  walk.failedBeyondKept(Number(rows[0]?.total ?? 0) - rows.length);
   if (!spec.coverSql) return walk.report;
-  const uncovered = await query<{ id: string; expected: string; found: string }>(
-    spec.coverSql,
-    [],
+  const uncovered = await query<{ id: string; expected: string; found: string; total: string }>(
+    `SELECT c.*, count(*) OVER () AS total FROM (${spec.coverSql}) c LIMIT $1`,
+    [keptMax],
     signal,
   );
-  if (uncovered.length > 0) {
-    const u = uncovered[0];
-    walk.fail('uncovered_partition', { part: u.id }, `a chain ending in ${u.expected}`, u.found);
+  for (const u of uncovered) {
+    const at = { part: u.id };
+    if (!walk.fail('uncovered_partition', at, `a chain ending in ${u.expected}`, u.found)) break;
   }
+  walk.failedBeyondKept(Number(uncovered[0]?.total ?? 0) - uncovered.length);
   return walk.report;
 }
 

@@ -28,7 +28,7 @@ const POLICY_DIR = policyDir();
  * authorisation set AUTH_POLICY to DEV_POLICY_PATH or a policy of their own.
  */
 export const TEST_POLICY_PATH = join(POLICY_DIR, 'test-policy.yaml');
-/** The development policy of `npm start` (executor-*, reconciler, operator*, feed). */
+/** The development policy of `npm start` (executor-*, reconciler, operator, operator-*, feed). */
 export const DEV_POLICY_PATH = join(POLICY_DIR, 'dev-policy.yaml');
 
 /**

@@ -3,6 +3,7 @@
 // kubernetes-models, CRDs (PodMonitoring, SecretProviderClass) asserted by
 // structure, and the NetworkPolicies evaluated into a reachability matrix that
 // must equal the edges of docs/references.md exactly (A-13: isolation is the only authN).
+import { parsePolicy, TOKEN_LIFETIME_MAX_MS_DEFAULT } from '@dlock/identity';
 import { findTool, parseYamlDocs, readRepoFile, run } from './deploy-tools';
 
 type Obj = Record<string, any>;
@@ -137,6 +138,46 @@ describe.each(OVERLAYS)('%s', (dir) => {
         valueFrom: { fieldRef: { fieldPath: 'metadata.name' } },
       });
     }
+  });
+
+  it('names pods by pod name only for the executor and reconciler accounts of its namespace; tokens fit the cap', () => {
+    const docs = render(dir);
+    const config = byKind(docs, 'ConfigMap').find((c) =>
+      c.metadata.name.startsWith('dlock-config'),
+    )!;
+    const policyMap = byKind(docs, 'ConfigMap').find((c) =>
+      c.metadata.name.startsWith('dlock-auth-policy'),
+    )!;
+    expect(config.data.AUTH_K8S_NAMESPACE).toBe('dlock');
+    const workers = ['executor', 'reconciler'];
+    expect(config.data.AUTH_K8S_POD_SERVICE_ACCOUNTS.split(',')).toEqual(
+      workers.map((app) => podSpec(named(docs, 'Deployment', app)).serviceAccountName),
+    );
+    const capMs = Number(config.data.AUTH_TOKEN_LIFETIME_MAX_MS ?? TOKEN_LIFETIME_MAX_MS_DEFAULT);
+    for (const app of APPS.filter((a) => a !== 'rail-stub')) {
+      const d = named(docs, 'Deployment', app);
+      expect(d.metadata.namespace).toBe(config.data.AUTH_K8S_NAMESPACE);
+      for (const key of ['AUTH_K8S_NAMESPACE', 'AUTH_K8S_POD_SERVICE_ACCOUNTS']) {
+        expect(appContainer(d).env).toContainEqual({
+          name: key,
+          valueFrom: { configMapKeyRef: { name: config.metadata.name, key } },
+        });
+      }
+      const projected = podSpec(d).volumes.flatMap((v: Obj) => v.projected?.sources ?? []);
+      for (const source of projected) {
+        expect(source.serviceAccountToken.expirationSeconds * 1000).toBeLessThanOrEqual(capMs);
+      }
+    }
+    // A pod is `<deployment>-<replicaset hash>-<suffix>`: what the policy must name.
+    const policy = parsePolicy(policyMap.data['auth-policy.yaml'], 'auth-policy.yaml');
+    expect(policy.decide('executor-5d8c7b9f4-x2x4q', 'payouts.claim').allowed).toBe(true);
+    expect(policy.decide('reconciler-6b7c8d-k2j9d', 'payouts.resolve').allowed).toBe(true);
+    expect(
+      policy.decide('reconciler-6b7c8d-k2j9d', 'locks.acquire', 'dlock:token-probe').allowed,
+    ).toBe(true);
+    expect(
+      policy.decide('system:serviceaccount:dlock:operator-alice', 'locks.revoke').allowed,
+    ).toBe(true);
   });
 
   it('runs etcd as 3 members, PDB quorum, spread across zones, not evictable by the autoscaler', () => {

@@ -1,20 +1,30 @@
 import { Injectable, type ExecutionContext } from '@nestjs/common';
+import type { Request } from 'express';
 import { ThrottlerGuard, type ThrottlerLimitDetail } from '@nestjs/throttler';
 import { ContentionError } from '@dlock/lock-api';
-import type { AuthenticatedRequest } from '@dlock/http-contract';
+import { OPEN_PATHS, type AuthenticatedRequest } from '@dlock/http-contract';
 
 /**
  * Requests per caller identity, not per address (many workers share a node's
  * address; one identity is one worker, docs/security.md). Past the limit:
  * 429 CONTENTION_EXCEEDED with retryAfterMillis, before any statement runs.
- * Release (L6) and session close (L3) are exempt: giving a lock back is
- * never refused (@SkipThrottle on those routes).
+ *
+ * Never limited (docs/security.md, "Limits"): giving a lock back and keeping
+ * a session alive (release L6, close L3, heartbeat L2: @SkipThrottle on those
+ * routes), and whatever carries no identity — probes, scrapes and the OpenAPI
+ * document (OPEN_PATHS). Those would otherwise share one anonymous bucket, so
+ * anyone who can reach /metrics could make the readiness probe fail.
  */
 @Injectable()
 export class IdentityThrottlerGuard extends ThrottlerGuard {
+  protected override shouldSkip(context: ExecutionContext): Promise<boolean> {
+    const req = context.switchToHttp().getRequest<AuthenticatedRequest & Request>();
+    return Promise.resolve(OPEN_PATHS.has(req.path) || req.identity === undefined);
+  }
+
   protected override getTracker(req: Record<string, unknown>): Promise<string> {
-    // The authentication gate ran first: every request here has an identity.
-    return Promise.resolve((req as unknown as AuthenticatedRequest).identity?.subject ?? '');
+    // shouldSkip let through only requests with an identity.
+    return Promise.resolve((req as unknown as AuthenticatedRequest).identity!.subject);
   }
 
   /** One budget per identity across every route (the default key is per route). */

@@ -71,16 +71,11 @@ export class SessionsController {
   @SESSION_PARAM
   @ApiOwnerIdHeader()
   @ApiOkResponse({ description: 'Extended', schema: HEARTBEAT_SCHEMA })
-  @ApiContractErrors(
-    'SESSION_UNKNOWN',
-    'SESSION_EXPIRED',
-    'CONTENTION_EXCEEDED',
-    'NOT_LEADER',
-    'FORBIDDEN',
-  )
+  @ApiContractErrors('SESSION_UNKNOWN', 'SESSION_EXPIRED', 'NOT_LEADER', 'FORBIDDEN')
   @Post(':sessionId/heartbeat')
   @Operation('sessions.heartbeat')
   @HttpCode(200)
+  @SkipThrottle()
   async heartbeat(@Param('sessionId') sessionId: string, @OwnerIdParam() ownerId: string) {
     return heartbeatView(await this.sessions.heartbeat(ownerId, parseSessionId(sessionId)));
   }

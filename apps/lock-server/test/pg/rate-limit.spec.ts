@@ -59,4 +59,39 @@ describe('lock-server: per-identity request limit', () => {
     expect(released.status).toBe(204);
     expect((await api.closeSession(session, 'busy')).status).toBe(204);
   });
+
+  it('probes and scrapes are never limited: readiness answers 200 after many of them', async () => {
+    // Without an identity these used to share one bucket: a scraper could fail the readiness probe.
+    // (/openapi.json is served by serveHttpApp, outside Nest's guards, and not in-process.)
+    const open = ['/metrics', '/health/live', '/health/ready'];
+    for (let i = 0; i < 25; i++) {
+      const res = await http('GET', `${server.url}${open[i % open.length]}`, { noAuth: true });
+      expect({ i, status: res.status }).toEqual({ i, status: 200 });
+    }
+    const ready = await http('GET', `${server.url}/health/ready`, { noAuth: true });
+    expect(ready.status).toBe(200);
+    // Nor do they eat into an identity's budget.
+    const session = await api.session('scraped');
+    expect((await api.acquire('scraped:1', session, 'scraped')).status).toBe(200);
+  });
+
+  it('heartbeats are never limited nor counted; an acquire past the limit is refused', async () => {
+    const beat = async () => (await api.heartbeat(session, 'beat')).status;
+    const session = await api.session('beat'); // 1
+    const grant = await api.acquire('beat:1', session, 'beat'); // 2
+    expect(grant.status).toBe(200);
+    for (let i = 0; i < 2 * LIMIT; i++)
+      expect({ i, status: await beat() }).toEqual({ i, status: 200 });
+    // The heartbeats took nothing from the budget: the rest of it is still there.
+    for (let i = 3; i <= LIMIT; i++) {
+      const read = await http('GET', `${server.url}/v1/locks/beat:1`, {
+        headers: { 'x-owner-id': 'beat' },
+      });
+      expect({ i, status: read.status }).toEqual({ i, status: 200 });
+    }
+    expect((await api.acquire('beat:2', session, 'beat')).status).toBe(429);
+    for (let i = 0; i < LIMIT; i++) expect({ i, status: await beat() }).toEqual({ i, status: 200 });
+    const token = grant.body.fencingToken as string;
+    expect((await api.release('beat:1', session, token, 'beat')).status).toBe(204);
+  });
 });
