@@ -125,6 +125,8 @@ export function paymentResourceProofs(paydbUrl: string): ProofSource {
   };
 }
 
+const INSTRUCTED_BODY_MAX_BYTES = 2048;
+
 /** rail-proxy: a submission proves its account's lock and carries the instruction of its body. */
 export const railProxyProofs: ProofSource = (req) => {
   const body = req.body as Partial<SubmitRequest> | undefined;
@@ -138,7 +140,9 @@ export const railProxyProofs: ProofSource = (req) => {
       owner: req.owner,
     }),
   };
+  // A body too big to be a payout (a bad-input test) gets no instruction: it is refused for its size.
   const complete =
+    JSON.stringify(body).length <= INSTRUCTED_BODY_MAX_BYTES &&
     typeof body.payoutId === 'string' &&
     typeof body.amountMinor === 'number' &&
     typeof body.currency === 'string' &&
