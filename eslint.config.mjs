@@ -7,6 +7,8 @@ export default tseslint.config(
   {
     ignores: [
       'dist/**',
+      // The packages' build output (npm run build:libs).
+      'libs/*/dist/**',
       'node_modules/**',
       '.dlock/**',
       '.tmp/**',
