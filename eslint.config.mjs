@@ -7,8 +7,6 @@ export default tseslint.config(
   {
     ignores: [
       'dist/**',
-      // The packages' build output (npm run build:libs).
-      'libs/*/dist/**',
       'node_modules/**',
       '.dlock/**',
       '.tmp/**',

@@ -26,8 +26,9 @@ const common = {
   moduleNameMapper,
   testEnvironment: 'node',
   rootDir: __dirname,
-  // A running `npm run test:mutation` keeps copies of the repository there.
-  modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],
+  // A running `npm run test:mutation` keeps copies of the repository there, and
+  // `npm run pack:libs` assembles the packages there (scripts/packages.js).
+  modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/', '<rootDir>/.tmp/packages/'],
 };
 
 module.exports = {

@@ -1,18 +1,24 @@
 #!/usr/bin/env node
-// The libraries published as npm packages (docs/extending.md, "Install"): the
-// root package.json's workspaces. `build` compiles each into libs/<lib>/dist
-// with its own tsconfig.build.json, dependencies first: a package resolves its
-// @dlock/* imports as installed packages (their dist), never as sources, so an
-// import of something another package does not export fails here. `pack`
-// builds, then writes one tarball per package (default dist/packages/).
+// The libraries published as npm packages (docs/extending.md, "1. Install"):
+// the root package.json's workspaces. libs/<lib>/package.json describes the
+// package as packed; `build` assembles it in .tmp/packages/<lib> (that
+// package.json, README, CHANGELOG, and dist/ compiled by the lib's own
+// tsconfig.build.json), dependencies first. A package resolves its @dlock/*
+// imports as those built packages, never as sources, so an import of
+// something another package does not export fails here. Never beside the
+// sources: with a built dist/ behind its workspace link, `nest build` would
+// leave `@dlock/<lib>` imports to the package instead of rewriting the alias.
+// `pack` builds, then writes one tarball per package (default dist/packages/).
 //   node scripts/packages.js build
 //   node scripts/packages.js pack [--out <dir>]
 'use strict';
 const { execFileSync } = require('node:child_process');
-const { mkdirSync, readFileSync, rmSync } = require('node:fs');
+const { copyFileSync, mkdirSync, readFileSync, rmSync } = require('node:fs');
 const { join, resolve } = require('node:path');
 
 const root = join(__dirname, '..');
+/** Where each package is assembled; the libs' tsconfig.build.json files name it too. */
+const staging = join(root, '.tmp', 'packages');
 const readJson = (path) => JSON.parse(readFileSync(path, 'utf8'));
 
 /** The workspaces, each after the @dlock/* packages it depends on. */
@@ -40,27 +46,36 @@ function packagesInOrder() {
   return ordered;
 }
 
+/** Assembles every package in .tmp/packages/<lib>; returns those directories. */
 function build() {
   const packages = packagesInOrder();
   // From scratch: a file whose source is gone must not stay in a package.
-  for (const { dir } of packages) rmSync(join(root, dir, 'dist'), { recursive: true, force: true });
+  rmSync(staging, { recursive: true, force: true });
+  const dirs = packages.map(({ dir }) => {
+    const out = join(staging, dir.split('/').pop());
+    mkdirSync(out, { recursive: true });
+    // The package.json first: the packages built after this one resolve it through it.
+    for (const file of ['package.json', 'README.md', 'CHANGELOG.md'])
+      copyFileSync(join(root, dir, file), join(out, file));
+    return out;
+  });
   // One `tsc -b` over every package, in this order: half the time of one tsc per package.
   const configs = packages.map(({ dir }) => join(dir, 'tsconfig.build.json'));
   execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-b', ...configs], {
     cwd: root,
     stdio: 'inherit',
   });
+  return dirs;
 }
 
 /** Builds, then packs every package into `out`; returns the tarballs' paths. */
 function pack(out) {
-  build();
+  const dirs = build();
   mkdirSync(out, { recursive: true });
-  const workspaces = packagesInOrder().flatMap(({ dir }) => ['--workspace', dir]);
   const report = execFileSync(
     'npm',
-    ['pack', ...workspaces, '--pack-destination', out, '--json', '--ignore-scripts'],
-    { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+    ['pack', ...dirs, '--pack-destination', out, '--json', '--ignore-scripts'],
+    { cwd: staging, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
   );
   return JSON.parse(report).map((p) => join(out, p.filename));
 }
@@ -71,7 +86,7 @@ if (require.main === module) {
   const [command, flag, value] = process.argv.slice(2);
   if (command === 'build') {
     build();
-    console.log('[dlock] packages built: libs/<lib>/dist');
+    console.log('[dlock] packages built: .tmp/packages/<lib>');
   } else if (command === 'pack') {
     const out = flag === '--out' && value ? resolve(value) : join(root, 'dist', 'packages');
     for (const tarball of pack(out)) console.log(tarball);

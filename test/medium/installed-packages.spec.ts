@@ -297,6 +297,13 @@ beforeAll(async () => {
     baseEnv(),
   );
   expectExit(packed, 'npm run pack:libs');
+  // Built beside the sources, a package would shadow its alias: `nest build` leaves an import
+  // that resolves as a package unrewritten, and the app would load the package (scripts/packages.js).
+  for (const dir of ROOT_PACKAGE.workspaces ?? [])
+    expect({ dir, built: existsSync(path.join(REPO_ROOT, dir, 'dist')) }).toEqual({
+      dir,
+      built: false,
+    });
 
   // A brand-new project: the tarballs, and public packages at the versions this repository pins.
   app = path.join(work, 'refunds');
