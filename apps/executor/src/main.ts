@@ -2,6 +2,7 @@ import './tracing';
 import 'reflect-metadata';
 import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
+import { serviceAuthOptions } from '@dlock/identity';
 import { ExecutorModule } from './app.module';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from './config';
 
@@ -14,7 +15,7 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'executor',
-      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
+      auth: serviceAuthOptions(config),
     };
   });
 }

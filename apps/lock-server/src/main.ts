@@ -2,6 +2,7 @@ import './tracing';
 import 'reflect-metadata';
 import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
+import { serviceAuthOptions } from '@dlock/identity';
 import { LockServerModule } from './app.module';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
 
@@ -13,7 +14,7 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'lock-server',
-      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
+      auth: serviceAuthOptions(config),
     };
   });
 }

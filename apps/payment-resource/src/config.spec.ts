@@ -16,6 +16,7 @@ describe('payment-resource config', () => {
       LOG_LEVEL: 'info',
       PAYDB_URL: DB,
       ...AUTH,
+      AUTH_OPERATOR_AUDIENCE: 'console',
       PAYDB_POOL_MAX: 10,
       PAYDB_STATEMENT_TIMEOUT_MS: 2_000,
       PAYMENT_REQUEST_BUDGET_MS: 2_800,

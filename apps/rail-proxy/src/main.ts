@@ -3,6 +3,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
+import { serviceAuthOptions } from '@dlock/identity';
 import { RailProxyModule } from './app.module';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 
@@ -14,7 +15,7 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'rail-proxy',
-      auth: { jwks: config.AUTH_JWKS, issuer: config.AUTH_ISSUER, policyFile: config.AUTH_POLICY },
+      auth: serviceAuthOptions(config),
     };
   });
   if (!app.get<RailProxyConfig>(RAIL_PROXY_CONFIG).RAIL_PROXY_FENCING_ENABLED) {
