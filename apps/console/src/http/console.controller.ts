@@ -4,12 +4,18 @@ import { DlockError } from '@dlock/lock-api';
 import { ActionsService } from '../service/actions.service';
 import { EventFeed } from '../service/event-feed';
 import { OverviewService, type Overview } from '../service/overview.service';
-import { AbandonActionBody, ResolveActionBody, RevokeActionBody } from './dto';
+import { SignedIn } from '../auth/signed-in';
+import type { ConsoleSession } from '../auth/sessions';
+import { AbandonActionBody, ApproveActionBody, ResolveActionBody, RevokeActionBody } from './dto';
 
 /** Keeps idle proxies from closing the stream; a comment line, ignored by EventSource. */
 const SSE_KEEPALIVE_MS = 15_000;
 
-/** The page's JSON and its event stream. Parses and maps; the services hold the rules. */
+/**
+ * The page's JSON and its event stream, for the person signed in (the session
+ * gate refuses everything here without a session, and every POST without its
+ * anti-CSRF token). Parses and maps; the services hold the rules.
+ */
 @Controller('api')
 export class ConsoleController {
   constructor(
@@ -55,20 +61,26 @@ export class ConsoleController {
 
   @Post('actions/revoke')
   @HttpCode(200)
-  revoke(@Body() body: RevokeActionBody) {
-    return this.actions.revoke(body.key, body.reason, body.expectedToken);
+  revoke(@SignedIn() actor: ConsoleSession, @Body() body: RevokeActionBody) {
+    return this.actions.revoke(actor, body.key, body.reason, body.expectedToken);
+  }
+
+  @Post('actions/approve')
+  @HttpCode(200)
+  approve(@SignedIn() actor: ConsoleSession, @Body() body: ApproveActionBody) {
+    return this.actions.approve(actor, body.requestId);
   }
 
   @Post('actions/abandon')
   @HttpCode(200)
-  abandon(@Body() body: AbandonActionBody) {
-    return this.actions.abandon(body.payoutId, body.reason);
+  abandon(@SignedIn() actor: ConsoleSession, @Body() body: AbandonActionBody) {
+    return this.actions.abandon(actor, body.payoutId, body.reason);
   }
 
   @Post('actions/resolve')
   @HttpCode(200)
-  resolve(@Body() body: ResolveActionBody) {
+  resolve(@SignedIn() actor: ConsoleSession, @Body() body: ResolveActionBody) {
     const { payoutId, ...verdict } = body;
-    return this.actions.resolve(payoutId, verdict);
+    return this.actions.resolve(actor, payoutId, verdict);
   }
 }
