@@ -37,6 +37,7 @@ const seen: Seen[] = [];
 let fake: Server;
 let consoleApp: RunningApp;
 let origin: string;
+let fakeUrl: string;
 
 beforeAll(async () => {
   fake = createServer((req, res) => {
@@ -51,11 +52,11 @@ beforeAll(async () => {
     });
   });
   await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
+  fakeUrl = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
   consoleApp = await spawnApp('console', {
-    LOCK_SERVER_URL: url,
-    PAYMENT_RESOURCE_URL: url,
-    RAIL_PROXY_URL: url,
+    LOCK_SERVER_URL: fakeUrl,
+    PAYMENT_RESOURCE_URL: fakeUrl,
+    RAIL_PROXY_URL: fakeUrl,
     CONSOLE_EVENT_POLL_MS: '60000',
   });
   origin = `http://127.0.0.1:${consoleApp.port}`;
@@ -80,16 +81,17 @@ function parsed(text: string, type: string | undefined): unknown {
 function call(
   method: string,
   p: string,
-  opts: { headers?: Record<string, string>; body?: unknown } = {},
+  opts: { headers?: Record<string, string>; body?: unknown; app?: RunningApp } = {},
 ): Promise<Answer> {
+  const app = opts.app ?? consoleApp;
   const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
   const headers: Record<string, string> = {
-    host: `127.0.0.1:${consoleApp.port}`,
+    host: `127.0.0.1:${app.port}`,
     ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
     ...opts.headers,
   };
   return new Promise((resolve, reject) => {
-    const req = request(`${origin}${p}`, { method, headers }, (res) => {
+    const req = request(`${app.url}${p}`, { method, headers }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () =>
@@ -300,5 +302,64 @@ describe('signing out', () => {
       });
       expect(res.status).toBe(401);
     }
+  });
+});
+
+describe('behind a proxy that signs people in (CONSOLE_SIGN_IN=header, e.g. IAP)', () => {
+  let proxied: RunningApp;
+  const iap = 'x-goog-iap-jwt-assertion';
+
+  beforeAll(async () => {
+    proxied = await spawnApp('console', {
+      LOCK_SERVER_URL: fakeUrl,
+      PAYMENT_RESOURCE_URL: fakeUrl,
+      RAIL_PROXY_URL: fakeUrl,
+      CONSOLE_EVENT_POLL_MS: '60000',
+      CONSOLE_SIGN_IN: 'header',
+    });
+  });
+  afterAll(() => proxied?.stop());
+
+  it("signs in with the proxy's token, forwards the freshest one, and ends if the person changes", async () => {
+    const issuer = await testIssuer();
+    const nowSec = Math.floor(Date.now() / 1000);
+    const first = await issuer.mint('operator-alice', 'console', { nowSec, ttlSec: 600 });
+    expect((await call('GET', '/api/session', { app: proxied })).body).toEqual({
+      signedIn: false,
+      signIn: 'header',
+      via: 'console',
+    });
+    const noHeader = await call('POST', '/api/session', { app: proxied, body: {} });
+    expect([noHeader.status, noHeader.body.code]).toEqual([401, 'UNAUTHENTICATED']);
+    const res = await call('POST', '/api/session', {
+      app: proxied,
+      body: {},
+      headers: { [iap]: first },
+    });
+    expect(res.body).toMatchObject({ signedIn: true, subject: 'operator-alice' });
+    const own = {
+      cookie: String(res.headers['set-cookie']?.[0]).split(';')[0],
+      'x-csrf-token': res.body.csrfToken as string,
+    };
+    // A later request carries a newer assertion: the action goes with that one.
+    const fresher = await issuer.mint('operator-alice', 'console', { nowSec: nowSec + 5 });
+    const acted = await call('POST', '/api/actions/revoke', {
+      app: proxied,
+      body: revokeBody,
+      headers: { ...own, [iap]: fresher },
+    });
+    expect(acted.status).toBe(200);
+    expect(seen.filter((x) => x.method === 'POST').at(-1)!.headers['x-acting-for']).toBe(fresher);
+    // Someone else behind the same browser session: the session ends, nothing is sent.
+    const before = revokes();
+    const bob = await issuer.mint('operator-bob', 'console');
+    const changed = await call('POST', '/api/actions/revoke', {
+      app: proxied,
+      body: revokeBody,
+      headers: { ...own, [iap]: bob },
+    });
+    expect([changed.status, changed.body.code]).toEqual([401, 'UNAUTHENTICATED']);
+    expect(revokes()).toBe(before);
+    expect((await call('GET', '/api/overview', { app: proxied, headers: own })).status).toBe(401);
   });
 });
