@@ -5,7 +5,7 @@ import { ActionsService } from '../service/actions.service';
 import { EventFeed } from '../service/event-feed';
 import { OverviewService, type Overview } from '../service/overview.service';
 import { SignedIn } from '../auth/signed-in';
-import type { ConsoleSession } from '../auth/sessions';
+import { SessionStore, type ConsoleSession } from '../auth/sessions';
 import { AbandonActionBody, ApproveActionBody, ResolveActionBody, RevokeActionBody } from './dto';
 
 /** Keeps idle proxies from closing the stream; a comment line, ignored by EventSource. */
@@ -22,6 +22,7 @@ export class ConsoleController {
     private readonly overviewService: OverviewService,
     private readonly actions: ActionsService,
     private readonly feed: EventFeed,
+    private readonly sessions: SessionStore,
   ) {}
 
   @Get('overview')
@@ -31,10 +32,11 @@ export class ConsoleController {
 
   /**
    * Server-sent events: first the events kept so far and each service's
-   * status, then every new one as the poller reads it.
+   * status, then every new one as the poller reads it, while the session
+   * lasts (checked at each keepalive; a signed-out page's stream ends).
    */
   @Get('events')
-  events(@Req() req: Request, @Res() res: Response): void {
+  events(@SignedIn() session: ConsoleSession, @Req() req: Request, @Res() res: Response): void {
     const send = (kind: 'safety' | 'sources', data: unknown) =>
       res.write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
     if (!this.feed.subscribe(send)) {
@@ -52,11 +54,16 @@ export class ConsoleController {
     const snapshot = this.feed.snapshot();
     send('sources', snapshot.sources);
     for (const e of snapshot.events) send('safety', e);
-    const keepalive = setInterval(() => res.write(': keepalive\n\n'), SSE_KEEPALIVE_MS);
-    req.on('close', () => {
+    const stop = () => {
       clearInterval(keepalive);
       this.feed.unsubscribe(send);
-    });
+    };
+    const keepalive = setInterval(() => {
+      if (this.sessions.get(session.id) !== undefined) return void res.write(': keepalive\n\n');
+      stop();
+      res.end();
+    }, SSE_KEEPALIVE_MS);
+    req.on('close', stop);
   }
 
   @Post('actions/revoke')
