@@ -19,6 +19,7 @@ describe('payment-resource config', () => {
       PAYDB_URL: DB,
       ...AUTH,
       AUTH_TOKEN_LIFETIME_MAX_MS: 3_600_000,
+      AUTH_OPERATOR_AUDIENCE: 'console',
       PAYDB_POOL_MAX: 10,
       PAYDB_STATEMENT_TIMEOUT_MS: 2_000,
       PAYMENT_REQUEST_BUDGET_MS: 2_800,

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { EnvError, validateEnv } from '@dlock/config';
-import { authOptions, AuthEnv } from './auth-env';
+import { serviceAuthOptions, AuthEnv } from './auth-env';
 
 const BASE = {
   AUTH_JWKS: '/keys/jwks.json',
@@ -21,7 +21,7 @@ function problems(env: Record<string, string>): string[] {
 describe('AuthEnv: token lifetime and Kubernetes identity (docs/security.md)', () => {
   it('defaults: a one-hour cap, no Kubernetes settings (a service account is its full sub)', () => {
     const env = validateEnv(AuthEnv, BASE);
-    expect(authOptions(env)).toEqual({
+    expect(serviceAuthOptions(env)).toEqual({
       jwks: '/keys/jwks.json',
       issuer: 'https://issuer',
       policyFile: '/p.yaml',
@@ -37,7 +37,7 @@ describe('AuthEnv: token lifetime and Kubernetes identity (docs/security.md)', (
       AUTH_K8S_NAMESPACE: 'dlock',
       AUTH_K8S_POD_SERVICE_ACCOUNTS: 'executor,reconciler',
     });
-    expect(authOptions(env)).toMatchObject({
+    expect(serviceAuthOptions(env)).toMatchObject({
       tokenLifetimeMaxMs: 900_000,
       kubernetes: { namespace: 'dlock', podServiceAccounts: ['executor', 'reconciler'] },
     });

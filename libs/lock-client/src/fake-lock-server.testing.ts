@@ -182,6 +182,8 @@ function grant(lock: FakeLock, now: number, ttlMillis: number) {
     fencingToken: `${lock.fencingToken}`,
     acquiredAt: lock.acquiredAt,
     expiresAt: iso(now + ttlMillis),
+    // Unsigned: a fake's grant proves nothing, and no real fence point accepts it.
+    grantProof: `fake-proof.${lock.key}.${lock.fencingToken}`,
   };
 }
 

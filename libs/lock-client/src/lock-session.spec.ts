@@ -96,6 +96,36 @@ function hang(clock: FakeClock) {
     );
 }
 
+describe('extra headers (a delegating caller, docs/security.md)', () => {
+  it('go on every call, asked for each time; owner and token stay the client’s own', async () => {
+    let asked = 0;
+    const { client, transport } = setup({
+      token: () => 'h.p.s',
+      headers: () => ({ 'x-acting-for': `person-${++asked}`, 'x-owner-id': 'someone-else' }),
+    });
+    const session = await client.openSession();
+    const handle = await session.acquire('payout:a');
+    await handle.release();
+    await session.close();
+    expect(transport.requests.map((r) => r.headers['x-acting-for'])).toEqual([
+      'person-1',
+      'person-2',
+      'person-3',
+      'person-4',
+    ]);
+    for (const r of transport.requests) {
+      expect(r.headers['x-owner-id']).toBe('worker-1');
+      expect(r.headers.authorization).toBe('Bearer h.p.s');
+    }
+  });
+
+  it('must be a function', () => {
+    expect(() =>
+      setup({ headers: { 'x-acting-for': 'p' } as unknown as LockClientOptions['headers'] }),
+    ).toThrow('lock-client headers must be a function');
+  });
+});
+
 describe('LockSession: opening and heartbeats', () => {
   it('opens with L1 and sets the deadline to send time + ttl * (1 - margin)', async () => {
     const { clock, client, sent } = setup();
