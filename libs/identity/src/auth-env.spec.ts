@@ -27,6 +27,13 @@ describe('AuthEnv: token lifetime and Kubernetes identity (docs/security.md)', (
       policyFile: '/p.yaml',
       tokenLifetimeMaxMs: 3_600_000,
       kubernetes: { namespace: undefined, podServiceAccounts: undefined },
+      // People's tokens (X-Acting-For): the service's own issuer and keys, audience `console`.
+      operator: {
+        jwks: '/keys/jwks.json',
+        issuer: 'https://issuer',
+        audience: 'console',
+        tokenLifetimeMaxMs: 3_600_000,
+      },
     });
   });
 
