@@ -104,7 +104,7 @@ export async function refusePortsInUse(ports: ReadonlyMap<number, string>): Prom
   if (taken.length === 0) return;
   throw new StartRefused(
     `port ${taken.join(', ')} already in use: another npm start still running or shutting down ` +
-      `(${WAIT_HINT}), or another program; DLOCK_PG_PORT and CONSOLE_PORT move those two`,
+      `(${WAIT_HINT}), or another program; DLOCK_PG_PORT, DLOCK_PORT_BASE and CONSOLE_PORT move them`,
   );
 }
 

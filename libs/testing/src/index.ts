@@ -7,3 +7,4 @@ export * from './embedded-postgres';
 export * from './paydb-fixtures';
 export * from './unaccepting-port';
 export * from './identity';
+export { portListening } from './port-owner';
