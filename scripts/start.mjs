@@ -447,19 +447,20 @@ function operatorConsole() {
 
 const fixtures = 'dist/apps/payment-resource/src/cli/fixtures.js';
 
-async function prepareData() {
+async function migrateData() {
   await task('migrate', 'dist/scripts/migrate.js', [], {
     LOCKDB_URL: url('lockdb'),
     PAYDB_URL: url('paydb'),
     PROXYDB_URL: url('proxydb'),
   });
   console.log('[dlock] lockdb, paydb and proxydb migrated');
-  const readers = await readerUrls();
-  if (existsSync(path.join(root, fixtures))) {
-    const counts = ['--accounts', String(SEED_ACCOUNTS), '--payouts', String(SEED_PAYOUTS)];
-    await task('seed', fixtures, ['seed', ...counts], { PAYDB_URL: url('paydb') });
-  }
-  return readers;
+}
+
+/** The demo accounts and payouts; the fixtures do nothing when paydb already has accounts. */
+async function seed() {
+  if (!existsSync(path.join(root, fixtures))) return;
+  const counts = ['--accounts', String(SEED_ACCOUNTS), '--payouts', String(SEED_PAYOUTS)];
+  await task('seed', fixtures, ['seed', ...counts], { PAYDB_URL: url('paydb') });
 }
 
 function startFeed() {
@@ -477,9 +478,14 @@ async function main() {
   run.check();
   await startDatabase();
   const { trust, caller } = await identities();
-  const readers = await prepareData();
+  await migrateData();
+  const readers = await readerUrls();
+  // Seeded while the services boot: they do not need the demo data, the workers do.
+  const seeded = seed();
+  seeded.catch(() => undefined); // awaited below; a stop may end it before that
   const started = services({ trust });
   for (const service of started) startApp('service', service);
+  await seeded;
   for (const { port } of started) await waitReady(port);
   for (let i = 0; i < EXECUTORS; i++) startApp('worker', await executor(i, { caller }));
   startApp('worker', await reconciler({ caller, readers }));
