@@ -4,6 +4,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -141,5 +142,6 @@ describe('npm start: why a start is refused', () => {
       dir: '710',
       gid: process.getgid!(),
     });
+    for (const d of [dir, path.dirname(outside)]) rmSync(d, { recursive: true, force: true });
   });
 });
