@@ -325,14 +325,24 @@ async function viewLoop(client, startedAt) {
  */
 async function identities() {
   const lib = path.join(root, 'dist', 'libs', 'identity', 'src', 'index.js');
-  const { DEV_ISSUER, DevIssuer, DevTokenFiles } = await import(pathToFileURL(lib).href);
+  const { DEV_ISSUER, DevIssuer, DevTokenFiles, ensureSigningKeys } = await import(
+    pathToFileURL(lib).href
+  );
   const dir = path.join(stateDir, 'identity');
   const issuer = await DevIssuer.open(dir);
+  // The lock-server's grant keys and payment-resource's instruction keys (docs/security.md,
+  // "Signed grants"): private rings for the signers, public JWKS files for the guards.
+  const signing = {
+    grants: ensureSigningKeys(path.join(dir, 'signing', 'grant-keys.json')),
+    instructions: ensureSigningKeys(path.join(dir, 'signing', 'instruction-keys.json')),
+  };
   const trust = {
     AUTH_JWKS: issuer.jwksPath,
     AUTH_ISSUER: DEV_ISSUER,
     // Who may do what (docs/security.md, "Authorisation policy").
     AUTH_POLICY: path.join(root, 'deploy', 'policy', 'dev-policy.yaml'),
+    GRANT_JWKS: signing.grants.jwks,
+    INSTRUCTION_JWKS: signing.instructions.jwks,
   };
   const audiences = ['lock-server', 'payment-resource', 'rail-proxy', 'executor', 'reconciler'];
   const caller = async (identity) => {
@@ -347,7 +357,7 @@ async function identities() {
   };
   // The runbook's operator tokens (docs/operations.md: DLOCK_TOKENS=.dlock/identity/tokens/operator).
   await caller('operator');
-  return { trust, caller };
+  return { trust, caller, signing };
 }
 
 /** Every port this start listens on, and who listens there. */
@@ -373,19 +383,28 @@ const peers = {
 };
 
 /** The services, each with its whole environment: a new variable goes into its entry. */
-function services({ trust }) {
+function services({ trust, signing }) {
   return [
     {
       name: 'lock-server',
       app: 'lock-server',
       port: PORTS.lockServer,
-      env: { ...trust, LOCK_BACKEND: 'pg', LOCKDB_URL: url('lockdb') },
+      env: {
+        ...trust,
+        LOCK_BACKEND: 'pg',
+        LOCKDB_URL: url('lockdb'),
+        GRANT_SIGNING_KEYS: signing.grants.keys,
+      },
     },
     {
       name: 'payment-resource',
       app: 'payment-resource',
       port: PORTS.paymentResource,
-      env: { ...trust, PAYDB_URL: url('paydb') },
+      env: {
+        ...trust,
+        PAYDB_URL: url('paydb'),
+        INSTRUCTION_SIGNING_KEYS: signing.instructions.keys,
+      },
     },
     {
       name: 'rail-stub',
@@ -429,15 +448,18 @@ async function reconciler({ caller, readers }) {
   };
 }
 
-/** The operator console (docs/console.md), acting as the runbook's `operator` identity. */
-function operatorConsole() {
+/**
+ * The operator console (docs/console.md): its own identity `console` for what its page polls,
+ * and, for every action, the person signed in (their token from `npm run identity:token`).
+ */
+async function operatorConsole({ caller }) {
   const executors = Array.from({ length: EXECUTORS }, (_, i) => PORTS.executor(i));
   return {
     name: 'console',
     app: 'console',
     port: PORTS.console,
     env: {
-      AUTH_TOKEN_DIR: path.join(stateDir, 'identity', 'tokens', 'operator'),
+      ...(await caller('console')),
       ...peers,
       EXECUTOR_URLS: executors.map((p) => `http://127.0.0.1:${p}`).join(','),
       RECONCILER_URL: `http://127.0.0.1:${PORTS.reconciler}`,
@@ -477,24 +499,28 @@ async function main() {
   await guards.refusePortsInUse(ports());
   run.check();
   await startDatabase();
-  const { trust, caller } = await identities();
+  const { trust, caller, signing } = await identities();
   await migrateData();
   const readers = await readerUrls();
   // Seeded while the services boot: they do not need the demo data, the workers do.
   const seeded = seed();
   seeded.catch(() => undefined); // awaited below; a stop may end it before that
-  const started = services({ trust });
+  const started = services({ trust, signing });
   for (const service of started) startApp('service', service);
   await seeded;
   for (const { port } of started) await waitReady(port);
   for (let i = 0; i < EXECUTORS; i++) startApp('worker', await executor(i, { caller }));
   startApp('worker', await reconciler({ caller, readers }));
   startFeed();
-  startApp('worker', operatorConsole());
-  if (await waitReady(PORTS.console))
+  startApp('worker', await operatorConsole({ caller }));
+  if (await waitReady(PORTS.console)) {
     console.log(
       `[dlock] operator console   http://127.0.0.1:${PORTS.console}/  (CONSOLE_PORT to change)`,
     );
+    console.log(
+      '[dlock] sign in with a token: npm run identity:token -- --subject operator-<your name>',
+    );
+  }
   console.log('[dlock] up. Payouts by state every 2 s; Ctrl-C stops everything.');
   await view(Date.now());
 }

@@ -474,6 +474,10 @@ const APP_EDGES = [
   'executor -> payment-resource:8082',
   'executor -> rail-proxy:8083',
   'lock-server -> dlock-etcd:2379',
+  // The fence points read the signers' public keys (docs/security.md, "Signed grants").
+  'payment-resource -> lock-server:8081',
+  'rail-proxy -> lock-server:8081',
+  'rail-proxy -> payment-resource:8082',
   'rail-proxy -> rail-stub:8085',
   'reconciler -> lock-server:8081',
   'reconciler -> payment-resource:8082',
