@@ -331,7 +331,12 @@ let proxy: RunningApp;
 let stub: RunningApp;
 let reconciler: RunningApp;
 let session: LockSession;
-const OPERATOR = 'runbook-test';
+/**
+ * The person at the keyboard is the identity of their token (DLOCK_TOKENS is the
+ * `operator` identity's here): the audit records that identity, and a body naming
+ * anyone else would be only a note (docs/security.md).
+ */
+const OPERATOR = 'operator';
 const WORKER = 'runbook-worker';
 
 async function namedDatabase(name: DatabaseName): Promise<string> {

@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FencingToken } from '@dlock/lock-api';
+import type { VerifiedIdentity } from '@dlock/identity';
 import { PAYOUT_STATES } from '@dlock/payout-contract';
 import type {
   AbandonResponse,
@@ -14,6 +15,7 @@ import type {
 import {
   ApiContractErrors,
   ApiFencedWriteHeaders,
+  CallerIdentity,
   FencingTokenParam,
   GrantProofParam,
   IdempotencyKeyParam,
@@ -190,8 +192,9 @@ export class PayoutsController {
   abandon(
     @Param('payoutId') payoutId: string,
     @Body() body: AbandonBody,
+    @CallerIdentity() caller: VerifiedIdentity,
   ): Promise<AbandonResponse> {
-    return this.commands.abandon(payoutIdParam(payoutId), body);
+    return this.commands.abandon(payoutIdParam(payoutId), body, caller.subject);
   }
 
   /** P8. */

@@ -53,6 +53,9 @@ export interface Grant {
   deadline?: RequestDeadline;
 }
 
+/** The longest reason a transition records (the body's own limit). */
+const REASON_MAX_LENGTH = 1024;
+
 const RAIL_EVENT: Record<RailOutcomeKind, PayoutEvent> = {
   SUBMITTED: 'RAIL_SUBMITTED',
   ACKED: 'RAIL_ACKED',
@@ -272,9 +275,22 @@ export class PayoutCommands {
 
   /**
    * P7: operator cancel. No token: it advances no fence, but it takes the
-   * account's row lock, so it serialises with every fenced writer.
+   * account's row lock, so it serialises with every fenced writer. The actor
+   * recorded is the authenticated caller; a body `operator` naming someone
+   * else is kept as a note in the reason (docs/security.md).
    */
-  async abandon(payoutId: string, body: AbandonRequest): Promise<AbandonResponse> {
+  async abandon(
+    payoutId: string,
+    asked: AbandonRequest,
+    actor: string,
+  ): Promise<AbandonResponse> {
+    const body: AbandonRequest = {
+      operator: actor,
+      reason:
+        asked.operator === actor
+          ? asked.reason
+          : `${asked.reason} [noted operator: ${asked.operator}]`.slice(0, REASON_MAX_LENGTH),
+    };
     const started = process.hrtime.bigint();
     let result: 'ok' | 'rejected' | 'error' = 'error';
     try {
