@@ -383,17 +383,20 @@ const peers = {
 };
 
 /** The services, each with its whole environment: a new variable goes into its entry. */
-function services({ trust, signing }) {
+async function services({ trust, signing, caller }) {
   return [
     {
       name: 'lock-server',
       app: 'lock-server',
       port: PORTS.lockServer,
       env: {
-        ...trust,
+        // Its own tokens: a revoke of a payout key raises both fence points (docs/security.md).
+        ...(await caller('lock-server')),
         LOCK_BACKEND: 'pg',
         LOCKDB_URL: url('lockdb'),
         GRANT_SIGNING_KEYS: signing.grants.keys,
+        PAYMENT_RESOURCE_URL: peers.PAYMENT_RESOURCE_URL,
+        RAIL_PROXY_URL: peers.RAIL_PROXY_URL,
       },
     },
     {
@@ -505,7 +508,7 @@ async function main() {
   // Seeded while the services boot: they do not need the demo data, the workers do.
   const seeded = seed();
   seeded.catch(() => undefined); // awaited below; a stop may end it before that
-  const started = services({ trust, signing });
+  const started = await services({ trust, signing, caller });
   for (const service of started) startApp('service', service);
   await seeded;
   for (const { port } of started) await waitReady(port);

@@ -376,3 +376,79 @@ describe('sessions and grants belong to their owner', () => {
     await expect(handle.release()).resolves.toBe(true);
   });
 });
+
+describe('a revoke fences its holder at both guards before it answers', () => {
+  let revoker: RunningApp;
+
+  beforeAll(async () => {
+    // A second replica, configured with the guards (docs/security.md, "Signed grants").
+    revoker = await spawnApp('lock-server', {
+      AUTH_POLICY: DEV_POLICY_PATH,
+      LOCK_BACKEND: 'pg',
+      LOCKDB_URL: dbs.lockdb,
+      PAYMENT_RESOURCE_URL: payments.url,
+      RAIL_PROXY_URL: proxy.url,
+    });
+    apps.push(revoker);
+  });
+
+  it('the revoked holder’s genuine proof and instruction are refused at once, no reconciler needed', async () => {
+    const accountId = await seedFundedAccount(dbs.paydb);
+    const payoutId = await seedPendingPayout(dbs.paydb, accountId, 100);
+    const handle = await grantOf(HONEST, accountId);
+    const pay = paymentsAs(HONEST);
+    await pay.claim(payoutId, handle.fence, 'PENDING');
+    const { railInstruction } = await pay.markSubmitted(payoutId, handle.fence);
+    const revoked = await http('POST', `${revoker.url}/v1/locks/${handle.key}/revoke`, {
+      body: {
+        operator: 'operator',
+        reason: 'stuck holder drill',
+        expectedToken: `${handle.fencingToken}`,
+      },
+    });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.guards).toEqual({ 'payment-resource': 'raised', 'rail-proxy': 'raised' });
+    const floor = BigInt(revoked.body.newTokenFloor);
+    expect(BigInt(await fenceOf(accountId))).toBe(floor);
+
+    const record = await pay.get(payoutId);
+    const submission: SubmitRequest = {
+      payoutId,
+      accountId,
+      amountMinor: 100,
+      currency: 'EUR',
+      beneficiaryRef: record.beneficiaryRef,
+    };
+    const before = await railAndProxy();
+    await expect(
+      proxyAs(HONEST).submit(handle.fence, railInstruction, submission),
+    ).rejects.toMatchObject({ code: 'FENCED_OUT' });
+    await expect(
+      pay.railOutcome(payoutId, handle.fence, { outcome: 'AMBIGUOUS', reason: 'after revoke' }),
+    ).rejects.toMatchObject({ code: 'FENCED_OUT' });
+    expect((await railAndProxy()).booked).toBe(before.booked);
+  });
+
+  it('a guard that cannot be reached is named, and the revoke still stands', async () => {
+    await proxy.stop();
+    try {
+      const handle = await grantOf(HONEST, `acct-${randomUUID().slice(0, 8)}`);
+      const revoked = await http('POST', `${revoker.url}/v1/locks/${handle.key}/revoke`, {
+        body: { operator: 'operator', reason: 'rail-proxy is down drill' },
+      });
+      expect(revoked.status).toBe(200);
+      // No such account at payment-resource: nothing to fence there; the proxy did not answer.
+      expect(revoked.body.guards).toEqual({
+        'payment-resource': 'not_found',
+        'rail-proxy': 'failed',
+      });
+    } finally {
+      proxy = await spawnApp('rail-proxy', {
+        AUTH_POLICY: DEV_POLICY_PATH,
+        PROXYDB_URL: dbs.proxydb,
+        RAIL_STUB_URL: stub.url,
+      });
+      apps.push(proxy);
+    }
+  });
+});

@@ -474,6 +474,9 @@ const APP_EDGES = [
   'executor -> payment-resource:8082',
   'executor -> rail-proxy:8083',
   'lock-server -> dlock-etcd:2379',
+  // A revoke of a payout key raises both fence points before it answers.
+  'lock-server -> payment-resource:8082',
+  'lock-server -> rail-proxy:8083',
   // The fence points read the signers' public keys (docs/security.md, "Signed grants").
   'payment-resource -> lock-server:8081',
   'rail-proxy -> lock-server:8081',
