@@ -20,6 +20,7 @@ import {
   seedFundedAccount,
   seedPendingPayout,
   spawnApp,
+  startEtcd,
   tableSnapshot,
   testTokenProvider,
   withClient,
@@ -73,9 +74,13 @@ afterAll(async () => {
 });
 
 /** A genuine grant of `payout:{accountId}` to `owner`, through the SDK as a worker gets one. */
-async function grantOf(owner: string, accountId: string): Promise<LockHandle> {
+async function grantOf(
+  owner: string,
+  accountId: string,
+  server: RunningApp = lockServer,
+): Promise<LockHandle> {
   const client = new LockClient({
-    baseUrl: lockServer.url,
+    baseUrl: server.url,
     ownerId: owner,
     token: testTokenProvider(owner),
   });
@@ -449,6 +454,40 @@ describe('a revoke fences its holder at both guards before it answers', () => {
         RAIL_STUB_URL: stub.url,
       });
       apps.push(proxy);
+    }
+  });
+});
+
+describe('every replica and both backends sign proofs every guard accepts', () => {
+  it('a grant from another pg replica and from an etcd lock-server writes at payment-resource', async () => {
+    const etcd = await startEtcd({ label: 'proofs' });
+    const replicas: RunningApp[] = [];
+    try {
+      replicas.push(
+        await spawnApp('lock-server', {
+          AUTH_POLICY: DEV_POLICY_PATH,
+          LOCK_BACKEND: 'pg',
+          LOCKDB_URL: dbs.lockdb,
+        }),
+        await spawnApp('lock-server', {
+          AUTH_POLICY: DEV_POLICY_PATH,
+          LOCK_BACKEND: 'etcd',
+          ETCD_ENDPOINTS: etcd.endpoints.join(','),
+        }),
+      );
+      for (const replica of replicas) {
+        const accountId = await seedFundedAccount(dbs.paydb);
+        const payoutId = await seedPendingPayout(dbs.paydb, accountId, 100);
+        const handle = await grantOf(HONEST, accountId, replica);
+        await expect(paymentsAs(HONEST).claim(payoutId, handle.fence, 'PENDING')).resolves.toEqual({
+          payoutId,
+          state: 'CLAIMED',
+        });
+        await handle.release();
+      }
+    } finally {
+      await Promise.all(replicas.map((r) => r.stop()));
+      await etcd.stop();
     }
   });
 });
