@@ -176,6 +176,7 @@ async function runRound(server: Server, round: number): Promise<Round> {
           : await call(server.url, 'DELETE', `/v1/locks/${key}`, {
               ...h,
               'x-fencing-token': token,
+              'x-grant-proof': got.body.grantProof as string,
             });
       if (freed?.status === 204) {
         if (measuring) pairs++;

@@ -289,6 +289,8 @@ function httpSide(base: string): Side {
   // Each worker's token, minted when its session opens and sent on every call (docs/security.md).
   const tokens = new Map<string, string>();
   const auth = (owner: string) => tokens.get(owner)!;
+  // Each grant's proof, sent back with its release (docs/security.md, "Signed grants").
+  const proofs = new Map<string, string>();
   return {
     name: 'lock-server',
     prepare: async () => undefined,
@@ -315,7 +317,10 @@ function httpSide(base: string): Side {
           waitMillis: wait ? 10_000 : 0,
         },
       );
-      if (res.status === 200) return res.body.fencingToken as string;
+      if (res.status === 200) {
+        proofs.set(key, res.body.grantProof as string);
+        return res.body.fencingToken as string;
+      }
       if (res.status === 409) return null;
       throw new Error(`acquire: ${res.status} ${JSON.stringify(res.body)}`);
     },
@@ -323,6 +328,7 @@ function httpSide(base: string): Side {
       const res = await connections.call(owner, 'DELETE', `/v1/locks/${key}?sessionId=${session}`, {
         'x-owner-id': owner,
         'x-fencing-token': token,
+        'x-grant-proof': proofs.get(key)!,
         authorization: auth(owner),
       });
       if (res.status !== 204) throw new Error(`release: ${res.status}`);

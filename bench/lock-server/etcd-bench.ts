@@ -49,6 +49,8 @@ interface Side {
 }
 
 function httpSide(base: string): Side {
+  // Each grant's proof, sent back with its release (docs/security.md, "Signed grants").
+  const proofs = new Map<string, string>();
   return {
     name: 'lock-server (etcd)',
     async session(owner) {
@@ -73,7 +75,10 @@ function httpSide(base: string): Side {
           ttlMillis: LEASE_MS,
         },
       );
-      if (res.status === 200) return res.body.fencingToken as string;
+      if (res.status === 200) {
+        proofs.set(key, res.body.grantProof as string);
+        return res.body.fencingToken as string;
+      }
       if (res.status === 409) return null;
       throw new Error(`acquire: ${res.status} ${JSON.stringify(res.body)}`);
     },
@@ -81,6 +86,7 @@ function httpSide(base: string): Side {
       const res = await call(base, 'DELETE', `/v1/locks/${key}?sessionId=${session}`, {
         'x-owner-id': owner,
         'x-fencing-token': token,
+        'x-grant-proof': proofs.get(key)!,
       });
       if (res.status !== 204) throw new Error(`release: ${res.status}`);
     },

@@ -108,6 +108,7 @@ async function oneRun(mode: Mode): Promise<RunResult> {
           await call(server.url, 'DELETE', `/v1/locks/${key}?sessionId=${sessionId}`, {
             'x-owner-id': owner,
             'x-fencing-token': res.body.fencingToken as string,
+            'x-grant-proof': res.body.grantProof as string,
           });
         } else if (res.status === 503 && res.body?.code === 'NOT_LEADER') {
           notLeader++;
