@@ -35,6 +35,7 @@ import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { testAppAuthEnv } from '../../libs/testing/src/identity';
+import { loadGate, reportWithLoad } from '../load-gate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** BENCH_REPORT=bench/reports/tracing.md writes a focused run elsewhere than the full report. */
@@ -772,6 +773,8 @@ const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:e2e');
   const t0 = Date.now();
   const pg = await startPostgres();
   let etcd: EtcdCluster | null = null;
@@ -899,7 +902,7 @@ async function main(): Promise<void> {
       : []),
     ...(notes.length ? ['## Notes', '', ...notes.map((n) => `- ${n}`), ''] : []),
   ];
-  writeFileSync(REPORT, `${lines.join('\n')}\n`);
+  writeFileSync(REPORT, `${reportWithLoad(gate, lines.join('\n'))}\n`);
   console.log(`[bench] wrote ${path.relative(ROOT, REPORT)}`);
 }
 

@@ -31,6 +31,7 @@ import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres'
 import { DEV_POLICY_PATH, testAuthEnv } from '../../libs/testing/src/identity';
 import { freePort } from '../../libs/testing/src/process';
 import { call, startLockServerProcess } from './etcd-common';
+import { loadGate, loadLine, markNoisy } from '../load-gate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const BASE_DIR = process.env.BENCH_BASE_DIR ?? '/tmp/authz-base';
@@ -226,6 +227,8 @@ const median = (xs: number[]) => {
 };
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:lock:auth');
   const dir = path.join(ROOT, '.tmp', `auth-cost-pg-${process.pid}`);
   const pg = await startEmbeddedPostgres({ dir, fsync: true, maxConnections: 300 });
   const servers: Server[] = [];
@@ -273,6 +276,7 @@ async function main(): Promise<void> {
         `median ${side}: ${median(mine.map((r) => r.pairsPerSec)).toFixed(0)} pairs/s, ${median(mine.map((r) => r.serverCpuMsPerPair)).toFixed(2)} server cpu ms/pair`,
       );
     }
+    console.log(markNoisy(gate, loadLine(gate)));
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     await pg.stop();

@@ -35,6 +35,7 @@ import {
   OPEN_SESSION_SQL,
   RELEASE_SQL,
 } from '../../apps/lock-server/src/store/pg/sql';
+import { loadGate, reportWithLoad } from '../load-gate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 4000);
@@ -551,6 +552,8 @@ function report(results: Result[], seconds: number): string {
 }
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:lock');
   const began = performance.now();
   console.log('[bench] starting embedded PostgreSQL and the lock-server ...');
   const pg = await startPostgres();
@@ -581,7 +584,7 @@ async function main(): Promise<void> {
     for (const side of sides) await runRow(side, 'one key', CONTENDERS, 'bench:hot');
     const text = report(results, (performance.now() - began) / 1000);
     mkdirSync(path.dirname(REPORT), { recursive: true });
-    writeFileSync(REPORT, text);
+    writeFileSync(REPORT, reportWithLoad(gate, text));
     console.log(text);
     console.log(`[bench] report written to ${path.relative(ROOT, REPORT)}`);
   } finally {

@@ -30,6 +30,7 @@ import {
   sleep,
   startEtcdLockServer,
 } from './etcd-common';
+import { loadGate, reportWithLoad } from '../load-gate';
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 4000);
 const WARMUP_MS = 500;
@@ -308,6 +309,8 @@ function report(results: Result[], seconds: number, withPg: boolean): string {
 }
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:lock:etcd');
   const began = performance.now();
   if (WITH_PG) {
     console.log('[etcd-bench] running the pg benchmark first (bench.js) ...');
@@ -344,7 +347,7 @@ async function main(): Promise<void> {
     }
     const text = report(results, (performance.now() - began) / 1000, WITH_PG);
     mkdirSync(path.dirname(REPORT), { recursive: true });
-    writeFileSync(REPORT, text);
+    writeFileSync(REPORT, reportWithLoad(gate, text));
     console.log(text);
     console.log(`[etcd-bench] report written to ${path.relative(ROOT, REPORT)}`);
   } finally {
