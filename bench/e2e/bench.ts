@@ -24,7 +24,7 @@
  */
 import { spawn, execSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,7 +34,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
-import { testAppAuthEnv } from '../../libs/testing/src/identity';
+import { TEST_POLICY_PATH, testAppAuthEnv } from '../../libs/testing/src/identity';
 import { loadGate, reportWithLoad } from '../load-gate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -229,6 +229,12 @@ interface App {
   stop(): Promise<void>;
 }
 
+/** The test policy of the build `dist` belongs to (`<build>/deploy/policy`), else this one's. */
+function policyOf(dist: string): string {
+  const own = path.join(dist, '..', 'deploy', 'policy', 'test-policy.yaml');
+  return existsSync(own) ? own : TEST_POLICY_PATH;
+}
+
 async function spawnApp(
   app: string,
   env: Record<string, string>,
@@ -248,6 +254,8 @@ async function spawnApp(
         PATH: process.env.PATH ?? '',
         LOG_LEVEL: 'warn',
         ...auth,
+        // Each build under its own test policy: a policy names only the operations its build knows.
+        AUTH_POLICY: policyOf(variant.dist),
         ...variant.env,
         ...env,
         PORT: String(port),

@@ -20,7 +20,7 @@
  * A pair that fails (a 503 under load, a timeout) is counted as an error, not a pair.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -75,6 +75,12 @@ async function migrate(url: string, migrations: unknown[]): Promise<void> {
 }
 
 /** A lock-server from another build's dist/ (the base, or BENCH_SUBJECT_DIR). */
+/** A build's own development policy, or this one's for a build that has none. */
+function policyOf(dir: string): string {
+  const own = path.join(dir, 'deploy', 'policy', 'dev-policy.yaml');
+  return existsSync(own) ? own : DEV_POLICY_PATH;
+}
+
 async function startBuild(
   dir: string,
   name: Server['name'],
@@ -92,9 +98,10 @@ async function startBuild(
       LOCKDB_URL: dbUrl,
       ...DB_TIMEOUTS,
       ...PROFILE_ENV,
-      // A build that authenticates trusts the tests' issuer (a build before the
+      // A build that authenticates trusts the tests' issuer, under its own development
+      // policy (a policy names only the operations its build knows; a build before the
       // policy file ignores AUTH_POLICY).
-      ...(auth ? { ...(await testAuthEnv()), AUTH_POLICY: DEV_POLICY_PATH } : {}),
+      ...(auth ? { ...(await testAuthEnv()), AUTH_POLICY: policyOf(dir) } : {}),
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -177,7 +184,10 @@ async function runRound(server: Server, round: number): Promise<Round> {
           : await call(server.url, 'DELETE', `/v1/locks/${key}`, {
               ...h,
               'x-fencing-token': token,
-              'x-grant-proof': got.body.grantProof as string,
+              // A build before signed grants answers none and asks none.
+              ...(typeof got.body.grantProof === 'string'
+                ? { 'x-grant-proof': got.body.grantProof }
+                : {}),
             });
       if (freed?.status === 204) {
         if (measuring) pairs++;
