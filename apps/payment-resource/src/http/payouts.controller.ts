@@ -64,7 +64,7 @@ export class PayoutsController {
     return this.queries.get(payoutIdParam(payoutId));
   }
 
-  /** P2. */
+  /** P2 — claim a payout (docs/payment-resource.md#endpoints). */
   @ApiOperation({ summary: 'Claim a payout under a grant (advances the account fence)' })
   @PAYOUT_PARAM
   @ApiFencedWriteHeaders()
@@ -89,7 +89,7 @@ export class PayoutsController {
     return this.commands.claim(payoutIdParam(payoutId), grant, body);
   }
 
-  /** P3. */
+  /** P3 — post to the ledger (docs/payment-resource.md#endpoints). */
   @ApiOperation({ summary: 'Post an acknowledged payout to the ledger' })
   @PAYOUT_PARAM
   @ApiFencedWriteHeaders()
@@ -113,7 +113,7 @@ export class PayoutsController {
     return this.commands.post(payoutIdParam(payoutId), grant, body);
   }
 
-  /** P6. */
+  /** P6 — record a rail outcome (docs/contract.md). */
   @ApiOperation({ summary: 'Record what the rail answered for the payout' })
   @PAYOUT_PARAM
   @ApiFencedWriteHeaders()
@@ -153,7 +153,7 @@ export class PayoutsController {
     return this.commands.abandon(payoutIdParam(payoutId), body, caller.subject);
   }
 
-  /** P8. */
+  /** P8 — resolve an ambiguous payout (docs/contract.md). */
   @ApiOperation({ summary: 'Resolve an ambiguous payout from the rail’s record' })
   @PAYOUT_PARAM
   @ApiFencedWriteHeaders()

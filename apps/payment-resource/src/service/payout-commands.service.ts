@@ -75,7 +75,7 @@ export class PayoutCommands {
     @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
   ) {}
 
-  /** P2. */
+  /** P2 — claim a payout (docs/payment-resource.md#endpoints). */
   claim(payoutId: string, grant: Grant, body: ClaimRequest): Promise<ClaimResponse> {
     return this.writer.run<ClaimResponse>(
       this.command('claim', 'claim', payoutId, grant, body, false),
@@ -272,11 +272,7 @@ export class PayoutCommands {
    * recorded is the authenticated caller; a body `operator` naming someone
    * else is kept as a note in the reason (docs/security.md).
    */
-  async abandon(
-    payoutId: string,
-    asked: AbandonRequest,
-    actor: string,
-  ): Promise<AbandonResponse> {
+  async abandon(payoutId: string, asked: AbandonRequest, actor: string): Promise<AbandonResponse> {
     const body: AbandonRequest = {
       operator: actor,
       reason:
