@@ -54,7 +54,10 @@ const nobody = {
 interface K8sEnvVar {
   name: string;
   value?: string;
-  valueFrom?: { configMapKeyRef?: { key: string; optional?: boolean }; fieldRef?: { fieldPath: string } };
+  valueFrom?: {
+    configMapKeyRef?: { key: string; optional?: boolean };
+    fieldRef?: { fieldPath: string };
+  };
 }
 
 /** The `app` container's environment of one Deployment, configMap and fieldRef values resolved. */
@@ -203,8 +206,7 @@ describe('every app starts as a non-root user on a read-only root filesystem', (
         const file = path.join(sandbox.secretsDir, path.basename(value));
         writeFileSync(file, readFileSync(ring), { mode: 0o444 });
         out[name] = file;
-      }
-      else if (value.startsWith(`${WRITABLE_MOUNT}/`)) {
+      } else if (value.startsWith(`${WRITABLE_MOUNT}/`)) {
         out[name] = path.join(sandbox.tmpDir, value.slice(WRITABLE_MOUNT.length + 1));
       } else out[name] = value;
     }
