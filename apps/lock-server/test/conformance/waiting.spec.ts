@@ -1,7 +1,6 @@
 import { http, waitFor } from '@dlock/testing';
 import { LockStore } from '../../src/store/lock-store.port';
 import { BACKENDS } from '../support/backends';
-import type { RunningLockServer } from '../support/in-process';
 import { LockApi } from '../support/lock-client';
 
 /** A gauge's value from the server's /metrics. */
@@ -15,10 +14,11 @@ async function gauge(url: string, name: string): Promise<number> {
  * A waiting acquire (L4 waitMillis) is handed the key as soon as it is freed
  * through this server: by a release, a revoke or the holder's session close.
  * The poll is set slower than any of these waits, so only the backend's own
- * wake-up (pg: the in-process signal; etcd: the watch) can meet them.
+ * wake-up (pg: the in-process signal, LISTEN/NOTIFY across replicas; etcd: the
+ * watch) can meet them.
  */
 describe.each(BACKENDS)('waiting acquires and activity gauges [$name]', (backend) => {
-  let server: RunningLockServer;
+  let server: Awaited<ReturnType<typeof backend.start>>;
   let api: LockApi;
 
   beforeAll(async () => {
