@@ -38,6 +38,20 @@ export class PaymentMetrics {
         labelNames: ['to_state'],
       }),
   );
+  /**
+   * Claims refused because the payout was no longer in the state the caller read (it lost
+   * a race to another worker): not a safety event, unlike payout_invalid_transition_total
+   * (docs/payment-resource.md). `state` is the state the claim found.
+   */
+  readonly staleClaimsTotal = metric(
+    'payout_stale_claims_total',
+    () =>
+      new Counter({
+        name: 'payout_stale_claims_total',
+        help: 'Claims refused because the payout had moved on from the expected state (a lost race), by the state found',
+        labelNames: ['state'],
+      }),
+  );
   readonly ledgerPostingsTotal = metric(
     'ledger_postings_total',
     () =>

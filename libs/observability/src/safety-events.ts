@@ -170,7 +170,11 @@ export class SafetyEvents {
   proofRejected(
     fields: { guard: string; proof: string; reason: string } & Record<string, unknown>,
   ): void {
-    this.proofRejectedTotal.inc({ guard: fields.guard, proof: fields.proof, reason: fields.reason });
+    this.proofRejectedTotal.inc({
+      guard: fields.guard,
+      proof: fields.proof,
+      reason: fields.reason,
+    });
     this.emit('proof_rejected', 'request refused: its proof does not hold', fields);
   }
 
@@ -184,7 +188,8 @@ export class SafetyEvents {
     const safe = Object.fromEntries(
       Object.entries(fields).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString() : v]),
     );
-    this.logger.warn({ event, ...safe }, message);
+    // The event's name wins over a field of the same name: it is what operators search for.
+    this.logger.warn({ ...safe, event }, message);
     this.feed.append(event, safe);
   }
 }
