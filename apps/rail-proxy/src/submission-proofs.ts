@@ -4,6 +4,7 @@ import {
   formatFencingToken,
   grantProofClaims,
   GRANT_PROOF_TYPE,
+  PROOF_REFUSALS,
   ProofRejectedError,
 } from '@dlock/lock-api';
 import { ProofVerifier } from '@dlock/identity';
@@ -33,7 +34,13 @@ export class SubmissionProofs implements OnModuleInit {
     @Inject(RAIL_PROXY_CONFIG) config: RailProxyConfig,
     private readonly safety: SafetyEvents,
   ) {
-    this.grants = new ProofVerifier({ jwks: config.GRANT_JWKS, type: GRANT_PROOF_TYPE, kind: 'grant' });
+    for (const proof of ['grant', 'instruction'])
+      safety.checksProofs('rail-proxy', proof, PROOF_REFUSALS);
+    this.grants = new ProofVerifier({
+      jwks: config.GRANT_JWKS,
+      type: GRANT_PROOF_TYPE,
+      kind: 'grant',
+    });
     this.instructions = new ProofVerifier({
       jwks: config.INSTRUCTION_JWKS,
       type: PAYOUT_INSTRUCTION_TYPE,
