@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '@dlock/testing';
+import type { Exposition } from './scraped-series';
 
 /**
  * The metric names, label names and label values the documentation mentions (README.md and
@@ -139,4 +140,51 @@ export function mentionsIn(file: string): Mention[] {
     if (body !== undefined) out.push(...labelMentions(metric, body, where));
   }
   return out;
+}
+
+/** Metric names and, per metric, label → values, as a running system exposes them. */
+interface Exposed {
+  names: Set<string>;
+  labels: Map<string, Map<string, Set<string>>>;
+}
+
+function exposedIn(expositions: Iterable<Exposition>): Exposed {
+  const names = new Set<string>();
+  const labels = new Map<string, Map<string, Set<string>>>();
+  for (const e of expositions) {
+    for (const [name, type] of e.types) {
+      names.add(name);
+      if (type === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(name + s);
+    }
+    for (const s of e.samples) {
+      names.add(s.name);
+      // A histogram's labels are read on its family name too (`payout_execute_seconds{outcome}`).
+      for (const key of new Set([s.name, s.name.replace(/_(bucket|sum|count)$/, '')])) {
+        const byLabel = labels.get(key) ?? new Map<string, Set<string>>();
+        labels.set(key, byLabel);
+        for (const [k, v] of Object.entries(s.labels)) {
+          byLabel.set(k, (byLabel.get(k) ?? new Set()).add(v));
+        }
+      }
+    }
+  }
+  return { names, labels };
+}
+
+/** Every mention of the docs that the expositions do not hold, one line each. */
+export function documentedButNotExposed(expositions: Iterable<Exposition>): string[] {
+  const { names, labels } = exposedIn(expositions);
+  const missing = new Set<string>();
+  for (const m of docFiles().flatMap(mentionsIn)) {
+    if (!names.has(m.metric)) {
+      missing.add(`${m.where}: no metric ${m.metric}`);
+      continue;
+    }
+    if (m.label === undefined) continue;
+    const values = labels.get(m.metric)?.get(m.label);
+    if (values === undefined) missing.add(`${m.where}: no label ${m.metric}{${m.label}}`);
+    else if (m.value !== undefined && !values.has(m.value))
+      missing.add(`${m.where}: no series ${m.metric}{${m.label}="${m.value}"}`);
+  }
+  return [...missing];
 }
