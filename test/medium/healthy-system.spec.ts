@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -38,6 +38,10 @@ import { ScrapedSeries, type Target } from './support/scraped-series';
  * minutes only: a slow leak that needs longer to cross a threshold, and DlockEtcdNoLeader and
  * DlockEtcdLeaderChurn (npm start runs the pg lock backend, no etcd) are out of reach here.
  * Series start at the first scrape after `[dlock] up.`, when every process answers ready.
+ * The same scrapes also hold every metric name and label value the docs mention (issue 29 §6).
+ * The run's logs, safety feeds and output are left in .tmp/healthy-system for a failure's
+ * reader: on a starved machine a holder can really lose its lock (a fenced_out, rightly
+ * DlockFencedOut), and the logs say so.
  */
 jest.setTimeout(420_000);
 
@@ -116,8 +120,15 @@ beforeAll(async () => {
   await interrupt(started);
 });
 
+/** The last run's logs and safety feeds, kept for a failure's reader (as the console tests keep screenshots). */
+const KEPT = path.join(REPO_ROOT, '.tmp', 'healthy-system');
+
 afterAll(() => {
   if (started) killLeftovers(started);
+  rmSync(KEPT, { recursive: true, force: true });
+  cpSync(path.join(stateDir, 'logs'), path.join(KEPT, 'logs'), { recursive: true });
+  writeFileSync(path.join(KEPT, 'safety-feeds.json'), JSON.stringify(feeds, null, 2));
+  writeFileSync(path.join(KEPT, 'npm-start.out'), started?.output() ?? '');
   rmSync(stateDir, { recursive: true, force: true });
 });
 
