@@ -146,6 +146,9 @@ export interface PayoutStatsRow {
   /** p50, p90, p99 in ms; null when nothing was posted. */
   latency_ms: number[] | null;
   posted_count: number;
+  /** The same over every POSTED payout there is. */
+  latency_all_ms: number[] | null;
+  posted_all_count: number;
 }
 
 /** A fenced write's payout, row-locked, and this request's answer if one was already committed. */
@@ -312,7 +315,8 @@ export class PayoutRepository {
    * The console's overview in one statement, on the database's clock: payouts
    * by state (all of them), and the payouts POSTED since the start of the
    * bucket holding now − `windowSeconds`, counted per bucket, with their
-   * created → POSTED latency percentiles. The posted set is read through
+   * created → POSTED latency percentiles, and those of every POSTED payout
+   * (all time, through payout_by_state). The posted set is read through
    * payout_terminal_by_time (its predicate and key expression repeated here
    * verbatim so the planner can use it). Buckets are aligned to multiples of
    * `bucketSeconds` since the epoch, so they stay put between polls.
@@ -339,8 +343,14 @@ export class PayoutRepository {
          (SELECT percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP
                    (ORDER BY extract(epoch FROM posted_at - created_at) * 1000)
             FROM posted) AS latency_ms,
-         (SELECT count(*)::int FROM posted) AS posted_count
-       FROM t`,
+         (SELECT count(*)::int FROM posted) AS posted_count,
+         a.latency_all_ms, a.posted_all_count
+       FROM t,
+         (SELECT percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP
+                   (ORDER BY extract(epoch FROM COALESCE(settled_at, updated_at) - created_at) * 1000)
+                   AS latency_all_ms,
+                 count(*)::int AS posted_all_count
+            FROM payout WHERE state = 'POSTED') a`,
       [windowSeconds, bucketSeconds],
     );
     return rows[0];

@@ -47,7 +47,9 @@ export class DetectiveService {
     @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
     private readonly metrics: ReconcilerMetrics,
     private readonly safety: SafetyEvents,
-  ) {}
+  ) {
+    for (const guard of ['account', 'rail'] satisfies Guard[]) safety.watchesRegression(guard);
+  }
 
   report(): { runs: number; lastRun: DetectiveRun | null } {
     return { runs: this.runs, lastRun: this.lastRun };
