@@ -361,8 +361,14 @@ describe('the identity the policy allows gets the usual answers', () => {
     });
     const list = await call('reconciler', 'lock-server', 'GET', '/v1/revocations');
     expect(list.status).toBe(200);
+    // The revocation names the authenticated caller; the body's name is a note (docs/security.md).
     expect(list.body.items).toContainEqual(
-      expect.objectContaining({ key, operator: 'ops-jane', revokedToken: grant.body.fencingToken }),
+      expect.objectContaining({
+        key,
+        operator: 'operator',
+        reason: 'stuck worker OPS-1 [noted operator: ops-jane]',
+        revokedToken: grant.body.fencingToken,
+      }),
     );
   });
 

@@ -96,10 +96,14 @@ export function readLockServerConfig(source: EnvSource): LockServerConfig {
   }
   const guards = [config.PAYMENT_RESOURCE_URL, config.RAIL_PROXY_URL];
   if (guards.some((v) => v !== undefined) && guards.some((v) => v === undefined)) {
-    problems.push('PAYMENT_RESOURCE_URL, RAIL_PROXY_URL: give both (revoke raises both guards) or none');
+    problems.push(
+      'PAYMENT_RESOURCE_URL, RAIL_PROXY_URL: give both (revoke raises both guards) or none',
+    );
   }
   if (guards[0] !== undefined && config.AUTH_TOKEN_DIR === undefined) {
-    problems.push('AUTH_TOKEN_DIR: is required with PAYMENT_RESOURCE_URL (its tokens for the guards)');
+    problems.push(
+      'AUTH_TOKEN_DIR: is required with PAYMENT_RESOURCE_URL (its tokens for the guards)',
+    );
   }
   if (config.LOCK_SESSION_TTL_MS > config.LOCK_SESSION_TTL_MAX_MS) {
     problems.push('LOCK_SESSION_TTL_MS: must not exceed LOCK_SESSION_TTL_MAX_MS');

@@ -195,7 +195,11 @@ export function authenticateRequests(app: NestExpressApplication, gate: AuthGate
  * docs/security.md) is an `auth_refused` like the gate's own; called by the
  * exception filter for every error it renders.
  */
-export function recordRouteRefusal(logger: Logger, req: AuthenticatedRequest & Request, err: unknown): void {
+export function recordRouteRefusal(
+  logger: Logger,
+  req: AuthenticatedRequest & Request,
+  err: unknown,
+): void {
   if (!(err instanceof ForbiddenError)) return;
   recordAuthRefusal(logger, req, err, req.identity?.subject, 'forbidden');
 }

@@ -65,7 +65,11 @@ export class ProofVerifier {
     if (hit && now < hit.untilMs) return hit.claims;
     const [h, p, s] = jws.split('.');
     const header = this.json(h) as { alg?: unknown; kid?: unknown; typ?: unknown };
-    if (header.alg !== SIGNING_ALG || header.typ !== this.options.type || typeof header.kid !== 'string') {
+    if (
+      header.alg !== SIGNING_ALG ||
+      header.typ !== this.options.type ||
+      typeof header.kid !== 'string'
+    ) {
       throw this.refuse('malformed', `not a ${this.options.kind} proof (alg, typ or kid)`);
     }
     if (now - this.loadedAtMs >= this.reloadMs) await this.reload(false);
@@ -74,14 +78,24 @@ export class ProofVerifier {
       await this.reload(false);
       key = this.keys.get(header.kid);
     }
-    if (key === undefined) throw this.refuse('unknown-key', 'signed with a key this guard does not know');
+    if (key === undefined)
+      throw this.refuse('unknown-key', 'signed with a key this guard does not know');
     if (!verify(null, Buffer.from(`${h}.${p}`), key, Buffer.from(s, 'base64url'))) {
       throw this.refuse('signature', 'signature does not verify');
     }
     const claims = this.json(p);
-    if (this.verified.size >= VERIFIED_PROOF_CACHE_MAX) this.verified.clear();
-    this.verified.set(jws, { claims, untilMs: now + VERIFIED_PROOF_CACHE_MS });
+    this.remember(jws, claims);
     return claims;
+  }
+
+  /**
+   * A proof the signer itself just made is genuine: its own verifier remembers it
+   * as verified, so the lock-server checks the proof of a release on the replica
+   * that granted it without a signature verification.
+   */
+  remember(jws: string, claims: unknown): void {
+    if (this.verified.size >= VERIFIED_PROOF_CACHE_MAX) this.verified.clear();
+    this.verified.set(jws, { claims, untilMs: this.now() + VERIFIED_PROOF_CACHE_MS });
   }
 
   private shape(proof: string | string[] | undefined): string {
@@ -132,7 +146,8 @@ export class ProofVerifier {
         : (JSON.parse(isUrl(source) ? await fetchText(source) : readIfThere(source)) as {
             keys?: JsonWebKey[];
           });
-    if (!Array.isArray(set.keys)) throw new Error(`${String(source)} is not a JWKS (no "keys" array)`);
+    if (!Array.isArray(set.keys))
+      throw new Error(`${String(source)} is not a JWKS (no "keys" array)`);
     const keys = new Map<string, KeyObject>();
     for (const jwk of set.keys) {
       const kid = (jwk as { kid?: unknown }).kid;

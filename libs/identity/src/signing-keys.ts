@@ -153,7 +153,12 @@ function publicHalf(path: string, jwk: PrivateJwk, index: number): JsonWebKey {
 
 function newKey(): PrivateJwk {
   const { privateKey: key } = generateKeyPairSync('ed25519');
-  return { ...key.export({ format: 'jwk' }), kid: randomUUID(), alg: SIGNING_ALG, use: 'sig' } as PrivateJwk;
+  return {
+    ...key.export({ format: 'jwk' }),
+    kid: randomUUID(),
+    alg: SIGNING_ALG,
+    use: 'sig',
+  } as PrivateJwk;
 }
 
 /** Where the public half of the ring at `ringPath` is written: `<name>.jwks.json` beside it. */
@@ -204,7 +209,8 @@ export function promoteSigningKey(path: string, kid: string): void {
 /** Rotation step 3: `kid` is no longer published; proofs signed with it stop verifying. */
 export function retireSigningKey(path: string, kid: string): void {
   const file = readRing(path);
-  if (file.keys[0]?.kid === kid) throw new KeyRingError(`${path}: ${kid} still signs; promote another first`);
+  if (file.keys[0]?.kid === kid)
+    throw new KeyRingError(`${path}: ${kid} still signs; promote another first`);
   writeRing(path, { keys: file.keys.filter((k) => k.kid !== kid) });
 }
 

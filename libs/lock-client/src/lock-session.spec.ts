@@ -55,7 +55,7 @@ function setup(options: Partial<LockClientOptions> = {}) {
         sessionId: req.json.sessionId,
         fencingToken: String(++nextToken),
         acquiredAt: serverAt(clock.nowMs()),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
       }),
     renew: (req) =>
@@ -65,7 +65,7 @@ function setup(options: Partial<LockClientOptions> = {}) {
         sessionId: req.json.sessionId,
         fencingToken: req.headers['x-fencing-token'],
         acquiredAt: serverAt(0),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + (req.json.ttlMillis ?? 2_000)),
       }),
     release: () => ok(204),
@@ -386,7 +386,7 @@ describe('LockHandle: renew and release', () => {
         sessionId: SID,
         fencingToken: req.headers['x-fencing-token'],
         acquiredAt: serverAt(0),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + 2_000),
       });
     };
@@ -581,7 +581,7 @@ describe('LockSession: tryAcquire and acquire', () => {
         sessionId: req.json.sessionId,
         fencingToken: '9007199254740993',
         acquiredAt: serverAt(clock.nowMs()),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + 2_000),
       });
     };
@@ -635,7 +635,7 @@ describe('int64 tokens on the wire', () => {
         sessionId: req.json.sessionId,
         fencingToken: '9223372036854775807',
         acquiredAt: serverAt(0),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(2_000),
       });
     const lock = (await session.tryAcquire('k'))!;
@@ -772,7 +772,7 @@ describe('deadlines count from the send, never from the answer', () => {
         sessionId: req.json.sessionId,
         fencingToken: '42',
         acquiredAt: serverAt(clock.nowMs()),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
       }),
     );
@@ -793,7 +793,7 @@ describe('deadlines count from the send, never from the answer', () => {
         sessionId: req.json.sessionId,
         fencingToken: req.headers['x-fencing-token'],
         acquiredAt: serverAt(0),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
       }),
     );
@@ -823,7 +823,7 @@ describe('deadlines count from the send, never from the answer', () => {
         sessionId: req.json.sessionId,
         fencingToken: '42',
         acquiredAt: serverAt(clock.nowMs()),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + 1_000),
       });
     const lock = (await session.tryAcquire('k', { ttlMs: 5_000 }))!;

@@ -44,7 +44,11 @@ export function testGrantProof(grant: {
   return grantRing.sign(GRANT_PROOF_TYPE, claims);
 }
 
-export function testInstruction(payout: SubmitRequest, token: bigint | string, owner: string): string {
+export function testInstruction(
+  payout: SubmitRequest,
+  token: bigint | string,
+  owner: string,
+): string {
   instructionRing ??= SigningKeyRing.open(testSigningKeys().instructions.keys);
   const claims = instructionClaims(payout, parseFencingToken(token), owner, Date.now());
   return instructionRing.sign(PAYOUT_INSTRUCTION_TYPE, claims);
@@ -147,6 +151,11 @@ export const railProxyProofs: ProofSource = (req) => {
     typeof body.amountMinor === 'number' &&
     typeof body.currency === 'string' &&
     typeof body.beneficiaryRef === 'string';
-  if (complete) headers[PAYOUT_INSTRUCTION_HEADER] = testInstruction(body as SubmitRequest, req.token, req.owner);
+  if (complete)
+    headers[PAYOUT_INSTRUCTION_HEADER] = testInstruction(
+      body as SubmitRequest,
+      req.token,
+      req.owner,
+    );
   return Promise.resolve(headers);
 };

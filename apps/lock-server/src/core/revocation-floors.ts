@@ -31,9 +31,7 @@ export const FLOOR_RAISE_BUDGET_MS = 2_000;
 @Injectable()
 export class RevocationFloors implements OnModuleDestroy {
   private readonly logger = new Logger('revocation-floors');
-  private readonly guards:
-    | { payments: PaymentResourceClient; proxy: RailProxyClient }
-    | undefined;
+  private readonly guards: { payments: PaymentResourceClient; proxy: RailProxyClient } | undefined;
 
   constructor(@Inject(LOCK_SERVER_CONFIG) config: LockServerConfig) {
     const { PAYMENT_RESOURCE_URL: pay, RAIL_PROXY_URL: rail, AUTH_TOKEN_DIR: dir } = config;
@@ -57,8 +55,12 @@ export class RevocationFloors implements OnModuleDestroy {
     };
     const signal = AbortSignal.timeout(FLOOR_RAISE_BUDGET_MS);
     const [payments, proxy] = await Promise.all([
-      this.guards.payments.raiseFenceFloor(raise, signal).catch((err) => this.failed('payment-resource', key, err)),
-      this.guards.proxy.raiseHighWaterFloor(raise, signal).catch((err) => this.failed('rail-proxy', key, err)),
+      this.guards.payments
+        .raiseFenceFloor(raise, signal)
+        .catch((err) => this.failed('payment-resource', key, err)),
+      this.guards.proxy
+        .raiseHighWaterFloor(raise, signal)
+        .catch((err) => this.failed('rail-proxy', key, err)),
     ]);
     return { 'payment-resource': payments, 'rail-proxy': proxy };
   }

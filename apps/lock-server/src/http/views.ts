@@ -2,13 +2,11 @@ import {
   formatFencingToken,
   formatInstant,
   LOCK_KEY_PATTERN,
-  type LockGrant,
   type LockGrantDto,
   type LockInfo,
   type HeldLockDto,
   type LiveSessionDto,
   type LockListDto,
-  type LockOutcome,
   type SessionListDto,
 } from '@dlock/lock-api';
 import { INSTANT, int64Text, objectSchema, wireSchema } from '@dlock/http-contract';
