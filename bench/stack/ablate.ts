@@ -127,6 +127,20 @@ onLoad('/node_modules/@nestjs/common/pipes/validation.pipe.js', (m) => {
   };
 });
 
+/**
+ * The contract's pipe (fast-validation.ts): `validation` off takes it out too;
+ * `compiled-validation` off sends every value the stock pipe's way, which is
+ * what the pipe cost before the compiled path (its before/after in one process).
+ */
+onLoad('/dist/libs/http-contract/src/fast-validation.js', (m) => {
+  const own = m.ContractValidationPipe.prototype.transform;
+  const stock = Object.getPrototypeOf(m.ContractValidationPipe.prototype).transform;
+  m.ContractValidationPipe.prototype.transform = function (value: unknown, metadata: unknown) {
+    if (is('validation')) return value;
+    return (is('compiled-validation') ? stock : own).call(this, value, metadata);
+  };
+});
+
 onLoad('/node_modules/@nestjs/core/pipes/pipes-consumer.js', (m) => {
   const original = m.PipesConsumer.prototype.apply;
   m.PipesConsumer.prototype.apply = function (value: unknown, ...rest: unknown[]) {

@@ -24,6 +24,10 @@ export const LAYERS: readonly Layer[] = [
     what: 'ValidationPipe: class-transformer plainToInstance + class-validator on the body and query',
   },
   {
+    id: 'compiled-validation',
+    what: 'the compiled path of the contract pipe (fast-validation.ts); negative = what the stock ValidationPipe would cost more',
+  },
+  {
     id: 'pipes',
     what: "Nest's pipe consumer for every handler parameter (ValidationPipe included)",
   },
@@ -57,6 +61,7 @@ export const SERVICE_LAYERS: Record<string, readonly string[]> = {
     'throttler',
     'guards',
     'validation',
+    'compiled-validation',
     'pipes',
     'logger',
     'trace',
@@ -71,6 +76,7 @@ export const SERVICE_LAYERS: Record<string, readonly string[]> = {
     'policy',
     'guards',
     'validation',
+    'compiled-validation',
     'pipes',
     'logger',
     'trace',
@@ -85,6 +91,7 @@ export const SERVICE_LAYERS: Record<string, readonly string[]> = {
     'policy',
     'guards',
     'validation',
+    'compiled-validation',
     'pipes',
     'logger',
     'trace',
@@ -94,7 +101,16 @@ export const SERVICE_LAYERS: Record<string, readonly string[]> = {
     'metrics',
     'proofs',
   ],
-  'rail-stub': ['validation', 'pipes', 'logger', 'trace', 'json-in', 'body', 'metrics'],
+  'rail-stub': [
+    'validation',
+    'compiled-validation',
+    'pipes',
+    'logger',
+    'trace',
+    'json-in',
+    'body',
+    'metrics',
+  ],
 };
 
 /** Start-up-only variants: a process of its own, compared with the same service's baseline. */
