@@ -92,7 +92,9 @@ function e2e() {
   });
   return readFileSync(report, 'utf8')
     .split('\n')
-    .filter((l) => /^\| (pg|etcd) .* \| (base|traces off) \|/.test(l));
+    .filter(
+      (l) => /^\| (pg|etcd) .* \| (base|traces off) \|/.test(l) || /^\| (raw|share) /.test(l),
+    );
 }
 
 buildBase();
