@@ -1,0 +1,553 @@
+import { LOCK_TTL_MIN_MS } from '@dlock/lock-api';
+import type { LockAnswer, LockOp } from './ops';
+import { LimitExceeded } from './search';
+import type { SessionClock } from './session-clock';
+
+/** The grant a key is held under, as far as the model knows it. */
+export interface Holder {
+  owner: string;
+  session: string;
+  /** null: granted by a call whose answer is unknown; the token is then above `above`. */
+  token: bigint | null;
+  above: bigint;
+  /** A lower bound of when the lease last (re)started: the send time of its grant or renew. */
+  leaseFrom: number;
+  leaseMs: number;
+}
+
+/**
+ * The effect of an indeterminate call, which may happen at any moment after
+ * `from` (its send time), as often as the model likes: a superset of "once,
+ * or never", and it keeps the set of pending effects small.
+ */
+export interface Pending {
+  kind: 'acquire' | 'release' | 'revoke' | 'close';
+  owner: string | null;
+  session: string | null;
+  token: bigint | null;
+  ttlMs: number | null;
+  from: number;
+}
+
+/**
+ * One lock key (docs/lock-server.md, L3–L8). `floor` is the highest token
+ * granted, or floor set by a revocation, so far; `open` says an unknown token
+ * or floor may lie above it. `closed` lists the sessions ended by L3.
+ */
+export interface KeyState {
+  holder: Holder | null;
+  floor: bigint;
+  open: boolean;
+  /** Some grant may have been made (an L7 404, "never acquired", needs false). */
+  granted: boolean;
+  closed: readonly string[];
+  pending: readonly Pending[];
+}
+
+export const KEY_INITIAL: KeyState = {
+  holder: null,
+  floor: 0n,
+  open: false,
+  granted: false,
+  closed: [],
+  pending: [],
+};
+
+/** States one step may branch into through pending effects before the model gives up. */
+export const CLOSURE_STATES_MAX = 128;
+
+/** Next states, or why the call's answer is impossible from this state. */
+export type StepResult<S> = S[] | string;
+
+export interface ModelContext {
+  clock: SessionClock;
+  slackMs: number;
+  /**
+   * How long after it was sent a call whose answer was lost may still take
+   * effect (docs/harness.md, "Indeterminate calls"): the lock-server's own
+   * statement and etcd deadlines are seconds (docs/lock-server.md).
+   */
+  effectWindowMs: number;
+  /** An instant as explanations show it (relative to the history's start). */
+  at(ms: number): string;
+}
+
+const short = (id: string | null) => (id === null ? '?' : id.slice(0, 8));
+const tok = (h: Holder) => (h.token === null ? `unknown (> ${h.above})` : String(h.token));
+const who = (h: Holder) => `${h.owner} (session ${short(h.session)}) holding token ${tok(h)}`;
+
+/** The token a holder may be known by: its own, or any above `above` when unknown. */
+function mayBe(h: Holder, token: bigint | null): boolean {
+  return token !== null && (h.token === token || (h.token === null && token > h.above));
+}
+
+/** The holder's unknown token turns out to be `token` (it is the latest grant, so the floor). */
+function resolved(s: KeyState, token: bigint): KeyState {
+  const h = s.holder;
+  if (!h || h.token !== null) return s;
+  return { ...s, holder: { ...h, token }, floor: token, open: false };
+}
+
+function maxOf(a: bigint, b: bigint | null): bigint {
+  return b !== null && b > a ? b : a;
+}
+
+function pendingKey(p: Pending): string {
+  return `${p.kind}\u0001${p.owner}\u0001${p.session}\u0001${p.token}\u0001${p.ttlMs}`;
+}
+
+/** L3 of `session`: closed for good, and its lock (if it holds this one) freed. */
+function closeOf(s: KeyState, session: string): KeyState {
+  return {
+    ...s,
+    holder: s.holder?.session === session ? null : s.holder,
+    closed: [...s.closed, session].sort(),
+  };
+}
+
+function freed(s: KeyState, token: bigint | null): KeyState {
+  const r = token === null ? s : resolved(s, token);
+  return { ...r, holder: null };
+}
+
+/**
+ * The lock model of docs/harness.md, "Linearizability". Expiry is an internal
+ * event the model may assume at any instant from the earliest moment the
+ * server could have let the lease or the session lapse, and never before; it
+ * is never forced, and a lapsed grant stays the holder until another grant,
+ * a release, a revocation or L3 replaces it (the server may revive it after
+ * an outage). Answers that need the holder dead are allowed once it may be.
+ */
+export class LockKeyModel {
+  /**
+   * `lastUse`: per session, the last instant a call of this history that
+   * names it may still take effect; a closed session is forgotten after it.
+   */
+  constructor(
+    private readonly ctx: ModelContext,
+    private readonly lastUse: ReadonlyMap<string, number> = new Map(),
+  ) {}
+
+  /** Whether the holder's lease or session may have lapsed at some instant of the call. */
+  mayBeGone(h: Holder, s: KeyState, op: LockOp): boolean {
+    if (s.closed.includes(h.session)) return true;
+    if (op.returnAt >= h.leaseFrom + h.leaseMs - this.ctx.slackMs) return true;
+    return this.ctx.clock.mayLapse(h.session, op.callAt, op.returnAt);
+  }
+
+  private live(h: Holder): string {
+    return (
+      `${who(h)}, whose lease runs until at least ${this.ctx.at(h.leaseFrom + h.leaseMs - this.ctx.slackMs)} ` +
+      `and whose session cannot have lapsed during the call`
+    );
+  }
+
+  step(s: KeyState, op: LockOp): StepResult<KeyState> {
+    if (op.deferred) return [this.register(s, op)];
+    const out: KeyState[] = [];
+    let why: string | null = null;
+    for (const before of s.pending.length === 0 ? [s] : this.fired(s, op)) {
+      const r = this.apply(before, op);
+      if (typeof r === 'string') why ??= r;
+      else for (const after of r) out.push(this.tidy(after, op.callAt));
+    }
+    return out.length > 0 ? out : (why ?? 'no state accepts this answer');
+  }
+
+  /**
+   * Forgets what can no longer matter once `nowMs` has passed (every later
+   * call was sent after it): pending effects past their window or of a session
+   * closed for good (they had their chance before this call), and closed
+   * sessions no call of this history names any more. Keeps states small.
+   */
+  private tidy(s: KeyState, nowMs: number): KeyState {
+    const pending = s.pending.filter(
+      (p) =>
+        p.from + this.ctx.effectWindowMs >= nowMs &&
+        !(p.session !== null && p.kind !== 'release' && s.closed.includes(p.session)),
+    );
+    const closed = s.closed.filter((c) => (this.lastUse.get(c) ?? Infinity) >= nowMs);
+    if (pending.length === s.pending.length && closed.length === s.closed.length) return s;
+    return { ...s, pending, closed };
+  }
+
+  private register(s: KeyState, op: LockOp): KeyState {
+    if (
+      op.kind !== 'acquire' &&
+      op.kind !== 'release' &&
+      op.kind !== 'revoke' &&
+      op.kind !== 'close'
+    ) {
+      return s;
+    }
+    const p: Pending = {
+      kind: op.kind,
+      owner: op.owner,
+      session: op.session,
+      token: op.token,
+      ttlMs: op.ttlMs,
+      from: op.callAt,
+    };
+    const same = s.pending.find((q) => pendingKey(q) === pendingKey(p));
+    // One entry per effect; the earliest send time allows the most.
+    if (same && same.from <= p.from) return s;
+    const pending = [...s.pending.filter((q) => q !== same), p].sort((a, b) =>
+      pendingKey(a) < pendingKey(b) ? -1 : 1,
+    );
+    return { ...s, pending };
+  }
+
+  /** Every state reachable by letting pending effects happen before `op` takes effect. */
+  private fired(s: KeyState, op: LockOp): KeyState[] {
+    const seen = new Map<string, KeyState>([[this.keyOf(s), s]]);
+    const frontier = [s];
+    for (let st = frontier.pop(); st; st = frontier.pop()) {
+      for (const p of st.pending) {
+        for (const next of this.fire(st, p, op)) {
+          const k = this.keyOf(next);
+          if (seen.has(k)) continue;
+          if (seen.size >= CLOSURE_STATES_MAX) {
+            throw new LimitExceeded(`more than ${CLOSURE_STATES_MAX} states from lost calls`);
+          }
+          seen.set(k, next);
+          frontier.push(next);
+        }
+      }
+    }
+    return [...seen.values()];
+  }
+
+  /** A pending effect happening somewhere between its send time and the end of `op`. */
+  private fire(s: KeyState, p: Pending, op: LockOp): KeyState[] {
+    const window: LockOp = { ...op, callAt: p.from };
+    const h = s.holder;
+    switch (p.kind) {
+      case 'acquire': {
+        const asked: LockOp = { ...window, owner: p.owner, session: p.session, ttlMs: p.ttlMs };
+        return this.grants(s, asked, null);
+      }
+      case 'release':
+        return h && mayBe(h, p.token) ? [freed(s, p.token)] : [];
+      case 'revoke':
+        if (!h || (p.token !== null && !mayBe(h, p.token))) return [];
+        return [{ ...s, holder: null, floor: maxOf(s.floor, h.token), open: true }];
+      case 'close':
+        return p.session === null || s.closed.includes(p.session) ? [] : [closeOf(s, p.session)];
+    }
+  }
+
+  private apply(s: KeyState, op: LockOp): StepResult<KeyState> {
+    switch (op.kind) {
+      case 'acquire':
+        return this.acquire(s, op);
+      case 'renew':
+        return this.renew(s, op);
+      case 'release':
+        return this.release(s, op);
+      case 'inspect':
+        return this.inspect(s, op);
+      case 'revoke':
+        return this.revoke(s, op);
+      case 'close':
+        return this.close(s, op);
+      case 'open':
+      case 'heartbeat':
+        return [s];
+    }
+  }
+
+  /** L2-style session answers on L4/L5: the session is closed or may have lapsed. */
+  private sessionGone(s: KeyState, op: LockOp): StepResult<KeyState> {
+    if (op.session !== null && s.closed.includes(op.session)) return [s];
+    if (this.ctx.clock.mayLapse(op.session, op.callAt, op.returnAt)) return [s];
+    return `answered ${op.answer.type === 'session-expired' ? 'SESSION_EXPIRED' : 'SESSION_UNKNOWN'} while session ${short(op.session)} was certainly alive (it proved life within its TTL throughout the call)`;
+  }
+
+  private acquire(s: KeyState, op: LockOp): StepResult<KeyState> {
+    const a = op.answer;
+    switch (a.type) {
+      case 'unknown':
+        return [s, ...this.grants(s, op, null)];
+      case 'granted': {
+        const next = this.grants(s, op, a);
+        return next.length > 0 ? next : this.whyNotGranted(s, op, a);
+      }
+      case 'contended': {
+        const h = s.holder;
+        if (h && !(h.owner === op.owner && h.session === op.session)) return [s];
+        return h
+          ? `answered LOCK_CONTENDED to the holder itself (${who(h)}), which gets its grant back`
+          : 'answered LOCK_CONTENDED while no one held the key';
+      }
+      case 'session-expired':
+      case 'session-unknown':
+        return this.sessionGone(s, op);
+      default:
+        return `acquire cannot answer ${a.type}`;
+    }
+  }
+
+  /** The states an acquire may leave behind when it granted `g` (null: granted something unknown). */
+  private grants(
+    s: KeyState,
+    op: LockOp,
+    g: Extract<LockAnswer, { type: 'granted' }> | null,
+  ): KeyState[] {
+    const out: KeyState[] = [];
+    if (op.session === null || op.owner === null || s.closed.includes(op.session)) return out;
+    if (g && (g.owner !== op.owner || g.session !== op.session)) return out;
+    const h = s.holder;
+    // The same owner and session get the grant they hold back unchanged (docs/lock-server.md).
+    if (g && h && h.owner === op.owner && h.session === op.session && mayBe(h, g.token)) {
+      out.push(resolved(s, g.token));
+    }
+    if (h && !this.mayBeGone(h, s, op)) return out;
+    if (g && g.token <= s.floor) return out;
+    const holder: Holder = {
+      owner: op.owner,
+      session: op.session,
+      token: g ? g.token : null,
+      above: s.floor,
+      leaseFrom: op.callAt,
+      leaseMs: g ? g.leaseMs : (op.ttlMs ?? LOCK_TTL_MIN_MS),
+    };
+    out.push({ ...s, holder, floor: g ? g.token : s.floor, open: !g, granted: true });
+    return out;
+  }
+
+  private whyNotGranted(
+    s: KeyState,
+    op: LockOp,
+    g: Extract<LockAnswer, { type: 'granted' }>,
+  ): string {
+    const h = s.holder;
+    if (g.owner !== op.owner || g.session !== op.session) {
+      return `granted to ${g.owner} (session ${short(g.session)}) although ${op.owner} asked`;
+    }
+    if (op.session !== null && s.closed.includes(op.session)) {
+      return `granted token ${g.token} on session ${short(op.session)} after that session was closed (L3)`;
+    }
+    if (h && !this.mayBeGone(h, s, op)) {
+      if (h.owner === op.owner && h.session === op.session) {
+        return `the holder's own re-acquire returned token ${g.token}, not its grant: ${who(h)}`;
+      }
+      return `granted token ${g.token} while the key was held by ${this.live(h)}`;
+    }
+    const floor = s.open ? `at least ${s.floor}` : String(s.floor);
+    return `token ${g.token} is not above ${floor}, the highest token granted or revocation floor set on this key before it`;
+  }
+
+  private renew(s: KeyState, op: LockOp): StepResult<KeyState> {
+    const a = op.answer;
+    const h = s.holder;
+    const mine = h !== null && h.session === op.session && mayBe(h, op.token);
+    switch (a.type) {
+      case 'unknown':
+        return [s];
+      case 'granted': {
+        if (a.token !== op.token) return `renew of token ${op.token} answered token ${a.token}`;
+        if (!h || !mine) {
+          return `renewed token ${op.token} of session ${short(op.session)}, but ${h ? `the key was held by ${who(h)}` : 'the key was free'}`;
+        }
+        const r = resolved(s, a.token);
+        const leaseFrom = Math.max(h.leaseFrom, op.callAt);
+        return [{ ...r, holder: { ...r.holder!, leaseFrom } }];
+      }
+      case 'lock-lost':
+        if (!h || !mine || h.token === null || this.mayBeGone(h, s, op)) return [s];
+        return `answered LOCK_LOST to the live grant it renews: ${this.live(h)}`;
+      case 'session-expired':
+      case 'session-unknown':
+        return this.sessionGone(s, op);
+      default:
+        return `renew cannot answer ${a.type}`;
+    }
+  }
+
+  private release(s: KeyState, op: LockOp): StepResult<KeyState> {
+    const a = op.answer;
+    const h = s.holder;
+    const matches = h !== null && mayBe(h, op.token);
+    switch (a.type) {
+      case 'unknown':
+        return matches ? [s, freed(s, op.token)] : [s];
+      case 'done':
+        if (matches) return [freed(s, op.token)];
+        return `released token ${op.token}, but ${h ? `the key was held by ${who(h)}` : 'the key was free'} (release compares on the token)`;
+      case 'lock-lost':
+        if (!h || !matches || h.token === null || this.mayBeGone(h, s, op)) return [s];
+        return `answered LOCK_LOST to the release of the live grant: ${this.live(h)}`;
+      default:
+        return `release cannot answer ${a.type}`;
+    }
+  }
+
+  private inspect(s: KeyState, op: LockOp): StepResult<KeyState> {
+    const a = op.answer;
+    const h = s.holder;
+    switch (a.type) {
+      case 'held':
+        if (h && h.owner === a.owner && (a.token === null || mayBe(h, a.token))) {
+          return [a.token === null ? s : resolved(s, a.token)];
+        }
+        return `L7 showed ${a.owner} holding token ${a.token ?? '(hidden)'}, but ${h ? `the key was held by ${who(h)}` : 'the key was free'}`;
+      case 'free':
+        if (!h || this.mayBeGone(h, s, op)) return [s];
+        return `L7 showed the key free while it was held by ${this.live(h)}`;
+      case 'never-seen':
+        if (!h && !s.granted) return [s];
+        return `L7 answered NOT_FOUND (never acquired), but token ${s.floor} had been granted on it`;
+      default:
+        return `inspect cannot answer ${a.type}`;
+    }
+  }
+
+  private revoke(s: KeyState, op: LockOp): StepResult<KeyState> {
+    const a = op.answer;
+    const h = s.holder;
+    const expected = op.token;
+    switch (a.type) {
+      case 'unknown':
+        if (!h || (expected !== null && !mayBe(h, expected))) return [s];
+        return [s, { ...s, holder: null, floor: maxOf(s.floor, h.token), open: true }];
+      case 'revoked':
+        return this.revoked(s, op, a);
+      case 'not-held':
+        if (!h || this.mayBeGone(h, s, op)) return [s];
+        return `L8 answered NOT_FOUND while the key was held by ${this.live(h)}`;
+      case 'fenced-out':
+        if (h && expected !== null && h.token !== expected) return [s];
+        return h
+          ? `L8 answered FENCED_OUT to expectedToken ${expected}, the live grant's own token`
+          : 'L8 answered FENCED_OUT while no one held the key';
+      default:
+        return `revoke cannot answer ${a.type}`;
+    }
+  }
+
+  private revoked(
+    s: KeyState,
+    op: LockOp,
+    a: Extract<LockAnswer, { type: 'revoked' }>,
+  ): StepResult<KeyState> {
+    const h = s.holder;
+    if (op.token !== null && op.token !== a.revokedToken) {
+      return `L8 with expectedToken ${op.token} revoked token ${a.revokedToken}`;
+    }
+    if (!h || !mayBe(h, a.revokedToken)) {
+      return `L8 revoked token ${a.revokedToken}, but ${h ? `the key was held by ${who(h)}` : 'the key was free'}`;
+    }
+    if (a.floor <= a.revokedToken || a.floor <= s.floor) {
+      return `L8's new floor ${a.floor} is not above the revoked token ${a.revokedToken} and every token before it (${s.floor})`;
+    }
+    return [{ ...s, holder: null, floor: a.floor, open: false }];
+  }
+
+  /** L3 ends the session and frees its locks. */
+  private close(s: KeyState, op: LockOp): StepResult<KeyState> {
+    const session = op.session;
+    if (session === null) return [s];
+    switch (op.answer.type) {
+      case 'unknown':
+        return s.closed.includes(session) ? [s] : [s, closeOf(s, session)];
+      case 'done':
+        if (!s.closed.includes(session)) return [closeOf(s, session)];
+        return `L3 answered 204 for session ${short(session)}, which was already closed`;
+      case 'session-unknown':
+      case 'session-expired':
+        return [s];
+      default:
+        return `close cannot answer ${op.answer.type}`;
+    }
+  }
+
+  private readonly keys = new WeakMap<KeyState, string>();
+
+  keyOf(s: KeyState): string {
+    const known = this.keys.get(s);
+    if (known !== undefined) return known;
+    const key = this.keyOfUncached(s);
+    this.keys.set(s, key);
+    return key;
+  }
+
+  private keyOfUncached(s: KeyState): string {
+    const h = s.holder;
+    const holder = h
+      ? `${h.owner}\u0001${h.session}\u0001${h.token ?? `>${h.above}`}\u0001${h.leaseFrom}\u0001${h.leaseMs}`
+      : '-';
+    const pending = s.pending.map((p) => `${pendingKey(p)}@${p.from}`).join(',');
+    return `${holder}\u0002${s.floor}${s.open ? '+' : ''}${s.granted ? 'g' : ''}\u0002${s.closed.join(',')}\u0002${pending}`;
+  }
+
+  /**
+   * Of two states that differ only in when the lease last started, the
+   * earlier one allows everything the later one does (the model never needs
+   * a holder alive, only possibly gone): keep the earlier.
+   */
+  reduce(states: KeyState[]): KeyState[] {
+    if (states.length < 2) return states;
+    const best = new Map<string, KeyState>();
+    for (const s of states) {
+      const k = this.keyOf(s.holder ? { ...s, holder: { ...s.holder, leaseFrom: 0 } } : s);
+      const seen = best.get(k);
+      if (!seen || (s.holder && seen.holder && s.holder.leaseFrom < seen.holder.leaseFrom)) {
+        best.set(k, s);
+      }
+    }
+    return [...best.values()];
+  }
+}
+
+/**
+ * A session's own calls (L1–L3): closed is final; SESSION_EXPIRED needs a
+ * possible lapse. `closeMayCome`: an L3 whose answer is unknown may close it
+ * at any later moment.
+ */
+export interface SessionState {
+  closed: boolean;
+  closeMayCome: boolean;
+}
+
+export const SESSION_INITIAL: SessionState = { closed: false, closeMayCome: false };
+
+export class SessionModel {
+  constructor(private readonly ctx: ModelContext) {}
+
+  step(s: SessionState, op: LockOp): StepResult<SessionState> {
+    if (op.deferred) return op.kind === 'close' ? [{ ...s, closeMayCome: true }] : [s];
+    const before = s.closeMayCome && !s.closed ? [s, { ...s, closed: true }] : [s];
+    const out: SessionState[] = [];
+    let why: string | null = null;
+    for (const b of before) {
+      const r = this.apply(b, op);
+      if (typeof r === 'string') why ??= r;
+      else out.push(...r);
+    }
+    return out.length > 0 ? out : (why ?? 'no state accepts this answer');
+  }
+
+  private apply(s: SessionState, op: LockOp): StepResult<SessionState> {
+    const a = op.answer.type;
+    const lapsed = () => this.ctx.clock.mayLapse(op.session, op.callAt, op.returnAt);
+    if (op.kind === 'heartbeat') {
+      if (a === 'done') return s.closed ? 'L2 answered 200 after the session was closed (L3)' : [s];
+      if (a === 'session-expired' || a === 'session-unknown') {
+        if (s.closed || lapsed()) return [s];
+        return `L2 answered ${a === 'session-expired' ? 'SESSION_EXPIRED' : 'SESSION_UNKNOWN'} while the session was certainly alive (it proved life within its TTL throughout the call)`;
+      }
+      return [s];
+    }
+    if (op.kind === 'close') {
+      if (a === 'unknown') return s.closed ? [s] : [s, { ...s, closed: true }];
+      if (a === 'done') return s.closed ? 'L3 answered 204 twice' : [{ ...s, closed: true }];
+      if (s.closed || lapsed()) return [s];
+      return 'L3 answered SESSION_UNKNOWN for a live session';
+    }
+    return [s];
+  }
+
+  keyOf(s: SessionState): string {
+    return `${s.closed ? 'closed' : 'open'}${s.closeMayCome ? '?' : ''}`;
+  }
+}
