@@ -3,8 +3,10 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { summarize } from './checkers/invariants';
+import { describeLinearizability } from './checkers/linearizability';
 import { startEmbeddedPg, type PgServer } from './infra/postgres';
 import { repoRoot } from './infra/repo';
+import { describeControl, runLinearizabilityControls } from './linearizability-control';
 import { runNegativeControl, runScenario, startHarness } from './runner';
 import {
   SCENARIOS,
@@ -20,8 +22,10 @@ import type { Backend } from './system';
 const USAGE = `usage: npm run harness -- <command> [options]
 commands:
   uc01 .. uc08        one scenario (UC-01..UC-08)
-  all                 every scenario on one system, then the negative control
+  all                 every scenario on one system, then both negative controls
   control             the negative control only (UC-03 with both fencing switches off)
+  lin-control         the linearizability checker's controls: a lock drill on the real
+                      lock-server (accepted), then on each LOCK_SERVER_BROKEN mode (rejected)
   soak                payouts under a seeded fault schedule, then the checkers
 options:
   --seed N            seed of every random choice (default 1)
@@ -55,6 +59,7 @@ function printResult(r: ScenarioResult): void {
   console.log(
     `invariants: ${r.invariants.total} violations; payouts ${JSON.stringify(r.invariants.facts.payoutsByState)}`,
   );
+  for (const line of describeLinearizability(r.linearizability)) console.log(line);
 }
 
 async function runScenarios(
@@ -84,7 +89,35 @@ async function runScenarios(
     await h.stop();
   }
   if (o.control && !interrupt.signal.aborted) ok = (await negativeControl(o)) && ok;
+  if (o.control && !interrupt.signal.aborted) ok = (await linearizabilityControls(o)) && ok;
   return ok;
+}
+
+/** The checker's controls on a system of their own (no executors, no reconciler). */
+async function linearizabilityControls(o: {
+  pg: PgServer;
+  workDir: string;
+  backend: Backend;
+  seed: number;
+}) {
+  log('running the linearizability controls (LOCK_SERVER_BROKEN=...)');
+  const h = await startHarness({
+    ...o,
+    label: 'lincontrol',
+    scale: 'short',
+    reconciler: false,
+    etcdMembers: o.backend === 'etcd' ? 1 : undefined,
+    log,
+  });
+  stopOnInterrupt.add(h.stop);
+  try {
+    const results = await runLinearizabilityControls(h.sys, { log });
+    for (const r of results) console.log(`\n${describeControl(r).join('\n')}`);
+    return results.every((r) => r.passed);
+  } finally {
+    stopOnInterrupt.delete(h.stop);
+    await h.stop();
+  }
 }
 
 async function negativeControl(o: {
@@ -132,7 +165,7 @@ async function main(argv: string[]): Promise<number> {
   if (scale !== 'short' && scale !== 'full') throw new UsageError('--scale must be short or full');
   const minutes = intArg('minutes', values.minutes, 10);
   const scenario = scenarioById(command);
-  const known = ['all', 'control', 'negative-control', 'soak'];
+  const known = ['all', 'control', 'negative-control', 'lin-control', 'soak'];
   if (!scenario && !known.includes(command)) throw new UsageError(`unknown command "${command}"`);
 
   const workDir = path.join(repoRoot(), '.tmp', `harness-cli-${process.pid}`);
@@ -171,6 +204,7 @@ async function main(argv: string[]): Promise<number> {
     if (command === 'control' || command === 'negative-control') {
       return (await negativeControl(base)) ? 0 : 1;
     }
+    if (command === 'lin-control') return (await linearizabilityControls(base)) ? 0 : 1;
     const list = scenario ? [scenario] : SCENARIOS;
     return (await runScenarios(list, { ...base, control: command === 'all' })) ? 0 : 1;
   } finally {

@@ -1,4 +1,5 @@
 import { INVARIANTS } from '../checkers/invariants';
+import { describeLinearizability } from '../checkers/linearizability';
 import type { SoakResult } from './soak';
 
 /** The soak report, as markdown (printed and written to bench/reports/soak-<backend>.md). */
@@ -31,6 +32,10 @@ export function soakReport(r: SoakResult, note = ''): string {
   lines.push(`| rail transfers (S2 lookup) | ${r.railTransfers} |`);
   lines.push(`| lock grants recorded | ${r.grants} |`);
   lines.push(`| **invariant violations** | **${r.invariants.total}** |`);
+  lines.push(`| lock-server calls recorded | ${r.linearizability.calls} |`);
+  lines.push(
+    `| **linearizability of the lock-server** | **${r.linearizability.verdict}** (below) |`,
+  );
   lines.push('');
   lines.push('## Faults injected');
   lines.push('');
@@ -72,6 +77,18 @@ export function soakReport(r: SoakResult, note = ''): string {
   for (const id of INVARIANTS) {
     for (const v of r.invariants.violations[id].slice(0, 10)) lines.push(`- ${id}: ${v}`);
   }
+  lines.push('');
+  lines.push('## Linearizability of the lock-server');
+  lines.push('');
+  lines.push(
+    `Every L1–L8 call the lock recorder saw, checked against the lock model of docs/harness.md ` +
+      `(${r.linearizability.keys} keys, ${r.linearizability.sessions} sessions, ` +
+      `${r.linearizability.indeterminate} calls without an answer).`,
+  );
+  lines.push('');
+  lines.push('```');
+  for (const line of describeLinearizability(r.linearizability)) lines.push(line);
+  lines.push('```');
   lines.push('');
   return lines.join('\n');
 }

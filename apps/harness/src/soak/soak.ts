@@ -1,11 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { INVARIANTS, type InvariantReport } from '../checkers/invariants';
+import type { LinearizabilityReport } from '../checkers/linearizability';
 import { addPayouts, createFixture } from '../fixtures';
 import { prng } from '../infra/prng';
 import type { PgServer } from '../infra/postgres';
 import { withPg } from '../infra/postgres';
 import { sleep } from '../infra/time';
-import { checkSystem, startHarness } from '../runner';
+import { checkLockHistory, checkSystem, startHarness } from '../runner';
 import type { Backend } from '../system';
 import { applicableKinds, inject, planFault, type FaultKind } from './faults';
 
@@ -42,6 +43,8 @@ export interface SoakResult {
     open: number;
   };
   invariants: InvariantReport;
+  /** The whole run's lock-server history, judged by the linearizability checker. */
+  linearizability: LinearizabilityReport;
   railTransfers: number;
   grants: number;
 }
@@ -168,6 +171,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await sys.stopExecutors();
     await h.ctx.watch.trySample();
     const invariants = await checkSystem(sys, h.ctx.watch);
+    log(`checking the linearizability of ${sys.recorder.calls.length} lock-server calls`);
+    const linearizability = await checkLockHistory(sys);
     const ambiguous = await withPg(sys.paydbUrl, async (c) => {
       const r = await c.query<{ state: string; n: string }>(
         `SELECT p.state, count(*)::text AS n FROM payout p
@@ -207,6 +212,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       safetyEvents: Object.fromEntries(SAFETY_EVENTS.map((e) => [e, all[e] ?? 0])),
       ambiguous,
       invariants,
+      linearizability,
       railTransfers: invariants.facts.railTransfers,
       grants: invariants.facts.grants,
     };
@@ -215,6 +221,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   }
 }
 
+/** Invariant violations, plus one per key or session whose history is not linearizable. */
 export function soakViolations(r: SoakResult): number {
-  return INVARIANTS.reduce((n, id) => n + r.invariants.violations[id].length, 0);
+  const invariants = INVARIANTS.reduce((n, id) => n + r.invariants.violations[id].length, 0);
+  return invariants + r.linearizability.violations.length;
 }

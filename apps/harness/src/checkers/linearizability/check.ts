@@ -279,7 +279,7 @@ const short = (id: string | null) => (id === null ? '?' : id.slice(0, 8));
 /** One call as an explanation shows it: when, who, what was asked, what came back. */
 export function describeOp(op: LockOp, start: number): string {
   const when = `${at(op.callAt, start)}..${op.deferred ? '∞' : at(op.returnAt, start)}`;
-  const who = `${op.owner ?? '?'} [session ${short(op.session)}]`;
+  const who = `${op.owner ?? '?'}${op.session === null ? '' : ` [session ${short(op.session)}]`}`;
   const asked =
     op.kind === 'revoke'
       ? op.token !== null
