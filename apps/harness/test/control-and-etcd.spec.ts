@@ -1,4 +1,5 @@
 import { summarize } from '../src/checkers/invariants';
+import { linearizabilityLine } from '../src/checkers/linearizability';
 import { runNegativeControl, runScenario, startHarness } from '../src/runner';
 import { uc07 } from '../src/scenarios';
 import { log, removeWorkDir, TEST_SEED, testPg, testWorkDir } from './support';
@@ -43,6 +44,7 @@ describe('harness negative control and etcd failover', () => {
         elected: expect.any(String),
       });
       expect(summarize(result.invariants)).toEqual([]);
+      expect(linearizabilityLine(result.linearizability)).toMatch(/^linearizability: ok/);
     } finally {
       await h.stop();
     }
