@@ -3,7 +3,12 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { summarize } from './checkers/invariants';
-import { describeLinearizability } from './checkers/linearizability';
+import {
+  checkRecordedLockHistory,
+  describeLinearizability,
+  readLockHistory,
+  writeLockHistory,
+} from './checkers/linearizability';
 import { startEmbeddedPg, type PgServer } from './infra/postgres';
 import { repoRoot } from './infra/repo';
 import { describeControl, runLinearizabilityControls } from './linearizability-control';
@@ -26,6 +31,7 @@ commands:
   control             the negative control only (UC-03 with both fencing switches off)
   lin-control         the linearizability checker's controls: a lock drill on the real
                       lock-server (accepted), then on each LOCK_SERVER_BROKEN mode (rejected)
+  lin-check FILE      the linearizability checker over a history saved with --lock-history
   soak                payouts under a seeded fault schedule, then the checkers
 options:
   --seed N            seed of every random choice (default 1)
@@ -33,6 +39,7 @@ options:
   --scale short|full  scenario size (default full)
   --minutes M         soak length (default 10)
   --out FILE          soak report path (default bench/reports/soak-<backend>.md)
+  --lock-history FILE save every lock-server call the recorder saw (JSON lines; scenarios, soak)
 exit status: 0 when every check passed, 1 when any failed, 2 on bad usage.`;
 
 class UsageError extends Error {}
@@ -71,6 +78,7 @@ async function runScenarios(
     seed: number;
     scale: Scale;
     control: boolean;
+    lockHistory?: string;
   },
 ): Promise<boolean> {
   let ok = true;
@@ -84,6 +92,7 @@ async function runScenarios(
       printResult(r);
       ok &&= r.passed;
     }
+    if (o.lockHistory) await saveLockHistory(o.lockHistory, h.sys.recorder.calls);
   } finally {
     stopOnInterrupt.delete(h.stop);
     await h.stop();
@@ -91,6 +100,20 @@ async function runScenarios(
   if (o.control && !interrupt.signal.aborted) ok = (await negativeControl(o)) && ok;
   if (o.control && !interrupt.signal.aborted) ok = (await linearizabilityControls(o)) && ok;
   return ok;
+}
+
+async function saveLockHistory(file: string, calls: Parameters<typeof writeLockHistory>[1]) {
+  await writeLockHistory(file, calls);
+  log(`${calls.length} lock-server calls written to ${file}`);
+}
+
+/** `lin-check FILE`: the checker over a saved history; 0 when it is accepted. */
+async function linCheck(file: string): Promise<number> {
+  const calls = await readLockHistory(file);
+  log(`checking ${calls.length} lock-server calls from ${file}`);
+  const report = await checkRecordedLockHistory({ calls, callsDropped: 0 });
+  for (const line of describeLinearizability(report)) console.log(line);
+  return report.verdict === 'ok' ? 0 : 1;
 }
 
 /** The checker's controls on a system of their own (no executors, no reconciler). */
@@ -149,6 +172,7 @@ async function main(argv: string[]): Promise<number> {
       scale: { type: 'string' },
       minutes: { type: 'string' },
       out: { type: 'string' },
+      'lock-history': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -156,7 +180,11 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const [command] = positionals;
+  const [command, file] = positionals;
+  if (command === 'lin-check') {
+    if (!file || positionals.length > 2) throw new UsageError('lin-check needs one FILE');
+    return linCheck(file);
+  }
   if (!command || positionals.length > 1) throw new UsageError('exactly one command is required');
   const seed = intArg('seed', values.seed, 1);
   const backend = (values.backend ?? 'pg') as Backend;
@@ -166,6 +194,7 @@ async function main(argv: string[]): Promise<number> {
   const minutes = intArg('minutes', values.minutes, 10);
   const scenario = scenarioById(command);
   const known = ['all', 'control', 'negative-control', 'lin-control', 'soak'];
+  const lockHistory = values['lock-history'];
   if (!scenario && !known.includes(command)) throw new UsageError(`unknown command "${command}"`);
 
   const workDir = path.join(repoRoot(), '.tmp', `harness-cli-${process.pid}`);
@@ -191,6 +220,7 @@ async function main(argv: string[]): Promise<number> {
         workDir,
         log,
         signal: interrupt.signal,
+        lockHistoryOut: lockHistory,
       });
       const report = soakReport(result);
       console.log(report);
@@ -206,7 +236,8 @@ async function main(argv: string[]): Promise<number> {
     }
     if (command === 'lin-control') return (await linearizabilityControls(base)) ? 0 : 1;
     const list = scenario ? [scenario] : SCENARIOS;
-    return (await runScenarios(list, { ...base, control: command === 'all' })) ? 0 : 1;
+    const o = { ...base, control: command === 'all', lockHistory };
+    return (await runScenarios(list, o)) ? 0 : 1;
   } finally {
     await cleanup();
   }

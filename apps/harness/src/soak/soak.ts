@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { INVARIANTS, type InvariantReport } from '../checkers/invariants';
-import type { LinearizabilityReport } from '../checkers/linearizability';
+import { writeLockHistory, type LinearizabilityReport } from '../checkers/linearizability';
 import { addPayouts, createFixture } from '../fixtures';
 import { prng } from '../infra/prng';
 import type { PgServer } from '../infra/postgres';
@@ -23,6 +23,8 @@ export interface SoakOptions {
   log?: (m: string) => void;
   /** Aborts the fault phase early (Ctrl-C): the run still heals, drains and checks. */
   signal?: AbortSignal;
+  /** Where to save every lock-server call the recorder saw (JSON lines), if anywhere. */
+  lockHistoryOut?: string;
 }
 
 export interface SoakResult {
@@ -173,6 +175,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const invariants = await checkSystem(sys, h.ctx.watch);
     log(`checking the linearizability of ${sys.recorder.calls.length} lock-server calls`);
     const linearizability = await checkLockHistory(sys);
+    if (o.lockHistoryOut) {
+      await writeLockHistory(o.lockHistoryOut, sys.recorder.calls);
+      log(`${sys.recorder.calls.length} lock-server calls written to ${o.lockHistoryOut}`);
+    }
     const ambiguous = await withPg(sys.paydbUrl, async (c) => {
       const r = await c.query<{ state: string; n: string }>(
         `SELECT p.state, count(*)::text AS n FROM payout p

@@ -9,7 +9,14 @@ import {
   type ModelContext,
   type SessionState,
 } from './lock-model';
-import { deferIndeterminate, isDefinite, isIndeterminate, toLockOps, type LockOp } from './ops';
+import {
+  deferIndeterminate,
+  isDefinite,
+  isIndeterminate,
+  isNoOpWhenUnknown,
+  toLockOps,
+  type LockOp,
+} from './ops';
 import { searchLinearization, type SearchBudget, type SearchModel } from './search';
 import { SessionClock } from './session-clock';
 import { shrinkToCore } from './shrink';
@@ -28,7 +35,7 @@ export interface LinearizabilityOptions {
   shrinkTimeMaxMs?: number;
   /** Taken off every lease and session TTL (server timer granularity, clock slew). */
   expirySlackMs?: number;
-  /** How long after it was sent a call whose answer was lost may still take effect. */
+  /** How long after it was sent (and its own wait) a call whose answer was lost may still take effect. */
   effectWindowMs?: number;
   /** Only these keys (and the sessions that touched them) are checked. */
   keyFilter?: (key: string) => boolean;
@@ -43,7 +50,7 @@ const DEFAULTS = {
   shrinkChecksMax: 400,
   shrinkTimeMaxMs: 15_000,
   expirySlackMs: 100,
-  effectWindowMs: 60_000,
+  effectWindowMs: 10_000,
 } satisfies Required<Omit<LinearizabilityOptions, 'keyFilter'>>;
 
 /** A partition whose history cannot be linearized, with the answers that cannot all be true. */
@@ -128,20 +135,36 @@ function partitionsOf(ops: readonly LockOp[], keyFilter?: (key: string) => boole
   return out;
 }
 
-/** The lock model of one key's history (its sessions forgotten after their last call). */
+/** The lock model of one key's history: when its sessions are last used, when its tokens were first shown. */
 function lockModelFor(ctx: ModelContext, ops: readonly LockOp[]): SearchModel<KeyState, LockOp> {
   const lastUse = new Map<string, number>();
   for (const op of ops) {
-    const until = op.deferred ? op.callAt + ctx.effectWindowMs : op.returnAt;
+    const until = op.deferred ? op.callAt + (op.waitMs ?? 0) + ctx.effectWindowMs : op.returnAt;
     const named = [op.session, op.answer.type === 'granted' ? op.answer.session : null];
     for (const s of named) if (s !== null) lastUse.set(s, Math.max(lastUse.get(s) ?? 0, until));
   }
-  const lock = new LockKeyModel(ctx, lastUse);
+  const revealedAt = new Map<bigint, number>();
+  for (const op of ops) {
+    const a = op.answer;
+    const shown =
+      a.type === 'granted'
+        ? a.token
+        : a.type === 'held'
+          ? a.token
+          : a.type === 'revoked'
+            ? a.revokedToken
+            : null;
+    if (shown !== null && op.returnAt < (revealedAt.get(shown) ?? Infinity)) {
+      revealedAt.set(shown, op.returnAt);
+    }
+  }
+  const lock = new LockKeyModel(ctx, lastUse, revealedAt);
   return {
     initial: [KEY_INITIAL],
     step: (s, op) => lock.step(s, op),
     keyOf: (s) => lock.keyOf(s),
     reduce: (states) => lock.reduce(states),
+    expand: (states, op) => lock.expand(states, op),
   };
 }
 
@@ -192,7 +215,9 @@ export async function checkLockHistory(
     at: (ms) => at(ms, start),
   };
   const sessionModel = sessionModelFor(ctx);
-  const partitions = partitionsOf(ops, options.keyFilter);
+  // A lost L1, L2, L5 or L7 constrains nothing (isNoOpWhenUnknown).
+  const useful = ops.filter((op) => !(isIndeterminate(op) && isNoOpWhenUnknown(op.kind)));
+  const partitions = partitionsOf(useful, options.keyFilter);
   const report: LinearizabilityReport = {
     verdict: 'ok',
     calls: ops.length,
@@ -231,8 +256,8 @@ export async function checkLockHistory(
         search: { ...budget, timeMaxMs: Math.min(o.partitionTimeMaxMs, 5_000) },
       };
       const core = lockModel
-        ? await shrinkToCore(p.ops, lockModel, limits)
-        : await shrinkToCore(p.ops, sessionModel, limits);
+        ? await shrinkToCore(p.ops, (history) => lockModelFor(ctx, history), limits)
+        : await shrinkToCore(p.ops, () => sessionModel, limits);
       report.violations.push(violationOf(p, core, start));
     }
   }

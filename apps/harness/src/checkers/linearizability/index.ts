@@ -9,3 +9,4 @@ export {
   type LinearizabilityViolation,
 } from './check';
 export { toLockOps, type LockAnswer, type LockOp, type LockOpKind } from './ops';
+export { readLockHistory, writeLockHistory } from './history-file';

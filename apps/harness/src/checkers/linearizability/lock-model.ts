@@ -27,6 +27,8 @@ export interface Pending {
   token: bigint | null;
   ttlMs: number | null;
   from: number;
+  /** The last instant it may happen: its send time, its own wait, then the effect window. */
+  until: number;
 }
 
 /**
@@ -63,9 +65,10 @@ export interface ModelContext {
   clock: SessionClock;
   slackMs: number;
   /**
-   * How long after it was sent a call whose answer was lost may still take
-   * effect (docs/harness.md, "Indeterminate calls"): the lock-server's own
-   * statement and etcd deadlines are seconds (docs/lock-server.md).
+   * How long after it was sent (and after its own server-side wait) a call
+   * whose answer was lost may still take effect (docs/harness.md,
+   * "Indeterminate calls"): the lock-server's statement and etcd deadlines
+   * are 1.5 s (docs/lock-server.md, docs/lock-server-etcd.md).
    */
   effectWindowMs: number;
   /** An instant as explanations show it (relative to the history's start). */
@@ -76,7 +79,7 @@ const short = (id: string | null) => (id === null ? '?' : id.slice(0, 8));
 const tok = (h: Holder) => (h.token === null ? `unknown (> ${h.above})` : String(h.token));
 const who = (h: Holder) => `${h.owner} (session ${short(h.session)}) holding token ${tok(h)}`;
 
-/** The token a holder may be known by: its own, or any above `above` when unknown. */
+/** A token an answer shows may be the holder's: its own, or any above `above` when unknown. */
 function mayBe(h: Holder, token: bigint | null): boolean {
   return token !== null && (h.token === token || (h.token === null && token > h.above));
 }
@@ -122,11 +125,27 @@ export class LockKeyModel {
   /**
    * `lastUse`: per session, the last instant a call of this history that
    * names it may still take effect; a closed session is forgotten after it.
+   * `revealedAt`: per token, when the first answer of this history that
+   * showed it came back.
    */
   constructor(
     private readonly ctx: ModelContext,
     private readonly lastUse: ReadonlyMap<string, number> = new Map(),
+    private readonly revealedAt: ReadonlyMap<bigint, number> = new Map(),
   ) {}
+
+  /**
+   * Whether a token a call presents (renew, release, expectedToken) may be
+   * the holder's. A client knows a token only from an answer, and every answer
+   * passes the recorder: once an answer showing it came back before the call
+   * was sent, that grant is known to the model by its token, and a grant whose
+   * token is still unknown is another, later one (docs/harness.md).
+   */
+  private presented(h: Holder, token: bigint | null, sentAt: number): boolean {
+    if (token === null) return false;
+    if (h.token !== null) return h.token === token;
+    return token > h.above && !((this.revealedAt.get(token) ?? Infinity) < sentAt);
+  }
 
   /** Whether the holder's lease or session may have lapsed at some instant of the call. */
   mayBeGone(h: Holder, s: KeyState, op: LockOp): boolean {
@@ -142,16 +161,36 @@ export class LockKeyModel {
     );
   }
 
+  /** One call on one state; pending effects were let happen before it by `expand`. */
   step(s: KeyState, op: LockOp): StepResult<KeyState> {
     if (op.deferred) return [this.register(s, op)];
-    const out: KeyState[] = [];
-    let why: string | null = null;
-    for (const before of s.pending.length === 0 ? [s] : this.fired(s, op)) {
-      const r = this.apply(before, op);
-      if (typeof r === 'string') why ??= r;
-      else for (const after of r) out.push(this.tidy(after, op.callAt));
+    const r = this.apply(s, op);
+    return typeof r === 'string' ? r : r.map((after) => this.tidy(after, op.callAt));
+  }
+
+  /**
+   * The states of a configuration, and every state reachable from them by
+   * letting pending effects happen (in any order, any number of times)
+   * before `op` takes effect: computed once for the whole configuration.
+   */
+  expand(states: KeyState[], op: LockOp): KeyState[] {
+    if (op.deferred || states.every((s) => s.pending.length === 0)) return states;
+    const seen = new Map<string, KeyState>(states.map((s) => [this.keyOf(s), s]));
+    const frontier = [...states];
+    for (let st = frontier.pop(); st; st = frontier.pop()) {
+      for (const p of st.pending) {
+        for (const next of this.fire(st, p, op)) {
+          const k = this.keyOf(next);
+          if (seen.has(k)) continue;
+          if (seen.size >= CLOSURE_STATES_MAX) {
+            throw new LimitExceeded(`more than ${CLOSURE_STATES_MAX} states from lost calls`);
+          }
+          seen.set(k, next);
+          frontier.push(next);
+        }
+      }
     }
-    return out.length > 0 ? out : (why ?? 'no state accepts this answer');
+    return [...seen.values()];
   }
 
   /**
@@ -161,14 +200,21 @@ export class LockKeyModel {
    * sessions no call of this history names any more. Keeps states small.
    */
   private tidy(s: KeyState, nowMs: number): KeyState {
-    const pending = s.pending.filter(
-      (p) =>
-        p.from + this.ctx.effectWindowMs >= nowMs &&
-        !(p.session !== null && p.kind !== 'release' && s.closed.includes(p.session)),
-    );
+    const pending = s.pending.filter((p) => this.mayStillHappen(s, p, nowMs));
     const closed = s.closed.filter((c) => (this.lastUse.get(c) ?? Infinity) >= nowMs);
     if (pending.length === s.pending.length && closed.length === s.closed.length) return s;
     return { ...s, pending, closed };
+  }
+
+  /**
+   * A pending effect may still happen unless its window has passed, its
+   * session was closed for good (acquire, L3), or the grant its token names is
+   * gone for good: a later token (or floor) exists, and a key's tokens only grow.
+   */
+  private mayStillHappen(s: KeyState, p: Pending, nowMs: number): boolean {
+    if (p.until < nowMs) return false;
+    if (p.session !== null && p.kind !== 'release' && s.closed.includes(p.session)) return false;
+    return !(p.token !== null && p.kind !== 'acquire' && s.floor > p.token);
   }
 
   private register(s: KeyState, op: LockOp): KeyState {
@@ -187,49 +233,40 @@ export class LockKeyModel {
       token: op.token,
       ttlMs: op.ttlMs,
       from: op.callAt,
+      until: op.callAt + (op.waitMs ?? 0) + this.ctx.effectWindowMs,
     };
+    if (!this.mayStillHappen(s, p, p.from)) return s;
     const same = s.pending.find((q) => pendingKey(q) === pendingKey(p));
-    // One entry per effect; the earliest send time allows the most.
-    if (same && same.from <= p.from) return s;
+    // One entry per effect: the earliest start and the latest end allow the most.
+    if (same && same.from <= p.from && same.until >= p.until) return s;
+    if (same) {
+      p.from = Math.min(p.from, same.from);
+      p.until = Math.max(p.until, same.until);
+    }
     const pending = [...s.pending.filter((q) => q !== same), p].sort((a, b) =>
       pendingKey(a) < pendingKey(b) ? -1 : 1,
     );
     return { ...s, pending };
   }
 
-  /** Every state reachable by letting pending effects happen before `op` takes effect. */
-  private fired(s: KeyState, op: LockOp): KeyState[] {
-    const seen = new Map<string, KeyState>([[this.keyOf(s), s]]);
-    const frontier = [s];
-    for (let st = frontier.pop(); st; st = frontier.pop()) {
-      for (const p of st.pending) {
-        for (const next of this.fire(st, p, op)) {
-          const k = this.keyOf(next);
-          if (seen.has(k)) continue;
-          if (seen.size >= CLOSURE_STATES_MAX) {
-            throw new LimitExceeded(`more than ${CLOSURE_STATES_MAX} states from lost calls`);
-          }
-          seen.set(k, next);
-          frontier.push(next);
-        }
-      }
-    }
-    return [...seen.values()];
-  }
-
   /** A pending effect happening somewhere between its send time and the end of `op`. */
   private fire(s: KeyState, p: Pending, op: LockOp): KeyState[] {
-    const window: LockOp = { ...op, callAt: p.from };
     const h = s.holder;
     switch (p.kind) {
       case 'acquire': {
-        const asked: LockOp = { ...window, owner: p.owner, session: p.session, ttlMs: p.ttlMs };
+        const asked: LockOp = {
+          ...op,
+          callAt: p.from,
+          owner: p.owner,
+          session: p.session,
+          ttlMs: p.ttlMs,
+        };
         return this.grants(s, asked, null);
       }
       case 'release':
-        return h && mayBe(h, p.token) ? [freed(s, p.token)] : [];
+        return h && this.presented(h, p.token, p.from) ? [freed(s, p.token)] : [];
       case 'revoke':
-        if (!h || (p.token !== null && !mayBe(h, p.token))) return [];
+        if (!h || (p.token !== null && !this.presented(h, p.token, p.from))) return [];
         return [{ ...s, holder: null, floor: maxOf(s.floor, h.token), open: true }];
       case 'close':
         return p.session === null || s.closed.includes(p.session) ? [] : [closeOf(s, p.session)];
@@ -340,7 +377,7 @@ export class LockKeyModel {
   private renew(s: KeyState, op: LockOp): StepResult<KeyState> {
     const a = op.answer;
     const h = s.holder;
-    const mine = h !== null && h.session === op.session && mayBe(h, op.token);
+    const mine = h !== null && h.session === op.session && this.presented(h, op.token, op.callAt);
     switch (a.type) {
       case 'unknown':
         return [s];
@@ -367,7 +404,7 @@ export class LockKeyModel {
   private release(s: KeyState, op: LockOp): StepResult<KeyState> {
     const a = op.answer;
     const h = s.holder;
-    const matches = h !== null && mayBe(h, op.token);
+    const matches = h !== null && this.presented(h, op.token, op.callAt);
     switch (a.type) {
       case 'unknown':
         return matches ? [s, freed(s, op.token)] : [s];
@@ -394,6 +431,8 @@ export class LockKeyModel {
       case 'free':
         if (!h || this.mayBeGone(h, s, op)) return [s];
         return `L7 showed the key free while it was held by ${this.live(h)}`;
+      case 'unknown':
+        return [s];
       case 'never-seen':
         if (!h && !s.granted) return [s];
         return `L7 answered NOT_FOUND (never acquired), but token ${s.floor} had been granted on it`;
@@ -408,7 +447,7 @@ export class LockKeyModel {
     const expected = op.token;
     switch (a.type) {
       case 'unknown':
-        if (!h || (expected !== null && !mayBe(h, expected))) return [s];
+        if (!h || (expected !== null && !this.presented(h, expected, op.callAt))) return [s];
         return [s, { ...s, holder: null, floor: maxOf(s.floor, h.token), open: true }];
       case 'revoked':
         return this.revoked(s, op, a);
@@ -476,7 +515,7 @@ export class LockKeyModel {
     const holder = h
       ? `${h.owner}\u0001${h.session}\u0001${h.token ?? `>${h.above}`}\u0001${h.leaseFrom}\u0001${h.leaseMs}`
       : '-';
-    const pending = s.pending.map((p) => `${pendingKey(p)}@${p.from}`).join(',');
+    const pending = s.pending.map((p) => `${pendingKey(p)}@${p.from}-${p.until}`).join(',');
     return `${holder}\u0002${s.floor}${s.open ? '+' : ''}${s.granted ? 'g' : ''}\u0002${s.closed.join(',')}\u0002${pending}`;
   }
 

@@ -38,6 +38,8 @@ export interface LockOp {
   token: bigint | null;
   /** The lease TTL asked for on acquire, if any. */
   ttlMs: number | null;
+  /** The server-side wait asked for on acquire (waitMillis), if any. */
+  waitMs?: number;
   callAt: number;
   /** Infinity for an indeterminate call: it may take effect at any time after callAt. */
   returnAt: number;
@@ -214,8 +216,10 @@ function inputsOf(call: LockCall, route: Route) {
         : null;
   const ttlMs =
     route.kind === 'acquire' && typeof body.ttlMillis === 'number' ? body.ttlMillis : null;
+  const waitMs =
+    route.kind === 'acquire' && typeof body.waitMillis === 'number' ? body.waitMillis : undefined;
   const owner = call.ownerId ?? str(body.ownerId);
-  return { session, token, ttlMs, owner };
+  return { session, token, ttlMs, owner, ...(waitMs !== undefined ? { waitMs } : {}) };
 }
 
 /**

@@ -16,6 +16,8 @@ export interface SearchModel<S, O extends Timed> {
   keyOf(state: S): string;
   /** Optionally drops states another state of the set subsumes. */
   reduce?(states: S[]): S[];
+  /** Optionally adds the states internal events may lead to before `op` (once per configuration). */
+  expand?(states: S[], op: O): S[];
 }
 
 /** Limits of one search (docs/harness.md, "Budgets"). */
@@ -194,7 +196,8 @@ export class LinearizationSearch<S, O extends Timed> {
   private stepConfig(config: Config<S>, op: O): Config<S> | string {
     const found = new Map<string, S>();
     let why = '';
-    for (const s of config.states) {
+    const states = this.model.expand ? this.model.expand(config.states, op) : config.states;
+    for (const s of states) {
       const r = this.model.step(s, op);
       if (typeof r === 'string') {
         why ||= r;

@@ -49,10 +49,12 @@ function relax(ops: readonly LockOp[], kept: Uint8Array): LockOp[] {
  * then every answer before the earliest, then chunks and single answers in
  * between (delta debugging), while the history still fails. Bounded by
  * `limits`; an unfinished search counts as "does not fail" (the answer stays).
+ * `modelFor` builds the model of each history tried (what it knows depends on
+ * which answers are kept).
  */
 export async function shrinkToCore<S>(
   ops: readonly LockOp[],
-  model: SearchModel<S, LockOp>,
+  modelFor: (history: readonly LockOp[]) => SearchModel<S, LockOp>,
   limits: ShrinkLimits,
 ): Promise<Core | null> {
   const defs = ops
@@ -71,7 +73,11 @@ export async function shrinkToCore<S>(
     }
     checks++;
     const deadlineAt = Math.min(limits.deadlineAt, performance.now() + limits.search.timeMaxMs);
-    const r = await searchLinearization(relax(ops, kept), model, { ...limits.search, deadlineAt });
+    const history = relax(ops, kept);
+    const r = await searchLinearization(history, modelFor(history), {
+      ...limits.search,
+      deadlineAt,
+    });
     if (r.kind === 'violation') found.last = r;
     return r.kind === 'violation';
   };

@@ -20,6 +20,22 @@ describe('linearizability checker on simulated lock-servers', () => {
     },
   );
 
+  it.each([1, 2, 3])(
+    'accepts the correct server when one answer in five is lost, seed %i',
+    async (seed) => {
+      const { ops } = simulateHistory({
+        ...base,
+        seed,
+        workers: 5,
+        durationMs: 60_000,
+        lostRate: 0.2,
+      });
+      expect(ops.filter((op) => op.returnAt === Infinity).length).toBeGreaterThan(150);
+      const r = await checkLockHistory(ops);
+      expect(describeLinearizability(r)[0]).toMatch(/^linearizability: ok/);
+    },
+  );
+
   it.each([
     ['release-ignores-token', /released token \d+, but the key was (held by|free)/],
     ['acquire-ignores-holder', /granted token \d+ while the key was held by/],
