@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { checkLockHistory, checkRecordedLockHistory, describeLinearizability } from './check';
+import { readLockHistory, writeLockHistory } from './history-file';
 import { granted, HistoryBuilder } from './history-builder.testing';
 import type { LockCall } from '../../infra/lock-recorder';
 
@@ -358,6 +362,20 @@ describe('linearizability checker over recorded calls', () => {
     const r = await checkRecordedLockHistory({ calls: calls(true), callsDropped: 0 });
     expect(r.verdict).toBe('violation');
     expect(r.violations[0].why).toContain('while the key was held by a');
+  });
+
+  it('a history saved with --lock-history reads back to the same verdict (lin-check)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'lin-history-'));
+    try {
+      const file = path.join(dir, 'history.jsonl');
+      await writeLockHistory(file, calls(true));
+      const back = await readLockHistory(file);
+      expect(back).toEqual(calls(true));
+      const r = await checkRecordedLockHistory({ calls: back, callsDropped: 0 });
+      expect(r.verdict).toBe('violation');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a history with calls the recorder could not keep is undecided, not ok', async () => {
