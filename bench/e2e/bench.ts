@@ -24,7 +24,7 @@
  */
 import { spawn, execSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,7 +34,8 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
-import { testAppAuthEnv } from '../../libs/testing/src/identity';
+import { TEST_POLICY_PATH, testAppAuthEnv } from '../../libs/testing/src/identity';
+import { loadGate, reportWithLoad } from '../load-gate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** BENCH_REPORT=bench/reports/tracing.md writes a focused run elsewhere than the full report. */
@@ -228,6 +229,12 @@ interface App {
   stop(): Promise<void>;
 }
 
+/** The test policy of the build `dist` belongs to (`<build>/deploy/policy`), else this one's. */
+function policyOf(dist: string): string {
+  const own = path.join(dist, '..', 'deploy', 'policy', 'test-policy.yaml');
+  return existsSync(own) ? own : TEST_POLICY_PATH;
+}
+
 async function spawnApp(
   app: string,
   env: Record<string, string>,
@@ -247,6 +254,8 @@ async function spawnApp(
         PATH: process.env.PATH ?? '',
         LOG_LEVEL: 'warn',
         ...auth,
+        // Each build under its own test policy: a policy names only the operations its build knows.
+        AUTH_POLICY: policyOf(variant.dist),
         ...variant.env,
         ...env,
         PORT: String(port),
@@ -772,6 +781,8 @@ const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:e2e');
   const t0 = Date.now();
   const pg = await startPostgres();
   let etcd: EtcdCluster | null = null;
@@ -899,7 +910,7 @@ async function main(): Promise<void> {
       : []),
     ...(notes.length ? ['## Notes', '', ...notes.map((n) => `- ${n}`), ''] : []),
   ];
-  writeFileSync(REPORT, `${lines.join('\n')}\n`);
+  writeFileSync(REPORT, `${reportWithLoad(gate, lines.join('\n'))}\n`);
   console.log(`[bench] wrote ${path.relative(ROOT, REPORT)}`);
 }
 

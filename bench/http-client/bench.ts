@@ -21,6 +21,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Agent as UndiciAgent, request as undiciRequest } from 'undici';
 import { HttpTransport, JsonPeer } from '../../libs/http-client/src';
+import { loadGate, reportWithLoad } from '../load-gate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3_000);
@@ -255,6 +256,8 @@ function report(rows: Row[], wallS: number, loadStart: number): string {
 }
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:http-client');
   const started = performance.now();
   const loadStart = os.loadavg()[0];
   const { child, url } = await startServer();
@@ -278,7 +281,8 @@ async function main(): Promise<void> {
   mkdirSync(path.dirname(out), { recursive: true });
   const old = existsSync(out) ? readFileSync(out, 'utf8') : '';
   const at = old.indexOf(NOTES_MARKER);
-  writeFileSync(out, `${text}\n${at < 0 ? NOTES_MARKER : old.slice(at).trimEnd()}\n`);
+  const body = reportWithLoad(gate, text);
+  writeFileSync(out, `${body}\n${at < 0 ? NOTES_MARKER : old.slice(at).trimEnd()}\n`);
   console.log(`[bench] wrote ${out}`);
 }
 

@@ -20,7 +20,7 @@
  * A pair that fails (a 503 under load, a timeout) is counted as an error, not a pair.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -31,6 +31,7 @@ import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres'
 import { DEV_POLICY_PATH, testAuthEnv } from '../../libs/testing/src/identity';
 import { freePort } from '../../libs/testing/src/process';
 import { call, startLockServerProcess } from './etcd-common';
+import { loadGate, loadLine, markNoisy } from '../load-gate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const BASE_DIR = process.env.BENCH_BASE_DIR ?? '/tmp/authz-base';
@@ -74,6 +75,12 @@ async function migrate(url: string, migrations: unknown[]): Promise<void> {
 }
 
 /** A lock-server from another build's dist/ (the base, or BENCH_SUBJECT_DIR). */
+/** A build's own development policy, or this one's for a build that has none. */
+function policyOf(dir: string): string {
+  const own = path.join(dir, 'deploy', 'policy', 'dev-policy.yaml');
+  return existsSync(own) ? own : DEV_POLICY_PATH;
+}
+
 async function startBuild(
   dir: string,
   name: Server['name'],
@@ -91,9 +98,10 @@ async function startBuild(
       LOCKDB_URL: dbUrl,
       ...DB_TIMEOUTS,
       ...PROFILE_ENV,
-      // A build that authenticates trusts the tests' issuer (a build before the
+      // A build that authenticates trusts the tests' issuer, under its own development
+      // policy (a policy names only the operations its build knows; a build before the
       // policy file ignores AUTH_POLICY).
-      ...(auth ? { ...(await testAuthEnv()), AUTH_POLICY: DEV_POLICY_PATH } : {}),
+      ...(auth ? { ...(await testAuthEnv()), AUTH_POLICY: policyOf(dir) } : {}),
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -176,6 +184,10 @@ async function runRound(server: Server, round: number): Promise<Round> {
           : await call(server.url, 'DELETE', `/v1/locks/${key}`, {
               ...h,
               'x-fencing-token': token,
+              // A build before signed grants answers none and asks none.
+              ...(typeof got.body.grantProof === 'string'
+                ? { 'x-grant-proof': got.body.grantProof }
+                : {}),
             });
       if (freed?.status === 204) {
         if (measuring) pairs++;
@@ -225,6 +237,8 @@ const median = (xs: number[]) => {
 };
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:lock:auth');
   const dir = path.join(ROOT, '.tmp', `auth-cost-pg-${process.pid}`);
   const pg = await startEmbeddedPostgres({ dir, fsync: true, maxConnections: 300 });
   const servers: Server[] = [];
@@ -272,6 +286,7 @@ async function main(): Promise<void> {
         `median ${side}: ${median(mine.map((r) => r.pairsPerSec)).toFixed(0)} pairs/s, ${median(mine.map((r) => r.serverCpuMsPerPair)).toFixed(2)} server cpu ms/pair`,
       );
     }
+    console.log(markNoisy(gate, loadLine(gate)));
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     await pg.stop();

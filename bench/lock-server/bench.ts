@@ -35,6 +35,7 @@ import {
   OPEN_SESSION_SQL,
   RELEASE_SQL,
 } from '../../apps/lock-server/src/store/pg/sql';
+import { loadGate, reportWithLoad } from '../load-gate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 4000);
@@ -289,6 +290,8 @@ function httpSide(base: string): Side {
   // Each worker's token, minted when its session opens and sent on every call (docs/security.md).
   const tokens = new Map<string, string>();
   const auth = (owner: string) => tokens.get(owner)!;
+  // Each grant's proof, sent back with its release (docs/security.md, "Signed grants").
+  const proofs = new Map<string, string>();
   return {
     name: 'lock-server',
     prepare: async () => undefined,
@@ -315,7 +318,10 @@ function httpSide(base: string): Side {
           waitMillis: wait ? 10_000 : 0,
         },
       );
-      if (res.status === 200) return res.body.fencingToken as string;
+      if (res.status === 200) {
+        proofs.set(key, res.body.grantProof as string);
+        return res.body.fencingToken as string;
+      }
       if (res.status === 409) return null;
       throw new Error(`acquire: ${res.status} ${JSON.stringify(res.body)}`);
     },
@@ -323,6 +329,7 @@ function httpSide(base: string): Side {
       const res = await connections.call(owner, 'DELETE', `/v1/locks/${key}?sessionId=${session}`, {
         'x-owner-id': owner,
         'x-fencing-token': token,
+        'x-grant-proof': proofs.get(key)!,
         authorization: auth(owner),
       });
       if (res.status !== 204) throw new Error(`release: ${res.status}`);
@@ -545,6 +552,8 @@ function report(results: Result[], seconds: number): string {
 }
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:lock');
   const began = performance.now();
   console.log('[bench] starting embedded PostgreSQL and the lock-server ...');
   const pg = await startPostgres();
@@ -575,7 +584,7 @@ async function main(): Promise<void> {
     for (const side of sides) await runRow(side, 'one key', CONTENDERS, 'bench:hot');
     const text = report(results, (performance.now() - began) / 1000);
     mkdirSync(path.dirname(REPORT), { recursive: true });
-    writeFileSync(REPORT, text);
+    writeFileSync(REPORT, reportWithLoad(gate, text));
     console.log(text);
     console.log(`[bench] report written to ${path.relative(ROOT, REPORT)}`);
   } finally {

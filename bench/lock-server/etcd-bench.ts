@@ -30,6 +30,7 @@ import {
   sleep,
   startEtcdLockServer,
 } from './etcd-common';
+import { loadGate, reportWithLoad } from '../load-gate';
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 4000);
 const WARMUP_MS = 500;
@@ -49,6 +50,8 @@ interface Side {
 }
 
 function httpSide(base: string): Side {
+  // Each grant's proof, sent back with its release (docs/security.md, "Signed grants").
+  const proofs = new Map<string, string>();
   return {
     name: 'lock-server (etcd)',
     async session(owner) {
@@ -73,7 +76,10 @@ function httpSide(base: string): Side {
           ttlMillis: LEASE_MS,
         },
       );
-      if (res.status === 200) return res.body.fencingToken as string;
+      if (res.status === 200) {
+        proofs.set(key, res.body.grantProof as string);
+        return res.body.fencingToken as string;
+      }
       if (res.status === 409) return null;
       throw new Error(`acquire: ${res.status} ${JSON.stringify(res.body)}`);
     },
@@ -81,6 +87,7 @@ function httpSide(base: string): Side {
       const res = await call(base, 'DELETE', `/v1/locks/${key}?sessionId=${session}`, {
         'x-owner-id': owner,
         'x-fencing-token': token,
+        'x-grant-proof': proofs.get(key)!,
       });
       if (res.status !== 204) throw new Error(`release: ${res.status}`);
     },
@@ -302,6 +309,8 @@ function report(results: Result[], seconds: number, withPg: boolean): string {
 }
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:lock:etcd');
   const began = performance.now();
   if (WITH_PG) {
     console.log('[etcd-bench] running the pg benchmark first (bench.js) ...');
@@ -338,7 +347,7 @@ async function main(): Promise<void> {
     }
     const text = report(results, (performance.now() - began) / 1000, WITH_PG);
     mkdirSync(path.dirname(REPORT), { recursive: true });
-    writeFileSync(REPORT, text);
+    writeFileSync(REPORT, reportWithLoad(gate, text));
     console.log(text);
     console.log(`[etcd-bench] report written to ${path.relative(ROOT, REPORT)}`);
   } finally {

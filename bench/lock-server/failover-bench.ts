@@ -19,6 +19,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startEtcdCluster, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { ROOT, agent, call, machineLine, median, sleep, startEtcdLockServer } from './etcd-common';
+import { loadGate, reportWithLoad } from '../load-gate';
 
 const RUNS = Number(process.env.BENCH_FAILOVER_RUNS ?? 10);
 const CLIENTS = Number(process.env.BENCH_FAILOVER_CLIENTS ?? 8);
@@ -108,6 +109,7 @@ async function oneRun(mode: Mode): Promise<RunResult> {
           await call(server.url, 'DELETE', `/v1/locks/${key}?sessionId=${sessionId}`, {
             'x-owner-id': owner,
             'x-fencing-token': res.body.fencingToken as string,
+            'x-grant-proof': res.body.grantProof as string,
           });
         } else if (res.status === 503 && res.body?.code === 'NOT_LEADER') {
           notLeader++;
@@ -197,6 +199,8 @@ function section(results: RunResult[], seconds: number, loadLine: string): strin
 }
 
 async function main(): Promise<void> {
+  // Refuses to measure a busy machine (bench/load-gate.ts).
+  const gate = loadGate('bench:lock:failover');
   const began = performance.now();
   const loadBefore = os
     .loadavg()
@@ -219,7 +223,7 @@ async function main(): Promise<void> {
   const loadLine = `load average (1/5/15 min) ${loadBefore} at the start, ${loadAfter} at the end, on ${os.cpus().length} CPUs shared with other jobs`;
   const text = section(results, (performance.now() - began) / 1000, loadLine);
   mkdirSync(path.dirname(REPORT), { recursive: true });
-  writeFileSync(REPORT, text);
+  writeFileSync(REPORT, reportWithLoad(gate, text));
   console.log(text);
   agent.destroy();
 }

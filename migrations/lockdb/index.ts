@@ -2,6 +2,7 @@ import { LockSchema1764400000000 } from './1764400000000-lock-schema';
 import { RevocationsKept1796083200000 } from './1796083200000-revocations-kept';
 import { RevocationsChained1796313600000 } from './1796313600000-revocations-chained';
 import { RevocationRequests1796400000000 } from './1796400000000-revocation-requests';
+import { ReconcilerReader1796486400000 } from './1796486400000-reconciler-reader';
 
 // Listed explicitly, never globbed, so the build and the TypeORM CLI see the same set.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -10,4 +11,5 @@ export const LOCKDB_MIGRATIONS: Function[] = [
   RevocationsKept1796083200000,
   RevocationsChained1796313600000,
   RevocationRequests1796400000000,
+  ReconcilerReader1796486400000,
 ];

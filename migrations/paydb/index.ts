@@ -4,6 +4,7 @@ import { RecordsKeptRefDerived1796083200000 } from './1796083200000-records-kept
 import { SweepIndex1796140800000 } from './1796140800000-sweep-index';
 import { Intake1796227200000 } from './1796227200000-intake';
 import { RecordsChained1796313600000 } from './1796313600000-records-chained';
+import { ReconcilerReader1796486400000 } from './1796486400000-reconciler-reader';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
 export const PAYDB_MIGRATIONS: Function[] = [
@@ -13,4 +14,5 @@ export const PAYDB_MIGRATIONS: Function[] = [
   SweepIndex1796140800000,
   Intake1796227200000,
   RecordsChained1796313600000,
+  ReconcilerReader1796486400000,
 ];

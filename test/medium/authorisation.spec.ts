@@ -361,8 +361,14 @@ describe('the identity the policy allows gets the usual answers', () => {
     });
     const list = await call('reconciler', 'lock-server', 'GET', '/v1/revocations');
     expect(list.status).toBe(200);
+    // The revocation names the authenticated caller; the body's name is a note (docs/security.md).
     expect(list.body.items).toContainEqual(
-      expect.objectContaining({ key, operator: 'ops-jane', revokedToken: grant.body.fencingToken }),
+      expect.objectContaining({
+        key,
+        operator: 'operator',
+        reason: 'stuck worker OPS-1 [noted operator: ops-jane]',
+        revokedToken: grant.body.fencingToken,
+      }),
     );
   });
 
@@ -414,6 +420,69 @@ describe('the identity the policy allows gets the usual answers', () => {
       `/v1/rail/submissions/${payoutId}`,
     );
     expect(submission.status).not.toBe(403);
+  });
+});
+
+describe('acting for a person (X-Acting-For, docs/security.md)', () => {
+  /** A person's token as the console forwards it: audience console, no `Bearer `. */
+  const person = async (subject: string) =>
+    (await testBearer(subject, 'console')).slice('Bearer '.length);
+  const revoke = (key: string) => ({
+    body: { operator: 'operator-alice', reason: 'nobody holds this key' },
+    path: `/v1/locks/${key}/revoke`,
+  });
+
+  it("the console reads as itself and acts only with the person's roles; nobody else may act for anyone", async () => {
+    const before = await snapshot();
+    expect((await call('console', 'lock-server', 'GET', '/v1/locks')).status).toBe(200);
+    const { body, path } = revoke(`payout:${randomUUID()}`);
+    // Alice's operator role lets the revoke through the policy; the key is simply not held.
+    const asAlice = await call('console', 'lock-server', 'POST', path, {
+      body,
+      headers: { 'x-acting-for': await person('operator-alice') },
+    });
+    expect([asAlice.status, asAlice.body.code]).toEqual([404, 'NOT_FOUND']);
+    const refusals: [string, Record<string, string>, number, unknown][] = [
+      // The console's own role grants no action.
+      ['console', {}, 403, { reason: 'policy', operation: 'locks.revoke' }],
+      // A person is held to their own roles, whoever forwards them.
+      [
+        'console',
+        { 'x-acting-for': await person('stranger') },
+        403,
+        { reason: 'policy', operation: 'locks.revoke' },
+      ],
+      // Only the console may forward a person.
+      [
+        'operator',
+        { 'x-acting-for': await person('operator-alice') },
+        403,
+        { reason: 'policy', operation: 'identity.act-for' },
+      ],
+      [
+        'executor-1',
+        { 'x-acting-for': await person('operator-alice') },
+        403,
+        { reason: 'policy', operation: 'identity.act-for' },
+      ],
+      // A service token is no person's token.
+      [
+        'console',
+        { 'x-acting-for': (await testBearer('operator-alice', 'lock-server')).slice(7) },
+        401,
+        undefined,
+      ],
+    ];
+    for (const [caller, headers, status, details] of refusals) {
+      const res = await call(caller, 'lock-server', 'POST', path, { body, headers });
+      expect({ caller, headers, status: res.status, details: res.body.details }).toEqual({
+        caller,
+        headers,
+        status,
+        details,
+      });
+    }
+    expect(await snapshot()).toBe(before);
   });
 });
 

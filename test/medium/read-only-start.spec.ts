@@ -25,7 +25,14 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { REPO_ROOT, freePort, http, migratedDatabase, waitFor } from '@dlock/testing';
+import {
+  REPO_ROOT,
+  freePort,
+  http,
+  migratedDatabase,
+  testSigningKeys,
+  waitFor,
+} from '@dlock/testing';
 
 const APPS = [
   'lock-server',
@@ -47,7 +54,10 @@ const nobody = {
 interface K8sEnvVar {
   name: string;
   value?: string;
-  valueFrom?: { configMapKeyRef?: { key: string }; fieldRef?: { fieldPath: string } };
+  valueFrom?: {
+    configMapKeyRef?: { key: string; optional?: boolean };
+    fieldRef?: { fieldPath: string };
+  };
 }
 
 /** The `app` container's environment of one Deployment, configMap and fieldRef values resolved. */
@@ -74,6 +84,7 @@ function k8sEnv(app: string): Record<string, string> {
     if (v.value !== undefined) out[v.name] = v.value;
     else if (v.valueFrom?.configMapKeyRef) {
       const value = configMap.get(v.valueFrom.configMapKeyRef.key);
+      if (value === undefined && v.valueFrom.configMapKeyRef.optional === true) continue;
       if (value === undefined) throw new Error(`${app}: ${v.name} names a missing configMap key`);
       out[v.name] = value;
     } else if (v.valueFrom?.fieldRef?.fieldPath === 'metadata.name')
@@ -187,7 +198,15 @@ describe('every app starts as a non-root user on a read-only root filesystem', (
         writeFileSync(file, dbUrls[`${fileOf[1]}_URL`], { mode: 0o444 });
         out[name] = file;
       } else if (/^(LOCKDB|PAYDB|PROXYDB)_URL$/.test(name)) out[name] = dbUrls[name];
-      else if (value.startsWith(`${WRITABLE_MOUNT}/`)) {
+      else if (name === 'GRANT_SIGNING_KEYS' || name === 'INSTRUCTION_SIGNING_KEYS') {
+        // The signing ring the deployment mounts (k8s: a Secret; compose: the identity volume),
+        // readable by the app's user as a mounted secret is.
+        const { grants, instructions } = testSigningKeys();
+        const ring = name === 'GRANT_SIGNING_KEYS' ? grants.keys : instructions.keys;
+        const file = path.join(sandbox.secretsDir, path.basename(value));
+        writeFileSync(file, readFileSync(ring), { mode: 0o444 });
+        out[name] = file;
+      } else if (value.startsWith(`${WRITABLE_MOUNT}/`)) {
         out[name] = path.join(sandbox.tmpDir, value.slice(WRITABLE_MOUNT.length + 1));
       } else out[name] = value;
     }

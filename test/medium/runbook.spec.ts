@@ -17,6 +17,7 @@ import {
   spawnApp,
   waitFor,
   withClient,
+  RECONCILER_READER,
   type RunningApp,
   testTokenProvider,
   testTokenDir,
@@ -237,8 +238,8 @@ interface Role {
   name: string;
   password: string;
 }
-/** The reconciler's read-only role, as the Migrate section grants it. */
-const RECONCILER_RO: Role = { name: 'reconciler_ro', password: 'runbook' };
+/** The reconciler's read-only role: its migrations grant it, the test run's setup lets it log in. */
+const RECONCILER_RO: Role = RECONCILER_READER;
 
 function dbUrl(name: DatabaseName, user?: Role): string {
   const url = new URL(adminUrl());
@@ -330,7 +331,12 @@ let proxy: RunningApp;
 let stub: RunningApp;
 let reconciler: RunningApp;
 let session: LockSession;
-const OPERATOR = 'runbook-test';
+/**
+ * The person at the keyboard is the identity of their token (DLOCK_TOKENS is the
+ * `operator` identity's here): the audit records that identity, and a body naming
+ * anyone else would be only a note (docs/security.md).
+ */
+const OPERATOR = 'operator';
 const WORKER = 'runbook-worker';
 
 async function namedDatabase(name: DatabaseName): Promise<string> {
@@ -425,7 +431,7 @@ beforeAll(async () => {
   await Promise.all(DATABASES.map(namedDatabase));
   // The roles terraform creates on Cloud SQL (terraform/envs/dev: users).
   await withClient(adminUrl(), async (c) => {
-    for (const role of ['pay_app', 'proxy_app', 'reconciler_ro', 'runbook_stranger']) {
+    for (const role of ['pay_app', 'proxy_app', 'runbook_stranger']) {
       await c.query(`DO $$ BEGIN CREATE ROLE ${role} LOGIN PASSWORD 'runbook';
         EXCEPTION WHEN duplicate_object THEN NULL; END $$`);
     }
@@ -508,9 +514,9 @@ const CASES: Case[] = [
     },
     async check(out, env) {
       expect(out.code).toBe(0);
-      expect(out.stdout).toContain('[migrate] lockdb: 4 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] paydb: 6 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] proxydb: 3 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] lockdb: 5 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] paydb: 7 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] proxydb: 4 migration(s) applied');
       expect(out.stdout).toContain('No migrations are pending');
       const seq = await sql(env.LOCKDB_URL, `SELECT last_value FROM fencing_token_seq`);
       expect(seq).toEqual([{ last_value: '1' }]);
@@ -533,7 +539,7 @@ const CASES: Case[] = [
     },
   },
   {
-    block: 'GRANT CONNECT ON DATABASE paydb TO pay_app, reconciler_ro;',
+    block: 'GRANT CONNECT ON DATABASE paydb TO pay_app;',
     async check(out) {
       ok(out);
       const ro = dbUrl('paydb', RECONCILER_RO);
@@ -545,7 +551,7 @@ const CASES: Case[] = [
     },
   },
   {
-    block: 'GRANT CONNECT ON DATABASE proxydb TO proxy_app, reconciler_ro;',
+    block: 'GRANT CONNECT ON DATABASE proxydb TO proxy_app;',
     async check(out) {
       ok(out);
       const ro = dbUrl('proxydb', RECONCILER_RO);
@@ -704,7 +710,7 @@ const CASES: Case[] = [
   },
   {
     block: "WHERE state = 'RAIL_AMBIGUOUS' AND ambiguous_at < now() - interval '4 hours'",
-    // "reconciler role is enough": run as reconciler_ro, with the Migrate section's grants.
+    // "reconciler role is enough": run as reconciler_ro, with its migration's grants.
     user: RECONCILER_RO,
     async prepare() {
       ok(await psql('paydb', blockWith('GRANT CONNECT ON DATABASE paydb').text));
@@ -834,8 +840,9 @@ const CASES: Case[] = [
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationsKept1796083200000/);
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationsChained1796313600000/);
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationRequests1796400000000/);
+      expect(out.stdout).toMatch(/\[X\] \d+ ReconcilerReader1796486400000/);
       expect(out.stdout).toContain(
-        'Migration RevocationRequests1796400000000 has been reverted successfully',
+        'Migration ReconcilerReader1796486400000 has been reverted successfully',
       );
     },
   },

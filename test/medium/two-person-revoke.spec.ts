@@ -39,7 +39,7 @@ roles:
     lockKeys: ['*']
     operations: [sessions.open, sessions.heartbeat, sessions.close, locks.acquire, locks.release]
   operator:
-    operations: [locks.inspect, locks.revoke, revocations.approve, revocations.list]
+    operations: [locks.inspect, locks.read-grants, locks.revoke, revocations.approve, revocations.list]
 identities:
   - { subject: 'worker-*', roles: [worker] }
   - { subject: 'operator-*', roles: [operator] }
@@ -133,7 +133,8 @@ describe.each(BACKENDS)('two-person force-revoke on $name', (backend) => {
     return { held: info.body.held as boolean, token: info.body.fencingToken as string | undefined };
   }
 
-  const revokeBody = { operator: 'ops-alice', reason: 'stuck worker OPS-42' };
+  // The requester names themself: the audit records the authenticated identity either way.
+  const revokeBody = { operator: 'operator-alice', reason: 'stuck worker OPS-42' };
 
   it('a request by one operator and an approval by another revoke the lock', async () => {
     const { key, token } = await heldKey(wide);
@@ -149,7 +150,7 @@ describe.each(BACKENDS)('two-person force-revoke on $name', (backend) => {
         requestId: UUID,
         key,
         status: 'PENDING_APPROVAL',
-        operator: 'ops-alice',
+        operator: 'operator-alice',
         reason: 'stuck worker OPS-42',
         requestedBy: 'operator-alice',
         requestedAt: INSTANT,
@@ -180,7 +181,7 @@ describe.each(BACKENDS)('two-person force-revoke on $name', (backend) => {
     expect((await holder(wide, key)).held).toBe(false);
     const list = await as('operator-x', 'GET', `${wide.url}/v1/revocations`);
     expect(list.body.items).toContainEqual(
-      expect.objectContaining({ key, revokedToken: token, operator: 'ops-alice' }),
+      expect.objectContaining({ key, revokedToken: token, operator: 'operator-alice' }),
     );
     // A request is used once.
     const again = await as(

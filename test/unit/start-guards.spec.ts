@@ -1,5 +1,14 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +18,7 @@ import {
   refuseIfStateDirInUse,
   refusePortsInUse,
   releaseStateDir,
+  secureStateDir,
   StartRefused,
   startFailureMessage,
 } from '../../scripts/start-guards';
@@ -92,5 +102,46 @@ describe('npm start: why a start is refused', () => {
       await new Promise((r) => server.close(r));
     }
     await expect(refusePortsInUse(new Map([[port, 'lock-server']]))).resolves.toBeUndefined();
+  });
+
+  it("makes the state directory its user's alone, what earlier runs left included", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'dlock-state-'));
+    const outside = path.join(mkdtempSync(path.join(tmpdir(), 'dlock-outside-')), 'file');
+    writeFileSync(outside, 'not ours', { mode: 0o644 });
+    for (const d of ['logs', 'identity/tokens/operator', 'pg/data'])
+      mkdirSync(path.join(dir, d), { recursive: true, mode: 0o755 });
+    for (const f of ['logs/lock-server.log', 'identity/tokens/operator/lock-server', 'pg/data/x'])
+      writeFileSync(path.join(dir, f), 'secret', { mode: 0o644 });
+    symlinkSync(outside, path.join(dir, 'logs', 'link'));
+    chmodSync(dir, 0o755);
+    const mode = (p: string) => (statSync(path.join(dir, p)).mode & 0o777).toString(8);
+
+    secureStateDir(dir);
+    expect({
+      dir: mode('.'),
+      logs: mode('logs'),
+      log: mode('logs/lock-server.log'),
+      tokens: mode('identity/tokens/operator'),
+      token: mode('identity/tokens/operator/lock-server'),
+      // PostgreSQL's own directory is its to keep; a link's target is not ours to change.
+      pg: mode('pg/data/x'),
+      linked: (statSync(outside).mode & 0o777).toString(8),
+    }).toEqual({
+      dir: '700',
+      logs: '700',
+      log: '600',
+      tokens: '700',
+      token: '600',
+      pg: '644',
+      linked: '644',
+    });
+
+    // PostgreSQL's group, when it runs as another user, may pass through and no more.
+    secureStateDir(dir, process.getgid!());
+    expect({ dir: mode('.'), gid: statSync(dir).gid }).toEqual({
+      dir: '710',
+      gid: process.getgid!(),
+    });
+    for (const d of [dir, path.dirname(outside)]) rmSync(d, { recursive: true, force: true });
   });
 });

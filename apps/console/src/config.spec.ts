@@ -22,6 +22,30 @@ describe('readConsoleConfig', () => {
     expect(config.PORT).toBe(8090);
   });
 
+  it('binds to loopback and signs people in with their own token by default', () => {
+    expect(readConsoleConfig(base)).toMatchObject({
+      CONSOLE_HOST: '127.0.0.1',
+      allowedHosts: [],
+      CONSOLE_SIGN_IN: 'token',
+      AUTH_OPERATOR_AUDIENCE: 'console',
+      CONSOLE_SESSIONS_MAX: 64,
+      CONSOLE_SESSION_MAX_MS: 43_200_000,
+    });
+  });
+
+  it('reads the Host names it answers to, and names a bad one', () => {
+    expect(
+      readConsoleConfig({ ...base, CONSOLE_ALLOWED_HOSTS: 'Console.Example.com, 10.0.0.5:8090' })
+        .allowedHosts,
+    ).toEqual(['console.example.com', '10.0.0.5:8090']);
+    expect(() =>
+      readConsoleConfig({ ...base, CONSOLE_ALLOWED_HOSTS: 'ok.example, http://x/' }),
+    ).toThrow(/CONSOLE_ALLOWED_HOSTS\[1\]/);
+    expect(() => readConsoleConfig({ ...base, CONSOLE_SIGN_IN: 'cookie' })).toThrow(
+      /CONSOLE_SIGN_IN/,
+    );
+  });
+
   it('refuses a start without a token directory, and names a bad executor URL', () => {
     expect(() => readConsoleConfig({})).toThrow(/AUTH_TOKEN_DIR/);
     expect(() => readConsoleConfig({ ...base, EXECUTOR_URLS: 'https://x:1' })).toThrow(EnvError);

@@ -1,6 +1,7 @@
-// The operator console's page: the overview every 2 s from /api/overview, the
-// safety events pushed over /api/events (SSE), and the actions posted to
-// /api/actions/*. Plain DOM, every text set through textContent.
+// The operator console's page: sign-in (/api/session), then the overview every
+// 2 s from /api/overview, the safety events pushed over /api/events (SSE), and
+// the actions posted to /api/actions/* with the session's anti-CSRF token.
+// Plain DOM, every text set through textContent.
 'use strict';
 
 const STATES = [
@@ -16,6 +17,8 @@ const STATES = [
 const REFRESH_MS = 2000;
 const FEED_MAX = 200;
 const $ = (id) => document.getElementById(id);
+/** The signed-in person's view from /api/session: subject, expiresAt, csrfToken; null when out. */
+let session = null;
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -243,25 +246,73 @@ function renderAmbiguous(section) {
   }
 }
 
+function renderRequests(requests) {
+  const list = $('requests');
+  list.replaceChildren();
+  $('requests-note').textContent = `${requests.length} open`;
+  for (const r of requests) {
+    const mine = session && r.requestedBy === session.subject;
+    const button = el(
+      'button',
+      { type: 'button', onclick: () => void act('approve', { requestId: r.requestId }) },
+      'Approve',
+    );
+    if (mine) {
+      button.disabled = true;
+      button.title = 'a different operator must approve';
+    }
+    list.append(
+      el(
+        'li',
+        { 'data-request-id': r.requestId, 'data-key': r.key },
+        el('code', {}, r.key),
+        ` by ${r.requestedBy}: ${r.reason} (until ${new Date(r.expiresAt).toLocaleTimeString()})`,
+        button,
+      ),
+    );
+  }
+}
+
 function renderOverview(o) {
-  $('operator').textContent = `acting as ${o.operator}`;
   $('updated').textContent = `updated ${new Date(o.at).toLocaleTimeString()}`;
   renderStats(o.stats);
   renderLocks(o.locks);
   renderSessions(o.sessions);
   renderFences(o.fences);
   renderAmbiguous(o.ambiguous);
+  renderRequests(o.revocationRequests);
 }
 
-async function refresh() {
+/**
+ * One call to the console; a POST or DELETE carries the session's anti-CSRF
+ * token. A 401 means the session ended (expired, signed out elsewhere).
+ */
+async function api(method, path, body) {
+  const headers = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && session) headers['x-csrf-token'] = session.csrfToken;
+  const res = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(20000),
+  });
+  if (res.status === 401 && path !== '/api/session') signedOut('your session ended: sign in again');
+  return res;
+}
+
+/** Refreshes while this sign-in lasts: a later sign-in starts its own loop. */
+let generation = 0;
+async function refresh(mine) {
+  if (mine !== generation) return;
   try {
-    const res = await fetch('/api/overview', { signal: AbortSignal.timeout(10000) });
+    const res = await api('GET', '/api/overview');
     if (res.ok) renderOverview(await res.json());
     else $('updated').textContent = `console answered ${res.status}`;
   } catch (err) {
     $('updated').textContent = `console unreachable (${err.message})`;
   } finally {
-    setTimeout(refresh, REFRESH_MS);
+    if (mine === generation) setTimeout(() => void refresh(mine), REFRESH_MS);
   }
 }
 
@@ -301,8 +352,10 @@ function addEvent(e) {
   while (feed.children.length > FEED_MAX) feed.lastChild.remove();
 }
 
+let source = null;
 function listen() {
-  const source = new EventSource('/api/events');
+  source?.close();
+  source = new EventSource('/api/events');
   source.addEventListener('safety', (m) => addEvent(JSON.parse(m.data)));
   source.addEventListener('sources', (m) => renderSources(JSON.parse(m.data)));
   source.addEventListener('open', () => ($('feed-note').textContent = 'live'));
@@ -322,15 +375,23 @@ function prefillPayout(payout, evidence) {
   $('payout-reason').focus();
 }
 
+/** What an action's answer says changed (or, for a two-person revoke, what is now asked). */
+function describe(body) {
+  if (body.status === 'PENDING_APPROVAL')
+    return `revoke of ${body.key} requested by ${body.requestedBy}: waiting for a second operator (until ${new Date(body.expiresAt).toLocaleTimeString()})`;
+  if (body.approvedBy)
+    return `revoked ${body.key ?? `(request ${body.requestId})`}: token ${body.revokedToken} revoked, new token floor ${body.newTokenFloor}; requested by ${body.requestedBy ?? 'another operator'}, approved by ${body.approvedBy}`;
+  if (body.newTokenFloor)
+    return `revoked ${body.key}: token ${body.revokedToken} revoked, new token floor ${body.newTokenFloor}`;
+  return `payout ${body.payoutId} is now ${body.state}`;
+}
+
 /** Shows the service's answer: what changed, or its own refusal (code and message). */
 function showResult(ok, body) {
   const box = $('action-result');
   box.className = ok ? 'ok' : 'error';
   if (ok) {
-    const text = body.newTokenFloor
-      ? `revoked ${body.key}: token ${body.revokedToken} revoked, new token floor ${body.newTokenFloor}`
-      : `payout ${body.payoutId} is now ${body.state}`;
-    box.replaceChildren(el('span', { 'data-testid': 'result-text' }, text));
+    box.replaceChildren(el('span', { 'data-testid': 'result-text' }, describe(body)));
     return;
   }
   const fields =
@@ -345,12 +406,7 @@ function showResult(ok, body) {
 
 async function act(path, body) {
   try {
-    const res = await fetch(`/api/actions/${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(20000),
-    });
+    const res = await api('POST', `/api/actions/${path}`, body);
     showResult(res.ok, await res.json());
   } catch (err) {
     showResult(false, { code: 'UNAVAILABLE', message: `console unreachable: ${err.message}` });
@@ -385,5 +441,81 @@ $('resolve-notfound').addEventListener('click', () =>
   payoutAction('resolve', { resolution: 'NOT_FOUND', evidence: $('payout-reason').value }),
 );
 
-listen();
-void refresh();
+$('approve-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  void act('approve', { requestId: $('approve-id').value.trim() });
+});
+
+let expiryTimer;
+function signedIn(view) {
+  session = view;
+  document.body.classList.remove('signed-out');
+  $('operator').textContent = `signed in as ${view.subject}`;
+  $('operator').title =
+    `actions go as ${view.subject} through ${view.via}, until ${view.expiresAt}`;
+  clearTimeout(expiryTimer);
+  expiryTimer = setTimeout(
+    () => signedOut('your token expired: sign in again'),
+    Math.max(0, Date.parse(view.expiresAt) - Date.now()),
+  );
+  generation += 1;
+  listen();
+  void refresh(generation);
+}
+
+function signedOut(message) {
+  session = null;
+  generation += 1;
+  clearTimeout(expiryTimer);
+  source?.close();
+  source = null;
+  document.body.classList.add('signed-out');
+  $('operator').textContent = 'not signed in';
+  const box = $('sign-in-result');
+  box.className = message ? 'error' : '';
+  box.textContent = message ?? '';
+}
+
+/** Without a token: a proxy in front (IAP, OIDC) vouches for the person (docs/console.md). */
+async function signIn(token) {
+  const box = $('sign-in-result');
+  try {
+    const res = await api('POST', '/api/session', token === undefined ? {} : { token });
+    const body = await res.json();
+    if (res.ok) return signedIn(body);
+    box.className = 'error';
+    box.replaceChildren(
+      el('span', { class: 'code', 'data-testid': 'error-code' }, body.code),
+      ` ${body.message}`,
+    );
+  } catch (err) {
+    box.className = 'error';
+    box.textContent = `console unreachable: ${err.message}`;
+  }
+}
+
+$('sign-in-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  void signIn($('sign-in-token').value.trim());
+});
+
+$('sign-out').addEventListener('click', async () => {
+  try {
+    await api('DELETE', '/api/session');
+  } finally {
+    signedOut();
+  }
+});
+
+async function start() {
+  try {
+    const view = await (await api('GET', '/api/session')).json();
+    if (view.signedIn) signedIn(view);
+    else if (view.signIn === 'header') await signIn(undefined);
+    else signedOut();
+  } catch (err) {
+    signedOut(`console unreachable: ${err.message}`);
+  }
+}
+
+void start();

@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { REPO_ROOT, spawnApp, testTokenDir, type RunningApp } from '@dlock/testing';
+import { REPO_ROOT, spawnApp, type RunningApp } from '@dlock/testing';
+import { signInOnPage } from './support';
 
 /**
  * The page's own logic (which rows are highlighted, what the ambiguous queue
@@ -108,7 +109,6 @@ beforeAll(async () => {
   const url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
   [consoleApp, browser] = await Promise.all([
     spawnApp('console', {
-      AUTH_TOKEN_DIR: await testTokenDir('operator'),
       LOCK_SERVER_URL: url,
       PAYMENT_RESOURCE_URL: url,
       RAIL_PROXY_URL: url,
@@ -117,6 +117,7 @@ beforeAll(async () => {
   ]);
   page = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   await page.goto(consoleApp.url);
+  await signInOnPage(page, 'operator-alice');
 });
 
 afterAll(async () => {

@@ -9,7 +9,6 @@ import {
   seedFundedAccount,
   seedPendingPayout,
   spawnApp,
-  testTokenDir,
   testTokenProvider,
   waitFor,
   type RunningApp,
@@ -24,12 +23,14 @@ import {
   waitForState,
   type Services,
 } from '../../executor/test/support';
+import { signInOnPage } from './support';
 
 /**
  * The operator console in a real browser (Debian's chromium, driven by
  * playwright-core) against the real system: lock-server, payment-resource,
- * rail-stub, rail-proxy and an executor as processes, the console acting as
- * the `operator` identity. Every wait is a condition with a deadline.
+ * rail-stub, rail-proxy and an executor as processes, the console reading as
+ * itself and acting for `operator`, signed in on the page. Every wait is a
+ * condition with a deadline.
  */
 jest.setTimeout(120_000);
 
@@ -75,7 +76,6 @@ beforeAll(async () => {
       RECONCILER_INTERVAL_MS: '3600000',
     }),
     spawnApp('console', {
-      AUTH_TOKEN_DIR: await testTokenDir('operator'),
       LOCK_SERVER_URL: s.lockServer.url,
       PAYMENT_RESOURCE_URL: s.payments.url,
       RAIL_PROXY_URL: s.proxy.url,
@@ -86,6 +86,7 @@ beforeAll(async () => {
   ]);
   page = await browser.newPage({ viewport: { width: 1366, height: 768 } });
   await page.goto(consoleApp.url);
+  await signInOnPage(page, 'operator');
 });
 
 afterAll(async () => {
@@ -125,10 +126,10 @@ async function revokeOnPage(key: string, token: string, reason: string): Promise
   await page.locator('#revoke-submit').click();
 }
 
-it('shows who it acts as and payouts moving', async () => {
-  await page
-    .locator('[data-testid=operator]', { hasText: /^acting as operator$/ })
-    .waitFor({ timeout: WAIT_MS });
+it('shows who is signed in and payouts moving', async () => {
+  await expect(page.locator('[data-testid=operator]').textContent()).resolves.toBe(
+    'signed in as operator',
+  );
   await page.locator('[data-testid=posted-count]').waitFor({ timeout: WAIT_MS });
   const before = await postedOnPage();
   for (let i = 0; i < 5; i++) await seedPendingPayout(s.paydb, accountId);

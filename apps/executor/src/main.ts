@@ -2,7 +2,7 @@ import './tracing';
 import 'reflect-metadata';
 import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
-import { authOptions } from '@dlock/identity';
+import { serviceAuthOptions } from '@dlock/identity';
 import { ExecutorModule } from './app.module';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from './config';
 
@@ -15,7 +15,7 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'executor',
-      auth: authOptions(config),
+      auth: serviceAuthOptions(config),
     };
   });
 }

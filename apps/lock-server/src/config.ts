@@ -2,6 +2,7 @@ import {
   EnvError,
   EnvInt,
   EnvOneOf,
+  EnvPeerUrl,
   EnvPostgresUrl,
   EnvString,
   validateEnv,
@@ -40,6 +41,14 @@ export class LockServerEnv extends AuthEnv {
   /** How often the pg backend checks that the database answers and is writable. */
   @EnvInt({ default: 1000, min: 100, max: 60_000 }) readonly LOCKDB_PROBE_INTERVAL_MS!: number;
   @EnvString({ optional: true }) readonly ETCD_ENDPOINTS?: string;
+  /**
+   * The fence points a revoke of a payout key raises before it answers
+   * (docs/security.md, "Signed grants"), with the lock-server's own tokens
+   * from AUTH_TOKEN_DIR. Both or neither.
+   */
+  @EnvPeerUrl({ optional: true }) readonly PAYMENT_RESOURCE_URL?: string;
+  @EnvPeerUrl({ optional: true }) readonly RAIL_PROXY_URL?: string;
+  @EnvString({ optional: true, maxLength: 1024 }) readonly AUTH_TOKEN_DIR?: string;
   /** Default session TTL, and the ceiling a requested TTL is clamped down to. */
   @EnvInt({ default: 15_000, min: SESSION_TTL_MIN_MS, max: SESSION_TTL_MAX_MS })
   readonly LOCK_SESSION_TTL_MS!: number;
@@ -96,6 +105,17 @@ export function readLockServerConfig(source: EnvSource): LockServerConfig {
   if (config.LOCK_SERVER_BROKEN !== 'off' && source.DLOCK_HARNESS !== '1') {
     problems.push(
       `LOCK_SERVER_BROKEN=${config.LOCK_SERVER_BROKEN} is refused: it is allowed only under DLOCK_HARNESS=1 (the harness's negative controls)`,
+    );
+  }
+  const guards = [config.PAYMENT_RESOURCE_URL, config.RAIL_PROXY_URL];
+  if (guards.some((v) => v !== undefined) && guards.some((v) => v === undefined)) {
+    problems.push(
+      'PAYMENT_RESOURCE_URL, RAIL_PROXY_URL: give both (revoke raises both guards) or none',
+    );
+  }
+  if (guards[0] !== undefined && config.AUTH_TOKEN_DIR === undefined) {
+    problems.push(
+      'AUTH_TOKEN_DIR: is required with PAYMENT_RESOURCE_URL (its tokens for the guards)',
     );
   }
   if (config.LOCK_SESSION_TTL_MS > config.LOCK_SESSION_TTL_MAX_MS) {

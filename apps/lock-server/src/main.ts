@@ -2,7 +2,7 @@ import './tracing';
 import 'reflect-metadata';
 import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
-import { authOptions } from '@dlock/identity';
+import { serviceAuthOptions } from '@dlock/identity';
 import { LockServerModule } from './app.module';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
 import { GrantProofs } from './core/grant-proofs';
@@ -15,7 +15,7 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'lock-server',
-      auth: authOptions(config),
+      auth: serviceAuthOptions(config),
       publicKeys: () => app.get(GrantProofs).ring.publicJwks,
     };
   });

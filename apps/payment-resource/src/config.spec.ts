@@ -5,6 +5,8 @@ const AUTH = {
   AUTH_JWKS: '/run/dlock/jwks.json',
   AUTH_ISSUER: 'https://issuer.test',
   AUTH_POLICY: '/run/dlock/policy.yaml',
+  GRANT_JWKS: '/run/dlock/grant-keys.jwks.json',
+  INSTRUCTION_SIGNING_KEYS: '/run/dlock/instruction-keys.json',
 };
 
 const DB = 'postgres://u:p@127.0.0.1:5432/paydb';
@@ -17,6 +19,7 @@ describe('payment-resource config', () => {
       PAYDB_URL: DB,
       ...AUTH,
       AUTH_TOKEN_LIFETIME_MAX_MS: 3_600_000,
+      AUTH_OPERATOR_AUDIENCE: 'console',
       PAYDB_POOL_MAX: 10,
       PAYDB_STATEMENT_TIMEOUT_MS: 2_000,
       PAYMENT_REQUEST_BUDGET_MS: 2_800,

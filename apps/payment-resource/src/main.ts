@@ -2,7 +2,7 @@ import './tracing';
 import 'reflect-metadata';
 import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
-import { authOptions } from '@dlock/identity';
+import { serviceAuthOptions } from '@dlock/identity';
 import { PaymentResourceModule } from './app.module';
 import { PAYMENT_CONFIG, type PaymentConfig } from './config';
 import { InstructionSigner } from './service/instruction-signer';
@@ -15,7 +15,7 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'payment-resource',
-      auth: authOptions(config),
+      auth: serviceAuthOptions(config),
       // The rail-proxy checks payout instructions against these (docs/rail.md, "Instructions").
       publicKeys: () => app.get(InstructionSigner).ring.publicJwks,
     };

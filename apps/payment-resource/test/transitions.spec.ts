@@ -59,7 +59,7 @@ const REQUESTS: Request[] = [
     name: 'P6 SUBMITTED',
     op: 'rail-outcome',
     body: bodies.submitted(),
-    answers: { CLAIMED: 'RAIL_SUBMITTED' },
+    answers: { CLAIMED: 'RAIL_SUBMITTED', RAIL_SUBMITTED: 'RAIL_SUBMITTED' },
   },
   {
     name: 'P6 ACKED',

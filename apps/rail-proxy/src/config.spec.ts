@@ -5,6 +5,8 @@ const AUTH = {
   AUTH_JWKS: '/run/dlock/jwks.json',
   AUTH_ISSUER: 'https://issuer.test',
   AUTH_POLICY: '/run/dlock/policy.yaml',
+  GRANT_JWKS: '/run/dlock/grant-keys.jwks.json',
+  INSTRUCTION_JWKS: '/run/dlock/instruction-keys.jwks.json',
 };
 
 const DB = 'postgres://u:p@127.0.0.1:5432/proxydb';

@@ -3,7 +3,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
-import { authOptions } from '@dlock/identity';
+import { serviceAuthOptions } from '@dlock/identity';
 import { RailProxyModule } from './app.module';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
 
@@ -15,7 +15,7 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'rail-proxy',
-      auth: authOptions(config),
+      auth: serviceAuthOptions(config),
     };
   });
   if (!app.get<RailProxyConfig>(RAIL_PROXY_CONFIG).RAIL_PROXY_FENCING_ENABLED) {

@@ -33,7 +33,11 @@ export class SubmissionProofs implements OnModuleInit {
     @Inject(RAIL_PROXY_CONFIG) config: RailProxyConfig,
     private readonly safety: SafetyEvents,
   ) {
-    this.grants = new ProofVerifier({ jwks: config.GRANT_JWKS, type: GRANT_PROOF_TYPE, kind: 'grant' });
+    this.grants = new ProofVerifier({
+      jwks: config.GRANT_JWKS,
+      type: GRANT_PROOF_TYPE,
+      kind: 'grant',
+    });
     this.instructions = new ProofVerifier({
       jwks: config.INSTRUCTION_JWKS,
       type: PAYOUT_INSTRUCTION_TYPE,

@@ -1,18 +1,13 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { DlockError, formatFencingToken, formatInstant, type FencingToken } from '@dlock/lock-api';
+import { DlockError, formatFencingToken, formatInstant } from '@dlock/lock-api';
 import { ApiHeader } from '@nestjs/swagger';
 import {
   ApiContractErrors,
   ApiFencedWriteHeaders,
-  FencingTokenParam,
-  GrantProofParam,
-  IdempotencyKeyParam,
-  OwnerIdParam,
-  RequestDeadlineParam,
-  TraceIdParam,
+  FencedGrant,
   schemaRef,
-  type RequestDeadline,
+  type FencedGrantHeaders,
   Operation,
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
@@ -74,19 +69,15 @@ export class SubmissionsController {
   @Operation('rail.submit')
   @HttpCode(200)
   submit(
-    @FencingTokenParam() token: FencingToken,
-    @GrantProofParam() grantProof: string | string[] | undefined,
+    @FencedGrant() grant: FencedGrantHeaders,
     @Headers(PAYOUT_INSTRUCTION_HEADER) instruction: string | string[] | undefined,
-    @OwnerIdParam() ownerId: string,
-    @IdempotencyKeyParam() idempotencyKey: string,
-    @TraceIdParam() traceId: string,
-    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
     @Body() body: SubmissionBody,
   ): Promise<SubmitResponse> {
     const payoutId = body.payoutId.toLowerCase();
+    const { token, proof, ownerId, idempotencyKey, traceId, deadline } = grant;
     return this.service.submit({
       presentedToken: token,
-      grantProof,
+      grantProof: proof,
       instruction,
       ownerId,
       idempotencyKey,

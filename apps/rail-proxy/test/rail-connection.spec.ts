@@ -12,6 +12,8 @@ const NOT_USED_HERE = {
   AUTH_JWKS: '/unused/jwks.json',
   AUTH_ISSUER: 'https://issuer.test',
   AUTH_POLICY: '/run/dlock/policy.yaml',
+  GRANT_JWKS: '/unused/grant-keys.jwks.json',
+  INSTRUCTION_JWKS: '/unused/instruction-keys.jwks.json',
 };
 
 /**

@@ -2,7 +2,7 @@ import './tracing';
 import 'reflect-metadata';
 import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
-import { authOptions } from '@dlock/identity';
+import { serviceAuthOptions } from '@dlock/identity';
 import { ReconcilerModule } from './app.module';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
 
@@ -14,7 +14,7 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'reconciler',
-      auth: authOptions(config),
+      auth: serviceAuthOptions(config),
     };
   });
 }

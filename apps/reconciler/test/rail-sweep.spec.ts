@@ -7,6 +7,7 @@ import { LockClient, type LockSession } from '@dlock/lock-client';
 import {
   http,
   migratedDatabase,
+  readerUrl,
   seedFundedAccount,
   seedPendingPayout,
   spawnApp,
@@ -42,8 +43,8 @@ function spawnReconciler(): Promise<RunningApp> {
     LOCK_SERVER_URL: lockServer.url,
     PAYMENT_RESOURCE_URL: payments.url,
     RAIL_STUB_URL: railLink.url,
-    PAYDB_URL: paydb,
-    PROXYDB_URL: proxydb,
+    PAYDB_URL: readerUrl(paydb),
+    PROXYDB_URL: readerUrl(proxydb),
     OWNER_ID: 'reconciler-test',
     // Only the sweep is under test: the other loops stay out of the way.
     RECONCILER_INTERVAL_MS: '3600000',

@@ -8,6 +8,7 @@ import { LockClient, type LockSession } from '@dlock/lock-client';
 import {
   http,
   migratedDatabase,
+  readerUrl,
   seedFundedAccount,
   seedPendingPayout,
   REPO_ROOT,
@@ -151,12 +152,14 @@ beforeAll(async () => {
       RAIL_STUB_SETTLEMENT_WINDOW_MS: String(WINDOW_MS),
     }),
   ]);
+  // As it is deployed: every database through its read-only role (docs/operations.md).
   reconciler = await spawnApp('reconciler', {
     LOCK_SERVER_URL: lockServer.url,
     PAYMENT_RESOURCE_URL: payments.url,
     RAIL_STUB_URL: stub.url,
-    PAYDB_URL: paydb,
-    PROXYDB_URL: proxydb,
+    PAYDB_URL: readerUrl(paydb),
+    PROXYDB_URL: readerUrl(proxydb),
+    LOCKDB_URL: readerUrl(lockdb),
     OWNER_ID: 'reconciler-test',
     RECONCILER_INTERVAL_MS: '200',
     RECONCILER_CHECK_INTERVAL_MS: '250',
@@ -336,7 +339,7 @@ describe('reconciler: process surface', () => {
   it('its database sessions are read-only: a write fails in PostgreSQL itself', async () => {
     const db = new ReadOnlyDb({
       name: 'paydb',
-      url: paydb,
+      url: readerUrl(paydb),
       poolMax: 1,
       connectTimeoutMs: 1_000,
       statementTimeoutMs: 5_000,
@@ -350,6 +353,48 @@ describe('reconciler: process surface', () => {
     } finally {
       await db.close();
     }
+  });
+
+  it('its role cannot write either, even in a session it switched to read-write', async () => {
+    const writes: [string, string][] = [
+      [paydb, `UPDATE account SET version = version + 1`],
+      [
+        paydb,
+        `INSERT INTO payout_transition (payout_id, from_state, to_state, event, actor)
+               SELECT payout_id, state, state, 'x', 'x' FROM payout LIMIT 1`,
+      ],
+      [proxydb, `UPDATE rail_high_water SET highest_token = highest_token + 1`],
+      [proxydb, `DELETE FROM rail_submission`],
+      [lockdb, `SELECT nextval('fencing_token_seq')`],
+      [lockdb, `CREATE TABLE reader_was_here (x int)`],
+    ];
+    const refused = await Promise.all(
+      writes.map(([url, statement]) =>
+        withClient(readerUrl(url), async (c) => {
+          await c.query('SET default_transaction_read_only = off');
+          return c.query(statement).then(
+            () => 'written',
+            (err: Error) => err.message,
+          );
+        }),
+      ),
+    );
+    expect(refused).toEqual(writes.map(() => expect.stringMatching(/^permission denied for /)));
+  });
+
+  it('runs its loops as that role: detective checks, and its sessions are the reader', async () => {
+    const since = Date.now();
+    await freshRun(since);
+    expect(await metric('reconciler_last_check_timestamp_seconds')).toBeGreaterThan(since / 1000);
+    const dbs = [paydb, proxydb].map((url) => new URL(url).pathname.slice(1));
+    const sessions = await withClient(paydb, (c) =>
+      c.query<{ role: string }>(
+        `SELECT DISTINCT usename AS role FROM pg_stat_activity
+          WHERE application_name = 'reconciler' AND datname = ANY($1)`,
+        [dbs],
+      ),
+    );
+    expect(sessions.rows).toEqual([{ role: 'reconciler_ro' }]);
   });
 
   it('a bad setting stops the process at start, naming the variable', () => {

@@ -6,6 +6,7 @@ import { LockClient, type LockSession } from '@dlock/lock-client';
 import {
   http,
   migratedDatabase,
+  readerUrl,
   seedFundedAccount,
   seedPendingPayout,
   spawnApp,
@@ -172,8 +173,8 @@ describe.each(['pg', 'etcd'] as const)('lock backend %s', (backend) => {
       PAYMENT_RESOURCE_URL: payments.url,
       RAIL_STUB_URL: stub.url,
       RAIL_PROXY_URL: proxy.url,
-      PAYDB_URL: paydb,
-      PROXYDB_URL: proxydb,
+      PAYDB_URL: readerUrl(paydb),
+      PROXYDB_URL: readerUrl(proxydb),
       OWNER_ID: 'reconciler-test',
       RECONCILER_FENCING_INTERVAL_MS: '200',
       // Settled at once, so the cursor passes each test's revocation when done

@@ -1,4 +1,11 @@
-import { migratedDatabase, spawnApp, waitFor, withClient, type RunningApp } from '@dlock/testing';
+import {
+  migratedDatabase,
+  readerUrl,
+  spawnApp,
+  waitFor,
+  withClient,
+  type RunningApp,
+} from '@dlock/testing';
 
 /**
  * reconciler_last_check_timestamp_seconds moves only when every detective
@@ -21,8 +28,8 @@ beforeAll(async () => {
     LOCK_SERVER_URL: 'http://127.0.0.1:9',
     PAYMENT_RESOURCE_URL: 'http://127.0.0.1:9',
     RAIL_STUB_URL: 'http://127.0.0.1:9',
-    PAYDB_URL: paydb,
-    PROXYDB_URL: proxydb,
+    PAYDB_URL: readerUrl(paydb),
+    PROXYDB_URL: readerUrl(proxydb),
     OWNER_ID: 'staleness-test',
     RECONCILER_CHECK_INTERVAL_MS: '200',
   });

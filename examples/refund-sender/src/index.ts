@@ -2,3 +2,4 @@ export * from './migrations/1764600000000-refund';
 export * from './refund-sender.module';
 export * from './refund-sender.service';
 export * from './refund-sink';
+export * from './refund.controller';

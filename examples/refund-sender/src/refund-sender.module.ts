@@ -1,45 +1,58 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { APP_FILTER } from '@nestjs/core';
+import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { LockClientModule, type LockClientModuleOptions } from '@dlock/lock-nest';
+import { fileTokenProvider } from '@dlock/identity';
+import { DlockExceptionFilter, LockClientModule } from '@dlock/lock-nest';
+import { HealthController } from './health.controller';
+import { RefundController } from './refund.controller';
 import { RefundSender } from './refund-sender.service';
 import { MemoryRefundSink, RefundSink } from './refund-sink';
 
-export interface RefundSenderAppOptions {
-  databaseUrl: string;
-  lock: LockClientModuleOptions;
-  /** The payment network; the in-memory fake by default. */
-  sink?: RefundSink;
-}
-
 /** The feature module: what a team adds for its own bounded context. */
-@Module({ providers: [RefundSender], exports: [RefundSender] })
-export class RefundModule {
-  static register(sink: RefundSink): DynamicModule {
-    return {
-      module: RefundModule,
-      providers: [{ provide: RefundSink, useValue: sink }],
-    };
-  }
-}
+@Module({
+  controllers: [RefundController],
+  // The payment network: the in-memory fake here; a team binds its own client.
+  providers: [RefundSender, { provide: RefundSink, useClass: MemoryRefundSink }],
+  exports: [RefundSender],
+})
+export class RefundModule {}
 
-/** The example app's root: its database (migrations run by the deployer), the lock client, the feature. */
-@Module({})
-export class RefundSenderAppModule {
-  static forRoot(options: RefundSenderAppOptions): DynamicModule {
-    return {
-      module: RefundSenderAppModule,
-      imports: [
-        TypeOrmModule.forRoot({
-          type: 'postgres',
-          url: options.databaseUrl,
-          synchronize: false,
-          migrationsRun: false,
-          entities: [],
-          logging: ['error'],
-        }),
-        LockClientModule.forRoot(options.lock),
-        RefundModule.register(options.sink ?? new MemoryRefundSink()),
-      ],
-    };
-  }
-}
+/** The app's root: configuration, its database, the lock client, the feature (docs/extending.md). */
+@Module({
+  imports: [
+    // From the process environment only: a stray .env file never changes a run.
+    ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true }),
+    TypeOrmModule.forRootAsync({
+      inject: [ConfigService],
+      useFactory: (config: ConfigService) => ({
+        type: 'postgres',
+        url: config.getOrThrow<string>('REFUNDS_DATABASE_URL'),
+        // The schema is the migrations' (src/data-source.ts), run by the deployer.
+        synchronize: false,
+        migrationsRun: false,
+        entities: [],
+        logging: ['error'],
+      }),
+    }),
+    LockClientModule.forRootAsync({
+      imports: [ConfigModule],
+      inject: [ConfigService],
+      useFactory: (config: ConfigService) => ({
+        baseUrl: config.getOrThrow<string>('LOCK_SERVER_URL'),
+        ownerId: config.getOrThrow<string>('OWNER_ID'),
+        token: fileTokenProvider(config.getOrThrow<string>('AUTH_TOKEN_DIR'), 'lock-server'),
+        safetyMargin: 0.3,
+        sessionTtlMs: 15_000,
+        lockTtlMs: 15_000,
+      }),
+    }),
+    TerminusModule,
+    RefundModule,
+  ],
+  controllers: [HealthController],
+  // Every DlockError a controller lets through answers as a dlock service would.
+  providers: [{ provide: APP_FILTER, useClass: DlockExceptionFilter }],
+})
+export class RefundSenderAppModule {}

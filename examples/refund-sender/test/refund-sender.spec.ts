@@ -1,5 +1,5 @@
-import type { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { ConfigService } from '@nestjs/config';
+import { Test, type TestingModule } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
 import { LockLostError } from '@dlock/lock-client';
 import { LockSessionKeeper } from '@dlock/lock-nest';
@@ -8,16 +8,23 @@ import {
   http,
   migratedDatabase,
   spawnApp,
-  testTokenProvider,
+  testTokenDir,
   type RunningApp,
 } from '@dlock/testing';
-import { MemoryRefundSink, REFUND_MIGRATIONS, RefundSender, RefundSenderAppModule } from '../src';
+import {
+  MemoryRefundSink,
+  REFUND_MIGRATIONS,
+  RefundSender,
+  RefundSenderAppModule,
+  RefundSink,
+} from '../src';
 
 /**
  * The worked example of docs/extending.md: two senders (two owners, two
  * sessions) against a real lock-server process and a real PostgreSQL with the
- * example's own table, made by its own migration. One fake payment network is
- * shared, so every payment either of them makes is counted.
+ * example's own table, made by its own migration. Each is the example's app
+ * module with its configuration given as docs/extending.md ("Testing") shows;
+ * one fake payment network is shared, so every payment either makes is counted.
  */
 jest.setTimeout(60_000);
 
@@ -25,19 +32,24 @@ let server: RunningApp;
 let databaseUrl: string;
 let db: DataSource;
 const sink = new MemoryRefundSink();
-const apps: INestApplicationContext[] = [];
+const apps: TestingModule[] = [];
 
-async function sender(ownerId: string): Promise<INestApplicationContext> {
-  const app = await NestFactory.createApplicationContext(
-    RefundSenderAppModule.forRoot({
-      databaseUrl,
-      sink,
-      lock: { baseUrl: server.url, ownerId, token: testTokenProvider(ownerId), lockTtlMs: 5_000 },
-    }),
-    { logger: false },
-  );
+async function sender(ownerId: string): Promise<TestingModule> {
+  const config = new ConfigService({
+    LOCK_SERVER_URL: server.url,
+    OWNER_ID: ownerId,
+    AUTH_TOKEN_DIR: await testTokenDir(ownerId),
+    REFUNDS_DATABASE_URL: databaseUrl,
+  });
+  const app = await Test.createTestingModule({ imports: [RefundSenderAppModule] })
+    .overrideProvider(ConfigService)
+    .useValue(config)
+    .overrideProvider(RefundSink)
+    .useValue(sink)
+    .setLogger({ log() {}, error() {}, warn() {} })
+    .compile();
   apps.push(app);
-  return app;
+  return app.init();
 }
 
 beforeAll(async () => {

@@ -155,13 +155,14 @@ export function EnvUrl(opts: { default?: string; optional?: boolean } = {}): Pro
 }
 
 /** Another dlock service: plain http:// only (docs/operations.md, "Containers, start-up and database outages"). */
-export function EnvPeerUrl(opts: { default?: string } = {}): PropertyDecorator {
+export function EnvPeerUrl(opts: { default?: string; optional?: boolean } = {}): PropertyDecorator {
   return applyDecorators(
     EnvUrl(opts),
     ValidateBy({
       name: 'isPeerUrl',
       validator: {
         validate: (value) => {
+          if (value === undefined && opts.optional === true) return true;
           const url = new URL(value as string);
           return url.protocol === 'http:' && url.hostname !== '';
         },

@@ -2,7 +2,7 @@ import type { TokenProvider } from '@dlock/identity';
 import { errorFromEnvelope } from '@dlock/lock-api';
 import { PeerProtocolError, type CallBudget } from './errors';
 import { isErrorEnvelope, parsePeerJson, stringifyInt64Json } from './json';
-import { HttpTransport } from './transport';
+import { HttpTransport, type HeaderProvider } from './transport';
 
 export interface PeerCall {
   method: 'GET' | 'POST' | 'DELETE';
@@ -28,12 +28,16 @@ export class JsonPeer {
   constructor(
     readonly name: string,
     baseUrl: string,
-    /** The caller's service token for this peer (docs/security.md). */
-    options: { token?: TokenProvider } = {},
+    /** The caller's service token for this peer, and extra headers of every call (docs/security.md). */
+    options: { token?: TokenProvider; headers?: HeaderProvider } = {},
   ) {
     this.base = new URL(baseUrl);
     if (this.base.protocol !== 'http:') throw new RangeError(`${name}: only http:// is supported`);
-    this.transport = new HttpTransport({ peer: name, token: options.token });
+    this.transport = new HttpTransport({
+      peer: name,
+      token: options.token,
+      headers: options.headers,
+    });
   }
 
   async call<T = unknown>(call: PeerCall): Promise<T> {

@@ -283,6 +283,38 @@ describe('answers', () => {
     ]);
   });
 
+  it('adds the extra headers of every call; the call’s own headers and the token win', async () => {
+    server = await startServer((_req, res) => json(res, 200, '{}'));
+    const actingFor = ['p1.q.r', 'p2.q.r'];
+    let asked = 0;
+    peer = new JsonPeer('p', server.base, {
+      token: () => 'a.b.c',
+      headers: () => ({
+        'x-acting-for': actingFor[asked++],
+        authorization: 'Bearer forged.x.y',
+        'x-owner-id': 'extra',
+      }),
+    });
+    await peer.call({ method: 'GET', path: '/a', budget: HOP_BUDGETS.advisoryRead });
+    await peer.call({
+      method: 'POST',
+      path: '/b',
+      headers: { 'x-owner-id': 'own' },
+      body: {},
+      budget: HOP_BUDGETS.fencedWrite,
+    });
+    expect(
+      server.seen.map((s) => [
+        s.headers['x-acting-for'],
+        s.headers.authorization,
+        s.headers['x-owner-id'],
+      ]),
+    ).toEqual([
+      ['p1.q.r', 'Bearer a.b.c', 'extra'],
+      ['p2.q.r', 'Bearer a.b.c', 'own'],
+    ]);
+  });
+
   it('a peer given no token provider sends no Authorization header', async () => {
     server = await startServer((_req, res) => json(res, 200, '{}'));
     peer = new JsonPeer('p', server.base);

@@ -49,6 +49,19 @@ export interface TransportOptions {
   unavailable?: UnavailableErrorFactory;
   /** The caller's service token, sent as `Authorization: Bearer` on every call (docs/security.md). */
   token?: TokenProvider;
+  /** Extra headers of every call, e.g. a delegating caller's X-Acting-For (docs/security.md). */
+  headers?: HeaderProvider;
+}
+
+/** Headers to add to every request, asked for on each one. */
+export type HeaderProvider = () => Record<string, string>;
+
+/**
+ * Adds `headers()` to every request; the request's own headers win, so an
+ * extra header never replaces its token, owner or fencing token.
+ */
+export function withHeaders(send: Transport, headers: HeaderProvider): Transport {
+  return (request) => send({ ...request, headers: { ...headers(), ...request.headers } });
 }
 
 /** Asks the provider on every request, so a rotated token is used without a restart. */
@@ -82,7 +95,8 @@ export class HttpTransport {
     this.responseBytesMax = options.responseBytesMax ?? RESPONSE_BYTES_MAX;
     this.unavailable = options.unavailable ?? peerUnavailable;
     const exchange: Transport = (request) => this.exchange(request);
-    this.send = options.token ? withBearerToken(exchange, options.token) : exchange;
+    const extra = options.headers ? withHeaders(exchange, options.headers) : exchange;
+    this.send = options.token ? withBearerToken(extra, options.token) : extra;
   }
 
   /** The exchange as a plain function, for callers that take a `Transport` seam. */

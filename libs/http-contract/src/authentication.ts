@@ -1,12 +1,14 @@
 import { createParamDecorator, Logger, type ExecutionContext } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
+import type { IncomingHttpHeaders } from 'node:http';
 import { Counter, register } from 'prom-client';
 import { DlockError } from '@dlock/lock-api';
 import {
   ForbiddenError,
   TokenVerifier,
   UnauthenticatedError,
+  type AuthPolicy,
   type VerifiedIdentity,
   type VerifierOptions,
 } from '@dlock/identity';
@@ -32,9 +34,14 @@ export interface AuthenticatedRequest extends TracedRequest {
 
 /**
  * Where the keys are, who issues, and the authorisation policy file; this
- * service's audience is its own name.
+ * service's audience is its own name. `operator` verifies the people a
+ * delegating caller acts for (default: the same issuer and keys, audience
+ * `console`; docs/security.md).
  */
-export type AuthOptions = Omit<VerifierOptions, 'audience'> & { policyFile: string };
+export type AuthOptions = Omit<VerifierOptions, 'audience'> & {
+  policyFile: string;
+  operator?: VerifierOptions;
+};
 
 /** Why a request was refused: the `refusal` label of `auth_refusals_total`. */
 export type RefusalKind = 'unauthenticated' | 'forbidden' | 'policy';
@@ -82,33 +89,103 @@ export function recordAuthRefusal(
   );
 }
 
+/** The header a delegating caller (the console) names the person it acts for in (docs/security.md). */
+export const ACTING_FOR_HEADER = 'x-acting-for';
+
+/**
+ * What the gate checks a request against: the service's own tokens, people's
+ * tokens forwarded in X-Acting-For (audience `console` unless configured), and
+ * the policy, which must grant the forwarding caller `identity.act-for`.
+ */
+export interface AuthGate {
+  verifier: TokenVerifier;
+  operatorVerifier: TokenVerifier;
+  policy: AuthPolicy;
+}
+
+/** Who a request acts as, or why it is refused (and as which refusal it is counted). */
+export type GateOutcome =
+  { identity: VerifiedIdentity } | { refused: DlockError; kind: RefusalKind; subject?: string };
+
+const unauthenticated = (err: unknown, subject?: string): GateOutcome => {
+  if (!(err instanceof UnauthenticatedError)) throw err;
+  return { refused: err, kind: 'unauthenticated', subject };
+};
+
+/**
+ * The identity of a request from its headers (docs/security.md). Without
+ * X-Acting-For it is the service token's; with it, the caller must be allowed
+ * `identity.act-for` (else 403, refusal `policy`) and the forwarded token must
+ * verify as a person's (else 401): the request is then that person's, with
+ * the caller kept as `via`, so the policy, owner checks and audit see the person.
+ */
+export async function authenticateHeaders(
+  headers: IncomingHttpHeaders,
+  gate: AuthGate,
+): Promise<GateOutcome> {
+  let caller: VerifiedIdentity;
+  try {
+    caller = await gate.verifier.verify(headers.authorization);
+  } catch (err) {
+    return unauthenticated(err);
+  }
+  let identity = caller;
+  const actingFor = headers[ACTING_FOR_HEADER];
+  if (actingFor !== undefined) {
+    const decision = gate.policy.decide(caller.subject, 'identity.act-for');
+    if (!decision.allowed) {
+      const err = new ForbiddenError(
+        `not allowed by the authorisation policy: ${decision.reason}`,
+        {
+          reason: 'policy',
+          operation: 'identity.act-for',
+        },
+      );
+      return { refused: err, kind: 'policy', subject: caller.subject };
+    }
+    let person: VerifiedIdentity;
+    try {
+      person = await gate.operatorVerifier.verifyJwt(actingFor, 'X-Acting-For');
+    } catch (err) {
+      return unauthenticated(err, caller.subject);
+    }
+    identity = {
+      subject: person.subject,
+      expiresAtMs: Math.min(person.expiresAtMs, caller.expiresAtMs),
+      via: caller.subject,
+    };
+  }
+  const owner = headers['x-owner-id'];
+  if (owner !== undefined && owner !== identity.subject) {
+    const err = new ForbiddenError('X-Owner-Id is not the authenticated identity', {
+      field: 'X-Owner-Id',
+    });
+    return { refused: err, kind: 'forbidden', subject: identity.subject };
+  }
+  return { identity };
+}
+
 /**
  * The one authentication gate of every service: installed by
  * applyHttpContract before the body is read, so a refused request costs no
  * parsing and reaches no route. The owner a request acts as is the token's
- * subject: an `X-Owner-Id` naming anyone else is 403 (docs/security.md).
+ * subject (or the person a delegating caller acts for): an `X-Owner-Id`
+ * naming anyone else is 403 (docs/security.md).
  */
-export function authenticateRequests(app: NestExpressApplication, verifier: TokenVerifier): void {
+export function authenticateRequests(app: NestExpressApplication, gate: AuthGate): void {
   const logger = new Logger('auth');
   app.use((req: AuthenticatedRequest & Request, _res: Response, next: NextFunction) => {
     if (OPEN_PATHS.has(req.path)) return next();
-    verifier.verify(req.headers.authorization).then(
-      (identity) => {
-        const owner = req.headers['x-owner-id'];
-        if (owner !== undefined && owner !== identity.subject) {
-          const err = new ForbiddenError('X-Owner-Id is not the authenticated identity', {
-            field: 'X-Owner-Id',
-          });
-          recordAuthRefusal(logger, req, err, identity.subject);
-          return next(err);
+    authenticateHeaders(req.headers, gate).then(
+      (outcome) => {
+        if ('identity' in outcome) {
+          req.identity = outcome.identity;
+          return next();
         }
-        req.identity = identity;
-        next();
+        recordAuthRefusal(logger, req, outcome.refused, outcome.subject, outcome.kind);
+        next(outcome.refused);
       },
-      (err: unknown) => {
-        if (err instanceof UnauthenticatedError) recordAuthRefusal(logger, req, err);
-        next(err);
-      },
+      (err: unknown) => next(err),
     );
   });
 }
@@ -118,7 +195,11 @@ export function authenticateRequests(app: NestExpressApplication, verifier: Toke
  * docs/security.md) is an `auth_refused` like the gate's own; called by the
  * exception filter for every error it renders.
  */
-export function recordRouteRefusal(logger: Logger, req: AuthenticatedRequest & Request, err: unknown): void {
+export function recordRouteRefusal(
+  logger: Logger,
+  req: AuthenticatedRequest & Request,
+  err: unknown,
+): void {
   if (!(err instanceof ForbiddenError)) return;
   recordAuthRefusal(logger, req, err, req.identity?.subject, 'forbidden');
 }

@@ -12,8 +12,8 @@ import { text } from 'express';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Logger as PinoLogger } from 'nestjs-pino';
-import { policyFile, TokenVerifier, type AuthPolicy } from '@dlock/identity';
-import { authenticateRequests, type AuthOptions } from './authentication';
+import { OPERATOR_AUDIENCE, policyFile, TokenVerifier } from '@dlock/identity';
+import { authenticateRequests, type AuthGate, type AuthOptions } from './authentication';
 import { inboundTrace, runInRequestTrace } from '@dlock/tracing';
 import { OperationGuard } from './operation';
 import { requestDeadline } from './deadline';
@@ -27,12 +27,11 @@ import { contractValidationPipe } from './validation';
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /**
- * Who may call: a verifier of service tokens and the authorisation policy, or
- * (only the rail stub, which stands in for a bank outside this system) nobody
- * is asked (docs/security.md).
+ * Who may call: verifiers of service tokens and of the people a delegating
+ * caller acts for, and the authorisation policy, or (only the rail stub, which
+ * stands in for a bank outside this system) nobody is asked (docs/security.md).
  */
-export type RequestAuth =
-  { verifier: TokenVerifier; policy: AuthPolicy } | 'open: external rail simulator';
+export type RequestAuth = AuthGate | 'open: external rail simulator';
 
 /** Applies the wire conventions of docs/contract.md to an express-backed Nest app. */
 export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth): void {
@@ -54,7 +53,7 @@ export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth
     }
   });
   if (auth !== 'open: external rail simulator') {
-    authenticateRequests(app, auth.verifier);
+    authenticateRequests(app, auth);
     app.useGlobalGuards(new OperationGuard(auth.policy));
   }
   // inflate: false: a Content-Encoding other than identity is 415, never decoded (README, Wire conventions).
@@ -131,9 +130,12 @@ export interface ServeOptions {
 
 function requestAuth(options: ServeOptions): RequestAuth {
   if (typeof options.auth === 'string') return options.auth;
-  const { policyFile: file, ...verifier } = options.auth;
+  const { policyFile: file, operator, ...verifier } = options.auth;
   return {
     verifier: new TokenVerifier({ ...verifier, audience: options.name }),
+    operatorVerifier: new TokenVerifier(
+      operator ?? { jwks: verifier.jwks, issuer: verifier.issuer, audience: OPERATOR_AUDIENCE },
+    ),
     policy: policyFile(file),
   };
 }

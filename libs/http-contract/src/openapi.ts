@@ -31,6 +31,7 @@ import {
   type PayoutWireSchemaName,
   type WireProperties,
 } from '@dlock/payout-contract';
+import { TOKEN_BYTES_MAX } from '@dlock/identity';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from './headers';
 import { READ_LIMIT } from './read-query';
 
@@ -259,6 +260,18 @@ const SHARED_PARAMETERS: ParameterObject[] = [
   },
 ];
 
+/** On an authenticated service's routes: the person a delegating caller acts for. */
+const ACTING_FOR_PARAMETER: ParameterObject = {
+  name: 'X-Acting-For',
+  in: 'header',
+  required: false,
+  description:
+    'A signed-in person’s JWT (audience console), forwarded by a caller the policy grants ' +
+    'identity.act-for; the request is then that person’s, a bad token 401 UNAUTHENTICATED ' +
+    '(docs/security.md, "Acting for a person")',
+  schema: { type: 'string', maxLength: TOKEN_BYTES_MAX },
+};
+
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 
 function operations(doc: OpenAPIObject): [string, OperationObject][] {
@@ -389,7 +402,11 @@ export function buildOpenApiDocument(
       describeOpenOperation(path, op);
       continue;
     }
-    op.parameters = [...(op.parameters ?? []), ...SHARED_PARAMETERS];
+    op.parameters = [
+      ...(op.parameters ?? []),
+      ...SHARED_PARAMETERS,
+      ...(options.authenticated ? [ACTING_FOR_PARAMETER] : []),
+    ];
     addSharedErrors(op, sharedErrors(options.authenticated, op.requestBody !== undefined));
   }
   addNamedSchemas(doc);

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { EnvError, validateEnv } from '@dlock/config';
-import { authOptions, AuthEnv } from './auth-env';
+import { serviceAuthOptions, AuthEnv } from './auth-env';
 
 const BASE = {
   AUTH_JWKS: '/keys/jwks.json',
@@ -21,12 +21,19 @@ function problems(env: Record<string, string>): string[] {
 describe('AuthEnv: token lifetime and Kubernetes identity (docs/security.md)', () => {
   it('defaults: a one-hour cap, no Kubernetes settings (a service account is its full sub)', () => {
     const env = validateEnv(AuthEnv, BASE);
-    expect(authOptions(env)).toEqual({
+    expect(serviceAuthOptions(env)).toEqual({
       jwks: '/keys/jwks.json',
       issuer: 'https://issuer',
       policyFile: '/p.yaml',
       tokenLifetimeMaxMs: 3_600_000,
       kubernetes: { namespace: undefined, podServiceAccounts: undefined },
+      // People's tokens (X-Acting-For): the service's own issuer and keys, audience `console`.
+      operator: {
+        jwks: '/keys/jwks.json',
+        issuer: 'https://issuer',
+        audience: 'console',
+        tokenLifetimeMaxMs: 3_600_000,
+      },
     });
   });
 
@@ -37,7 +44,7 @@ describe('AuthEnv: token lifetime and Kubernetes identity (docs/security.md)', (
       AUTH_K8S_NAMESPACE: 'dlock',
       AUTH_K8S_POD_SERVICE_ACCOUNTS: 'executor,reconciler',
     });
-    expect(authOptions(env)).toMatchObject({
+    expect(serviceAuthOptions(env)).toMatchObject({
       tokenLifetimeMaxMs: 900_000,
       kubernetes: { namespace: 'dlock', podServiceAccounts: ['executor', 'reconciler'] },
     });

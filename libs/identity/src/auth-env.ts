@@ -2,6 +2,23 @@ import { ValidateBy } from 'class-validator';
 import { EnvInt, EnvString } from '@dlock/config';
 import { TOKEN_LIFETIME_MAX_MS_DEFAULT, type VerifierOptions } from './verifier';
 
+/** The audience of a person's token: the console, which acts for them (docs/security.md). */
+export const OPERATOR_AUDIENCE = 'console';
+
+/**
+ * Who may be acted for (docs/security.md, "Acting for a person"): the tokens a
+ * delegating caller forwards in X-Acting-For are verified against this issuer,
+ * these keys and this audience. Issuer and keys default to the service's own
+ * (the development issuer mints people's tokens too); on GKE they name the
+ * identity-aware proxy or the OIDC provider that signs people in.
+ */
+export class OperatorAuthEnv {
+  @EnvString({ optional: true, maxLength: 2048 }) readonly AUTH_OPERATOR_JWKS?: string;
+  @EnvString({ optional: true, maxLength: 512 }) readonly AUTH_OPERATOR_ISSUER?: string;
+  @EnvString({ default: OPERATOR_AUDIENCE, maxLength: 512 })
+  readonly AUTH_OPERATOR_AUDIENCE!: string;
+}
+
 /** A Kubernetes namespace or service-account name (an RFC 1123 label). */
 const K8S_NAME = '[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?';
 
@@ -20,7 +37,7 @@ const needsNamespace = ValidateBy({
  * service skips the check.
  * An app's environment class extends this one.
  */
-export class AuthEnv {
+export class AuthEnv extends OperatorAuthEnv {
   /** The issuer's public keys: a JWKS file path, or an http(s) URL (a cluster's OIDC JWKS). */
   @EnvString({ maxLength: 2048 }) readonly AUTH_JWKS!: string;
   /** The `iss` every accepted token must carry. */
@@ -55,10 +72,29 @@ export class CallerAuthEnv extends AuthEnv {
   @EnvString({ maxLength: 1024 }) readonly AUTH_TOKEN_DIR!: string;
 }
 
-/** What a service's token check is built from: its validated auth variables. */
-export function authOptions(
+/** The verifier of people's tokens, its unset parts taken from the service's own issuer. */
+export function operatorVerifierOptions(
+  env: OperatorAuthEnv & {
+    AUTH_JWKS: string;
+    AUTH_ISSUER: string;
+    AUTH_TOKEN_LIFETIME_MAX_MS?: number;
+  },
+): VerifierOptions {
+  return {
+    jwks: env.AUTH_OPERATOR_JWKS ?? env.AUTH_JWKS,
+    issuer: env.AUTH_OPERATOR_ISSUER ?? env.AUTH_ISSUER,
+    audience: env.AUTH_OPERATOR_AUDIENCE,
+    tokenLifetimeMaxMs: env.AUTH_TOKEN_LIFETIME_MAX_MS,
+  };
+}
+
+/**
+ * What serveHttpApp needs to authenticate and authorise (libs/http-contract):
+ * the service's own token check, its policy, and the check of people's tokens.
+ */
+export function serviceAuthOptions(
   env: AuthEnv,
-): Omit<VerifierOptions, 'audience'> & { policyFile: string } {
+): Omit<VerifierOptions, 'audience'> & { policyFile: string; operator: VerifierOptions } {
   const podServiceAccounts = env.AUTH_K8S_POD_SERVICE_ACCOUNTS?.split(',');
   return {
     jwks: env.AUTH_JWKS,
@@ -66,5 +102,6 @@ export function authOptions(
     policyFile: env.AUTH_POLICY,
     tokenLifetimeMaxMs: env.AUTH_TOKEN_LIFETIME_MAX_MS,
     kubernetes: { namespace: env.AUTH_K8S_NAMESPACE, podServiceAccounts },
+    operator: operatorVerifierOptions(env),
   };
 }

@@ -44,6 +44,8 @@ export const OPERATIONS = [
   // every service
   'safety-events.read',
   'debug.spans',
+  // Sending X-Acting-For: acting for a signed-in person (the console, docs/security.md).
+  'identity.act-for',
 ] as const;
 
 export type OperationName = (typeof OPERATIONS)[number];

@@ -60,6 +60,17 @@ describe('the development policy', () => {
     ['operatorevil', 'locks.revoke', undefined, false],
     ['operator-', 'locks.revoke', undefined, false],
     ['operators', 'payouts.abandon', undefined, false],
+    // The console reads what its page polls and acts for people; it acts as nobody itself.
+    ['console', 'identity.act-for', undefined, true],
+    ['console', 'locks.list', undefined, true],
+    ['console', 'safety-events.read', undefined, true],
+    ['console', 'locks.revoke', undefined, false],
+    ['console', 'revocations.approve', undefined, false],
+    ['console', 'payouts.abandon', undefined, false],
+    ['console', 'locks.acquire', 'payout:a', false],
+    ['operator', 'identity.act-for', undefined, false],
+    ['operator-alice', 'identity.act-for', undefined, false],
+    ['executor-1', 'identity.act-for', undefined, false],
   ])('%s %s %s → %s', (subject, operation, key, allowed) => {
     expect(dev.decide(subject, operation, key).allowed).toBe(allowed);
   });
@@ -86,6 +97,13 @@ describe('the test and production policies', () => {
     for (const op of OPERATIONS) expect(test.decide('w', op, 'k').allowed).toBe(true);
     const prod = loadPolicyFile(join(REPO, 'k8s', 'base', 'auth-policy.yaml'));
     expect(prod.revoke.approvals).toBe(2);
+    // The console's pods may act for people; nothing else may.
+    expect(prod.decide('console-7d9f-abcde', 'identity.act-for').allowed).toBe(true);
+    expect(prod.decide('console-7d9f-abcde', 'locks.revoke').allowed).toBe(false);
+    expect(prod.decide('executor-7d9f-abcde', 'identity.act-for').allowed).toBe(false);
+    expect(
+      prod.decide('system:serviceaccount:dlock:operator-alice', 'identity.act-for').allowed,
+    ).toBe(false);
   });
 
   const prod = loadPolicyFile(join(REPO, 'k8s', 'base', 'auth-policy.yaml'));

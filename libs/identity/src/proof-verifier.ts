@@ -65,7 +65,11 @@ export class ProofVerifier {
     if (hit && now < hit.untilMs) return hit.claims;
     const [h, p, s] = jws.split('.');
     const header = this.json(h) as { alg?: unknown; kid?: unknown; typ?: unknown };
-    if (header.alg !== SIGNING_ALG || header.typ !== this.options.type || typeof header.kid !== 'string') {
+    if (
+      header.alg !== SIGNING_ALG ||
+      header.typ !== this.options.type ||
+      typeof header.kid !== 'string'
+    ) {
       throw this.refuse('malformed', `not a ${this.options.kind} proof (alg, typ or kid)`);
     }
     if (now - this.loadedAtMs >= this.reloadMs) await this.reload(false);
@@ -74,7 +78,8 @@ export class ProofVerifier {
       await this.reload(false);
       key = this.keys.get(header.kid);
     }
-    if (key === undefined) throw this.refuse('unknown-key', 'signed with a key this guard does not know');
+    if (key === undefined)
+      throw this.refuse('unknown-key', 'signed with a key this guard does not know');
     if (!verify(null, Buffer.from(`${h}.${p}`), key, Buffer.from(s, 'base64url'))) {
       throw this.refuse('signature', 'signature does not verify');
     }
@@ -132,7 +137,8 @@ export class ProofVerifier {
         : (JSON.parse(isUrl(source) ? await fetchText(source) : readIfThere(source)) as {
             keys?: JsonWebKey[];
           });
-    if (!Array.isArray(set.keys)) throw new Error(`${String(source)} is not a JWKS (no "keys" array)`);
+    if (!Array.isArray(set.keys))
+      throw new Error(`${String(source)} is not a JWKS (no "keys" array)`);
     const keys = new Map<string, KeyObject>();
     for (const jwk of set.keys) {
       const kid = (jwk as { kid?: unknown }).kid;

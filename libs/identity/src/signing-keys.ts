@@ -42,7 +42,8 @@ interface LoadedRing {
   kid: string;
   key: KeyObject;
   publicJwks: { keys: JsonWebKey[] };
-  mtimeMs: number;
+  /** Which file this was read from: a rotation replaces the file (a new inode). */
+  version: string;
 }
 
 /** A bad or unreadable key ring: stops the service at boot, like any configuration error. */
@@ -92,7 +93,7 @@ export class SigningKeyRing {
     if (now - this.checkedAtMs < KEY_RING_RELOAD_MS) return this.ring;
     this.checkedAtMs = now;
     try {
-      if (statSync(this.path).mtimeMs !== this.ring.mtimeMs) this.ring = loadRing(this.path);
+      if (fileVersion(this.path) !== this.ring.version) this.ring = loadRing(this.path);
     } catch {
       // A file caught mid-rotation (or gone): keep signing with the keys we have.
     }
@@ -104,12 +105,17 @@ function b64(text: string): string {
   return Buffer.from(text).toString('base64url');
 }
 
+function fileVersion(path: string): string {
+  const st = statSync(path);
+  return `${st.ino}:${st.mtimeMs}:${st.size}`;
+}
+
 function loadRing(path: string): LoadedRing {
   let file: RingFile;
-  let mtimeMs: number;
+  let version: string;
   try {
+    version = fileVersion(path);
     file = JSON.parse(readFileSync(path, 'utf8')) as RingFile;
-    mtimeMs = statSync(path).mtimeMs;
   } catch (err) {
     throw new KeyRingError(`cannot read signing keys ${path}: ${(err as Error).message}`);
   }
@@ -122,7 +128,7 @@ function loadRing(path: string): LoadedRing {
     kid: first.kid,
     key: privateKey(path, first),
     publicJwks: { keys: publicKeys },
-    mtimeMs,
+    version,
   };
 }
 
@@ -147,7 +153,12 @@ function publicHalf(path: string, jwk: PrivateJwk, index: number): JsonWebKey {
 
 function newKey(): PrivateJwk {
   const { privateKey: key } = generateKeyPairSync('ed25519');
-  return { ...key.export({ format: 'jwk' }), kid: randomUUID(), alg: SIGNING_ALG, use: 'sig' } as PrivateJwk;
+  return {
+    ...key.export({ format: 'jwk' }),
+    kid: randomUUID(),
+    alg: SIGNING_ALG,
+    use: 'sig',
+  } as PrivateJwk;
 }
 
 /** Where the public half of the ring at `ringPath` is written: `<name>.jwks.json` beside it. */
@@ -198,7 +209,8 @@ export function promoteSigningKey(path: string, kid: string): void {
 /** Rotation step 3: `kid` is no longer published; proofs signed with it stop verifying. */
 export function retireSigningKey(path: string, kid: string): void {
   const file = readRing(path);
-  if (file.keys[0]?.kid === kid) throw new KeyRingError(`${path}: ${kid} still signs; promote another first`);
+  if (file.keys[0]?.kid === kid)
+    throw new KeyRingError(`${path}: ${kid} still signs; promote another first`);
   writeRing(path, { keys: file.keys.filter((k) => k.kid !== kid) });
 }
 

@@ -59,6 +59,12 @@ export interface VerifiedIdentity {
    */
   subject: string;
   expiresAtMs: number;
+  /**
+   * Set when a delegating caller (the console) sent the request for the
+   * person named by `subject`: the caller's own identity (docs/security.md,
+   * "Acting for a person").
+   */
+  via?: string;
 }
 
 /**
@@ -92,7 +98,22 @@ export class TokenVerifier {
 
   /** The identity of a request, or UnauthenticatedError (401). */
   async verify(authorization: string | string[] | undefined): Promise<VerifiedIdentity> {
-    const token = bearerToken(authorization);
+    return this.verifyCompact(bearerToken(authorization));
+  }
+
+  /**
+   * A bare compact JWT (no `Bearer `), as a header other than Authorization
+   * carries one (X-Acting-For); `what` names that header in the refusal.
+   */
+  async verifyJwt(value: string | string[] | undefined, what: string): Promise<VerifiedIdentity> {
+    if (typeof value !== 'string') throw new UnauthenticatedError(`${what} must be one JWT`);
+    if (value.length > TOKEN_BYTES_MAX)
+      throw new UnauthenticatedError(`${what} longer than ${TOKEN_BYTES_MAX} bytes`);
+    if (!COMPACT_JWS.test(value)) throw new UnauthenticatedError(`${what} must be one JWT`);
+    return this.verifyCompact(value);
+  }
+
+  private async verifyCompact(token: string): Promise<VerifiedIdentity> {
     const now = this.now();
     const hit = this.verified.get(token);
     if (hit && now < hit.untilMs) return hit.identity;

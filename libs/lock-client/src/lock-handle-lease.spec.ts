@@ -26,7 +26,7 @@ async function held(opts: { askMs: number; grantMs: number; acquireTakesMs?: num
           sessionId: SID,
           fencingToken: '7',
           acquiredAt: serverAt(0),
-          grantProof: "proof",
+          grantProof: 'proof',
           expiresAt: serverAt(opts.grantMs),
         });
       default:

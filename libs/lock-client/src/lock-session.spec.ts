@@ -55,7 +55,7 @@ function setup(options: Partial<LockClientOptions> = {}) {
         sessionId: req.json.sessionId,
         fencingToken: String(++nextToken),
         acquiredAt: serverAt(clock.nowMs()),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
       }),
     renew: (req) =>
@@ -65,7 +65,7 @@ function setup(options: Partial<LockClientOptions> = {}) {
         sessionId: req.json.sessionId,
         fencingToken: req.headers['x-fencing-token'],
         acquiredAt: serverAt(0),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + (req.json.ttlMillis ?? 2_000)),
       }),
     release: () => ok(204),
@@ -95,6 +95,36 @@ function hang(clock: FakeClock) {
       clock.setTimer(() => reject(unreachable('response')), req.readTimeoutMs),
     );
 }
+
+describe('extra headers (a delegating caller, docs/security.md)', () => {
+  it('go on every call, asked for each time; owner and token stay the client’s own', async () => {
+    let asked = 0;
+    const { client, transport } = setup({
+      token: () => 'h.p.s',
+      headers: () => ({ 'x-acting-for': `person-${++asked}`, 'x-owner-id': 'someone-else' }),
+    });
+    const session = await client.openSession();
+    const handle = await session.acquire('payout:a');
+    await handle.release();
+    await session.close();
+    expect(transport.requests.map((r) => r.headers['x-acting-for'])).toEqual([
+      'person-1',
+      'person-2',
+      'person-3',
+      'person-4',
+    ]);
+    for (const r of transport.requests) {
+      expect(r.headers['x-owner-id']).toBe('worker-1');
+      expect(r.headers.authorization).toBe('Bearer h.p.s');
+    }
+  });
+
+  it('must be a function', () => {
+    expect(() =>
+      setup({ headers: { 'x-acting-for': 'p' } as unknown as LockClientOptions['headers'] }),
+    ).toThrow('lock-client headers must be a function');
+  });
+});
 
 describe('LockSession: opening and heartbeats', () => {
   it('opens with L1 and sets the deadline to send time + ttl * (1 - margin)', async () => {
@@ -356,7 +386,7 @@ describe('LockHandle: renew and release', () => {
         sessionId: SID,
         fencingToken: req.headers['x-fencing-token'],
         acquiredAt: serverAt(0),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + 2_000),
       });
     };
@@ -551,7 +581,7 @@ describe('LockSession: tryAcquire and acquire', () => {
         sessionId: req.json.sessionId,
         fencingToken: '9007199254740993',
         acquiredAt: serverAt(clock.nowMs()),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + 2_000),
       });
     };
@@ -605,7 +635,7 @@ describe('int64 tokens on the wire', () => {
         sessionId: req.json.sessionId,
         fencingToken: '9223372036854775807',
         acquiredAt: serverAt(0),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(2_000),
       });
     const lock = (await session.tryAcquire('k'))!;
@@ -742,7 +772,7 @@ describe('deadlines count from the send, never from the answer', () => {
         sessionId: req.json.sessionId,
         fencingToken: '42',
         acquiredAt: serverAt(clock.nowMs()),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
       }),
     );
@@ -763,7 +793,7 @@ describe('deadlines count from the send, never from the answer', () => {
         sessionId: req.json.sessionId,
         fencingToken: req.headers['x-fencing-token'],
         acquiredAt: serverAt(0),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + req.json.ttlMillis),
       }),
     );
@@ -793,7 +823,7 @@ describe('deadlines count from the send, never from the answer', () => {
         sessionId: req.json.sessionId,
         fencingToken: '42',
         acquiredAt: serverAt(clock.nowMs()),
-        grantProof: "proof",
+        grantProof: 'proof',
         expiresAt: serverAt(clock.nowMs() + 1_000),
       });
     const lock = (await session.tryAcquire('k', { ttlMs: 5_000 }))!;

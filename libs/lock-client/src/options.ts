@@ -7,8 +7,8 @@ import {
 } from '@dlock/lock-api';
 import type { TokenProvider } from '@dlock/identity';
 import { monotonicClock, type Clock } from './clock';
-import type { Transport } from './transport';
-import { nodeHttpTransport, withBearerToken } from './transport';
+import type { HeaderProvider, Transport } from './transport';
+import { nodeHttpTransport, withBearerToken, withHeaders } from './transport';
 
 /** Connect and read timeouts of one call (docs/contract.md). */
 export interface CallBudget {
@@ -87,6 +87,11 @@ export interface LockClientOptions {
    * it every call is refused with 401 UNAUTHENTICATED.
    */
   token?: TokenProvider;
+  /**
+   * Extra headers of every call, asked for on each: a delegating caller's
+   * X-Acting-For (the console acting for the person signed in, docs/security.md).
+   */
+  headers?: HeaderProvider;
   /** LOCK_CLIENT_SAFETY_MARGIN: fraction of each granted TTL the client gives up early. */
   safetyMargin?: number;
   /** Requested session TTL (LOCK_SESSION_TTL_MS); the server may clamp it down. */
@@ -161,8 +166,17 @@ export function resolveOptions(options: LockClientOptions): ResolvedOptions {
     logger: options.logger ?? SILENT_LOGGER,
     clock: options.clock ?? monotonicClock,
     random: options.random ?? Math.random,
-    transport: withToken(options.transport ?? nodeHttpTransport(), options.token),
+    transport: withToken(
+      withExtraHeaders(options.transport ?? nodeHttpTransport(), options.headers),
+      options.token,
+    ),
   };
+}
+
+function withExtraHeaders(transport: Transport, headers: HeaderProvider | undefined): Transport {
+  if (headers === undefined) return transport;
+  if (typeof headers !== 'function') throw new RangeError('lock-client headers must be a function');
+  return withHeaders(transport, headers);
 }
 
 function withToken(transport: Transport, token: TokenProvider | undefined): Transport {

@@ -62,7 +62,7 @@ async function startFakeLockServer(mode: { renew?: 'lost' } = {}) {
           sessionId: SID,
           fencingToken: String(++token),
           acquiredAt: at(0),
-          grantProof: "proof",
+          grantProof: 'proof',
           expiresAt: at(body.ttlMillis),
         });
       if (path.endsWith('/renew')) {
@@ -79,7 +79,7 @@ async function startFakeLockServer(mode: { renew?: 'lost' } = {}) {
           sessionId: SID,
           fencingToken: req.headers['x-fencing-token'],
           acquiredAt: at(0),
-          grantProof: "proof",
+          grantProof: 'proof',
           expiresAt: at(body.ttlMillis),
         });
       }
@@ -165,9 +165,9 @@ describe('every protected call carries the explicit token of its grant', () => {
       await expect(api.release('k', SID, { token: 0n, proof: 'p' }, call)).rejects.toThrow(
         TypeError,
       );
-      await expect(
-        api.release('k', SID, { token: '5' as any, proof: 'p' }, call),
-      ).rejects.toThrow(TypeError);
+      await expect(api.release('k', SID, { token: '5' as any, proof: 'p' }, call)).rejects.toThrow(
+        TypeError,
+      );
       expect(server.seen).toEqual([]);
       // @ts-expect-error -- the token is a required parameter: omitting it does not compile.
       const typeCheckOnly = () => api.release('k', SID, call);

@@ -49,7 +49,7 @@ function setup(options: Partial<LockClientOptions> = {}) {
       sessionId: req.json.sessionId,
       fencingToken: token,
       acquiredAt: serverAt(clock.nowMs()),
-      grantProof: "proof",
+      grantProof: 'proof',
       expiresAt: serverAt(clock.nowMs() + (req.json.ttlMillis ?? 2_000)),
     });
   const overrides: Partial<Record<Route, (req: RecordedRequest) => FakeReply>> = {};

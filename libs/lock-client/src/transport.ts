@@ -1,18 +1,20 @@
 import {
   HttpTransport,
   IDLE_SOCKET_MS,
+  type HeaderProvider,
   type HttpRequest,
   type HttpResponse,
   type Transport,
   withBearerToken,
+  withHeaders,
 } from '@dlock/http-client';
 import { LockServerUnavailableError } from './errors';
 
 /** The SDK's seam: one exchange, no retries (retry-policy.ts and the heartbeat round retry). */
-export type { Transport };
+export type { HeaderProvider, Transport };
 export type WireRequest = HttpRequest;
 export type WireResponse = HttpResponse;
-export { IDLE_SOCKET_MS, withBearerToken };
+export { IDLE_SOCKET_MS, withBearerToken, withHeaders };
 
 /** Every lock-server answer of the contract is far below this. */
 const RESPONSE_BYTES_MAX = 64 * 1024;

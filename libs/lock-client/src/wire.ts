@@ -51,7 +51,7 @@ export class LockServerApi {
     private readonly transport: Transport,
   ) {}
 
-  /** L1. */
+  /** L1 — open a session (docs/lock-server.md#endpoints). */
   async openSession(ttlMillis: number, call: CallOptions): Promise<OpenedSessionWire> {
     const body = await this.send('POST', '/v1/sessions', call, {
       body: { ownerId: this.ownerId, ttlMillis },
@@ -65,7 +65,7 @@ export class LockServerApi {
     };
   }
 
-  /** L2. */
+  /** L2 — keep a session alive (docs/lock-server.md#endpoints). */
   async heartbeat(sessionId: string, call: CallOptions): Promise<HeartbeatWire> {
     const body = await this.send('POST', `/v1/sessions/${seg(sessionId)}/heartbeat`, call, {
       expect: 200,

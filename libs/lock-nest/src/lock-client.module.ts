@@ -1,9 +1,9 @@
 import { Logger, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { LockClient, type LockClientEvents } from '@dlock/lock-client';
-import { SafetyEvents } from '@dlock/observability';
 import {
   ConfigurableLockClientModule,
+  LOCK_CLIENT_EVENTS,
   LOCK_CLIENT_MODULE_OPTIONS,
   type LockClientModuleOptions,
 } from './lock-client.options';
@@ -11,10 +11,12 @@ import { LockSessionHealthIndicator } from './lock-session.health';
 import { LockSessionKeeper } from './lock-session.keeper';
 import { nestLockClientLogger } from './nest-logger';
 
-function createLockClient(options: LockClientModuleOptions, safety?: SafetyEvents): LockClient {
-  // The one place session_lost is logged and counted (lock_session_lost_total), as before.
-  const events: LockClientEvents | undefined =
-    options.events ?? (safety && { onSafetyEvent: (_event, fields) => safety.sessionLost(fields) });
+function createLockClient(
+  options: LockClientModuleOptions,
+  provided?: LockClientEvents,
+): LockClient {
+  // In the project's apps, ObservabilityModule provides it: session_lost logged and counted once.
+  const events = options.events ?? provided;
   const { openAtBootstrap: _keeperOnly, ...sdkOptions } = options;
   return new LockClient({
     ...sdkOptions,
@@ -36,7 +38,7 @@ function createLockClient(options: LockClientModuleOptions, safety?: SafetyEvent
     {
       provide: LockClient,
       useFactory: createLockClient,
-      inject: [LOCK_CLIENT_MODULE_OPTIONS, { token: SafetyEvents, optional: true }],
+      inject: [LOCK_CLIENT_MODULE_OPTIONS, { token: LOCK_CLIENT_EVENTS, optional: true }],
     },
     LockSessionKeeper,
     LockSessionHealthIndicator,

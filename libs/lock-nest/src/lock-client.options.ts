@@ -4,8 +4,9 @@ import type { LockClientOptions } from '@dlock/lock-client';
 /**
  * The SDK's options as they are (docs/lock-client.md), plus when to open the
  * session. `logger` and `events` may be left out: the module logs through
- * Nest's Logger and reports session loss to `SafetyEvents` when the app has
- * `ObservabilityModule` (lock_session_lost_total, event=session_lost).
+ * Nest's Logger and reports session loss to whatever the app provides as
+ * LOCK_CLIENT_EVENTS (the project's ObservabilityModule does: lock_session_lost_total,
+ * event=session_lost).
  */
 export interface LockClientModuleOptions extends LockClientOptions {
   /**
@@ -27,3 +28,11 @@ export const {
     global: extras.isGlobal,
   }))
   .build();
+
+/**
+ * Where session loss is reported when the options give no `events`: an
+ * optional provider of `LockClientEvents`. A token rather than the project's
+ * SafetyEvents class, so the published package needs nothing of the project's
+ * observability (docs/extending.md).
+ */
+export const LOCK_CLIENT_EVENTS = Symbol('LOCK_CLIENT_EVENTS');

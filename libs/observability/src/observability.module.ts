@@ -13,6 +13,8 @@ import { register } from 'prom-client';
 import { LoggerModule } from 'nestjs-pino';
 import type { IncomingMessage } from 'node:http';
 import { requestTraceId, type TracedRequest } from '@dlock/http-contract';
+import type { LockClientEvents } from '@dlock/lock-client';
+import { LOCK_CLIENT_EVENTS } from '@dlock/lock-nest';
 import { activeTraceFields, stopTracing } from '@dlock/tracing';
 import { debugRequestLog } from './debug-request-log';
 import { SafetyEvents } from './safety-events';
@@ -95,8 +97,15 @@ export class ObservabilityModule implements NestModule, OnApplicationShutdown {
         { provide: OBSERVABILITY_OPTIONS, useValue: options },
         { provide: SAFETY_EVENT_SERVICE, useValue: options.app },
         { provide: SafetyEvents, useFactory: () => new SafetyEvents() },
+        // LockClientModule reports session loss here: event=session_lost, lock_session_lost_total.
+        { provide: LOCK_CLIENT_EVENTS, useFactory: sessionLossReporter, inject: [SafetyEvents] },
       ],
-      exports: [SafetyEvents],
+      exports: [SafetyEvents, LOCK_CLIENT_EVENTS],
     };
   }
+}
+
+/** The lock client's loss hook on SafetyEvents (docs/lock-client.md, "Options"). */
+export function sessionLossReporter(safety: SafetyEvents): LockClientEvents {
+  return { onSafetyEvent: (_event, fields) => safety.sessionLost(fields) };
 }

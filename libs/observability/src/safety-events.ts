@@ -170,7 +170,11 @@ export class SafetyEvents {
   proofRejected(
     fields: { guard: string; proof: string; reason: string } & Record<string, unknown>,
   ): void {
-    this.proofRejectedTotal.inc({ guard: fields.guard, proof: fields.proof, reason: fields.reason });
+    this.proofRejectedTotal.inc({
+      guard: fields.guard,
+      proof: fields.proof,
+      reason: fields.reason,
+    });
     this.emit('proof_rejected', 'request refused: its proof does not hold', fields);
   }
 

@@ -173,7 +173,9 @@ test('a 503 on a fenced write is retried exactly once; the submit never is', asy
     body: { code: 'RAIL_UNAVAILABLE', message: 'm', retrySafe: true, traceId: 't' },
   };
   const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
-  await expect(r.submit(fence(5n), INSTRUCTION, SUBMISSION)).rejects.toMatchObject({ code: 'RAIL_UNAVAILABLE' });
+  await expect(r.submit(fence(5n), INSTRUCTION, SUBMISSION)).rejects.toMatchObject({
+    code: 'RAIL_UNAVAILABLE',
+  });
   r.close();
   expect(seen).toHaveLength(1);
 });

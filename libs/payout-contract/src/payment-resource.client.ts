@@ -1,6 +1,6 @@
 import type { TokenProvider } from '@dlock/identity';
 import { DlockError, formatFencingToken, type FenceCredential } from '@dlock/lock-api';
-import { HOP_BUDGETS, JsonPeer, withHopRetries } from '@dlock/http-client';
+import { HOP_BUDGETS, JsonPeer, withHopRetries, type HeaderProvider } from '@dlock/http-client';
 import { BodyReader } from './body-reader';
 import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
 import type { FloorRaise, RaiseResult } from './hops';
@@ -74,8 +74,10 @@ export class PaymentResourceClient {
     baseUrl: string,
     private readonly ownerId: string,
     token?: TokenProvider,
+    /** Extra headers of every call: the console's X-Acting-For (docs/security.md). */
+    headers?: HeaderProvider,
   ) {
-    this.hop = new JsonPeer('payment-resource', baseUrl, { token });
+    this.hop = new JsonPeer('payment-resource', baseUrl, { token, headers });
   }
 
   /** P1 (advisory): one page. */

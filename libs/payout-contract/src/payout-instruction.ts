@@ -1,8 +1,4 @@
-import {
-  formatFencingToken,
-  ProofRejectedError,
-  type FencingToken,
-} from '@dlock/lock-api';
+import { formatFencingToken, ProofRejectedError, type FencingToken } from '@dlock/lock-api';
 import type { SubmitRequest } from './wire';
 
 /**
@@ -54,7 +50,11 @@ export function instructionClaims(
   };
 }
 
-function refuse(reason: 'malformed' | 'token' | 'owner' | 'mismatch', message: string, field?: string) {
+function refuse(
+  reason: 'malformed' | 'token' | 'owner' | 'mismatch',
+  message: string,
+  field?: string,
+) {
   return new ProofRejectedError('instruction', reason, message, field ? { field } : {});
 }
 

@@ -63,7 +63,7 @@ export interface PayoutRecord {
   updatedAt: Instant;
 }
 
-/** P4 200. */
+/** P4 — read a payout: its 200 answer (docs/payment-resource.md#endpoints). */
 export interface PayoutDetail extends PayoutRecord {
   submissions: PayoutRailRecord[];
 }
@@ -156,7 +156,7 @@ export interface ClaimRequest {
   expectedState: 'PENDING' | 'CLAIMED';
 }
 
-/** P2 200. */
+/** P2 — claim a payout: its 200 answer (docs/payment-resource.md#endpoints). */
 export interface ClaimResponse {
   payoutId: string;
   state: PayoutState;
@@ -182,7 +182,7 @@ export interface LedgerEntryView {
   fence: Int64Text;
 }
 
-/** P3 200. */
+/** P3 — post to the ledger: its 200 answer (docs/payment-resource.md#endpoints). */
 export interface PostResponse {
   payoutId: string;
   state: PayoutState;
@@ -226,7 +226,7 @@ export interface AbandonRequest {
   reason: string;
 }
 
-/** P7 200. */
+/** P7 — abandon a payout: its 200 answer (docs/contract.md). */
 export interface AbandonResponse {
   payoutId: string;
   state: PayoutState;
@@ -246,7 +246,7 @@ export interface ResolveRequest {
   submissionId?: string;
 }
 
-/** P8 200. */
+/** P8 — resolve an ambiguous payout: its 200 answer (docs/contract.md). */
 export type ResolveResponse = TransitionView & { resolution: Resolution };
 
 // The guards' floor raises (docs/operations.md, "Revocation fencing"); attribution in X-Operator.

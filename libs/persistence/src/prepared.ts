@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig, QueryResult } from 'pg';
 import { QueryFailedError, type EntityManager, type ObjectLiteral } from 'typeorm';
-import { masterPool } from './startup';
+import { masterPool } from './pool';
 
 /**
  * One statement as a named prepared statement: PostgreSQL parses and plans it

@@ -7,6 +7,7 @@ import {
   DevIssuer,
   DevTokenFiles,
   ensureSigningKeys,
+  OPERATOR_AUDIENCE,
   policyFile,
   TokenVerifier,
   type AuthPolicy,
@@ -165,15 +166,18 @@ export function testTokenProvider(subject: string, audience = 'lock-server'): To
 
 /**
  * What an in-process app installs (applyHttpContract) for `audience`: the
- * tests' verifier and a policy (the test policy unless `policyPath` is given).
+ * tests' verifiers (its own tokens, and people's tokens for the console) and
+ * a policy (the test policy unless `policyPath` is given).
  */
 export async function testRequestAuth(
   audience: string,
   policyPath = TEST_POLICY_PATH,
-): Promise<{ verifier: TokenVerifier; policy: AuthPolicy }> {
+): Promise<{ verifier: TokenVerifier; operatorVerifier: TokenVerifier; policy: AuthPolicy }> {
   const env = await testAuthEnv();
+  const trust = { jwks: env.AUTH_JWKS, issuer: env.AUTH_ISSUER };
   return {
-    verifier: new TokenVerifier({ jwks: env.AUTH_JWKS, issuer: env.AUTH_ISSUER, audience }),
+    verifier: new TokenVerifier({ ...trust, audience }),
+    operatorVerifier: new TokenVerifier({ ...trust, audience: OPERATOR_AUDIENCE }),
     policy: policyFile(policyPath),
   };
 }

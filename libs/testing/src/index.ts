@@ -8,3 +8,4 @@ export * from './paydb-fixtures';
 export * from './unaccepting-port';
 export * from './identity';
 export * from './proofs';
+export { portListening } from './port-owner';

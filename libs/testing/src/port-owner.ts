@@ -37,3 +37,9 @@ async function listenerInodes(port: number): Promise<Set<string> | undefined> {
   }
   return inodes;
 }
+
+/** Whether anything listens on TCP `port` (Linux /proc; true where it cannot tell). */
+export async function portListening(port: number): Promise<boolean> {
+  const inodes = await listenerInodes(port);
+  return inodes === undefined || inodes.size > 0;
+}

@@ -13,6 +13,22 @@ export function adminUrl(): string {
   return url;
 }
 
+/**
+ * The reconciler's read-only role (migrations/reconciler-reader.ts). Its migrations make it
+ * NOLOGIN and give it SELECT only; the test run lets it log in with this password once, in
+ * test/global-setup.mjs, as each environment does its own way (docs/operations.md, "The
+ * reconciler's read-only role").
+ */
+export const RECONCILER_READER = { name: 'reconciler_ro', password: 'reconciler-ro' } as const;
+
+/** A database's URL as the reconciler's read-only role. */
+export function readerUrl(url: string): string {
+  const reader = new URL(url);
+  reader.username = RECONCILER_READER.name;
+  reader.password = RECONCILER_READER.password;
+  return reader.toString();
+}
+
 /** Creates a fresh, empty database and returns its URL. */
 export async function createDatabase(prefix: string): Promise<string> {
   const name = `${prefix.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;

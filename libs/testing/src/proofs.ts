@@ -44,7 +44,11 @@ export function testGrantProof(grant: {
   return grantRing.sign(GRANT_PROOF_TYPE, claims);
 }
 
-export function testInstruction(payout: SubmitRequest, token: bigint | string, owner: string): string {
+export function testInstruction(
+  payout: SubmitRequest,
+  token: bigint | string,
+  owner: string,
+): string {
   instructionRing ??= SigningKeyRing.open(testSigningKeys().instructions.keys);
   const claims = instructionClaims(payout, parseFencingToken(token), owner, Date.now());
   return instructionRing.sign(PAYOUT_INSTRUCTION_TYPE, claims);
@@ -125,6 +129,8 @@ export function paymentResourceProofs(paydbUrl: string): ProofSource {
   };
 }
 
+const INSTRUCTED_BODY_MAX_BYTES = 2048;
+
 /** rail-proxy: a submission proves its account's lock and carries the instruction of its body. */
 export const railProxyProofs: ProofSource = (req) => {
   const body = req.body as Partial<SubmitRequest> | undefined;
@@ -138,11 +144,18 @@ export const railProxyProofs: ProofSource = (req) => {
       owner: req.owner,
     }),
   };
+  // A body too big to be a payout (a bad-input test) gets no instruction: it is refused for its size.
   const complete =
+    JSON.stringify(body).length <= INSTRUCTED_BODY_MAX_BYTES &&
     typeof body.payoutId === 'string' &&
     typeof body.amountMinor === 'number' &&
     typeof body.currency === 'string' &&
     typeof body.beneficiaryRef === 'string';
-  if (complete) headers[PAYOUT_INSTRUCTION_HEADER] = testInstruction(body as SubmitRequest, req.token, req.owner);
+  if (complete)
+    headers[PAYOUT_INSTRUCTION_HEADER] = testInstruction(
+      body as SubmitRequest,
+      req.token,
+      req.owner,
+    );
   return Promise.resolve(headers);
 };

@@ -1,21 +1,12 @@
 import { ROOT_CONTEXT, TraceFlags, context, propagation, trace } from '@opentelemetry/api';
 import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import type { IncomingHttpHeaders } from 'node:http';
+import { manualPropagation } from './outbound';
 
-/**
- * Export off (docs/tracing.md): the HTTP instrumentation is not installed,
- * its per-request work cost more than the ids are worth (bench/reports/tracing.md);
- * the HTTP contract's middleware and HttpTransport carry the W3C trace context by
- * hand through the calls below instead. Set by startTracing; off elsewhere (export
- * on, where the instrumentation does it, and in-process tests without tracing).
- */
-let manual = false;
+// The switch and the outbound half live in outbound.ts (its comment says why).
+export { setManualPropagation, withTraceHeaders } from './outbound';
+
 const ids = new RandomIdGenerator();
-
-/** Called by startTracing only. */
-export function setManualPropagation(on: boolean): void {
-  manual = on;
-}
 
 /** The ids one hop runs under: the caller's trace id (or a new one) and a span id of this hop. */
 export interface HopTrace {
@@ -30,7 +21,7 @@ export interface HopTrace {
  * Parsed once and kept on the request; no async context is entered here.
  */
 export function inboundTrace(headers: IncomingHttpHeaders): HopTrace | undefined {
-  if (!manual) return undefined;
+  if (!manualPropagation()) return undefined;
   const caller = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, headers));
   return {
     traceId: caller && trace.isSpanContextValid(caller) ? caller.traceId : ids.generateTraceId(),
@@ -46,18 +37,7 @@ export function inboundTrace(headers: IncomingHttpHeaders): HopTrace | undefined
  * methods on each and was most of the export-off cost (bench/reports/tracing.md).
  */
 export function runInRequestTrace(hop: HopTrace | undefined, next: () => void): void {
-  if (!manual || hop === undefined) return next();
+  if (!manualPropagation() || hop === undefined) return next();
   const span = trace.wrapSpanContext({ ...hop, traceFlags: TraceFlags.NONE });
   context.with(trace.setSpan(ROOT_CONTEXT, span), next);
-}
-
-/**
- * Outbound: adds the active trace's `traceparent` (and `tracestate`) to `headers`,
- * unless the caller set one itself; returns the same object.
- */
-export function withTraceHeaders<H extends Record<string, string | number>>(headers: H): H {
-  if (manual && !Object.keys(headers).some((name) => name.toLowerCase() === 'traceparent')) {
-    propagation.inject(context.active(), headers);
-  }
-  return headers;
 }

@@ -11,8 +11,8 @@ locals {
   # Each KSA in k8s/base/serviceaccounts.yaml => what it may reach. Least
   # privilege: executor and rail-stub get an identity and nothing else.
   workloads = {
-    "lock-server"      = { cloudsql_instances = ["dlock-pg-lock"], secret_ids = ["dlock-lockdb-url"] }
-    "payment-resource" = { cloudsql_instances = ["dlock-pg-pay"], secret_ids = ["dlock-paydb-url"] }
+    "lock-server"      = { cloudsql_instances = ["dlock-pg-lock"], secret_ids = ["dlock-lockdb-url", "dlock-grant-keys"] }
+    "payment-resource" = { cloudsql_instances = ["dlock-pg-pay"], secret_ids = ["dlock-paydb-url", "dlock-instruction-keys"] }
     "rail-proxy"       = { cloudsql_instances = ["dlock-pg-pay"], secret_ids = ["dlock-proxydb-url"] }
     "reconciler"       = { cloudsql_instances = ["dlock-pg-pay"], secret_ids = ["dlock-recon-paydb-url", "dlock-recon-proxydb-url"] }
     "executor"         = { cloudsql_instances = [], secret_ids = [] }

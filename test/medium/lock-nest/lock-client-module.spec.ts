@@ -5,12 +5,13 @@ import { setTimeout as sleepFor } from 'node:timers/promises';
 import { Registry } from 'prom-client';
 import { LockClient, LockLostError, type LockHandle } from '@dlock/lock-client';
 import {
+  LOCK_CLIENT_EVENTS,
   LockClientModule,
   LockSessionHealthIndicator,
   LockSessionKeeper,
   type LockClientModuleOptions,
 } from '@dlock/lock-nest';
-import { SafetyEvents } from '@dlock/observability';
+import { SafetyEvents, sessionLossReporter } from '@dlock/observability';
 import {
   http,
   migratedDatabase,
@@ -42,11 +43,14 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** SafetyEvents on a private registry, visible app-wide as ObservabilityModule makes it. */
+/** SafetyEvents on a private registry, visible app-wide and wired as ObservabilityModule does. */
 @Global()
 @Module({
-  providers: [{ provide: SafetyEvents, useFactory: () => new SafetyEvents(new Registry()) }],
-  exports: [SafetyEvents],
+  providers: [
+    { provide: SafetyEvents, useFactory: () => new SafetyEvents(new Registry()) },
+    { provide: LOCK_CLIENT_EVENTS, useFactory: sessionLossReporter, inject: [SafetyEvents] },
+  ],
+  exports: [SafetyEvents, LOCK_CLIENT_EVENTS],
 })
 class TestSafetyModule {}
 

@@ -234,6 +234,35 @@ describe.each(OVERLAYS)('%s', (dir) => {
     }
   });
 
+  it('runs the console as its own account, with its tokens projected, verifying people like the services', () => {
+    const docs = render(dir);
+    const d = named(docs, 'Deployment', 'console');
+    const c = appContainer(d);
+    expect(podSpec(d).serviceAccountName).toBe('console');
+    expect(named(docs, 'ServiceAccount', 'console').metadata.annotations).toBeUndefined();
+    expect(c.ports[0]).toEqual({ name: 'http-metrics', containerPort: 8090 });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/health/ready', port: 'http-metrics' });
+    const tokens = podSpec(d).volumes.find((v: Obj) => v.name === 'service-tokens');
+    expect(tokens.projected.sources.map((s: Obj) => s.serviceAccountToken.audience)).toEqual([
+      'lock-server',
+      'payment-resource',
+      'rail-proxy',
+    ]);
+    expect(c.env).toContainEqual({
+      name: 'AUTH_TOKEN_DIR',
+      value: '/var/run/secrets/dlock-tokens',
+    });
+    // The console and every service it acts through read people's issuer from one place.
+    for (const app of ['console', 'lock-server', 'payment-resource', 'rail-proxy']) {
+      for (const key of ['AUTH_OPERATOR_ISSUER', 'AUTH_OPERATOR_JWKS', 'AUTH_OPERATOR_AUDIENCE']) {
+        expect(appContainer(named(docs, 'Deployment', app)).env).toContainEqual({
+          name: key,
+          valueFrom: { configMapKeyRef: { name: expect.any(String), key, optional: true } },
+        });
+      }
+    }
+  });
+
   it('binds each ServiceAccount to its own Google SA (Workload Identity)', () => {
     const docs = render(dir);
     for (const app of APPS) {
@@ -248,7 +277,9 @@ describe('PodMonitoring (gke-dev)', () => {
   it('scrapes /metrics on the http-metrics port of every component', () => {
     const docs = render('k8s/overlays/gke-dev');
     const monitors = byKind(docs, 'PodMonitoring');
-    expect(monitors.map((m) => m.metadata.name).sort()).toEqual([...APPS, 'dlock-etcd'].sort());
+    expect(monitors.map((m) => m.metadata.name).sort()).toEqual(
+      [...APPS, 'console', 'dlock-etcd'].sort(),
+    );
     for (const m of monitors) {
       expect(m.apiVersion).toBe('monitoring.googleapis.com/v1');
       expect(m.spec.endpoints).toEqual([
@@ -435,11 +466,21 @@ function reachability(docs: Obj[], extraPods: Pod[] = []): string[] {
 
 // docs/references.md and A-13, as pod-to-pod edges.
 const APP_EDGES = [
+  'console -> lock-server:8081',
+  'console -> payment-resource:8082',
+  'console -> rail-proxy:8083',
   'dlock-etcd -> dlock-etcd:2380',
   'executor -> lock-server:8081',
   'executor -> payment-resource:8082',
   'executor -> rail-proxy:8083',
   'lock-server -> dlock-etcd:2379',
+  // A revoke of a payout key raises both fence points before it answers.
+  'lock-server -> payment-resource:8082',
+  'lock-server -> rail-proxy:8083',
+  // The fence points read the signers' public keys (docs/security.md, "Signed grants").
+  'payment-resource -> lock-server:8081',
+  'rail-proxy -> lock-server:8081',
+  'rail-proxy -> payment-resource:8082',
   'rail-proxy -> rail-stub:8085',
   'reconciler -> lock-server:8081',
   'reconciler -> payment-resource:8082',
@@ -528,7 +569,7 @@ describe('NetworkPolicies', () => {
       .filter((w) => matches(scrape.spec.podSelector, w.spec.template.metadata.labels))
       .map((w) => w.metadata.name)
       .sort();
-    expect(scraped).toEqual([...APPS, 'dlock-etcd'].sort());
+    expect(scraped).toEqual([...APPS, 'console', 'dlock-etcd'].sort());
   });
 
   it('the evaluator itself: without the default deny, an unselected pod is open', () => {

@@ -41,6 +41,7 @@ describe('Prometheus rules and config', () => {
     const severity = Object.fromEntries(rules.map((r) => [r.alert, r.labels.severity]));
     expect(severity).toEqual({
       DlockFencedOut: 'page',
+      DlockProofRejected: 'page',
       DlockRailDuplicateAttempted: 'page',
       DlockTokenRegression: 'page',
       DlockDoublePayment: 'page',

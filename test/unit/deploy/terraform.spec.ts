@@ -95,8 +95,12 @@ describe('terraform', () => {
     );
 
     expect(workloads()).toEqual({
-      'lock-server': { sql: ['dlock-pg-lock'], secrets: ['dlock-lockdb-url'] },
-      'payment-resource': { sql: ['dlock-pg-pay'], secrets: ['dlock-paydb-url'] },
+      // The signing rings of grant proofs and payout instructions (docs/security.md).
+      'lock-server': { sql: ['dlock-pg-lock'], secrets: ['dlock-lockdb-url', 'dlock-grant-keys'] },
+      'payment-resource': {
+        sql: ['dlock-pg-pay'],
+        secrets: ['dlock-paydb-url', 'dlock-instruction-keys'],
+      },
       'rail-proxy': { sql: ['dlock-pg-pay'], secrets: ['dlock-proxydb-url'] },
       reconciler: {
         sql: ['dlock-pg-pay'],

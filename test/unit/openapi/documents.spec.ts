@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { OpenAPIObject } from '@nestjs/swagger';
-import { OPEN_PATHS } from '@dlock/http-contract';
+import { JWKS_PATH, OPEN_PATHS } from '@dlock/http-contract';
 import { documentText, openApiDocument, OPENAPI_APPS } from '../../../scripts/openapi-documents';
 
 /**
@@ -65,9 +65,11 @@ describe('docs/openapi', () => {
 
   it.each(APPS)('%s: probes, metrics and the document itself need no token', (app) => {
     const open = operationsOf(docs[app]).filter((op) => OPEN_PATHS.has(op.path));
-    expect(open.map((op) => [op.path, op.security])).toEqual(
-      [...OPEN_PATHS].sort().map((p) => [p, []]),
+    // Only the signers publish keys (docs/security.md, "Signed grants").
+    const served = [...OPEN_PATHS].filter(
+      (p) => p !== JWKS_PATH || OPENAPI_APPS[app].publishesKeys === true,
     );
+    expect(open.map((op) => [op.path, op.security])).toEqual(served.sort().map((p) => [p, []]));
   });
 
   it('every other route of an authenticated service asks for the bearer token and names 401', () => {

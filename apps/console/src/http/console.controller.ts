@@ -4,18 +4,25 @@ import { DlockError } from '@dlock/lock-api';
 import { ActionsService } from '../service/actions.service';
 import { EventFeed } from '../service/event-feed';
 import { OverviewService, type Overview } from '../service/overview.service';
-import { AbandonActionBody, ResolveActionBody, RevokeActionBody } from './dto';
+import { SignedIn } from '../auth/signed-in';
+import { SessionStore, type ConsoleSession } from '../auth/sessions';
+import { AbandonActionBody, ApproveActionBody, ResolveActionBody, RevokeActionBody } from './dto';
 
 /** Keeps idle proxies from closing the stream; a comment line, ignored by EventSource. */
 const SSE_KEEPALIVE_MS = 15_000;
 
-/** The page's JSON and its event stream. Parses and maps; the services hold the rules. */
+/**
+ * The page's JSON and its event stream, for the person signed in (the session
+ * gate refuses everything here without a session, and every POST without its
+ * anti-CSRF token). Parses and maps; the services hold the rules.
+ */
 @Controller('api')
 export class ConsoleController {
   constructor(
     private readonly overviewService: OverviewService,
     private readonly actions: ActionsService,
     private readonly feed: EventFeed,
+    private readonly sessions: SessionStore,
   ) {}
 
   @Get('overview')
@@ -25,10 +32,11 @@ export class ConsoleController {
 
   /**
    * Server-sent events: first the events kept so far and each service's
-   * status, then every new one as the poller reads it.
+   * status, then every new one as the poller reads it, while the session
+   * lasts (checked at each keepalive; a signed-out page's stream ends).
    */
   @Get('events')
-  events(@Req() req: Request, @Res() res: Response): void {
+  events(@SignedIn() session: ConsoleSession, @Req() req: Request, @Res() res: Response): void {
     const send = (kind: 'safety' | 'sources', data: unknown) =>
       res.write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
     if (!this.feed.subscribe(send)) {
@@ -46,29 +54,40 @@ export class ConsoleController {
     const snapshot = this.feed.snapshot();
     send('sources', snapshot.sources);
     for (const e of snapshot.events) send('safety', e);
-    const keepalive = setInterval(() => res.write(': keepalive\n\n'), SSE_KEEPALIVE_MS);
-    req.on('close', () => {
+    const stop = () => {
       clearInterval(keepalive);
       this.feed.unsubscribe(send);
-    });
+    };
+    const keepalive = setInterval(() => {
+      if (this.sessions.get(session.id) !== undefined) return void res.write(': keepalive\n\n');
+      stop();
+      res.end();
+    }, SSE_KEEPALIVE_MS);
+    req.on('close', stop);
   }
 
   @Post('actions/revoke')
   @HttpCode(200)
-  revoke(@Body() body: RevokeActionBody) {
-    return this.actions.revoke(body.key, body.reason, body.expectedToken);
+  revoke(@SignedIn() actor: ConsoleSession, @Body() body: RevokeActionBody) {
+    return this.actions.revoke(actor, body.key, body.reason, body.expectedToken);
+  }
+
+  @Post('actions/approve')
+  @HttpCode(200)
+  approve(@SignedIn() actor: ConsoleSession, @Body() body: ApproveActionBody) {
+    return this.actions.approve(actor, body.requestId);
   }
 
   @Post('actions/abandon')
   @HttpCode(200)
-  abandon(@Body() body: AbandonActionBody) {
-    return this.actions.abandon(body.payoutId, body.reason);
+  abandon(@SignedIn() actor: ConsoleSession, @Body() body: AbandonActionBody) {
+    return this.actions.abandon(actor, body.payoutId, body.reason);
   }
 
   @Post('actions/resolve')
   @HttpCode(200)
-  resolve(@Body() body: ResolveActionBody) {
+  resolve(@SignedIn() actor: ConsoleSession, @Body() body: ResolveActionBody) {
     const { payoutId, ...verdict } = body;
-    return this.actions.resolve(payoutId, verdict);
+    return this.actions.resolve(actor, payoutId, verdict);
   }
 }

@@ -20,6 +20,13 @@ export class RevokeActionBody {
   expectedToken?: string;
 }
 
+export class ApproveActionBody {
+  /** The lock-server's request id (it answers 400 for one that is no UUID). */
+  @IsString()
+  @Length(1, 64)
+  requestId!: string;
+}
+
 export class AbandonActionBody {
   @IsString()
   @Length(1, 64)

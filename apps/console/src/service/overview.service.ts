@@ -5,6 +5,7 @@ import type { PayoutPage, PayoutStats, SubmissionsResponse } from '@dlock/payout
 import { ConsolePeers, type ServiceName } from '../clients/console-peers';
 import { joinFences, type FenceRow } from './fences';
 import { describeFailure } from './failures';
+import { PendingRevocations, type RevocationRequestAnswer } from './revocation-requests';
 
 /** A panel's data, or why its service could not give it (the page shows that instead). */
 export type Section<T> = { ok: true; data: T } | { ok: false; service: string; error: string };
@@ -24,19 +25,23 @@ export interface AmbiguousItem {
 }
 
 export interface Overview {
-  operator: string;
   at: string;
   stats: Section<PayoutStats>;
   locks: Section<LockListDto>;
   sessions: Section<SessionListDto>;
   fences: Section<{ rows: FenceRow[]; truncated: boolean; highWaterError?: string }>;
   ambiguous: Section<{ items: AmbiguousItem[]; more: boolean }>;
+  /** Two-person revokes asked for through this console, waiting for a second person. */
+  revocationRequests: RevocationRequestAnswer[];
 }
 
 /** Everything the overview shows, read from the services in parallel, each part on its own. */
 @Injectable()
 export class OverviewService {
-  constructor(private readonly peers: ConsolePeers) {}
+  constructor(
+    private readonly peers: ConsolePeers,
+    private readonly pending: PendingRevocations,
+  ) {}
 
   async overview(): Promise<Overview> {
     const [stats, locks, sessions, fences, ambiguous] = await Promise.all([
@@ -47,13 +52,13 @@ export class OverviewService {
       this.section('payment-resource', (s) => this.ambiguous(s)),
     ]);
     return {
-      operator: this.peers.operator,
       at: new Date().toISOString(),
       stats,
       locks,
       sessions,
       fences,
       ambiguous,
+      revocationRequests: this.pending.list(),
     };
   }
 

@@ -10,6 +10,7 @@ import {
   type FencingToken,
 } from '@dlock/lock-api';
 import type { LockSession } from '@dlock/lock-client';
+import type { FenceCredential } from '@dlock/lock-api';
 import { SafetyEvents } from '@dlock/observability';
 import { PeerUnavailableError } from '@dlock/http-client';
 import type {
@@ -100,9 +101,10 @@ function harness(opts: Options = {}) {
   const outcomes: Record<string, unknown>[] = [];
   const posts: unknown[] = [];
   const ok = () => Promise.resolve();
+  const instructions: string[] = [];
   const payments = {
-    claim: async (_id: string, token: FencingToken, expected: 'PENDING' | 'CLAIMED') => {
-      calls.push(`claim ${expected} ${token}`);
+    claim: async (_id: string, fence: FenceCredential, expected: 'PENDING' | 'CLAIMED') => {
+      calls.push(`claim ${expected} ${fence.token}`);
       if (expected === 'PENDING' && opts.firstClaim === 'not-claimable') {
         throw new DlockError('PAYOUT_NOT_CLAIMABLE', 'moved on');
       }
@@ -122,7 +124,7 @@ function harness(opts: Options = {}) {
     },
     railOutcome: async (
       _id: string,
-      _t: FencingToken,
+      _f: FenceCredential,
       record: { outcome: Outcome; reason?: string },
     ) => {
       calls.push(`rail-outcome ${record.outcome}`);
@@ -130,16 +132,25 @@ function harness(opts: Options = {}) {
       await (opts.railOutcome ?? ok)(record.outcome, record.reason);
       return { payoutId: polled.payoutId, state: 'RAIL_SUBMITTED' };
     },
-    post: async (_id: string, _t: FencingToken, ack: unknown) => {
+    // P6 SUBMITTED: recorded like every outcome, answering the instruction the submit carries.
+    markSubmitted: async (id: string, fence: FenceCredential) => {
+      const answer = await payments.railOutcome(id, fence, { outcome: 'SUBMITTED' });
+      const railInstruction = `instruction-${instructions.length + 1}@${fence.token}`;
+      instructions.push(railInstruction);
+      return { ...answer, railInstruction };
+    },
+    post: async (_id: string, _f: FenceCredential, ack: unknown) => {
       calls.push('post');
       posts.push(ack);
       await (opts.post ?? ok)();
       return { payoutId: polled.payoutId, state: 'POSTED' };
     },
   };
+  const submittedUnder: string[] = [];
   const rail = {
-    submit: (_t: FencingToken, body: { beneficiaryRef: string }) => {
+    submit: (_f: FenceCredential, instruction: string, body: { beneficiaryRef: string }) => {
       calls.push(`submit ${body.beneficiaryRef}`);
+      submittedUnder.push(instruction);
       return (
         opts.submit ?? (() => Promise.resolve({ submissionId: 's-1', railReference: 'rr-1' }))
       )();
@@ -156,6 +167,7 @@ function harness(opts: Options = {}) {
   const leaseDeadlineMs = performance.now() + ttlMs * 0.7;
   const handle = {
     fencingToken: TOKEN,
+    fence: { token: TOKEN, proof: 'grant-proof' },
     ttlMs,
     acquiredAt: new Date(now),
     expiresAt: new Date(now + ttlMs),
@@ -209,6 +221,8 @@ function harness(opts: Options = {}) {
     calls,
     outcomes,
     posts,
+    instructions,
+    submittedUnder,
     run,
     service,
     invalidCount,
@@ -243,9 +257,12 @@ const HAPPY = [
 ];
 
 it('claims a polled PENDING payout without reading it first, and submits what the poll carried', async () => {
-  const { calls, run } = harness();
+  const { calls, run, instructions, submittedUnder } = harness();
   expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
   expect(effects(calls)).toEqual(HAPPY);
+  // The submit carries the instruction payment-resource answered RAIL_SUBMITTED with (docs/rail.md).
+  expect(submittedUnder).toEqual(instructions);
+  expect(instructions).toEqual(['instruction-1@42']);
 });
 
 it('when the claim finds the payout moved on, reads it and recovers by state (re-claim)', async () => {
@@ -516,19 +533,22 @@ describe('recovery by state after the re-read', () => {
     expect(effects(calls)).toEqual([...AFTER_REREAD, 'release']);
   });
 
-  it('RAIL_SUBMITTED with no live record: nothing was presented, so it is submitted now (no new claim)', async () => {
-    const { calls, run } = reread('RAIL_SUBMITTED', {
+  it('RAIL_SUBMITTED with no live record: nothing was presented, so it is marked again under this token and submitted (no new claim)', async () => {
+    const { calls, run, instructions, submittedUnder } = reread('RAIL_SUBMITTED', {
       records: [record({ outcome: 'FENCED' }), record({ outcome: 'WITHDRAWN' })],
     });
     expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
     expect(effects(calls)).toEqual([
       ...AFTER_REREAD,
       'records',
+      // The instruction to submit on is this token's, not the dead holder's (docs/rail.md).
+      'rail-outcome SUBMITTED',
       'submit ben-1',
       'rail-outcome ACKED',
       'post',
       'release',
     ]);
+    expect(submittedUnder).toEqual(instructions);
   });
 
   it('RAIL_SUBMITTED with an ACKED record: the outcome is recorded from it and posted, never re-submitted', async () => {
@@ -965,6 +985,9 @@ describe('the order of one attempt, as the harness sees it', () => {
     expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
     expect(calls.slice(calls.indexOf('records'))).toEqual([
       'records',
+      'check',
+      'rail-outcome SUBMITTED',
+      'at after-submitted',
       'at before-submit',
       'check',
       'submit ben-1',

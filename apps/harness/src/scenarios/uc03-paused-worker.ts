@@ -78,10 +78,14 @@ export async function runPausedWorker(
     // submit's outcome. (Its SUBMITTED again would be a replay of a request already
     // answered under T1 with the payout's key, and a replay gets the stored answer.)
     const stale = new ManualWorker(sys, `${tag}-w1`);
-    const resourceAnswer = await stale.railOutcome(payout, sys.recorder.fenceOf(payoutLockKey(account), t1), {
-      outcome: 'AMBIGUOUS',
-      reason: 'stale holder: submit outcome unknown',
-    });
+    const resourceAnswer = await stale.railOutcome(
+      payout,
+      sys.recorder.fenceOf(payoutLockKey(account), t1),
+      {
+        outcome: 'AMBIGUOUS',
+        reason: 'stale holder: submit outcome unknown',
+      },
+    );
     await stale.close();
     ev.set('staleResourceWrite', {
       status: resourceAnswer.status,

@@ -2,13 +2,14 @@ import { Inject, Injectable } from '@nestjs/common';
 import {
   checkGrantClaims,
   formatFencingToken,
+  ProofRejectedError,
   grantProofClaims,
   GRANT_PROOF_TYPE,
   type GrantExpectation,
   type GrantProofClaims,
   type LockGrant,
 } from '@dlock/lock-api';
-import { ProofVerifier, SigningKeyRing } from '@dlock/identity';
+import { ForbiddenError, ProofVerifier, SigningKeyRing } from '@dlock/identity';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
 
 /**
@@ -43,8 +44,21 @@ export class GrantProofs {
     return this.ring.sign(GRANT_PROOF_TYPE, claims);
   }
 
-  /** A proof of this server's describing the request (key, token, owner): else PROOF_REJECTED. */
+  /**
+   * A proof of this server's describing the request (key, token, owner): else
+   * PROOF_REJECTED; a genuine proof of another identity's grant is FORBIDDEN
+   * (a grant belongs to its owner, docs/security.md).
+   */
   async check(proof: string | string[] | undefined, expect: GrantExpectation): Promise<void> {
-    checkGrantClaims(grantProofClaims(await this.verifier.verify(proof)), expect);
+    try {
+      checkGrantClaims(grantProofClaims(await this.verifier.verify(proof)), expect);
+    } catch (err) {
+      if (err instanceof ProofRejectedError && err.reason === 'owner') {
+        throw new ForbiddenError('this grant belongs to another identity', {
+          reason: 'not-grant-owner',
+        });
+      }
+      throw err;
+    }
   }
 }

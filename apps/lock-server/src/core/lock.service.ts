@@ -15,6 +15,7 @@ import { SafetyEvents } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
 import { LockStore, type AcquireResult } from '../store/lock-store.port';
 import { GrantProofs } from './grant-proofs';
+import { RevocationFloors, type GuardFloors } from './revocation-floors';
 import { LockMetrics } from './metrics';
 import { SessionOwners } from './session-owners';
 import { Waiters } from './waiters';
@@ -24,6 +25,9 @@ export interface SignedGrant {
   grant: LockGrant;
   proof: string;
 }
+
+/** A revoke's outcome, and (for a payout key) which fence points already hold its floor. */
+export type Revoked = LockOutcome & { guards?: GuardFloors };
 
 export interface AcquireCommand {
   key: string;
@@ -47,6 +51,7 @@ export class LockService {
     private readonly proofs: GrantProofs,
     private readonly owners: SessionOwners,
     private readonly policy: AuthPolicy,
+    private readonly floors: RevocationFloors,
     @Inject(LOCK_SERVER_CONFIG) private readonly config: LockServerConfig,
   ) {
     this.waiters = new Waiters(config.LOCK_WAITERS_MAX);
@@ -201,7 +206,10 @@ export class LockService {
     return caller === holder || this.policy.decide(caller, 'locks.read-grants').allowed;
   }
 
-  /** L8: audited force-revoke; the token floor moves above the revoked token. */
+  /**
+   * L8: audited force-revoke; the token floor moves above the revoked token,
+   * and for a payout key both fence points are raised to it before the answer.
+   */
   revoke(
     command: {
       key: string;
@@ -211,9 +219,10 @@ export class LockService {
     },
     /** Who authorised it (subjects, two-person request id), for the event only. */
     authorisedBy: Record<string, string> = {},
-  ): Promise<LockOutcome> {
+  ): Promise<Revoked> {
     return this.metrics.observe('revoke', async () => {
       const outcome = await this.store.revoke(command);
+      const guards = await this.floors.raise(command.key, outcome, command.operator);
       this.safety.lockRevoked({
         key: command.key,
         operator: command.operator,
@@ -222,8 +231,9 @@ export class LockService {
         revokedToken: formatFencingToken(outcome.revokedToken),
         newTokenFloor: formatFencingToken(outcome.newTokenFloor),
         revocationId: outcome.revocationId,
+        ...(guards === undefined ? {} : { guards }),
       });
-      return outcome;
+      return guards === undefined ? outcome : { ...outcome, guards };
     });
   }
 }

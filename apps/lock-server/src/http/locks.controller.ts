@@ -58,7 +58,7 @@ export class LocksController {
     private readonly revocations: RevokeService,
   ) {}
 
-  /** L4. */
+  /** L4 — acquire a lock (docs/lock-server.md#endpoints). */
   @ApiOperation({
     summary: 'Acquire a lock: a new grant with a fencing token above every earlier one',
   })

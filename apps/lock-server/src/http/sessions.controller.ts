@@ -26,7 +26,7 @@ import { HEARTBEAT_SCHEMA, heartbeatView, SESSION_SCHEMA, sessionView } from './
 
 const SESSION_PARAM = ApiParam({ name: 'sessionId', schema: { type: 'string', format: 'uuid' } });
 
-/** L1-L3. */
+/** L1–L3: open, keep alive and close lock sessions (docs/lock-server.md#endpoints). */
 @ApiTags('sessions')
 @Controller('v1/sessions')
 export class SessionsController {
@@ -66,7 +66,7 @@ export class SessionsController {
     return sessionView(await this.sessions.open(ownerId, body.ttlMillis ?? undefined));
   }
 
-  /** L2. */
+  /** L2 — keep a session alive (docs/lock-server.md#endpoints). */
   @ApiOperation({ summary: 'Keep a session alive' })
   @SESSION_PARAM
   @ApiOwnerIdHeader()

@@ -2,17 +2,16 @@ import {
   formatFencingToken,
   formatInstant,
   LOCK_KEY_PATTERN,
-  type LockGrant,
   type LockGrantDto,
   type LockInfo,
   type HeldLockDto,
   type LiveSessionDto,
   type LockListDto,
-  type LockOutcome,
   type SessionListDto,
 } from '@dlock/lock-api';
 import { INSTANT, int64Text, objectSchema, wireSchema } from '@dlock/http-contract';
-import type { SignedGrant } from '../core/lock.service';
+import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type { Revoked, SignedGrant } from '../core/lock.service';
 import type { HeartbeatResult, OpenedSession } from '../store/lock-store.port';
 import type { RevocationRequest } from '../store/revocation-requests.port';
 
@@ -61,11 +60,12 @@ export function lockInfoView(info: LockInfo) {
   };
 }
 
-export function outcomeView(outcome: LockOutcome) {
+export function outcomeView(outcome: Revoked) {
   return {
     revokedToken: formatFencingToken(outcome.revokedToken),
     newTokenFloor: formatFencingToken(outcome.newTokenFloor),
     revocationId: outcome.revocationId,
+    ...(outcome.guards === undefined ? {} : { guards: outcome.guards }),
   };
 }
 
@@ -137,20 +137,45 @@ export const LOCK_INFO_SCHEMA = wireSchema<LockInfo>(
   'L7: advisory only; the holder fields are present while held',
 );
 
-export const REVOKE_OUTCOME_SCHEMA = wireSchema<ReturnType<typeof outcomeView>>('RevokeOutcome', {
-  revokedToken: int64Text('the evicted grant’s token'),
-  newTokenFloor: int64Text('every later grant of this key exceeds it'),
-  revocationId: UUID,
-});
+const GUARD_FLOOR: SchemaObject = {
+  type: 'string',
+  enum: ['raised', 'unchanged', 'not_found', 'failed'],
+};
+
+/** Which fence points hold the new floor when the revoke answers (payout keys only). */
+const GUARDS: SchemaObject = {
+  type: 'object',
+  description:
+    'A payout key only: what each fence point did with the new floor before the answer; ' +
+    '`failed` is raised by the reconciler on its next pass (docs/security.md)',
+  properties: { 'payment-resource': GUARD_FLOOR, 'rail-proxy': GUARD_FLOOR },
+  required: ['payment-resource', 'rail-proxy'],
+};
+
+export const REVOKE_OUTCOME_SCHEMA = wireSchema<ReturnType<typeof outcomeView>>(
+  'RevokeOutcome',
+  {
+    revokedToken: int64Text('the evicted grant’s token'),
+    newTokenFloor: int64Text('every later grant of this key exceeds it'),
+    revocationId: UUID,
+    guards: GUARDS,
+  },
+  ['guards'],
+);
 
 export const REVOKE_APPROVAL_SCHEMA = wireSchema<
   ReturnType<typeof outcomeView> & { requestId: string }
->('RevokeApproval', {
-  revokedToken: int64Text('the evicted grant’s token'),
-  newTokenFloor: int64Text('every later grant of this key exceeds it'),
-  revocationId: UUID,
-  requestId: UUID,
-});
+>(
+  'RevokeApproval',
+  {
+    revokedToken: int64Text('the evicted grant’s token'),
+    newTokenFloor: int64Text('every later grant of this key exceeds it'),
+    revocationId: UUID,
+    requestId: UUID,
+    guards: GUARDS,
+  },
+  ['guards'],
+);
 
 export const REVOCATION_REQUEST_SCHEMA = wireSchema<ReturnType<typeof revocationRequestView>>(
   'RevocationRequest',

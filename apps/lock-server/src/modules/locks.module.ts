@@ -3,6 +3,7 @@ import { AuthPolicy, policyFile } from '@dlock/identity';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
 import { GrantProofs } from '../core/grant-proofs';
 import { LockService } from '../core/lock.service';
+import { RevocationFloors } from '../core/revocation-floors';
 import { RevokeService } from '../core/revoke.service';
 import { SessionOwners } from '../core/session-owners';
 import { LockListingController } from '../http/listings.controller';
@@ -20,6 +21,7 @@ import { LocksController } from '../http/locks.controller';
     RevokeService,
     GrantProofs,
     SessionOwners,
+    RevocationFloors,
     {
       provide: AuthPolicy,
       inject: [LOCK_SERVER_CONFIG],

@@ -78,7 +78,7 @@ export interface Listing<T> {
 }
 
 export abstract class SessionRegistry {
-  /** L1. */
+  /** L1 — open a session (docs/lock-server.md#endpoints). */
   abstract open(ownerId: string, ttlMillis: number): Promise<OpenedSession>;
   /** L2. Throws SESSION_UNKNOWN / SESSION_EXPIRED. */
   abstract heartbeat(sessionId: string): Promise<HeartbeatResult>;

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { FencingToken } from '@dlock/lock-api';
+import type { VerifiedIdentity } from '@dlock/identity';
 import { PAYOUT_STATES } from '@dlock/payout-contract';
 import type {
   AbandonResponse,
@@ -14,33 +14,18 @@ import type {
 import {
   ApiContractErrors,
   ApiFencedWriteHeaders,
-  FencingTokenParam,
-  GrantProofParam,
-  IdempotencyKeyParam,
-  OwnerIdParam,
-  RequestDeadlineParam,
-  TraceIdParam,
+  CallerIdentity,
+  FencedGrant,
   schemaRef,
-  type RequestDeadline,
+  type FencedGrantHeaders,
   Operation,
 } from '@dlock/http-contract';
-import { PayoutCommands, type Grant } from '../service/payout-commands.service';
+import { PayoutCommands } from '../service/payout-commands.service';
 import { PayoutQueries } from '../service/payout-queries.service';
 import { AbandonBody, ClaimBody, PostBody, RailOutcomeBody, ResolveBody } from './dto';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, parseListQuery, payoutIdParam } from './params';
 
 const PAYOUT_PARAM = ApiParam({ name: 'payoutId', schema: { type: 'string', format: 'uuid' } });
-
-function grant(
-  token: FencingToken,
-  proof: string | string[] | undefined,
-  ownerId: string,
-  idempotencyKey: string,
-  traceId: string,
-  deadline: RequestDeadline | undefined,
-): Grant {
-  return { token, proof, ownerId, idempotencyKey, traceId, deadline };
-}
 
 /** docs/payment-resource.md P1–P4 and docs/contract.md P6–P8. Parses and maps; the services hold the rules. */
 @ApiTags('payouts')
@@ -79,7 +64,7 @@ export class PayoutsController {
     return this.queries.get(payoutIdParam(payoutId));
   }
 
-  /** P2. */
+  /** P2 — claim a payout (docs/payment-resource.md#endpoints). */
   @ApiOperation({ summary: 'Claim a payout under a grant (advances the account fence)' })
   @PAYOUT_PARAM
   @ApiFencedWriteHeaders()
@@ -98,22 +83,13 @@ export class PayoutsController {
   @HttpCode(200)
   claim(
     @Param('payoutId') payoutId: string,
-    @FencingTokenParam() token: FencingToken,
-    @GrantProofParam() proof: string | string[] | undefined,
-    @OwnerIdParam() ownerId: string,
-    @IdempotencyKeyParam() key: string,
-    @TraceIdParam() traceId: string,
-    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
+    @FencedGrant() grant: FencedGrantHeaders,
     @Body() body: ClaimBody,
   ): Promise<ClaimResponse> {
-    return this.commands.claim(
-      payoutIdParam(payoutId),
-      grant(token, proof, ownerId, key, traceId, deadline),
-      body,
-    );
+    return this.commands.claim(payoutIdParam(payoutId), grant, body);
   }
 
-  /** P3. */
+  /** P3 — post to the ledger (docs/payment-resource.md#endpoints). */
   @ApiOperation({ summary: 'Post an acknowledged payout to the ledger' })
   @PAYOUT_PARAM
   @ApiFencedWriteHeaders()
@@ -131,22 +107,13 @@ export class PayoutsController {
   @HttpCode(200)
   post(
     @Param('payoutId') payoutId: string,
-    @FencingTokenParam() token: FencingToken,
-    @GrantProofParam() proof: string | string[] | undefined,
-    @OwnerIdParam() ownerId: string,
-    @IdempotencyKeyParam() key: string,
-    @TraceIdParam() traceId: string,
-    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
+    @FencedGrant() grant: FencedGrantHeaders,
     @Body() body: PostBody,
   ): Promise<PostResponse> {
-    return this.commands.post(
-      payoutIdParam(payoutId),
-      grant(token, proof, ownerId, key, traceId, deadline),
-      body,
-    );
+    return this.commands.post(payoutIdParam(payoutId), grant, body);
   }
 
-  /** P6. */
+  /** P6 — record a rail outcome (docs/contract.md). */
   @ApiOperation({ summary: 'Record what the rail answered for the payout' })
   @PAYOUT_PARAM
   @ApiFencedWriteHeaders()
@@ -164,19 +131,10 @@ export class PayoutsController {
   @HttpCode(200)
   railOutcome(
     @Param('payoutId') payoutId: string,
-    @FencingTokenParam() token: FencingToken,
-    @GrantProofParam() proof: string | string[] | undefined,
-    @OwnerIdParam() ownerId: string,
-    @IdempotencyKeyParam() key: string,
-    @TraceIdParam() traceId: string,
-    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
+    @FencedGrant() grant: FencedGrantHeaders,
     @Body() body: RailOutcomeBody,
   ): Promise<RailOutcomeResponse> {
-    return this.commands.railOutcome(
-      payoutIdParam(payoutId),
-      grant(token, proof, ownerId, key, traceId, deadline),
-      body,
-    );
+    return this.commands.railOutcome(payoutIdParam(payoutId), grant, body);
   }
 
   /** P7: operator action, no token. */
@@ -190,11 +148,12 @@ export class PayoutsController {
   abandon(
     @Param('payoutId') payoutId: string,
     @Body() body: AbandonBody,
+    @CallerIdentity() caller: VerifiedIdentity,
   ): Promise<AbandonResponse> {
-    return this.commands.abandon(payoutIdParam(payoutId), body);
+    return this.commands.abandon(payoutIdParam(payoutId), body, caller.subject);
   }
 
-  /** P8. */
+  /** P8 — resolve an ambiguous payout (docs/contract.md). */
   @ApiOperation({ summary: 'Resolve an ambiguous payout from the rail’s record' })
   @PAYOUT_PARAM
   @ApiFencedWriteHeaders()
@@ -212,18 +171,9 @@ export class PayoutsController {
   @HttpCode(200)
   resolve(
     @Param('payoutId') payoutId: string,
-    @FencingTokenParam() token: FencingToken,
-    @GrantProofParam() proof: string | string[] | undefined,
-    @OwnerIdParam() ownerId: string,
-    @IdempotencyKeyParam() key: string,
-    @TraceIdParam() traceId: string,
-    @RequestDeadlineParam() deadline: RequestDeadline | undefined,
+    @FencedGrant() grant: FencedGrantHeaders,
     @Body() body: ResolveBody,
   ): Promise<ResolveResponse> {
-    return this.commands.resolve(
-      payoutIdParam(payoutId),
-      grant(token, proof, ownerId, key, traceId, deadline),
-      body,
-    );
+    return this.commands.resolve(payoutIdParam(payoutId), grant, body);
   }
 }

@@ -53,7 +53,11 @@ export class GrantCheck implements OnModuleInit {
       checkGrantClaims(claims, { token: write.token, owner: write.ownerId });
       const accountId = payoutAccountOf(claims.key);
       if (accountId === null) {
-        throw new ProofRejectedError('grant', 'lock-key', 'the grant proof is not for a payout key');
+        throw new ProofRejectedError(
+          'grant',
+          'lock-key',
+          'the grant proof is not for a payout key',
+        );
       }
       return accountId;
     } catch (err) {

@@ -1,4 +1,4 @@
-import type { RequestDeadline } from '@dlock/http-contract';
+import type { FencedGrantHeaders } from '@dlock/http-contract';
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import assert from 'node:assert/strict';
@@ -40,18 +40,14 @@ import { InstructionSigner } from './instruction-signer';
 import { requestHash } from './canonical';
 import { asUnavailable } from './paydb-errors';
 
-/** The protected-write headers, parsed by the controller and passed explicitly (docs/payment-resource.md step 3). */
-export interface Grant {
-  token: FencingToken;
-  /** X-Grant-Proof as sent; the fenced writer checks it first (docs/security.md). */
-  proof: string | string[] | undefined;
-  ownerId: string;
-  idempotencyKey: string;
-  /** For log lines: the per-payout routes run without the request logger context. */
-  traceId: string;
-  /** The caller's X-Request-Deadline-Ms, when sent: bounds the write's statements. */
-  deadline?: RequestDeadline;
-}
+/**
+ * The protected-write headers, parsed by the controller's `@FencedGrant()` and
+ * passed explicitly (docs/payment-resource.md step 3); the proof is checked first.
+ */
+export type Grant = FencedGrantHeaders;
+
+/** The longest reason a transition records (the body's own limit). */
+const REASON_MAX_LENGTH = 1024;
 
 const RAIL_EVENT: Record<RailOutcomeKind, PayoutEvent> = {
   SUBMITTED: 'RAIL_SUBMITTED',
@@ -79,7 +75,7 @@ export class PayoutCommands {
     @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
   ) {}
 
-  /** P2. */
+  /** P2 — claim a payout (docs/payment-resource.md#endpoints). */
   claim(payoutId: string, grant: Grant, body: ClaimRequest): Promise<ClaimResponse> {
     return this.writer.run<ClaimResponse>(
       this.command('claim', 'claim', payoutId, grant, body, false),
@@ -272,9 +268,18 @@ export class PayoutCommands {
 
   /**
    * P7: operator cancel. No token: it advances no fence, but it takes the
-   * account's row lock, so it serialises with every fenced writer.
+   * account's row lock, so it serialises with every fenced writer. The actor
+   * recorded is the authenticated caller; a body `operator` naming someone
+   * else is kept as a note in the reason (docs/security.md).
    */
-  async abandon(payoutId: string, body: AbandonRequest): Promise<AbandonResponse> {
+  async abandon(payoutId: string, asked: AbandonRequest, actor: string): Promise<AbandonResponse> {
+    const body: AbandonRequest = {
+      operator: actor,
+      reason:
+        asked.operator === actor
+          ? asked.reason
+          : `${asked.reason} [noted operator: ${asked.operator}]`.slice(0, REASON_MAX_LENGTH),
+    };
     const started = process.hrtime.bigint();
     let result: 'ok' | 'rejected' | 'error' = 'error';
     try {

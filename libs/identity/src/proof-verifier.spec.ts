@@ -1,0 +1,133 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ProofRejectedError } from '@dlock/lock-api';
+import { ProofVerifier } from './proof-verifier';
+import {
+  addSigningKey,
+  ensureSigningKeys,
+  KEY_RING_RELOAD_MS,
+  KeyRingError,
+  promoteSigningKey,
+  publicJwksPath,
+  retireSigningKey,
+  SigningKeyRing,
+} from './signing-keys';
+
+/**
+ * Signed grants and instructions (docs/security.md, "Signed grants"): real
+ * Ed25519 keys in real files, the rotation a running system goes through.
+ */
+const TYPE = 'dlock-grant+jws';
+let dir: string;
+let clock: number;
+const now = () => clock;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'dlock-signing-'));
+  clock = 1_000_000;
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function verifier(jwks: string, type = TYPE): ProofVerifier {
+  return new ProofVerifier({ jwks, type, kind: 'grant', now, unknownKidCooldownMs: 0 });
+}
+
+async function refusal(v: ProofVerifier, proof: unknown): Promise<string> {
+  const err = await v.verify(proof as string).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ProofRejectedError);
+  return (err as ProofRejectedError).reason;
+}
+
+describe('a signing ring and its verifiers', () => {
+  it('signs deterministically and verifies offline from the published JWKS', async () => {
+    const { keys, jwks } = ensureSigningKeys(join(dir, 'grant-keys.json'));
+    expect(jwks).toBe(publicJwksPath(keys));
+    const ring = SigningKeyRing.open(keys, now);
+    const claims = { key: 'payout:a', tok: '9007199254740993', sub: 'w', sid: 's', iat: 1 };
+    const proof = ring.sign(TYPE, claims);
+    // The same claims, the same proof: a renew hands back exactly what the acquire did.
+    expect(ring.sign(TYPE, claims)).toBe(proof);
+    const v = verifier(jwks);
+    await v.start();
+    await expect(v.verify(proof)).resolves.toEqual(claims);
+  });
+
+  it('refuses what it cannot trust, and says why', async () => {
+    const { keys, jwks } = ensureSigningKeys(join(dir, 'grant-keys.json'));
+    const ring = SigningKeyRing.open(keys, now);
+    const v = verifier(jwks);
+    await v.start();
+    const proof = ring.sign(TYPE, { a: 1 });
+    const [h, p, s] = proof.split('.');
+    const other = SigningKeyRing.open(ensureSigningKeys(join(dir, 'other.json')).keys, now);
+    expect(await refusal(v, undefined)).toBe('missing');
+    expect(await refusal(v, '')).toBe('missing');
+    expect(await refusal(v, [proof, proof])).toBe('malformed');
+    expect(await refusal(v, 'not a jws')).toBe('malformed');
+    expect(await refusal(v, `${h}.${p}.${s}x`.repeat(200))).toBe('malformed');
+    expect(await refusal(v, ring.sign('dlock-payout-instruction+jws', { a: 1 }))).toBe('malformed');
+    expect(await refusal(v, other.sign(TYPE, { a: 1 }))).toBe('unknown-key');
+    const tampered = Buffer.from(JSON.stringify({ a: 2 })).toString('base64url');
+    expect(await refusal(v, `${h}.${tampered}.${s}`)).toBe('signature');
+    const none = Buffer.from(JSON.stringify({ alg: 'none', typ: TYPE, kid: 'x' })).toString(
+      'base64url',
+    );
+    expect(await refusal(v, `${none}.${p}.${s}`)).toBe('malformed');
+  });
+
+  it('rotates with no refusal: add, let guards read it, promote, retire', async () => {
+    const { keys, jwks } = ensureSigningKeys(join(dir, 'grant-keys.json'));
+    const ring = SigningKeyRing.open(keys, now);
+    const v = verifier(jwks);
+    await v.start();
+    const old = ring.sign(TYPE, { n: 1 });
+    const firstKid = ring.kid;
+
+    const next = addSigningKey(keys);
+    clock += KEY_RING_RELOAD_MS;
+    // Published but not signing yet: every replica still signs with the first key.
+    expect(ring.kid).toBe(firstKid);
+    expect(ring.publicJwks.keys.map((k) => (k as { kid: string }).kid)).toEqual([firstKid, next]);
+
+    promoteSigningKey(keys, next);
+    clock += KEY_RING_RELOAD_MS;
+    expect(ring.kid).toBe(next);
+    const fresh = ring.sign(TYPE, { n: 2 });
+    // The guard meets a key id it has not loaded: it reads the JWKS again, once.
+    await expect(v.verify(fresh)).resolves.toEqual({ n: 2 });
+    await expect(v.verify(old)).resolves.toEqual({ n: 1 });
+
+    expect(() => retireSigningKey(keys, next)).toThrow(KeyRingError);
+    retireSigningKey(keys, firstKid);
+    const late = verifier(jwks);
+    await late.start();
+    expect(await refusal(late, old)).toBe('unknown-key');
+    await expect(late.verify(fresh)).resolves.toEqual({ n: 2 });
+  });
+
+  it('a JWKS file not written yet is an empty key set; a broken one stops the boot', async () => {
+    const missing = verifier(join(dir, 'not-yet.jwks.json'));
+    await missing.start();
+    const ring = SigningKeyRing.open(ensureSigningKeys(join(dir, 'k.json')).keys, now);
+    expect(await refusal(missing, ring.sign(TYPE, {}))).toBe('unknown-key');
+    const broken = join(dir, 'broken.jwks.json');
+    writeFileSync(broken, '{"nope":1}');
+    await expect(verifier(broken).start()).rejects.toThrow(/not a JWKS/);
+  });
+
+  it('a ring that is not one is a KeyRingError at boot', () => {
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ keys: [] }));
+    expect(() => SigningKeyRing.open(bad)).toThrow(KeyRingError);
+    writeFileSync(
+      bad,
+      JSON.stringify({ keys: [{ kid: 'k', kty: 'OKP', crv: 'Ed25519', x: 'x' }] }),
+    );
+    expect(() => SigningKeyRing.open(bad)).toThrow(/private part/);
+    expect(() => SigningKeyRing.open(join(dir, 'none.json'))).toThrow(/cannot read/);
+  });
+});

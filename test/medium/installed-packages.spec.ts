@@ -1,0 +1,459 @@
+// A team's own Nest service, outside this repository, built on the published
+// packages only (docs/extending.md): the packages are packed (npm run pack:libs),
+// installed into a brand-new project in a temporary directory together with
+// public dependencies from the registry, the example's sources are compiled by
+// that project's own TypeScript, migrated with its TypeORM CLI, and run
+// against a real lock-server. A package that reaches into the repository (a
+// path to it, a file left out of `files`, an import of an unpublished
+// @dlock/* library) fails here.
+import { spawn, type ChildProcess } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { builtinModules } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parse, stringify } from 'yaml';
+import {
+  DEV_POLICY_PATH,
+  REPO_ROOT,
+  createDatabase,
+  freePort,
+  http,
+  migratedDatabase,
+  spawnApp,
+  testTokenDir,
+  waitFor,
+  withClient,
+  type RunningApp,
+} from '@dlock/testing';
+
+interface PackageJson {
+  name: string;
+  version: string;
+  workspaces?: string[];
+  exports?: Record<string, string | Record<string, string>>;
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+}
+
+const readJson = <T>(file: string): T => JSON.parse(readFileSync(file, 'utf8')) as T;
+const ROOT_PACKAGE = readJson<PackageJson>(path.join(REPO_ROOT, 'package.json'));
+const PUBLISHED = (ROOT_PACKAGE.workspaces ?? []).map((dir) =>
+  readJson<PackageJson>(path.join(REPO_ROOT, dir, 'package.json')),
+);
+const EXAMPLE = path.join(REPO_ROOT, 'examples', 'refund-sender');
+/** What `nest new` puts in a project's dependencies, plus what the example imports; pinned as here. */
+const PUBLIC_DEPENDENCIES = [
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  '@nestjs/config',
+  '@nestjs/terminus',
+  '@nestjs/typeorm',
+  'typeorm',
+  'pg',
+  'reflect-metadata',
+  'rxjs',
+];
+const PUBLIC_DEV_DEPENDENCIES = ['typescript', '@types/node'];
+/** The Nest 11 starter's compiler options (`nest new`), strict. */
+const TSCONFIG = {
+  compilerOptions: {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    resolvePackageJsonExports: true,
+    esModuleInterop: true,
+    isolatedModules: true,
+    declaration: true,
+    removeComments: true,
+    emitDecoratorMetadata: true,
+    experimentalDecorators: true,
+    allowSyntheticDefaultImports: true,
+    target: 'ES2023',
+    sourceMap: true,
+    outDir: './dist',
+    baseUrl: './',
+    skipLibCheck: true,
+    strict: true,
+    forceConsistentCasingInFileNames: true,
+    noFallthroughCasesInSwitch: true,
+  },
+  include: ['src'],
+};
+/** A team's unit check of `@dlock/lock-client/testing` (docs/extending.md, "Testing"). */
+const CHECK_TESTING = `
+import { ContentionError, LockClient } from '@dlock/lock-client';
+import { FakeLockServer } from '@dlock/lock-client/testing';
+
+async function main(): Promise<void> {
+  const server = new FakeLockServer();
+  const client = (ownerId: string) =>
+    new LockClient({ baseUrl: 'http://lock-server.test', ownerId, transport: server.transport });
+  const [a, b] = [await client('refunds-a').openSession(), await client('refunds-b').openSession()];
+  const first = await a.acquire('refund:r-9');
+  const contended = await b.acquire('refund:r-9').then(
+    () => 'granted',
+    (err: unknown) => (err instanceof ContentionError ? err.code : String(err)),
+  );
+  server.revoke('refund:r-9');
+  const next = await b.acquire('refund:r-9');
+  console.log(JSON.stringify({ first: \`\${first.fencingToken}\`, contended, next: \`\${next.fencingToken}\` }));
+  await Promise.all([a.close(), b.close()]);
+}
+void main();
+`;
+
+const children = new Set<ChildProcess>();
+
+/** Runs a command to its exit with only `env`; killed after `timeoutMs`, so nothing outlives the test. */
+function run(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string>,
+  timeoutMs = 300_000,
+): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(proc);
+    let out = '';
+    proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    proc.on('error', reject);
+    proc.on('close', (code) => {
+      clearTimeout(timer);
+      children.delete(proc);
+      resolve({ code, out });
+    });
+  });
+}
+
+/** PATH and HOME (npm's cache and config), and the proxy or registry settings of this machine if any. */
+function baseEnv(): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+  };
+  for (const name of [
+    'npm_config_registry',
+    'npm_config_cache',
+    'HTTPS_PROXY',
+    'HTTP_PROXY',
+    'NO_PROXY',
+    'https_proxy',
+    'http_proxy',
+    'no_proxy',
+  ])
+    if (process.env[name]) env[name] = process.env[name];
+  return env;
+}
+
+function expectExit(result: { code: number | null; out: string }, what: string): void {
+  expect({ what, code: result.code, out: result.code === 0 ? '' : result.out }).toEqual({
+    what,
+    code: 0,
+    out: '',
+  });
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
+}
+
+const SPECIFIER = /(?:\bfrom\s+|\brequire\(\s*|\bimport\(\s*|^\s*import\s+)['"]([^'"]+)['"]/gm;
+const BUILTINS = new Set(builtinModules);
+
+/** Everything wrong with one installed package: files, paths into the repository, undeclared imports. */
+function problemsOf(dir: string): string[] {
+  const pkg = readJson<PackageJson>(path.join(dir, 'package.json'));
+  const problems: string[] = [];
+  const files = filesUnder(dir);
+  for (const f of ['README.md', 'CHANGELOG.md'])
+    if (!files.includes(f)) problems.push(`${pkg.name}: no ${f}`);
+  for (const f of files)
+    if (!/^(package\.json|README\.md|CHANGELOG\.md|dist\/.+\.(js|d\.ts))$/.test(f))
+      problems.push(`${pkg.name}: unexpected file ${f}`);
+  for (const [entry, target] of Object.entries(pkg.exports ?? {}))
+    for (const file of typeof target === 'string' ? [target] : Object.values(target))
+      if (!existsSync(path.join(dir, file)))
+        problems.push(`${pkg.name}: exports ${entry} → missing ${file}`);
+  const declared = { ...pkg.dependencies, ...pkg.peerDependencies };
+  const repo = [REPO_ROOT, realpathSync(REPO_ROOT)];
+  for (const f of files.filter((name) => /\.(js|d\.ts)$/.test(name))) {
+    const text = readFileSync(path.join(dir, f), 'utf8');
+    if (repo.some((r) => text.includes(r))) problems.push(`${pkg.name}/${f}: names the repository`);
+    for (const [, spec] of text.matchAll(SPECIFIER)) {
+      if (spec.startsWith('.')) {
+        const target = path.resolve(path.dirname(path.join(dir, f)), spec);
+        const candidates = f.endsWith('.d.ts')
+          ? [`${target}.d.ts`, path.join(target, 'index.d.ts')]
+          : [`${target}.js`, target, path.join(target, 'index.js')];
+        if (!target.startsWith(dir + path.sep) || !candidates.some((c) => existsSync(c)))
+          problems.push(`${pkg.name}/${f}: ${spec} is not in the package`);
+        continue;
+      }
+      if (spec.startsWith('node:') || BUILTINS.has(spec)) continue;
+      const name = spec.startsWith('@')
+        ? spec.split('/').slice(0, 2).join('/')
+        : spec.split('/')[0];
+      if (!(name in declared)) problems.push(`${pkg.name}/${f}: imports ${spec}, not declared`);
+      else if (name.startsWith('@dlock/') && !PUBLISHED.some((p) => p.name === name))
+        problems.push(`${pkg.name}/${f}: imports ${name}, which is not published`);
+    }
+  }
+  return problems;
+}
+
+let work: string;
+let app: string;
+let refundsDb: string;
+let lockServer: RunningApp;
+const teamApps: ChildProcess[] = [];
+
+/** The example's main.js as `ownerId`, answering HTTP (its readiness may still say no session). */
+async function startTeamApp(ownerId: string): Promise<{ url: string; output: () => string }> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, ['dist/main.js'], {
+    cwd: app,
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      LOCK_SERVER_URL: lockServer.url,
+      OWNER_ID: ownerId,
+      AUTH_TOKEN_DIR: await testTokenDir(ownerId),
+      REFUNDS_DATABASE_URL: refundsDb,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  teamApps.push(proc);
+  let out = '';
+  proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(
+    async () => {
+      if (proc.exitCode !== null) throw new Error(`exited ${proc.exitCode}: ${out}`);
+      return fetch(`${url}/health/ready`).then(() => true);
+    },
+    30_000,
+    `the team's app as ${ownerId}`,
+  );
+  return { url, output: () => out };
+}
+
+async function stopTeamApps(): Promise<void> {
+  await Promise.all(
+    teamApps.map(
+      (proc) =>
+        new Promise<void>((resolve) => {
+          if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+          const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+          proc.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          proc.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
+const post = (url: string) =>
+  fetch(url, { method: 'POST' }).then(async (res) => ({
+    status: res.status,
+    body: (await res.json()) as Record<string, unknown>,
+  }));
+
+const refund = (id: string) =>
+  withClient(refundsDb, async (c) => {
+    const rows = await c.query<{ status: string; fence: string; sent_token: string | null }>(
+      'SELECT status, fence, sent_token FROM refund WHERE id = $1',
+      [id],
+    );
+    return rows.rows[0];
+  });
+
+beforeAll(async () => {
+  work = mkdtempSync(path.join(tmpdir(), 'dlock-team-app-'));
+  expect(realpathSync(work).startsWith(realpathSync(REPO_ROOT))).toBe(false);
+  const packagesDir = path.join(work, 'packages');
+  const packed = await run(
+    process.execPath,
+    [path.join(REPO_ROOT, 'scripts', 'packages.js'), 'pack', '--out', packagesDir],
+    REPO_ROOT,
+    baseEnv(),
+  );
+  expectExit(packed, 'npm run pack:libs');
+  // Built beside the sources, a package would shadow its alias: `nest build` leaves an import
+  // that resolves as a package unrewritten, and the app would load the package (scripts/packages.js).
+  for (const dir of ROOT_PACKAGE.workspaces ?? [])
+    expect({ dir, built: existsSync(path.join(REPO_ROOT, dir, 'dist')) }).toEqual({
+      dir,
+      built: false,
+    });
+
+  // A brand-new project: the tarballs, and public packages at the versions this repository pins.
+  app = path.join(work, 'refunds');
+  mkdirSync(app);
+  const pin = (name: string) =>
+    ROOT_PACKAGE.dependencies?.[name] ?? ROOT_PACKAGE.devDependencies?.[name] ?? 'missing';
+  const tarball = (p: PackageJson) => `${p.name.slice(1).replace('/', '-')}-${p.version}.tgz`;
+  writeFileSync(
+    path.join(app, 'package.json'),
+    JSON.stringify({
+      name: 'refunds',
+      version: '1.0.0',
+      private: true,
+      dependencies: {
+        ...Object.fromEntries(PUBLISHED.map((p) => [p.name, `file:../packages/${tarball(p)}`])),
+        ...Object.fromEntries(PUBLIC_DEPENDENCIES.map((n) => [n, pin(n)])),
+      },
+      devDependencies: Object.fromEntries(PUBLIC_DEV_DEPENDENCIES.map((n) => [n, pin(n)])),
+    }),
+  );
+  const installed = await run(
+    'npm',
+    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'],
+    app,
+    baseEnv(),
+  );
+  expectExit(installed, 'npm install');
+
+  cpSync(path.join(EXAMPLE, 'src'), path.join(app, 'src'), { recursive: true });
+  writeFileSync(path.join(app, 'src', 'check-testing.ts'), CHECK_TESTING);
+  writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify(TSCONFIG));
+  expectExit(await run('node_modules/.bin/tsc', ['-p', 'tsconfig.json'], app, baseEnv()), 'tsc');
+  // Older projects resolve as node10, which ignores `exports` (the packages' typesVersions).
+  const node10 = ['--moduleResolution', 'node10', '--module', 'commonjs'];
+  const check = ['-p', 'tsconfig.json', '--noEmit', '--resolvePackageJsonExports', 'false'];
+  expectExit(
+    await run('node_modules/.bin/tsc', [...check, ...node10], app, baseEnv()),
+    'tsc (moduleResolution node10)',
+  );
+
+  refundsDb = await createDatabase('refunds');
+  const migrated = await run(
+    'node_modules/.bin/typeorm',
+    ['migration:run', '-d', 'dist/data-source.js'],
+    app,
+    { ...baseEnv(), REFUNDS_DATABASE_URL: refundsDb },
+  );
+  expectExit(migrated, 'typeorm migration:run');
+  expect(migrated.out).toContain('RefundTable1764600000000');
+
+  // The development policy with the example's entries added, as docs/extending.md tells a team.
+  const policy = parse(readFileSync(DEV_POLICY_PATH, 'utf8')) as {
+    roles: Record<string, unknown>;
+    identities: unknown[];
+  };
+  const entry = parse(
+    readFileSync(path.join(EXAMPLE, 'auth-policy.yaml'), 'utf8'),
+  ) as typeof policy;
+  Object.assign(policy.roles, entry.roles);
+  policy.identities.push(...entry.identities);
+  const policyPath = path.join(work, 'auth-policy.yaml');
+  writeFileSync(policyPath, stringify(policy));
+  lockServer = await spawnApp('lock-server', {
+    LOCKDB_URL: await migratedDatabase('lockdb'),
+    LOCK_BACKEND: 'pg',
+    AUTH_POLICY: policyPath,
+  });
+}, 600_000);
+
+afterAll(async () => {
+  for (const proc of children) proc.kill('SIGKILL');
+  await stopTeamApps();
+  await lockServer?.stop();
+  if (work) rmSync(work, { recursive: true, force: true });
+}, 30_000);
+
+it('installs every package from its tarball, none from a registry', () => {
+  const lock = readJson<{ packages: Record<string, { resolved?: string }> }>(
+    path.join(app, 'package-lock.json'),
+  );
+  const dlock = Object.entries(lock.packages).filter(([at]) => at.includes('node_modules/@dlock/'));
+  expect(dlock.map(([at]) => at).sort()).toEqual(
+    PUBLISHED.map((p) => `node_modules/${p.name}`).sort(),
+  );
+  for (const [, entry] of dlock) expect(entry.resolved).toMatch(/^file:\.\.\/packages\/dlock-/);
+});
+
+it('each package holds only its dist, README and CHANGELOG, and imports only what it declares', () => {
+  const problems = PUBLISHED.flatMap((p) => problemsOf(path.join(app, 'node_modules', p.name)));
+  expect(problems).toEqual([]);
+});
+
+it('@dlock/lock-client/testing runs the SDK on the in-memory lock-server', async () => {
+  const result = await run(process.execPath, ['dist/check-testing.js'], app, baseEnv(), 30_000);
+  expectExit(result, 'check-testing');
+  expect(JSON.parse(result.out)).toEqual({
+    first: '1',
+    contended: 'CONTENTION_EXCEEDED',
+    next: '2',
+  });
+});
+
+it('sends a refund once under withLock and its fenced writes; the lock is released after', async () => {
+  const team = await startTeamApp('refunds-1');
+  await waitFor(
+    async () => (await fetch(`${team.url}/health/ready`)).status === 200,
+    15_000,
+    'a lock session',
+  );
+  await withClient(refundsDb, (c) =>
+    c.query(`INSERT INTO refund (id, amount_minor) VALUES ('r-1', 1250), ('r-2', 990)`),
+  );
+  expect(await post(`${team.url}/refunds/r-1/send`)).toEqual({
+    status: 200,
+    body: { id: 'r-1', result: 'sent' },
+  });
+  const sent = await refund('r-1');
+  expect(sent).toEqual({ status: 'SENT', fence: sent.fence, sent_token: sent.fence });
+  expect(BigInt(sent.fence)).toBeGreaterThan(0n);
+  const lock = await http('GET', `${lockServer.url}/v1/locks/refund:r-1`);
+  expect(lock).toMatchObject({ status: 200, body: { key: 'refund:r-1', held: false } });
+  expect(await post(`${team.url}/refunds/r-1/send`)).toEqual({
+    status: 200,
+    body: { id: 'r-1', result: 'already-sent' },
+  });
+
+  // A newer grant than any this app will get wrote r-2: the app's fenced intent changes nothing.
+  const newer = (2n ** 62n).toString();
+  await withClient(refundsDb, (c) =>
+    c.query(`UPDATE refund SET fence = $1 WHERE id = 'r-2'`, [newer]),
+  );
+  expect(await post(`${team.url}/refunds/r-2/send`)).toEqual({
+    status: 200,
+    body: { id: 'r-2', result: 'fenced' },
+  });
+  expect(await refund('r-2')).toEqual({ status: 'PENDING', fence: newer, sent_token: null });
+});
+
+it('an identity the policy does not name is refused: 403 FORBIDDEN, answered by DlockExceptionFilter', async () => {
+  const billing = await startTeamApp('billing-1');
+  expect((await fetch(`${billing.url}/health/ready`)).status).toBe(503);
+  const refused = await post(`${billing.url}/refunds/r-3/send`);
+  expect(refused).toEqual({
+    status: 403,
+    body: {
+      code: 'FORBIDDEN',
+      message: expect.any(String),
+      retrySafe: false,
+      details: { operation: 'sessions.open', reason: 'policy' },
+      traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
+    },
+  });
+});

@@ -1,0 +1,374 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { FaultPlan } from '../../apps/rail-stub/src/fault-plan';
+import { REPO_ROOT, portListening, sleep, waitFor, withClient } from '@dlock/testing';
+
+/**
+ * `npm start` as a user runs it, stopped the way a terminal stops it: a signal
+ * to its whole process group (Ctrl-C is SIGINT to the foreground group), at
+ * several moments of the start-up and while payouts flow (issues 29 and 32;
+ * README, "Stopping"). Each time the stop wins: nothing starts after it,
+ * `[dlock] stopped.` is the last line, and by then no process of the run is
+ * left and none of its ports listens. Every process of a run carries a marker
+ * in its environment, so the test finds them without asking the supervisor.
+ */
+jest.setTimeout(180_000);
+
+const RUN_VAR = 'DLOCK_TEST_START_RUN';
+/** The supervisor's stop deadline is 20 s a tier; the slow rail call in flight ends within 15 s. */
+const GONE_WITHIN_MS = 45_000;
+const READY_WITHIN_MS = 150_000;
+/** Executor ports: base + 3 for the first (scripts/start.mjs); one executor here. */
+const SERVICE_OFFSETS = [0, 1, 2, 3, 4, 5, 9];
+
+let stateDir: string;
+let pgPort: number;
+let portBase: number;
+let stubSeed: number;
+const runs: StartRun[] = [];
+
+/**
+ * The stub's first calls, as `npm start` configures it (scripts/start.mjs: 0.5 % faults,
+ * 2 % declines, 5 % slow calls of 15 s), drawn from a seed that holds none of its own faults
+ * (each a RAIL_AMBIGUOUS by design) and whose first or second call is slow: any
+ * RAIL_AMBIGUOUS this test sees comes from the stop, and a payout is at the rail when it begins.
+ */
+function chooseStubSeed(): number {
+  for (let seed = 1; seed < 1_000_000; seed++) {
+    const plan = new FaultPlan(
+      {
+        latencyMs: 20,
+        failureRate: 0.005,
+        failureMode: 'mixed',
+        failureAcceptRate: 0.5,
+        holdMs: 10_000,
+        declineRate: 0.02,
+        duplicateAckRate: 0,
+        slowRate: 0.05,
+        slowLatencyMs: 15_000,
+      },
+      seed,
+    );
+    const calls = Array.from({ length: 1_000 }, () => plan.next());
+    if (calls.slice(0, 2).some((c) => c.slow) && calls.every((c) => c.fate.kind !== 'fail'))
+      return seed;
+  }
+  throw new Error('no stub seed without faults in its first 1000 calls');
+}
+
+async function freePortBlock(size: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const taken = await Promise.all(
+      Array.from({ length: size }, (_, i) => portListening(base + i)),
+    );
+    if (!taken.some(Boolean)) return base;
+  }
+  throw new Error(`no ${size} free ports in a row`);
+}
+
+const runPorts = () => [pgPort, ...SERVICE_OFFSETS.map((o) => portBase + o)];
+const adminUrl = (db: string) => `postgres://postgres:postgres@127.0.0.1:${pgPort}/${db}`;
+
+interface StartRun {
+  id: string;
+  npm: ChildProcess;
+  output(): string;
+  /** npm's end (it re-raises on itself a signal it forwarded), once the supervisor is done too. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** `npm start` in a process group of its own, as a terminal starts it (prestart: the build ran). */
+function npmStart(): StartRun {
+  const id = randomUUID();
+  const npm = spawn('npm', ['start', '--ignore-scripts', '--silent'], {
+    cwd: REPO_ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? tmpdir(),
+      DLOCK_STATE_DIR: stateDir,
+      DLOCK_PG_PORT: String(pgPort),
+      DLOCK_PORT_BASE: String(portBase),
+      DLOCK_EXECUTORS: '1',
+      DLOCK_FEED_RATE: '0',
+      DLOCK_SEED_ACCOUNTS: '10',
+      DLOCK_SEED_PAYOUTS: '40',
+      RAIL_STUB_SEED: String(stubSeed),
+      [RUN_VAR]: id,
+    },
+  });
+  let out = '';
+  npm.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  npm.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  // 'close': npm, and the supervisor that writes to the same pipes, are both done (a SIGTERM
+  // ends npm's shell, and npm with it, while the supervisor still stops the run).
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    npm.once('close', (code, signal) => resolve({ code, signal })),
+  );
+  const run = { id, npm, output: () => out, exited };
+  runs.push(run);
+  return run;
+}
+
+async function printed(run: StartRun, line: RegExp, timeoutMs = READY_WITHIN_MS): Promise<void> {
+  let gone = false;
+  void run.exited.then(() => (gone = true));
+  await waitFor(
+    async () => {
+      if (line.test(run.output())) return true;
+      if (gone) throw new Error(`npm start exited before printing ${line}:\n${run.output()}`);
+      return false;
+    },
+    timeoutMs,
+    `npm start to print ${line}`,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}\n--- output:\n${run.output()}`);
+  });
+}
+
+/** Every live process whose environment carries this run's marker (the postmaster's too). */
+function processesOf(run: StartRun): { pid: number; cmd: string }[] {
+  const found: { pid: number; cmd: string }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const environ = readFileSync(`/proc/${entry}/environ`, 'utf8');
+      if (!environ.split('\0').includes(`${RUN_VAR}=${run.id}`)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.charAt(stat.lastIndexOf(')') + 2) === 'Z') continue;
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
+      found.push({ pid: Number(entry), cmd: cmd.trim() });
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found;
+}
+
+async function leftovers(run: StartRun) {
+  const listening: number[] = [];
+  for (const port of runPorts()) if (await portListening(port)) listening.push(port);
+  return { processes: processesOf(run).map((p) => `${p.pid} ${p.cmd}`), listening };
+}
+
+/** Within the deadline nothing of the run is left: no process, no listening port. */
+async function expectAllGone(run: StartRun, since: number): Promise<void> {
+  let last = await leftovers(run);
+  while (last.processes.length + last.listening.length > 0 && Date.now() - since < GONE_WITHIN_MS) {
+    await sleep(200);
+    last = await leftovers(run);
+  }
+  expect(last).toEqual({ processes: [], listening: [] });
+}
+
+/** What a stop must print: the stop line, nothing started after it, `stopped.` last. */
+function expectOrderlyOutput(out: string): void {
+  const lines = out.split('\n').filter((l) => l.trim() !== '');
+  const stopAt = lines.indexOf('[dlock] stopping services ...');
+  expect(stopAt).toBeGreaterThanOrEqual(0);
+  const after = lines.slice(stopAt + 1);
+  expect({
+    startedAfterStop: after.filter((l) => / http:\/\/|^\[dlock\] (feed|up\.)/.test(l)),
+    last: after[after.length - 1],
+  }).toEqual({
+    startedAfterStop: [],
+    last: `[dlock] stopped. State kept in ${stateDir}/ (npm start -- --reset to wipe).`,
+  });
+}
+
+/** The run's group gets `signal`; npm ends as its script did (0) or by that same signal. */
+async function signalGroup(run: StartRun, signal: NodeJS.Signals): Promise<number> {
+  const sentAt = Date.now();
+  process.kill(-run.npm.pid!, signal);
+  const end = await run.exited;
+  expect(end.code === 0 || end.signal === signal ? 'clean' : end).toBe('clean');
+  return sentAt;
+}
+
+/** Sends `signal` to the run's process group once `line` is printed; checks the whole stop. */
+async function stopAt(line: RegExp, signal: NodeJS.Signals): Promise<{ sentAt: number }> {
+  const run = npmStart();
+  await printed(run, line);
+  const sentAt = await signalGroup(run, signal);
+  expectOrderlyOutput(run.output());
+  await expectAllGone(run, sentAt);
+  return { sentAt };
+}
+
+beforeAll(async () => {
+  stateDir = mkdtempSync(path.join(tmpdir(), 'dlock-npm-start-'));
+  pgPort = await freePortBlock(1);
+  portBase = await freePortBlock(10);
+  stubSeed = chooseStubSeed();
+});
+
+afterAll(async () => {
+  // Whatever a failed test left: each leftover's group, then the state directory.
+  for (const run of runs) {
+    for (const { pid } of processesOf(run)) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* not a group leader, or gone */
+      }
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+  }
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe.each(['SIGINT', 'SIGTERM'] as const)(
+  'npm start stopped by %s to its process group during start-up (issue 32)',
+  (signal) => {
+    it('before the database is up: nothing is started after it, nothing is left', async () => {
+      await stopAt(/starting PostgreSQL on/, signal);
+    });
+
+    it('between the services and the workers: the wait for readiness ends, nothing is left', async () => {
+      await stopAt(/\[dlock\] rail-proxy +http:/, signal);
+    });
+  },
+);
+
+/** Payouts at the rail now, by id. */
+async function atTheRail(): Promise<string[]> {
+  const { rows } = await withClient(adminUrl('paydb'), (c) =>
+    c.query<{ id: string }>(`SELECT payout_id AS id FROM payout WHERE state = 'RAIL_SUBMITTED'`),
+  );
+  return rows.map((r) => r.id);
+}
+
+function logsSaying(text: string): string[] {
+  const dir = path.join(stateDir, 'logs');
+  return readdirSync(dir).filter((f) => readFileSync(path.join(dir, f), 'utf8').includes(text));
+}
+
+describe('npm start stopped by Ctrl-C while payouts flow (issue 29)', () => {
+  it('stops the workers first, then the services, then the database: the payout at the rail settles, none is quarantined', async () => {
+    const run = npmStart();
+    await printed(run, /\[dlock\] up\./);
+    // The stub's first or second call answers after 15 s (chooseStubSeed): that payout stays at the rail.
+    const inFlight = await waitFor(
+      async () => {
+        const first = await atTheRail();
+        if (first.length === 0) return null;
+        await sleep(1_000);
+        const still = await atTheRail();
+        return first.find((id) => still.includes(id)) ?? null;
+      },
+      60_000,
+      'a payout at the rail',
+    );
+    const sentAt = await signalGroup(run, 'SIGINT');
+    const stoppedAt = Date.now();
+    expectOrderlyOutput(run.output());
+    await expectAllGone(run, sentAt);
+
+    // The record, read from the next start as soon as its database is up (then stopped there).
+    const next = npmStart();
+    await printed(next, /\[dlock\] PostgreSQL on 127\.0\.0\.1/);
+    const record = await withClient(adminUrl('paydb'), async (c) => {
+      const until = new Date(stoppedAt);
+      const history = await c.query<{ to_state: string }>(
+        `SELECT to_state FROM payout_transition
+          WHERE payout_id = $1 AND created_at <= $2 ORDER BY transition_id`,
+        [inFlight, until],
+      );
+      const quarantined = await c.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM payout_transition
+          WHERE to_state = 'RAIL_AMBIGUOUS' AND created_at >= $1 AND created_at <= $2`,
+        [new Date(sentAt - 1_000), until],
+      );
+      return { states: history.rows.map((r) => r.to_state), quarantined: quarantined.rows[0].n };
+    });
+    const nextSentAt = await signalGroup(next, 'SIGINT');
+    expectOrderlyOutput(next.output());
+    await expectAllGone(next, nextSentAt);
+
+    expect({
+      settled: ['POSTED', 'FAILED'].includes(record.states[record.states.length - 1]),
+      states: record.states,
+      quarantinedByTheStop: record.quarantined,
+      couldNotRecord: logsSaying('could not record'),
+    }).toEqual({
+      settled: true,
+      states: expect.not.arrayContaining(['RAIL_AMBIGUOUS']),
+      quarantinedByTheStop: 0,
+      couldNotRecord: [],
+    });
+  });
+});
+
+/** Files and directories under the state directory (PostgreSQL's own left out) not owner-only. */
+function notOwnerOnly(): string[] {
+  const wrong: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (p === path.join(stateDir, 'pg')) continue;
+      const mode = statSync(p).mode & 0o777;
+      if (mode !== (e.isDirectory() ? 0o700 : 0o600))
+        wrong.push(`${mode.toString(8)} ${path.relative(stateDir, p)}`);
+      if (e.isDirectory()) walk(p);
+    }
+  };
+  walk(stateDir);
+  return wrong;
+}
+
+describe('npm start up and running (issues 27 and 32)', () => {
+  it('keeps its state owner-only, lets the reconciler read as reconciler_ro, and stops on SIGTERM to its group', async () => {
+    // What an older run left readable to others.
+    chmodSync(stateDir, 0o755);
+    const oldLog = path.join(stateDir, 'logs', 'lock-server.log');
+    if (existsSync(oldLog)) chmodSync(oldLog, 0o644);
+    else writeFileSync(oldLog, '', { mode: 0o644 });
+    const run = npmStart();
+    await printed(run, /\[dlock\] up\./);
+    const reconcilerRoles = await waitFor(
+      () =>
+        withClient(adminUrl('postgres'), async (c) => {
+          const { rows } = await c.query<{ role: string; db: string }>(
+            `SELECT DISTINCT usename AS role, datname AS db FROM pg_stat_activity
+              WHERE application_name = 'reconciler' ORDER BY 2`,
+          );
+          const dbs = rows.map((r) => r.db);
+          return dbs.includes('paydb') && dbs.includes('proxydb') ? rows : null;
+        }),
+      30_000,
+      "the reconciler's database sessions",
+    );
+    const owned = { dir: statSync(stateDir).mode & 0o777, inside: notOwnerOnly() };
+    const sentAt = await signalGroup(run, 'SIGTERM');
+    expectOrderlyOutput(run.output());
+    await expectAllGone(run, sentAt);
+
+    expect({ reconcilerRoles, owned }).toEqual({
+      reconcilerRoles: expect.arrayContaining([
+        { role: 'reconciler_ro', db: 'paydb' },
+        { role: 'reconciler_ro', db: 'proxydb' },
+      ]),
+      // As root, PostgreSQL's group (its server runs as `postgres`) may pass through to its data.
+      owned: { dir: process.getuid?.() === 0 ? 0o710 : 0o700, inside: [] },
+    });
+    expect(reconcilerRoles.every((r) => r.role === 'reconciler_ro')).toBe(true);
+  });
+});

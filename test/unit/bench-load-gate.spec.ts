@@ -1,0 +1,37 @@
+import { BUSY_EXIT_CODE, loadGate, markNoisy, reportWithLoad } from '../../bench/load-gate';
+
+/** A bench refuses a busy machine, or marks its report as noise when forced (README.md, "Benchmarks"). */
+describe('the benches load gate', () => {
+  let exit: jest.SpyInstance;
+  beforeEach(() => {
+    exit = jest.spyOn(process, 'exit').mockImplementation(((code: number) => {
+      throw new Error(`exit ${code}`);
+    }) as never);
+    jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    jest.spyOn(console, 'log').mockImplementation(() => undefined);
+  });
+  afterEach(() => jest.restoreAllMocks());
+
+  it('refuses to start above the threshold, with the reason and the way out', () => {
+    expect(() => loadGate('bench:x', { BENCH_LOAD_MAX: '-1' })).toThrow(`exit ${BUSY_EXIT_CODE}`);
+    expect(exit).toHaveBeenCalledWith(BUSY_EXIT_CODE);
+    expect(String((console.error as jest.Mock).mock.calls[0][0])).toMatch(/BENCH_NOISY=1/);
+  });
+
+  it('forced with BENCH_NOISY=1, the report says so at its top and carries the load line', () => {
+    const gate = loadGate('bench:x', { BENCH_LOAD_MAX: '-1', BENCH_NOISY: '1' });
+    expect(gate.noisy).toBe(true);
+    const text = reportWithLoad(gate, '# Report\n\n- machine: 2 CPUs\n- command: x');
+    expect(text.startsWith('> **Noisy: not a measurement.**')).toBe(true);
+    const lines = text.split('\n');
+    const machine = lines.findIndex((l) => l.startsWith('- machine'));
+    expect(lines[machine + 1]).toMatch(/^- load average \(1 min\): .* threshold -1/);
+  });
+
+  it('on a quiet machine the report is left as it is, with its load line', () => {
+    const gate = loadGate('bench:x', { BENCH_LOAD_MAX: '1000' });
+    expect(gate.noisy).toBe(false);
+    expect(markNoisy(gate, 'text')).toBe('text');
+    expect(reportWithLoad(gate, 'no machine line')).toMatch(/^no machine line\n- load average/);
+  });
+});
