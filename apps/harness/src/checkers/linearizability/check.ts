@@ -139,7 +139,8 @@ function partitionsOf(ops: readonly LockOp[], keyFilter?: (key: string) => boole
 function lockModelFor(ctx: ModelContext, ops: readonly LockOp[]): SearchModel<KeyState, LockOp> {
   const lastUse = new Map<string, number>();
   for (const op of ops) {
-    const until = op.deferred ? op.callAt + (op.waitMs ?? 0) + ctx.effectWindowMs : op.returnAt;
+    // A deferred call only registers (at its send time) an effect, which a closed session drops.
+    const until = op.deferred ? op.callAt : op.returnAt;
     const named = [op.session, op.answer.type === 'granted' ? op.answer.session : null];
     for (const s of named) if (s !== null) lastUse.set(s, Math.max(lastUse.get(s) ?? 0, until));
   }

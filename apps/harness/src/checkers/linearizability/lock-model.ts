@@ -108,6 +108,11 @@ function closeOf(s: KeyState, session: string): KeyState {
   };
 }
 
+/** Each state, and the same state with the session of the lost L3 `p` closed too. */
+function withClosedToo(states: KeyState[], p: Pending): KeyState[] {
+  return states.flatMap((s) => [s, closeOf(s, p.session!)]);
+}
+
 function freed(s: KeyState, token: bigint | null): KeyState {
   const r = token === null ? s : resolved(s, token);
   return { ...r, holder: null };
@@ -124,7 +129,9 @@ function freed(s: KeyState, token: bigint | null): KeyState {
 export class LockKeyModel {
   /**
    * `lastUse`: per session, the last instant a call of this history that
-   * names it may still take effect; a closed session is forgotten after it.
+   * names it is answered (or, a lost one, sent); a closed session is
+   * forgotten after it: once `tidy` has dropped its pending effects, nothing
+   * reads its being closed.
    * `revealedAt`: per token, when the first answer of this history that
    * showed it came back.
    */
@@ -163,9 +170,9 @@ export class LockKeyModel {
 
   /** One call on one state; pending effects were let happen before it by `expand`. */
   step(s: KeyState, op: LockOp): StepResult<KeyState> {
-    if (op.deferred) return [this.register(s, op)];
-    const r = this.apply(s, op);
-    return typeof r === 'string' ? r : r.map((after) => this.tidy(after, op.callAt));
+    // A deferred call is placed at its send time: tidy there too, as an outage sends nothing else.
+    const r = op.deferred ? [this.register(s, op)] : this.apply(s, op);
+    return typeof r === 'string' ? r : r.flatMap((after) => this.tidy(after, op.callAt));
   }
 
   /**
@@ -175,35 +182,87 @@ export class LockKeyModel {
    */
   expand(states: KeyState[], op: LockOp): KeyState[] {
     if (op.deferred || states.every((s) => s.pending.length === 0)) return states;
-    const seen = new Map<string, KeyState>(states.map((s) => [this.keyOf(s), s]));
-    const frontier = [...states];
+    // By core state (see reduce): a state another one subsumes, and so all it leads to, is skipped.
+    const seen = new Map<string, KeyState[]>();
+    let count = 0;
+    const frontier: KeyState[] = [];
+    const add = (next: KeyState) => {
+      const core = this.coreKeyOf(next, false);
+      const group = seen.get(core) ?? [];
+      if (group.some((t) => subsumes(t, next))) return;
+      if (++count > CLOSURE_STATES_MAX) {
+        throw new LimitExceeded(`more than ${CLOSURE_STATES_MAX} states from lost calls`);
+      }
+      seen.set(core, [...group, next]);
+      frontier.push(next);
+    };
+    states.forEach(add);
     for (let st = frontier.pop(); st; st = frontier.pop()) {
       for (const p of st.pending) {
-        for (const next of this.fire(st, p, op)) {
-          const k = this.keyOf(next);
-          if (seen.has(k)) continue;
-          if (seen.size >= CLOSURE_STATES_MAX) {
-            throw new LimitExceeded(`more than ${CLOSURE_STATES_MAX} states from lost calls`);
-          }
-          seen.set(k, next);
-          frontier.push(next);
-        }
+        if (!this.matters(st, p, op)) continue;
+        for (const fired of this.fire(st, p, op)) add(this.forget(fired, op.callAt));
       }
     }
-    return [...seen.values()];
+    return [...seen.values()].flat();
+  }
+
+  /**
+   * Whether letting `p` happen before `op` can change anything. A lost L3 of
+   * a session that neither holds the key nor is named by `op` only adds the
+   * session to `closed`, which nothing reads until a call names it or it
+   * holds the key: it is let happen then (or when its window ends, see
+   * `tidy`). Without this, the lost L3 calls of an outage multiply the
+   * states by every subset of their sessions.
+   */
+  private matters(s: KeyState, p: Pending, op: LockOp): boolean {
+    if (p.kind !== 'close') return true;
+    const named = op.answer.type === 'granted' ? op.answer.session : null;
+    return p.session === s.holder?.session || p.session === op.session || p.session === named;
   }
 
   /**
    * Forgets what can no longer matter once `nowMs` has passed (every later
    * call was sent after it): pending effects past their window or of a session
    * closed for good (they had their chance before this call), and closed
-   * sessions no call of this history names any more. Keeps states small.
+   * sessions no call of this history names any more. Keeps states small. A
+   * lost L3 whose window ends before it mattered (`matters`) may still have
+   * closed its session: both states go on while a later call names it.
    */
-  private tidy(s: KeyState, nowMs: number): KeyState {
+  private tidy(s: KeyState, nowMs: number): KeyState[] {
     const pending = s.pending.filter((p) => this.mayStillHappen(s, p, nowMs));
-    const closed = s.closed.filter((c) => (this.lastUse.get(c) ?? Infinity) >= nowMs);
-    if (pending.length === s.pending.length && closed.length === s.closed.length) return s;
-    return { ...s, pending, closed };
+    const closed = this.stillNamed(s.closed, nowMs);
+    if (pending.length === s.pending.length && closed.length === s.closed.length) return [s];
+    const kept = { ...s, pending, closed };
+    const lapsed = s.pending.filter(
+      (p) =>
+        p.kind === 'close' &&
+        p.until < nowMs &&
+        p.session !== null &&
+        p.session !== s.holder?.session &&
+        !closed.includes(p.session) &&
+        (this.lastUse.get(p.session) ?? Infinity) >= nowMs,
+    );
+    return lapsed.length === 0 ? [kept] : lapsed.reduce(withClosedToo, [kept]);
+  }
+
+  /** The closed sessions a call of this history may still name after `nowMs`. */
+  private stillNamed(closed: readonly string[], nowMs: number): readonly string[] {
+    return closed.filter((c) => (this.lastUse.get(c) ?? Infinity) >= nowMs);
+  }
+
+  /**
+   * `tidy` without the end of windows, for the states a step's pending
+   * effects lead to: a session closed by one of them is forgotten (with its
+   * own pending effects, which its being closed cancels) when no call names
+   * it any more, or the lost L3 calls of an outage make every subset of
+   * their sessions a state of its own.
+   */
+  private forget(s: KeyState, nowMs: number): KeyState {
+    const closed = this.stillNamed(s.closed, nowMs);
+    if (closed.length === s.closed.length) return s;
+    const cancelled = (p: Pending) =>
+      p.session !== null && p.kind !== 'release' && s.closed.includes(p.session);
+    return { ...s, closed, pending: s.pending.filter((p) => !cancelled(p)) };
   }
 
   /**
@@ -511,31 +570,59 @@ export class LockKeyModel {
   }
 
   private keyOfUncached(s: KeyState): string {
-    const h = s.holder;
-    const holder = h
-      ? `${h.owner}\u0001${h.session}\u0001${h.token ?? `>${h.above}`}\u0001${h.leaseFrom}\u0001${h.leaseMs}`
-      : '-';
     const pending = s.pending.map((p) => `${pendingKey(p)}@${p.from}-${p.until}`).join(',');
-    return `${holder}\u0002${s.floor}${s.open ? '+' : ''}${s.granted ? 'g' : ''}\u0002${s.closed.join(',')}\u0002${pending}`;
+    return `${this.coreKeyOf(s, true)}\u0002${pending}`;
+  }
+
+  /** The state without its pending effects (and, unless `withLease`, without when the lease started). */
+  private coreKeyOf(s: KeyState, withLease: boolean): string {
+    const h = s.holder;
+    const lease = withLease && h ? `\u0001${h.leaseFrom}` : '';
+    const holder = h
+      ? `${h.owner}\u0001${h.session}\u0001${h.token ?? `>${h.above}`}${lease}\u0001${h.leaseMs}`
+      : '-';
+    return `${holder}\u0002${s.floor}${s.open ? '+' : ''}${s.granted ? 'g' : ''}\u0002${s.closed.join(',')}`;
   }
 
   /**
-   * Of two states that differ only in when the lease last started, the
-   * earlier one allows everything the later one does (the model never needs
-   * a holder alive, only possibly gone): keep the earlier.
+   * Drops every state another state of the set allows everything of: the
+   * same but for an earlier lease start (the model never needs a holder
+   * alive, only possibly gone) and more pending effects, each with a window
+   * at least as wide (a pending effect may also never happen). Keeps the
+   * states of an outage, whose lost calls each may or may not have done
+   * something, from multiplying.
    */
   reduce(states: KeyState[]): KeyState[] {
     if (states.length < 2) return states;
-    const best = new Map<string, KeyState>();
+    const groups = new Map<string, KeyState[]>();
     for (const s of states) {
-      const k = this.keyOf(s.holder ? { ...s, holder: { ...s.holder, leaseFrom: 0 } } : s);
-      const seen = best.get(k);
-      if (!seen || (s.holder && seen.holder && s.holder.leaseFrom < seen.holder.leaseFrom)) {
-        best.set(k, s);
-      }
+      const k = this.coreKeyOf(s, false);
+      const group = groups.get(k);
+      if (group) group.push(s);
+      else groups.set(k, [s]);
     }
-    return [...best.values()];
+    const out: KeyState[] = [];
+    for (const group of groups.values()) {
+      // A state that subsumes another has at least as many pending effects: it is looked at first.
+      group.sort((a, b) => b.pending.length - a.pending.length || leaseFrom(a) - leaseFrom(b));
+      const kept: KeyState[] = [];
+      for (const s of group) if (!kept.some((t) => subsumes(t, s))) kept.push(s);
+      out.push(...kept);
+    }
+    return out;
   }
+}
+
+const leaseFrom = (s: KeyState) => s.holder?.leaseFrom ?? 0;
+
+/** Whether `t` allows everything `s` does (same core state, see LockKeyModel.reduce). */
+function subsumes(t: KeyState, s: KeyState): boolean {
+  if (leaseFrom(t) > leaseFrom(s)) return false;
+  return s.pending.every((p) =>
+    t.pending.some(
+      (q) => q.from <= p.from && q.until >= p.until && pendingKey(q) === pendingKey(p),
+    ),
+  );
 }
 
 /**
