@@ -161,6 +161,31 @@ async function negativeControl(o: {
   return c.detected;
 }
 
+/** `soak`: the run, its report printed and written; 0 when nothing was violated. */
+async function soak(o: {
+  pg: PgServer;
+  workDir: string;
+  backend: Backend;
+  seed: number;
+  minutes: number;
+  lockHistory?: string;
+  out?: string;
+}): Promise<number> {
+  const result = await runSoak({
+    ...o,
+    log,
+    signal: interrupt.signal,
+    lockHistoryOut: o.lockHistory,
+  });
+  const report = soakReport(result);
+  console.log(report);
+  const out = o.out ?? path.join(repoRoot(), 'bench', 'reports', `soak-${o.backend}.md`);
+  mkdirSync(path.dirname(out), { recursive: true });
+  writeFileSync(out, report);
+  log(`report written to ${out}`);
+  return soakViolations(result) === 0 ? 0 : 1;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
@@ -211,26 +236,8 @@ async function main(argv: string[]): Promise<number> {
     for (const stop of stopOnInterrupt) void stop();
   });
   try {
-    if (command === 'soak') {
-      const result = await runSoak({
-        seed,
-        minutes,
-        backend,
-        pg,
-        workDir,
-        log,
-        signal: interrupt.signal,
-        lockHistoryOut: lockHistory,
-      });
-      const report = soakReport(result);
-      console.log(report);
-      const out = values.out ?? path.join(repoRoot(), 'bench', 'reports', `soak-${backend}.md`);
-      mkdirSync(path.dirname(out), { recursive: true });
-      writeFileSync(out, report);
-      log(`report written to ${out}`);
-      return soakViolations(result) === 0 ? 0 : 1;
-    }
     const base = { pg, workDir, backend, seed, scale };
+    if (command === 'soak') return await soak({ ...base, minutes, lockHistory, out: values.out });
     if (command === 'control' || command === 'negative-control') {
       return (await negativeControl(base)) ? 0 : 1;
     }

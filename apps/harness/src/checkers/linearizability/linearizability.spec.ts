@@ -117,6 +117,31 @@ describe('linearizability checker: histories of a correct lock-server are accept
     expect((await verdictOf(h)).verdict).toBe('ok');
   });
 
+  it("an outage: six workers' acquires and L3 calls lost, then new sessions take over", async () => {
+    const workers = Array.from({ length: 6 }, (_, i) => `w${i}`);
+    const h = new HistoryBuilder();
+    for (const w of workers) h.open(w, `${w}-1`, [0, 5]).heartbeats(`${w}-1`, 1_000, 2_000);
+    h.acquire(K, 'w0', 'w0-1', [10, 20], granted(5n, 'w0', 'w0-1'));
+    workers.forEach((w, i) => {
+      // Each retries its acquire, gives up and closes its session: no answer comes back.
+      for (let t = 3_000 + i * 37; t < 7_000; t += 900)
+        h.acquire(K, w, `${w}-1`, [t, null], CONTENDED);
+      h.close(w, `${w}-1`, [7_000 + i * 41, null]);
+      h.open(w, `${w}-2`, [9_000, 9_005]).heartbeats(`${w}-2`, 10_000, 12_000);
+    });
+    h.acquire(K, 'w3', 'w3-2', [9_500, 9_510], granted(9n, 'w3', 'w3-2'));
+    for (const w of ['w1', 'w4']) h.acquire(K, w, `${w}-2`, [9_600, 9_610], CONTENDED);
+    h.release(K, 'w3', 9n, [10_000, 10_010]).acquire(
+      K,
+      'w5',
+      'w5-2',
+      [10_100, 10_110],
+      granted(10n, 'w5', 'w5-2'),
+    );
+    const { verdict, text } = await verdictOf(h);
+    expect({ verdict, text }).toEqual({ verdict: 'ok', text: expect.any(String) });
+  });
+
   it('a history with nothing in it is ok', async () => {
     expect((await verdictOf(new HistoryBuilder())).verdict).toBe('ok');
   });
@@ -162,6 +187,18 @@ describe('linearizability checker: broken lock-servers are rejected, with the ca
     const { verdict, report } = await verdictOf(h);
     expect(verdict).toBe('violation');
     expect(report.violations[0].why).toContain('token 8 is not above 10');
+  });
+
+  it("an acquire that ignores a live holder, while other sessions' L3 answers are lost", async () => {
+    const h = twoWorkers(3_000).open('c', 'sc', [0, 5]).open('d', 'sd', [0, 5]);
+    h.acquire(K, 'a', 'sa', [10, 20], granted(5n, 'a', 'sa'))
+      .acquire(K, 'c', 'sc', [100, null], CONTENDED)
+      .close('c', 'sc', [200, null])
+      .close('d', 'sd', [210, null])
+      .acquire(K, 'b', 'sb', [1_000, 1_010], granted(6n, 'b', 'sb'));
+    const { verdict, text } = await verdictOf(h);
+    expect(verdict).toBe('violation');
+    expect(text).toMatch(/granted token 6 while the key was held by a/);
   });
 
   it('a grant at or below a revocation floor', async () => {
