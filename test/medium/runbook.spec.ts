@@ -540,14 +540,14 @@ const CASES: Case[] = [
   },
   ...(
     [
-      ['paydb', 'ledger_entry_by_time'],
-      ['proxydb', 'rail_submission_by_time'],
-      ['lockdb', 'lock_revocation_by_time'],
+      ['paydb', ['ledger_entry_by_time']],
+      ['proxydb', ['rail_submission_by_time', 'rail_submission_outcome_by_time']],
+      ['lockdb', ['lock_revocation_by_time']],
     ] as const
-  ).map(([db, index]) => ({
-    block: `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${index}`,
+  ).map(([db, indexes]) => ({
+    block: `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${indexes[0]}`,
     async prepare() {
-      await sql(dbUrl(db), `DROP INDEX ${index}`);
+      for (const index of indexes) await sql(dbUrl(db), `DROP INDEX ${index}`);
       return { env: {} };
     },
     async check(out: Run) {
