@@ -6,6 +6,7 @@ import { Intake1796227200000 } from './1796227200000-intake';
 import { RecordsChained1796313600000 } from './1796313600000-records-chained';
 import { ReconcilerReader1796486400000 } from './1796486400000-reconciler-reader';
 import { HistoryBounded1796572800000 } from './1796572800000-history-bounded';
+import { LatencyHistogram1796659200000 } from './1796659200000-latency-histogram';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
 export const PAYDB_MIGRATIONS: Function[] = [
@@ -17,4 +18,5 @@ export const PAYDB_MIGRATIONS: Function[] = [
   RecordsChained1796313600000,
   ReconcilerReader1796486400000,
   HistoryBounded1796572800000,
+  LatencyHistogram1796659200000,
 ];

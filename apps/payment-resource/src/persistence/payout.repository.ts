@@ -317,7 +317,8 @@ export class PayoutRepository {
    * in, both as of this statement's snapshot, so the answer is exact), and the payouts POSTED since the start of the
    * bucket holding now − `windowSeconds`, counted per bucket, with their
    * created → POSTED latency percentiles, and those of every POSTED payout
-   * (all time, through payout_by_state). The posted set is read through
+   * (all time, from the maintained histogram: the middle of a bucket about 5 %
+   * wide, migrations/paydb/1796659200000-latency-histogram.ts). The posted set is read through
    * payout_terminal_by_time (its predicate and key expression repeated here
    * verbatim so the planner can use it). Buckets are aligned to multiples of
    * `bucketSeconds` since the epoch, so they stay put between polls. Each call
@@ -336,6 +337,19 @@ export class PayoutRepository {
          INSERT INTO payout_state_count AS c (state, n)
          SELECT state, sum(n) FROM folded GROUP BY state ORDER BY state
              ON CONFLICT (state) DO UPDATE SET n = c.n + EXCLUDED.n
+       ),
+       lat_folded AS (DELETE FROM payout_latency_delta RETURNING bucket, n),
+       lat_counted AS (
+         INSERT INTO payout_latency_count AS c (bucket, n)
+         SELECT bucket, sum(n) FROM lat_folded GROUP BY bucket ORDER BY bucket
+             ON CONFLICT (bucket) DO UPDATE SET n = c.n + EXCLUDED.n
+       ),
+       lat AS (
+         SELECT bucket, sum(n) OVER (ORDER BY bucket) AS below, sum(n) OVER () AS total
+           FROM (SELECT bucket, sum(n) AS n
+                   FROM (SELECT bucket, n FROM payout_latency_count
+                         UNION ALL SELECT bucket, n FROM payout_latency_delta) d
+                  GROUP BY bucket HAVING sum(n) > 0) h
        ),
        posted AS (
          SELECT COALESCE(settled_at, updated_at) AS posted_at, created_at
@@ -359,11 +373,13 @@ export class PayoutRepository {
          (SELECT count(*)::int FROM posted) AS posted_count,
          a.latency_all_ms, a.posted_all_count
        FROM t,
-         (SELECT percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP
-                   (ORDER BY extract(epoch FROM COALESCE(settled_at, updated_at) - created_at) * 1000)
-                   AS latency_all_ms,
-                 count(*)::int AS posted_all_count
-            FROM payout WHERE state = 'POSTED') a`,
+         (SELECT CASE WHEN max(total) > 0 THEN ARRAY(
+                   SELECT (SELECT CASE WHEN min(bucket) = 0 THEN 0
+                                       ELSE exp((min(bucket) - 0.5) / 20) END::float8
+                             FROM lat WHERE below >= q * total)
+                     FROM unnest(ARRAY[0.5, 0.9, 0.99]) AS q) END AS latency_all_ms,
+                 COALESCE(max(total), 0)::int AS posted_all_count
+            FROM lat) a`,
       [windowSeconds, bucketSeconds],
     );
     return rows[0];
