@@ -8,7 +8,10 @@ export interface GrantRecord {
   token: bigint;
   /** The lock-server's proof of the grant, as it answered it (docs/security.md). */
   proof: string;
-  /** performance.now() when the acquire request reached the recorder. */
+  /**
+   * performance.now() when the acquire request reached the recorder, or an earlier
+   * acquire of the same session whose answer was lost or a 5xx (it may have minted it).
+   */
   requestAt: number;
   /** performance.now() when the 200 came back from the lock-server. */
   grantedAt: number;
@@ -53,6 +56,8 @@ export interface LockCall {
 }
 
 const UPSTREAM_TIMEOUT_MS = 40_000;
+/** How far back an unanswered acquire may have minted a grant handed back later. */
+const MINTED_LOOKBACK_MS = 120_000;
 const BODY_MAX_BYTES = 1 << 20;
 /** Enough for a long soak (~50 k calls in 10 minutes); beyond it calls are counted, not kept. */
 const CALLS_MAX = 1_000_000;
@@ -169,6 +174,31 @@ export class LockRecorder {
     });
   }
 
+  /**
+   * The earliest moment this grant can have been minted: its own request, or an
+   * earlier acquire of the same key on the same session whose answer was lost or
+   * a 5xx (that call may have granted; this one then handed the grant back).
+   * An answered 2xx/4xx acquire in between says the earlier ones did not.
+   */
+  private mintedFrom(key: string, sessionId: unknown, requestAt: number): number {
+    let from = requestAt;
+    const session = String(sessionId).toLowerCase();
+    for (let i = this.calls.length - 1; i >= 0; i--) {
+      const c = this.calls[i];
+      // Calls are kept in arrival order; no grant outlives its session this long.
+      if (c.requestAt < requestAt - MINTED_LOOKBACK_MS) break;
+      if (c.requestAt >= requestAt || c.method !== 'POST') continue;
+      const m = /^\/v1\/locks\/([^/]+)\/acquire$/.exec(new URL(c.url, 'http://x').pathname);
+      if (!m || decodeURIComponent(m[1]) !== key) continue;
+      const sent = (c.request as { sessionId?: unknown } | null)?.sessionId;
+      if (String(sent).toLowerCase() !== session) continue;
+      const indeterminate = c.outcome !== 'answered' || (c.status ?? 0) >= 500;
+      if (!indeterminate) break;
+      from = Math.min(from, c.requestAt);
+    }
+    return from;
+  }
+
   /** Registers an L1–L8 call as pending before it goes upstream; null for anything else. */
   private register(req: http.IncomingMessage, body: Buffer, requestAt: number): LockCall | null {
     const url = req.url ?? '/';
@@ -217,7 +247,7 @@ export class LockRecorder {
         ownerId: typeof body.ownerId === 'string' ? body.ownerId : '',
         token,
         proof: typeof body.grantProof === 'string' ? body.grantProof : '',
-        requestAt,
+        requestAt: this.mintedFrom(key, body.sessionId, requestAt),
         grantedAt: now,
         releaseSentAt: null,
       });
