@@ -24,7 +24,8 @@ const common = {
   transform: { '^.+\\.ts$': swc, '/node_modules/jose/.+\\.js$': swc },
   transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   moduleNameMapper,
-  testEnvironment: 'node',
+  // Kills what a test file started and left running, also when it failed (test/environment.js).
+  testEnvironment: '<rootDir>/test/environment.js',
   rootDir: __dirname,
   // A running `npm run test:mutation` keeps copies of the repository there, and
   // `npm run pack:libs` assembles the packages there (scripts/packages.js).

@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import {
   waitFor,
   withClient,
   type RunningApp,
+  spawnGroup,
 } from '@dlock/testing';
 
 /**
@@ -135,7 +136,7 @@ describe('the demo keeps paying: sustained flow with the feed running (issue 18)
   });
 
   it(`FAILED stays near the rail's ${DECLINE_RATE} decline rate and POSTED keeps rising to the end`, async () => {
-    feed = spawn(
+    feed = spawnGroup(
       process.execPath,
       [CLI, 'feed', '--rate', String(FEED_RATE_PER_SEC), '--max-amount', String(MAX_AMOUNT_MINOR)],
       { env: { PATH: process.env.PATH ?? '', PAYDB_URL: paydb }, stdio: 'ignore' },
