@@ -1,6 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { waitUntil } from '@dlock/polling';
 import { signalGroup, spawnGroup } from './children';
 import { listensOn } from './port-owner';
 import { registerAudience, testAppAuthEnv } from './identity';
@@ -79,31 +81,15 @@ export function runNode(
   });
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+export { setTimeout as sleep } from 'node:timers/promises';
 
-/** Polls until `fn` returns a truthy value or the deadline passes. */
-export async function waitFor<T>(
+/** Polls until `fn` returns a truthy value or the deadline passes (@dlock/polling). */
+export function waitFor<T>(
   fn: () => Promise<T | undefined | null | false>,
   timeoutMs: number,
   what: string,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`,
-      );
-    await sleep(50);
-  }
+  return waitUntil(what, fn, timeoutMs, 50);
 }
 
 export interface RunningApp {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appMain } from './repo';
 import { freePort, registerAudience, testAppAuthEnv } from '@dlock/testing';
-import { sleep } from './time';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const OUTPUT_KEEP_CHARS = 200_000;
 const START_TIMEOUT_MS = 30_000;

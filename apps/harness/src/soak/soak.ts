@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { INVARIANTS, type InvariantReport } from '../checkers/invariants';
 import { addPayouts, createFixture } from '../fixtures';
-import { prng } from '../infra/prng';
+import { mulberry32 } from '@dlock/prng';
 import type { PgServer } from '../infra/postgres';
 import { withPg } from '../infra/postgres';
-import { sleep } from '../infra/time';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { checkSystem, startHarness } from '../runner';
 import type { Backend } from '../system';
 import { applicableKinds, inject, planFault, type FaultKind } from './faults';
@@ -72,8 +72,8 @@ const SAFETY_EVENTS = [
 export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const log = o.log ?? (() => undefined);
   // Separate streams: the fault schedule must not depend on how many payouts the inflow drew.
-  const random = prng(o.seed);
-  const inflowRandom = prng(o.seed ^ 0x9e3779b9);
+  const random = mulberry32(o.seed);
+  const inflowRandom = mulberry32(o.seed ^ 0x9e3779b9);
   const h = await startHarness({
     label: `soak${o.backend}`,
     backend: o.backend,

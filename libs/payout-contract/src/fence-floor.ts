@@ -3,7 +3,9 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, IsUUID, Length } from 'class-validator';
 import { Counter, register } from 'prom-client';
 import { FENCING_TOKEN_MAX, ValidationError, type ValidationFailure } from '@dlock/lock-api';
-import { int64Text, isAccountId, type FloorRaiseRequest } from '@dlock/payout-contract';
+import { int64Text } from '@dlock/http-contract';
+import type { FloorRaiseRequest } from './wire';
+import { isAccountId } from './payout-protocol';
 
 /**
  * The operator/reconciler raise of a guard's memory to a floor, shared by the
