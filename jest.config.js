@@ -17,6 +17,8 @@ const swc = [
 // The packages' entry points, as tsconfig's paths name them: sources, never the built packages.
 const moduleNameMapper = {
   '^@dlock/lock-client/testing$': '<rootDir>/libs/lock-client/src/testing',
+  '^@dlock/http-contract/schema$': '<rootDir>/libs/http-contract/src/schema',
+  '^@dlock/payout-contract/fence-floor$': '<rootDir>/libs/payout-contract/src/fence-floor',
   '^@dlock/([a-z-]+)$': '<rootDir>/libs/$1/src',
 };
 const common = {

@@ -24,7 +24,7 @@ import {
   REQUEST_DEADLINE_MAX_MS,
   type ErrorCode,
 } from '@dlock/lock-api';
-import { int64Text, objectSchema, type WireProperties } from './schema';
+import { int64Text, NAMED_SCHEMAS, objectSchema, type WireProperties } from './schema';
 import { TOKEN_BYTES_MAX } from '@dlock/identity';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from './headers';
 import { READ_LIMIT } from './read-query';
@@ -42,17 +42,6 @@ export const OPENAPI_PATH = '/openapi.json';
 export const JWKS_PATH = '/.well-known/jwks.json';
 
 export * from './schema';
-
-/** Named schemas referenced from decorators, added to each document that uses them. */
-const NAMED_SCHEMAS = new Map<string, SchemaObject>();
-
-/**
- * Adds a library's named schemas (payout-contract's PAYOUT_WIRE_SCHEMAS) to those
- * documents reference by name: the library registers them, so this one need not know it.
- */
-export function registerWireSchemas(schemas: Record<string, SchemaObject>): void {
-  for (const [name, schema] of Object.entries(schemas)) NAMED_SCHEMAS.set(name, schema);
-}
 
 /**
  * Registers a named component schema and returns its reference. The property

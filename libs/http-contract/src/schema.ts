@@ -6,7 +6,9 @@ import type {
 /**
  * The OpenAPI building blocks every service's schemas are made of
  * (docs/contract.md): the payout services' wire schemas
- * (@dlock/payout-contract) and the lock-server's alike.
+ * (@dlock/payout-contract) and the lock-server's alike. No runtime imports,
+ * so `@dlock/http-contract/schema` is light for a CLI that loads the wire
+ * schemas but no HTTP server.
  */
 /**
  * A property map keyed by a wire type, so a field added to or dropped from
@@ -52,3 +54,14 @@ export const MINOR_AMOUNT = {
   minimum: 1,
   maximum: Number.MAX_SAFE_INTEGER,
 } as const satisfies SchemaObject;
+
+/** Named schemas referenced from decorators, added to each document that uses them. */
+export const NAMED_SCHEMAS = new Map<string, SchemaObject>();
+
+/**
+ * Adds a library's named schemas (payout-contract's PAYOUT_WIRE_SCHEMAS) to those
+ * documents reference by name: the library registers them, so this one need not know it.
+ */
+export function registerWireSchemas(schemas: Record<string, SchemaObject>): void {
+  for (const [name, schema] of Object.entries(schemas)) NAMED_SCHEMAS.set(name, schema);
+}

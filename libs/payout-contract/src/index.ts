@@ -7,4 +7,3 @@ export * from './rail-proxy.client';
 export * from './rail-lookup.client';
 export * from './wire-schemas';
 export * from './payout-instruction';
-export * from './fence-floor';

@@ -9,7 +9,7 @@ import {
   objectSchema,
   registerWireSchemas,
   type WireProperties,
-} from '@dlock/http-contract';
+} from '@dlock/http-contract/schema';
 import { ACCOUNT_ID_PATTERN } from './payout-protocol';
 import { PAYOUT_STATES, RAIL_OUTCOMES } from './payout-types';
 import type * as Wire from './wire';
