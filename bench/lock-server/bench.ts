@@ -52,7 +52,6 @@ const POOL_MAX = process.env.BENCH_LOCKDB_POOL_MAX;
 const REPORT = path.join(ROOT, 'bench', 'reports', 'lock-server-pg.md');
 const NOTES_MARKER = '<!-- notes: kept when the bench rewrites this report -->';
 
-
 interface Postgres {
   url: string;
   /** The postmaster's pid (its children are the backends). */

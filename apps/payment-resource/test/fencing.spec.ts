@@ -29,7 +29,6 @@ const FENCED = (presented: bigint, highest: bigint, accountId: string, ownerId: 
   traceId: expect.any(String),
 });
 
-
 describe('fence point (a): the conditional fence advance', () => {
   let h: Harness;
   beforeAll(async () => {
