@@ -1,13 +1,16 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { readDatabaseUrls } from '@dlock/config';
 import {
   AUDIT_CHAINS,
   AUDIT_CHAIN_NAMES,
   describeBreak,
+  emptyCheckpoint,
   headLine,
   verifyChain,
+  verifyChainSince,
+  type ChainCheckpoint,
   type ChainHead,
   type ChainQuery,
   type ChainReport,
@@ -23,6 +26,11 @@ import type { DatabaseName } from '../migrations';
  * `--heads` wrote, it is the anchor of a later run), or one line per break of
  * a broken chain, every break of it up to --breaks-max, then how many more.
  * Exit 0 intact, 1 a break, 2 could not verify. Reads only, in read-only sessions.
+ *
+ * `--checkpoint <file> [--settle-ms <ms>]` verifies only the links appended
+ * since the checkpoints in `file` (all of them the first time), then records
+ * the new checkpoints there (docs/audit.md, "Checkpoints"): its cost follows
+ * what was appended, not the history. Without it the walk is full.
  */
 const STATEMENT_TIMEOUT_MS = 120_000;
 /** Breaks listed per chain by default; the rest are counted ("and N more"). */
@@ -37,10 +45,12 @@ interface Args {
   anchorHeads?: string;
   digests: Map<string, string>;
   breaksMax: number;
+  checkpointFile?: string;
+  settleMs: number;
 }
 
 function parseArgs(args: string[]): Args {
-  const parsed: Args = { digests: new Map(), breaksMax: BREAKS_LISTED_DEFAULT };
+  const parsed: Args = { digests: new Map(), breaksMax: BREAKS_LISTED_DEFAULT, settleMs: 60_000 };
   for (let i = 0; i < args.length; i += 2) {
     const [flag, value] = [args[i], args[i + 1] ?? ''];
     const m = /^([a-z_]+)=([0-9a-f]{64})$/.exec(value);
@@ -50,6 +60,9 @@ function parseArgs(args: string[]): Args {
     else if (flag === '--anchor' && m && AUDIT_CHAIN_NAMES.includes(m[1]))
       parsed.digests.set(m[1], m[2]);
     else if (flag === '--breaks-max' && n >= 1 && n <= BREAKS_LISTED_MAX) parsed.breaksMax = n;
+    else if (flag === '--checkpoint' && value) parsed.checkpointFile = value;
+    else if (flag === '--settle-ms' && /^(0|[1-9][0-9]{0,6})$/.test(value) && +value <= 3_600_000)
+      parsed.settleMs = Number(value);
     else
       throw new Error(`bad argument "${flag} ${value}": ${USAGE}${AUDIT_CHAIN_NAMES.join(', ')}`);
   }
@@ -98,13 +111,47 @@ function printBreaks(db: DatabaseName, report: ChainReport, breaksMax: number): 
   );
 }
 
+/** The checkpoints a `--checkpoint` file holds, by chain (none yet: an empty map). */
+function readCheckpoints(file: string): Map<string, ChainCheckpoint> {
+  if (!existsSync(file)) return new Map();
+  const list = JSON.parse(readFileSync(file, 'utf8')) as ChainCheckpoint[];
+  return new Map(list.map((cp) => [cp.chain, cp]));
+}
+
+/** Verifies what was appended to each chain of `db` since its checkpoint; moves the checkpoints. */
+async function verifySince(
+  db: DatabaseName,
+  query: ChainQuery,
+  checkpoints: Map<string, ChainCheckpoint>,
+  settleMs: number,
+): Promise<number> {
+  let breaks = 0;
+  for (const spec of AUDIT_CHAINS[db]) {
+    const before = checkpoints.get(spec.chain) ?? emptyCheckpoint(spec.chain);
+    const report = await verifyChainSince(query, spec, before, { settleMs });
+    checkpoints.set(spec.chain, report.checkpoint);
+    if (report.firstBreak) {
+      breaks++;
+      console.log(`[audit] ${db} BREAK ${describeBreak(report.firstBreak)}`);
+      console.log(`[audit] ${db} broken ${spec.chain}: since checkpoint ${before.links}`);
+      continue;
+    }
+    console.log(
+      `[audit] ${db} ok ${spec.chain}: checkpointed, ${report.verifiedRows} new link(s), ${report.checkpoint.links} link(s) in all`,
+    );
+  }
+  return breaks;
+}
+
 async function verifyDatabase(
   db: DatabaseName,
   url: string,
   anchors: Map<string, Map<string, ChainHead>>,
   headsOut: string[] | null,
-  breaksMax: number,
+  args: Args,
+  checkpoints: Map<string, ChainCheckpoint> | null,
 ): Promise<number> {
+  const { breaksMax } = args;
   const client = new Client({
     connectionString: url,
     connectionTimeoutMillis: 5_000,
@@ -117,6 +164,7 @@ async function verifyDatabase(
     (await client.query(sql, params)).rows as R[];
   let breaks = 0;
   try {
+    if (checkpoints) return await verifySince(db, query, checkpoints, args.settleMs);
     for (const spec of AUDIT_CHAINS[db]) {
       const report = await verifyChain(query, spec, {
         anchor: anchors.get(spec.chain),
@@ -155,11 +203,18 @@ async function main(): Promise<number> {
     );
     return 2;
   }
+  const checkpoints = args.checkpointFile ? readCheckpoints(args.checkpointFile) : null;
   let breaks = 0;
   for (const [db, url] of targets) {
-    if (url) breaks += await verifyDatabase(db, url, anchors, headsOut, args.breaksMax);
+    if (url) breaks += await verifyDatabase(db, url, anchors, headsOut, args, checkpoints);
   }
   if (args.headsOut && headsOut) writeFileSync(args.headsOut, headsOut.join(''), 'utf8');
+  if (args.checkpointFile && checkpoints) {
+    // A new file renamed over the old: a crash leaves one whole file or the other.
+    const tmp = `${args.checkpointFile}.tmp`;
+    writeFileSync(tmp, JSON.stringify([...checkpoints.values()], null, 2), 'utf8');
+    renameSync(tmp, args.checkpointFile);
+  }
   return breaks > 0 ? 1 : 0;
 }
 

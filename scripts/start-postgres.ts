@@ -80,7 +80,7 @@ export async function startPostgres(run: ProcessRun, s: PostgresSetup, deadlineM
   let exited = false;
   proc.once('exit', () => (exited = true));
   const deadline = Date.now() + deadlineMs;
-  while (!(await accepts(postgresUrl(s, 'postgres')))) {
+  while (!(pidFileSaysReady(s.dataDir, proc.pid) && (await accepts(postgresUrl(s, 'postgres'))))) {
     run.check();
     if (exited) throw new StartRefused(exitReason(s, logFrom));
     if (Date.now() > deadline)
@@ -90,6 +90,21 @@ export async function startPostgres(run: ProcessRun, s: PostgresSetup, deadlineM
     await sleep(200, undefined, { signal: run.signal }).catch(() => undefined);
   }
   run.check();
+}
+
+/**
+ * PostgreSQL writes in its pid file when it accepts connections (its 8th line, `ready`), and
+ * pg_ctl -w waits on that: a connection tried earlier is refused with a FATAL line in its log
+ * ("the database system is starting up") on every start. The pid must be this server's: a
+ * file a killed run left behind says `ready` too.
+ */
+function pidFileSaysReady(dataDir: string, pid: number | undefined): boolean {
+  try {
+    const lines = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n');
+    return Number(lines[0]) === pid && lines[7]?.trim() === 'ready';
+  } catch {
+    return false; // not written yet
+  }
 }
 
 async function accepts(url: string): Promise<boolean> {

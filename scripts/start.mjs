@@ -524,6 +524,10 @@ async function main() {
       '[dlock] sign in with a token: npm run identity:token -- --subject operator-<your name>',
     );
   }
+  // `up.` means every process of the run answers ready, the workers too: a probe or a scrape
+  // that comes at `up.` finds none of them still starting (test/medium/healthy-system.spec.ts).
+  for (let i = 0; i < EXECUTORS; i++) await waitReady(PORTS.executor(i));
+  await waitReady(PORTS.reconciler);
   console.log('[dlock] up. Payouts by state every 2 s; Ctrl-C stops everything.');
   await view(Date.now());
 }

@@ -18,6 +18,9 @@
  *     memory; base only when its dist/ is given), BENCH_ROUNDS times; medians and spread
  *   BENCH_EXTRA_DISTS=main=/tmp/main/dist BENCH_TRACES_MEMORY=0 ...   # more builds (export off)
  *     in the same interleaved rounds, after base; the memory variant left out
+ *   BENCH_RAW=0 ...   # leaves out the raw payout baseline (raw-payout.ts): the SQL of one
+ *     payout, recorded from the services, replayed by a lean client at each configuration's
+ *     lanes, once per round; e2e payouts/s is reported as a share of it
  *
  * Starts its own embedded PostgreSQL (under .tmp/), its own etcd (Debian's
  * etcd-server) and every process; stops them all at the end.
@@ -36,6 +39,7 @@ import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { TEST_POLICY_PATH, testAppAuthEnv } from '../../libs/testing/src/identity';
 import { loadGate, reportWithLoad } from '../load-gate';
+import { replayLane, sessionOf, templates, type Lane, type Template } from './raw-payout';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** BENCH_REPORT=bench/reports/tracing.md writes a focused run elsewhere than the full report. */
@@ -55,6 +59,10 @@ const CLEARING_SHARDS = Number(process.env.BENCH_CLEARING_SHARDS ?? 16);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 /** A build to compare with (another checkout's dist/, its node_modules beside it). */
 const BASE_DIST = process.env.BENCH_BASE_DIST;
+/** The raw payout baseline (raw-payout.ts); BENCH_RAW=0 leaves it out. */
+const RAW = process.env.BENCH_RAW !== '0';
+/** Payouts recorded, each on an account of its own; the last one (warmest) is replayed. */
+const RAW_RECORDED = 4;
 
 /** One build and tracing setting every process of a run gets. */
 interface Variant {
@@ -326,6 +334,7 @@ async function metricAll(apps: App[], name: string, labels: Record<string, strin
 
 interface Stack {
   pgAdmin: string;
+  lockdb: string;
   paydb: string;
   proxydb: string;
   lockServer: App;
@@ -335,11 +344,19 @@ interface Stack {
   stop(): Promise<void>;
 }
 
+/** Env that makes an app record its SQL into `file` (sql-recorder.cjs), or none. */
+function recordEnv(app: string, file: string | undefined): Record<string, string> {
+  if (!file) return {};
+  const recorder = path.join(ROOT, 'bench', 'e2e', 'sql-recorder.cjs');
+  return { NODE_OPTIONS: `--require ${recorder}`, BENCH_SQL_RECORD: file, BENCH_SQL_APP: app };
+}
+
 async function startStack(
   pg: Pg,
   backend: 'pg' | 'etcd',
   etcd: EtcdCluster | null,
   variant?: Variant,
+  record?: string,
 ): Promise<Stack> {
   const suffix = `${backend}_${randomUUID().slice(0, 6)}`;
   const [lockdb, paydb, proxydb] = await Promise.all([
@@ -353,13 +370,14 @@ async function startStack(
       ? { LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb, LOCKDB_POOL_MAX: '32' }
       : { LOCK_BACKEND: 'etcd', ETCD_ENDPOINTS: etcd!.endpoints.join(',') };
   const [lockServer, payments, stub] = await allOrStop([
-    spawnApp('lock-server', lockEnv, variant),
+    spawnApp('lock-server', { ...lockEnv, ...recordEnv('lock-server', record) }, variant),
     spawnApp(
       'payment-resource',
       {
         PAYDB_URL: paydb,
         PAYDB_POOL_MAX: '32',
         PAYMENT_CLEARING_SHARDS: String(CLEARING_SHARDS),
+        ...recordEnv('payment-resource', record),
       },
       variant,
     ),
@@ -371,7 +389,12 @@ async function startStack(
   ]);
   const proxy = await spawnApp(
     'rail-proxy',
-    { PROXYDB_URL: proxydb, RAIL_STUB_URL: stub.url, PROXYDB_POOL_MAX: '32' },
+    {
+      PROXYDB_URL: proxydb,
+      RAIL_STUB_URL: stub.url,
+      PROXYDB_POOL_MAX: '32',
+      ...recordEnv('rail-proxy', record),
+    },
     variant,
   ).catch(async (err: unknown) => {
     await Promise.all([lockServer, payments, stub].map((a) => a.stop()));
@@ -379,6 +402,7 @@ async function startStack(
   });
   return {
     pgAdmin: pg.admin,
+    lockdb,
     paydb,
     proxydb,
     lockServer,
@@ -780,6 +804,175 @@ function tracingCost(results: RunResult[]): string[] {
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 
+/** The databases a raw payout replays into (the recording's), and the payout it replays. */
+interface RawSetup {
+  template: Template;
+  urls: Record<string, string>;
+  paydb: string;
+}
+
+async function onDb<T>(url: string, f: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await f(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * Records the SQL of RAW_RECORDED payouts, one after another, each on an
+ * account of its own, on the pg backend (sql-recorder.cjs in every service).
+ */
+async function recordPayouts(pg: Pg): Promise<RawSetup> {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-sql-')), 'sql.jsonl');
+  const s = await startStack(pg, 'pg', null, TRACES_OFF, file);
+  try {
+    const [exec] = await startExecutors(s, 1, 1, 'raw-rec');
+    try {
+      const cfg = { executors: 1, concurrency: 1, accounts: RAW_RECORDED };
+      const r = await measure(s, 'pg', [exec], cfg, RAW_RECORDED);
+      if (r.payouts !== RAW_RECORDED)
+        throw new Error('raw payout: the recorded payouts did not post');
+    } finally {
+      await exec.stop();
+    }
+  } finally {
+    await s.stop();
+  }
+  const payouts = await onDb(
+    s.paydb,
+    async (c) =>
+      (
+        await c.query<{ payoutId: string; accountId: string }>(
+          `SELECT payout_id::text AS "payoutId", account_id AS "accountId" FROM payout
+          ORDER BY (SELECT min(created_at) FROM payout_transition t WHERE t.payout_id = payout.payout_id)`,
+        )
+      ).rows,
+  );
+  const template = templates(file, payouts).at(-1)!;
+  return {
+    template,
+    urls: { lockdb: s.lockdb, paydb: s.paydb, proxydb: s.proxydb },
+    paydb: s.paydb,
+  };
+}
+
+interface RawResult {
+  round: number;
+  cfg: Config;
+  payouts: number;
+  seconds: number;
+  perSecond: number;
+  postgresCpuMs: number;
+}
+
+/** The recorded payout replayed at the configuration's lanes, each lane on accounts of its own. */
+async function rawRun(pg: Pg, raw: RawSetup, cfg: Config, round: number): Promise<RawResult> {
+  const lanes = cfg.executors * cfg.concurrency;
+  const accounts = Array.from({ length: Math.max(cfg.accounts, lanes) }, (_, i) => {
+    return `raw-${randomUUID().slice(0, 6)}-${i}`;
+  });
+  await seed(raw.paydb, accounts, PAYOUTS);
+  const rows = await onDb(raw.paydb, async (c) => {
+    const q = `SELECT payout_id::text AS "payoutId", account_id AS "accountId" FROM payout
+                WHERE account_id = ANY($1) ORDER BY payout_id`;
+    return (await c.query<{ payoutId: string; accountId: string }>(q, [accounts])).rows;
+  });
+  const byLane: Lane[] = Array.from({ length: lanes }, () => ({ payouts: [] }));
+  const lane = new Map(accounts.map((a, i) => [a, byLane[i % lanes]]));
+  for (const r of rows) lane.get(r.accountId)!.payouts.push(r);
+  // The recording's session ended with its executor; the replay's statements name it.
+  await onDb(raw.urls.lockdb, (c) =>
+    c.query(
+      `INSERT INTO lock_session (session_id, owner_id, ttl_ms, expires_at)
+       VALUES ($1, $2, 60000, clock_timestamp() + interval '1 hour')
+       ON CONFLICT (session_id) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
+      sessionOf(raw.template),
+    ),
+  );
+  const cpuBefore = cpuByComponent([]);
+  const started = performance.now();
+  const clients = byLane.map(() => new Map<string, Client>());
+  let seconds: number;
+  let cpuAfter: Record<string, number>;
+  try {
+    await Promise.all(byLane.map((l, i) => replayLane(raw.template, l, raw.urls, clients[i])));
+    seconds = (performance.now() - started) / 1000;
+    // Before the connections end: an ended backend's CPU time is gone from /proc.
+    cpuAfter = cpuByComponent([]);
+  } finally {
+    const all = clients.flatMap((m) => [...m.values()]);
+    await Promise.all(all.map((c) => c.end().catch(() => undefined)));
+  }
+  const posted = await onDb(raw.paydb, async (c) => {
+    const q = `SELECT count(*)::int AS n FROM payout WHERE account_id = ANY($1) AND state = 'POSTED'`;
+    return (await c.query<{ n: number }>(q, [accounts])).rows[0].n;
+  });
+  if (posted !== rows.length) {
+    throw new Error(`raw payout: ${posted} of ${rows.length} replayed payouts reached POSTED`);
+  }
+  if (!(await ledgerHolds(raw.paydb))) throw new Error('INV-03 broken after the raw run');
+  const pgCpu = (cpuAfter.postgres ?? 0) - (cpuBefore.postgres ?? 0);
+  const r = {
+    round,
+    cfg,
+    payouts: posted,
+    seconds,
+    perSecond: posted / seconds,
+    postgresCpuMs: (pgCpu / posted) * 1000,
+  };
+  console.log(
+    `[bench] raw payout ${lanes} lanes: ${posted} payouts in ${f1(seconds)} s = ${f1(r.perSecond)}/s; postgres ${f2(r.postgresCpuMs)} ms CPU per payout`,
+  );
+  return r;
+}
+
+const cfgName = (c: Config) => `${c.executors}x${c.concurrency}x${c.accounts}`;
+
+/** The raw payout section: the baseline, what one payout sends, and e2e as a share of it. */
+function rawSection(raw: RawSetup | null, rawResults: RawResult[], results: RunResult[]): string[] {
+  if (!raw || rawResults.length === 0) return [];
+  const t = raw.template;
+  const byDb = new Map<string, number>();
+  for (const st of t.statements) {
+    const db = st.db.replace(/_(pg|etcd)_.*$/, '');
+    byDb.set(db, (byDb.get(db) ?? 0) + 1);
+  }
+  const rawMedian = (c: Config) =>
+    median(rawResults.filter((r) => cfgName(r.cfg) === cfgName(c)).map((r) => r.perSecond));
+  const groups = new Map<string, RunResult[]>();
+  for (const r of results) {
+    const k = `${r.backend}|${r.variant}|${r.executors}x${r.concurrency}x${r.accounts}`;
+    groups.set(k, [...(groups.get(k) ?? []), r]);
+  }
+  return [
+    '## Raw payout baseline (the same SQL, a lean client, no HTTP, no Nest)',
+    '',
+    `The statements of one payout, recorded from the services on the pg backend (bench/e2e/sql-recorder.cjs; the executor's polling and the session's heartbeats are shared by all payouts and left out), replayed by \`pg\` clients at each configuration's lanes, one statement after another on the same prepared names, each lane on accounts of its own (bench/e2e/raw-payout.ts). Every replayed payout reached POSTED and INV-03 held.`,
+    '',
+    `- per payout: **${t.statements.length}** statements (= round trips) in ${t.transactions} transactions; by database: ${[...byDb].map(([d, n]) => `${d} ${n}`).join(', ')}`,
+    '',
+    '| raw | round | lanes | payouts | wall s | payouts/s | postgres CPU ms per payout |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    ...rawResults.map(
+      (r) =>
+        `| raw ${cfgName(r.cfg)} | ${r.round} | ${r.cfg.executors * r.cfg.concurrency} | ${r.payouts} | ${f1(r.seconds)} | **${f1(r.perSecond)}** | ${f2(r.postgresCpuMs)} |`,
+    ),
+    '',
+    '| share | backend | variant | executors × lanes × accounts | e2e payouts/s (median) | raw payouts/s (median) | e2e share of raw |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    ...[...groups].map(([k, rs]) => {
+      const [backend, variant, cfg] = k.split('|');
+      const e2e = median(rs.map((r) => r.perSecond));
+      const base = rawMedian(rs[0]);
+      return `| share | ${backend} | ${variant} | ${cfg} | ${f1(e2e)} | ${f1(base)} | **${f1((e2e / base) * 100)} %** |`;
+    }),
+    '',
+  ];
+}
+
 async function main(): Promise<void> {
   // Refuses to measure a busy machine (bench/load-gate.ts).
   const gate = loadGate('bench:e2e');
@@ -787,9 +980,12 @@ async function main(): Promise<void> {
   const pg = await startPostgres();
   let etcd: EtcdCluster | null = null;
   const results: RunResult[] = [];
+  const rawResults: RawResult[] = [];
+  let raw: RawSetup | null = null;
   const latency: { backend: string; meanMs: number; steps: Record<string, number> }[] = [];
   const notes: string[] = [];
   try {
+    if (RAW) raw = await recordPayouts(pg);
     for (const backend of BACKENDS) {
       if (backend === 'etcd') {
         try {
@@ -820,6 +1016,7 @@ async function main(): Promise<void> {
       }
       for (let round = 1; round <= ROUNDS; round++) {
         for (const cfg of CONFIGS) {
+          if (raw && backend === BACKENDS[0]) rawResults.push(await rawRun(pg, raw, cfg, round));
           for (const variant of VARIANTS) {
             const r = await throughputRun(pg, backend, etcd, cfg, variant);
             results.push({ ...r, variant: variant.name, round });
@@ -855,6 +1052,7 @@ async function main(): Promise<void> {
     ...(BASE_DIST ? [`BENCH_BASE_DIST=${BASE_DIST}`] : []),
     ...(EXTRA_DISTS ? [`BENCH_EXTRA_DISTS=${EXTRA_DISTS}`] : []),
     ...(TRACES_MEMORY ? [] : ['BENCH_TRACES_MEMORY=0']),
+    ...(RAW ? [] : ['BENCH_RAW=0']),
   ].join(' ');
   const lines = [
     '# End-to-end payout benchmark',
@@ -876,6 +1074,7 @@ async function main(): Promise<void> {
     '',
     'Wall time runs from inserting the payouts until the last one is POSTED (it includes the polling delay of 20 ms and the ramp-up).',
     '',
+    ...rawSection(raw, rawResults, results),
     ...tracingCost(results),
     '## Where the time of one payout goes (mean ms per step, as the executor sees it)',
     '',

@@ -18,6 +18,27 @@ export { sleep };
 
 export { freePort };
 
+/** Every lock-server a bench started: its process group dies with the bench, however it ends. */
+const started = new Set<ChildProcess>();
+function killStarted(): void {
+  for (const proc of started) {
+    if (proc.pid !== undefined && proc.exitCode === null) {
+      try {
+        process.kill(-proc.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+process.once('exit', killStarted);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    killStarted();
+    process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+  });
+}
+
 export interface LockServerProcess {
   url: string;
   proc: ChildProcess;
@@ -52,9 +73,12 @@ export async function startLockServerProcess(
       ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
+    detached: true,
   });
+  started.add(proc);
+  proc.once('exit', () => started.delete(proc));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 60_000;
   for (;;) {
     try {
       const res = await fetch(`${url}/health/ready`);

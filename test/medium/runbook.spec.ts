@@ -538,6 +538,40 @@ const CASES: Case[] = [
       expect(built).toEqual([{ valid: true }]);
     },
   },
+  ...(
+    [
+      ['paydb', ['ledger_entry_by_time']],
+      ['proxydb', ['rail_submission_by_time', 'rail_submission_outcome_by_time']],
+      ['lockdb', ['lock_revocation_by_time']],
+    ] as const
+  ).map(([db, indexes]) => ({
+    block: `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${indexes[0]}`,
+    async prepare() {
+      for (const index of indexes) await sql(dbUrl(db), `DROP INDEX ${index}`);
+      return { env: {} };
+    },
+    async check(out: Run) {
+      ok(out);
+      const built = await sql(
+        dbUrl(db),
+        `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i
+           JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname LIKE '%_by_time' ORDER BY 1`,
+      );
+      expect(built).toEqual(
+        {
+          paydb: [
+            { name: 'ledger_entry_by_time', valid: true },
+            { name: 'payout_terminal_by_time', valid: true },
+          ],
+          proxydb: [
+            { name: 'rail_submission_by_time', valid: true },
+            { name: 'rail_submission_outcome_by_time', valid: true },
+          ],
+          lockdb: [{ name: 'lock_revocation_by_time', valid: true }],
+        }[db],
+      );
+    },
+  })),
   {
     block: 'GRANT CONNECT ON DATABASE paydb TO pay_app;',
     async check(out) {

@@ -60,18 +60,23 @@ function renderStats(section) {
   }
   $('window').textContent = `posted per second, last ${Math.round(s.windowSeconds / 60)} min`;
   drawChart(chart, s.postedPerBucket, s.bucketSeconds);
-  const l = s.latencyMillis;
+  const minutes = Math.round(s.windowSeconds / 60);
   $('latency').replaceChildren(
-    el('span', {}, 'latency p50 ', el('b', { 'data-testid': 'p50' }, fmtMs(l.p50))),
+    latencyLine(`last ${minutes} min`, s.latencyMillis, 'window'),
+    latencyLine('all time', s.latencyMillisAllTime, 'all'),
+  );
+}
+
+/** created → POSTED percentiles of one set of posted payouts, on one line. */
+function latencyLine(label, l, testid) {
+  return el(
+    'div',
+    { 'data-testid': `latency-${testid}`, title: `created to POSTED, payouts posted ${label}` },
+    el('span', { class: 'what' }, label),
+    el('span', {}, 'p50 ', el('b', { 'data-testid': `p50-${testid}` }, fmtMs(l.p50))),
     el('span', {}, 'p90 ', el('b', {}, fmtMs(l.p90))),
     el('span', {}, 'p99 ', el('b', {}, fmtMs(l.p99))),
-    el(
-      'span',
-      { title: 'created to POSTED, payouts posted in the window' },
-      'of ',
-      el('b', {}, l.count),
-      ' posted',
-    ),
+    el('span', {}, el('b', {}, l.count), ' posted'),
   );
 }
 
@@ -141,7 +146,7 @@ function renderLocks(section) {
       el(
         'tr',
         { 'data-key': l.key },
-        el('td', {}, l.key),
+        el('td', { title: l.key }, l.key),
         el('td', {}, l.ownerId),
         el('td', { class: 'num token' }, l.token),
         el('td', { class: 'num' }, seconds(l.leaseRemainingMillis)),
@@ -197,7 +202,7 @@ function renderFences(section) {
       el(
         'tr',
         { class: r.agree ? '' : 'disagree', 'data-account': r.accountId },
-        el('td', {}, r.accountId),
+        el('td', { title: r.accountId }, r.accountId),
         el(
           'td',
           { class: 'num' },
@@ -332,23 +337,47 @@ function renderSources(sources) {
   );
 }
 
+/** The event kinds seen so far, offered in the feed's filter; '' shows them all. */
+const feedKinds = new Set();
+
+function showKind(li) {
+  const kind = $('feed-kind').value;
+  li.classList.toggle('filtered-out', kind !== '' && li.dataset.event !== kind);
+}
+
+function offerKind(kind) {
+  if (feedKinds.has(kind)) return;
+  feedKinds.add(kind);
+  const select = $('feed-kind');
+  const options = [...select.options].slice(1).map((o) => o.value);
+  const before = options.find((k) => k > kind);
+  const option = el('option', { value: kind }, kind);
+  if (before === undefined) select.append(option);
+  else select.insertBefore(option, select.querySelector(`option[value="${before}"]`));
+}
+
+$('feed-kind').addEventListener('change', () => {
+  for (const li of $('feed').children) showKind(li);
+});
+
 function addEvent(e) {
   const feed = $('feed');
+  offerKind(e.event);
   const fields = Object.entries(e.fields)
     .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`)
     .join(' ');
-  feed.prepend(
-    el(
-      'li',
-      { 'data-event': e.event, 'data-service': e.service },
-      `${new Date(e.at).toLocaleTimeString()} `,
-      el('span', { class: 'ev' }, e.event),
-      ' ',
-      el('span', { class: 'svc' }, e.service),
-      ' ',
-      fields,
-    ),
+  const li = el(
+    'li',
+    { 'data-event': e.event, 'data-service': e.service },
+    `${new Date(e.at).toLocaleTimeString()} `,
+    el('span', { class: 'ev' }, e.event),
+    ' ',
+    el('span', { class: 'svc' }, e.service),
+    ' ',
+    fields,
   );
+  showKind(li);
+  feed.prepend(li);
   while (feed.children.length > FEED_MAX) feed.lastChild.remove();
 }
 

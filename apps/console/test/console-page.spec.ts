@@ -18,12 +18,34 @@ const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 const WAIT_MS = 30_000;
 const OUTPUT_DIR = path.join(REPO_ROOT, '.tmp', 'console');
 const PAYOUT = '5b0d1c52-4d7e-4f47-9d51-0d6d3c1f2a10';
+/** Ids as long as npm start's: an account is a UUID, its lock key `payout:` and the UUID. */
+const ACCOUNT_GAP = 'acct-gap-3f1c2b7e-8a4d-4c51-9e0f-6b2d1a7c9e43';
+const LOCK_KEY = `payout:${ACCOUNT_GAP}`;
 const SUBMISSION = '9a3c1e1b-2f44-4b8e-8e7a-6c1d2b3a4f50';
 
 const ROUTES: Record<string, unknown> = {
-  '/v1/locks': { locks: [], truncated: false },
+  '/v1/locks': {
+    locks: [
+      {
+        key: LOCK_KEY,
+        ownerId: 'executor-12',
+        sessionId: '0b7e4f5c-2d1a-4e9b-8c3f-7a6d5e4c3b2a',
+        token: '123456789012',
+        leaseRemainingMillis: 28_400,
+      },
+    ],
+    truncated: false,
+  },
   '/v1/sessions': { sessions: [], truncated: false },
-  '/v1/safety-events': { service: 'fake', events: [], nextAfter: 0 },
+  '/v1/safety-events': {
+    service: 'fake',
+    events: [
+      { seq: 1, at: '2026-12-01T06:00:00.000Z', event: 'lock_revoked', fields: { key: LOCK_KEY } },
+      { seq: 2, at: '2026-12-01T06:00:01.000Z', event: 'fenced_out', fields: { token: '15' } },
+      { seq: 3, at: '2026-12-01T06:00:02.000Z', event: 'fenced_out', fields: { token: '16' } },
+    ],
+    nextAfter: 3,
+  },
   '/v1/payouts/stats': {
     windowSeconds: 300,
     byState: {
@@ -39,18 +61,19 @@ const ROUTES: Record<string, unknown> = {
     postedPerBucket: [{ at: '2026-12-01T06:00:00.000Z', count: 3 }],
     bucketSeconds: 10,
     latencyMillis: { p50: 120, p90: 450, p99: 1500, count: 3 },
+    latencyMillisAllTime: { p50: 95, p90: 2400, p99: 16000, count: 1200 },
   },
   '/v1/accounts': {
     accounts: [
       { accountId: 'acct-agree', currency: 'EUR', balanceMinor: 100, fence: '7' },
-      { accountId: 'acct-gap', currency: 'EUR', balanceMinor: 200, fence: '12' },
+      { accountId: ACCOUNT_GAP, currency: 'EUR', balanceMinor: 200, fence: '12' },
     ],
     truncated: false,
   },
   '/v1/rail/high-water': {
     accounts: [
       { accountId: 'acct-agree', highWater: '7' },
-      { accountId: 'acct-gap', highWater: '15' },
+      { accountId: ACCOUNT_GAP, highWater: '15' },
     ],
     truncated: false,
   },
@@ -58,7 +81,7 @@ const ROUTES: Record<string, unknown> = {
     items: [
       {
         payoutId: PAYOUT,
-        accountId: 'acct-gap',
+        accountId: ACCOUNT_GAP,
         amountMinor: 2500,
         currency: 'EUR',
         beneficiaryRef: 'ben-1',
@@ -74,7 +97,7 @@ const ROUTES: Record<string, unknown> = {
       {
         submissionId: SUBMISSION,
         payoutId: PAYOUT,
-        accountId: 'acct-gap',
+        accountId: ACCOUNT_GAP,
         presentedToken: '15',
         ownerId: 'executor-2',
         clientRef: 'ref',
@@ -115,7 +138,7 @@ beforeAll(async () => {
     }),
     chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
   ]);
-  page = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   await page.goto(consoleApp.url);
   await signInOnPage(page, 'operator-alice');
 });
@@ -127,7 +150,7 @@ afterAll(async () => {
 });
 
 it('highlights an account whose fence and rail high-water differ, and only that one', async () => {
-  const gap = page.locator('#fences tr[data-account=acct-gap]');
+  const gap = page.locator(`#fences tr[data-account="${ACCOUNT_GAP}"]`);
   await gap.waitFor({ timeout: WAIT_MS });
   await expect(gap.getAttribute('class')).resolves.toBe('disagree');
   await expect(gap.locator('td.mark').allTextContents()).resolves.toEqual(['12', '15']);
@@ -148,13 +171,64 @@ it("lists an ambiguous payout with the rail-proxy's record, and fills the action
   await expect(page.locator('#payout-railref').inputValue()).resolves.toBe('rail-77');
 });
 
-it('shows the latency percentiles and the chart of posted per second', async () => {
-  await expect(page.locator('#latency').textContent()).resolves.toBe(
-    'latency p50 120 msp90 450 msp99 1.50 sof 3 posted',
+it('shows the latency of the last minutes next to all time, and the chart of posted per second', async () => {
+  await page.locator('[data-testid=latency-all]').waitFor({ timeout: WAIT_MS });
+  await expect(page.locator('[data-testid=latency-window]').textContent()).resolves.toBe(
+    'last 5 minp50 120 msp90 450 msp99 1.50 s3 posted',
+  );
+  await expect(page.locator('[data-testid=latency-all]').textContent()).resolves.toBe(
+    'all timep50 95 msp90 2.40 sp99 16.00 s1200 posted',
   );
   // one bucket of 3 posted in 10 s: the axis tops at 1.0/s, its floor; one bar drawn
   await expect(page.locator('#chart rect').count()).resolves.toBe(1);
   await expect(page.locator('#chart text').first().textContent()).resolves.toBe('1.0/s');
   mkdirSync(OUTPUT_DIR, { recursive: true });
   await page.screenshot({ path: path.join(OUTPUT_DIR, 'page-stand-in.png') });
+});
+
+/** Where `inner` ends past the visible box of its scrolling panel part: `[]` when it fits. */
+async function cutOff(inner: string): Promise<string[]> {
+  return page.locator(inner).evaluateAll((nodes) =>
+    nodes.flatMap((node) => {
+      const box = node.getBoundingClientRect();
+      const clip = (node.closest('.scroll') ?? node.closest('.panel'))!.getBoundingClientRect();
+      const inside = box.left >= clip.left - 0.5 && box.right <= clip.right + 0.5;
+      return inside && box.width > 0 ? [] : [`${node.textContent} ${box.left}..${box.right}`];
+    }),
+  );
+}
+
+it('at a laptop width (1280x800) every panel fits: time left, revoke, high-water in sight, nothing scrolls sideways', async () => {
+  const lock = page.locator(`#locks tr[data-key="${LOCK_KEY}"]`);
+  await lock.waitFor({ timeout: WAIT_MS });
+  await expect(cutOff('#locks tbody td')).resolves.toEqual([]);
+  await expect(cutOff('#fences tbody td')).resolves.toEqual([]);
+  await expect(lock.locator('td').nth(3).textContent()).resolves.toMatch(/^\d+(\.\d)? s$/);
+  // The cut key keeps its whole text for a hover.
+  await expect(lock.locator('td').first().getAttribute('title')).resolves.toBe(LOCK_KEY);
+  const sideways = await page
+    .locator('.panel, .scroll')
+    .evaluateAll((nodes) =>
+      nodes.filter((n) => n.scrollWidth > n.clientWidth + 1).map((n) => n.id || n.className),
+    );
+  expect(sideways).toEqual([]);
+  await lock.locator('button').click();
+  await expect(page.locator('#revoke-key').inputValue()).resolves.toBe(LOCK_KEY);
+  await expect(page.locator('#revoke-token').inputValue()).resolves.toBe('123456789012');
+  await page.screenshot({ path: path.join(OUTPUT_DIR, 'page-1280.png') });
+});
+
+it('filters the safety feed by event kind, and shows every kind again', async () => {
+  const feed = page.locator('#feed li:visible');
+  await page.locator('#feed li[data-event=lock_revoked]').first().waitFor({ timeout: WAIT_MS });
+  await expect(
+    page.locator('#feed-kind option').evaluateAll((os) => os.map((o) => o.textContent)),
+  ).resolves.toEqual(['all', 'fenced_out', 'lock_revoked']);
+  const all = await feed.count();
+  await page.locator('#feed-kind').selectOption('fenced_out');
+  const kinds = await feed.evaluateAll((lis) => lis.map((li) => li.getAttribute('data-event')));
+  expect(kinds.length).toBeGreaterThan(0);
+  expect(new Set(kinds)).toEqual(new Set(['fenced_out']));
+  await page.locator('#feed-kind').selectOption('');
+  await expect(feed.count()).resolves.toBe(all);
 });

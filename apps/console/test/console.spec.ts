@@ -84,7 +84,8 @@ beforeAll(async () => {
     }),
     chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
   ]);
-  page = await browser.newPage({ viewport: { width: 1366, height: 768 } });
+  // A laptop's screen (docs/console.md, "The panels"): every click below happens at this width.
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   await page.goto(consoleApp.url);
   await signInOnPage(page, 'operator');
 });
@@ -163,6 +164,18 @@ it('an invalid revoke shows the lock-server refusal and changes nothing; a valid
       ownerId: 'stuck-worker',
       fencingToken: token,
     });
+
+    // An expected token the lock has moved past (docs/console.md shows this answer).
+    const stale = (handle.fencingToken - 1n).toString();
+    await page.locator(`#locks tr[data-key="${key}"] button`).click();
+    await page.locator('#revoke-token').fill(stale);
+    await page.locator('#revoke-reason').fill('holder stuck on a dead worker');
+    await page.locator('#revoke-submit').click();
+    await error.filter({ hasText: 'FENCED_OUT' }).waitFor({ timeout: WAIT_MS });
+    await expect(page.locator('[data-testid=error-message]').textContent()).resolves.toBe(
+      'expectedToken is not the live grant of this key',
+    );
+    await expect(lockOnServer(key)).resolves.toMatchObject({ held: true, fencingToken: token });
 
     await revokeOnPage(key, token, 'holder stuck on a dead worker');
     const result = page.locator('#action-result.ok [data-testid=result-text]');

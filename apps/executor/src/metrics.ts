@@ -1,23 +1,31 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, register } from 'prom-client';
+import { ATTEMPT_RESULTS } from './execution/execution-outcome';
 
 /** The four pinned labels of payout_execute_seconds (docs/operations.md). */
-export type ExecuteLabel = 'posted' | 'failed' | 'abandoned' | 'ambiguous';
+export const EXECUTE_LABELS = ['posted', 'failed', 'abandoned', 'ambiguous'] as const;
+export type ExecuteLabel = (typeof EXECUTE_LABELS)[number];
 
 /** The hop that refused a payout's request as invalid (400 VALIDATION_FAILED). */
-export type InvalidHop = 'payment_resource' | 'rail_proxy';
+export const INVALID_HOPS = ['payment_resource', 'rail_proxy'] as const;
+export type InvalidHop = (typeof INVALID_HOPS)[number];
 
 /** Steps of the critical section, timed separately (the bench reads the lock-server's share). */
-export type Step =
-  | 'acquire'
-  | 'reread'
-  | 'claim'
-  | 'mark_submitted'
-  | 'submit'
-  | 'proxy_record'
-  | 'record_outcome'
-  | 'post'
-  | 'release';
+export const STEPS = [
+  'acquire',
+  'reread',
+  'claim',
+  'mark_submitted',
+  'submit',
+  'proxy_record',
+  'record_outcome',
+  'post',
+  'release',
+] as const;
+export type Step = (typeof STEPS)[number];
+
+/** executor_poll_passes_total{result} (docs/executor.md, "Metrics"). */
+export const PASS_RESULTS = ['ok', 'idle', 'full', 'no_session', 'error'] as const;
 
 function existing<T>(name: string): T | undefined {
   return register.getSingleMetric(name) as T | undefined;
@@ -81,6 +89,18 @@ export class ExecutorMetrics {
   readonly inFlight =
     existing<Gauge>('executor_payouts_in_flight') ??
     new Gauge({ name: 'executor_payouts_in_flight', help: 'Payouts being executed now' });
+
+  /**
+   * Every series of a known label value exists from the start (at 0): a query finds it, and
+   * an alert's increase() sees its first event, which a series appearing at 1 hides.
+   */
+  constructor() {
+    for (const outcome of EXECUTE_LABELS) this.executeSeconds.zero({ outcome });
+    for (const step of STEPS) this.stepSeconds.zero({ step });
+    for (const result of PASS_RESULTS) this.passesTotal.inc({ result }, 0);
+    for (const hop of INVALID_HOPS) this.payoutInvalidTotal.inc({ hop }, 0);
+    for (const result of ATTEMPT_RESULTS) this.attemptsTotal.inc({ result }, 0);
+  }
 
   /** Times one call of the critical section. */
   async step<T>(step: Step, fn: () => Promise<T>): Promise<T> {

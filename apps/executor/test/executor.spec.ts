@@ -28,7 +28,8 @@ let exec: RunningApp;
 
 beforeAll(async () => {
   s = await startServices();
-  exec = await startExecutor(s, 'exec-a');
+  // A session that outlives the pause of the out-of-band test below (3 s would end under load).
+  exec = await startExecutor(s, 'exec-a', { LOCK_SESSION_TTL_MS: '10000' });
 });
 
 afterAll(async () => {
@@ -101,25 +102,35 @@ test('a fence advanced out of band before the outcome write: abandoned, then com
   const first = await seedPayout(s.paydb, account);
   try {
     await waitForState(s.paydb, first, ['RAIL_SUBMITTED'], 10_000);
-    // Another payout of the account, claimed out of band under a newer token (the global sequence).
-    const second = await seedPayout(s.paydb, account);
-    const client = new LockClient({
-      baseUrl: s.lockServer.url,
-      ownerId: 'out-of-band',
-      token: testTokenProvider('out-of-band'),
-    });
-    const session = await client.openSession();
-    const bump = await session.tryAcquire('test:fence-bump');
-    expect(bump).not.toBeNull();
-    const claim = await http('POST', `${s.payments.url}/v1/payouts/${second}/claim`, {
-      headers: {
-        'x-fencing-token': bump!.fencingToken.toString(),
-        'x-owner-id': 'out-of-band',
-        'x-idempotency-key': `payout-${second}`,
-      },
-      body: { expectedState: 'PENDING' },
-    });
-    await session.close();
+    // Held still while the test moves the fence, so it is still before its ACKED write when it
+    // goes on: on a loaded machine the rail's 400 ms can pass before the claim below is sent,
+    // and the worker would post the first payout and take the second itself.
+    exec.pause();
+    let claim: Awaited<ReturnType<typeof http>>;
+    let second: string;
+    try {
+      // Another payout of the account, claimed out of band under a newer token (the global sequence).
+      second = await seedPayout(s.paydb, account);
+      const client = new LockClient({
+        baseUrl: s.lockServer.url,
+        ownerId: 'out-of-band',
+        token: testTokenProvider('out-of-band'),
+      });
+      const session = await client.openSession();
+      const bump = await session.tryAcquire('test:fence-bump');
+      expect(bump).not.toBeNull();
+      claim = await http('POST', `${s.payments.url}/v1/payouts/${second}/claim`, {
+        headers: {
+          'x-fencing-token': bump!.fencingToken.toString(),
+          'x-owner-id': 'out-of-band',
+          'x-idempotency-key': `payout-${second}`,
+        },
+        body: { expectedState: 'PENDING' },
+      });
+      await session.close();
+    } finally {
+      exec.resume();
+    }
     expect(claim.status).toBe(200);
     await scriptStub(s.stub.url, { latencyMs: 0 });
     // The executor's ACKED write presents the older token: FENCED_OUT, abandoned for this pass.

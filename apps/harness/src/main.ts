@@ -3,8 +3,15 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { summarize } from './checkers/invariants';
+import {
+  checkRecordedLockHistory,
+  describeLinearizability,
+  readLockHistory,
+  writeLockHistory,
+} from './checkers/linearizability';
 import { startEmbeddedPg, type PgServer } from './infra/postgres';
 import { repoRoot } from './infra/repo';
+import { describeControl, runLinearizabilityControls } from './linearizability-control';
 import { runNegativeControl, runScenario, startHarness } from './runner';
 import {
   SCENARIOS,
@@ -20,8 +27,11 @@ import type { Backend } from './system';
 const USAGE = `usage: npm run harness -- <command> [options]
 commands:
   uc01 .. uc08        one scenario (UC-01..UC-08)
-  all                 every scenario on one system, then the negative control
+  all                 every scenario on one system, then both negative controls
   control             the negative control only (UC-03 with both fencing switches off)
+  lin-control         the linearizability checker's controls: a lock drill on the real
+                      lock-server (accepted), then on each LOCK_SERVER_BROKEN mode (rejected)
+  lin-check FILE      the linearizability checker over a history saved with --lock-history
   soak                payouts under a seeded fault schedule, then the checkers
 options:
   --seed N            seed of every random choice (default 1)
@@ -29,6 +39,7 @@ options:
   --scale short|full  scenario size (default full)
   --minutes M         soak length (default 10)
   --out FILE          soak report path (default bench/reports/soak-<backend>.md)
+  --lock-history FILE save every lock-server call the recorder saw (JSON lines; scenarios, soak)
 exit status: 0 when every check passed, 1 when any failed, 2 on bad usage.`;
 
 class UsageError extends Error {}
@@ -55,6 +66,7 @@ function printResult(r: ScenarioResult): void {
   console.log(
     `invariants: ${r.invariants.total} violations; payouts ${JSON.stringify(r.invariants.facts.payoutsByState)}`,
   );
+  for (const line of describeLinearizability(r.linearizability)) console.log(line);
 }
 
 async function runScenarios(
@@ -66,6 +78,7 @@ async function runScenarios(
     seed: number;
     scale: Scale;
     control: boolean;
+    lockHistory?: string;
   },
 ): Promise<boolean> {
   let ok = true;
@@ -79,12 +92,55 @@ async function runScenarios(
       printResult(r);
       ok &&= r.passed;
     }
+    if (o.lockHistory) await saveLockHistory(o.lockHistory, h.sys.recorder.calls);
   } finally {
     stopOnInterrupt.delete(h.stop);
     await h.stop();
   }
   if (o.control && !interrupt.signal.aborted) ok = (await negativeControl(o)) && ok;
+  if (o.control && !interrupt.signal.aborted) ok = (await linearizabilityControls(o)) && ok;
   return ok;
+}
+
+async function saveLockHistory(file: string, calls: Parameters<typeof writeLockHistory>[1]) {
+  await writeLockHistory(file, calls);
+  log(`${calls.length} lock-server calls written to ${file}`);
+}
+
+/** `lin-check FILE`: the checker over a saved history; 0 when it is accepted. */
+async function linCheck(file: string): Promise<number> {
+  const calls = await readLockHistory(file);
+  log(`checking ${calls.length} lock-server calls from ${file}`);
+  const report = await checkRecordedLockHistory({ calls, callsDropped: 0 });
+  for (const line of describeLinearizability(report)) console.log(line);
+  return report.verdict === 'ok' ? 0 : 1;
+}
+
+/** The checker's controls on a system of their own (no executors, no reconciler). */
+async function linearizabilityControls(o: {
+  pg: PgServer;
+  workDir: string;
+  backend: Backend;
+  seed: number;
+}) {
+  log('running the linearizability controls (LOCK_SERVER_BROKEN=...)');
+  const h = await startHarness({
+    ...o,
+    label: 'lincontrol',
+    scale: 'short',
+    reconciler: false,
+    etcdMembers: o.backend === 'etcd' ? 1 : undefined,
+    log,
+  });
+  stopOnInterrupt.add(h.stop);
+  try {
+    const results = await runLinearizabilityControls(h.sys, { log });
+    for (const r of results) console.log(`\n${describeControl(r).join('\n')}`);
+    return results.every((r) => r.passed);
+  } finally {
+    stopOnInterrupt.delete(h.stop);
+    await h.stop();
+  }
 }
 
 async function negativeControl(o: {
@@ -105,6 +161,31 @@ async function negativeControl(o: {
   return c.detected;
 }
 
+/** `soak`: the run, its report printed and written; 0 when nothing was violated. */
+async function soak(o: {
+  pg: PgServer;
+  workDir: string;
+  backend: Backend;
+  seed: number;
+  minutes: number;
+  lockHistory?: string;
+  out?: string;
+}): Promise<number> {
+  const result = await runSoak({
+    ...o,
+    log,
+    signal: interrupt.signal,
+    lockHistoryOut: o.lockHistory,
+  });
+  const report = soakReport(result);
+  console.log(report);
+  const out = o.out ?? path.join(repoRoot(), 'bench', 'reports', `soak-${o.backend}.md`);
+  mkdirSync(path.dirname(out), { recursive: true });
+  writeFileSync(out, report);
+  log(`report written to ${out}`);
+  return soakViolations(result) === 0 ? 0 : 1;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
@@ -116,6 +197,7 @@ async function main(argv: string[]): Promise<number> {
       scale: { type: 'string' },
       minutes: { type: 'string' },
       out: { type: 'string' },
+      'lock-history': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -123,7 +205,11 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const [command] = positionals;
+  const [command, file] = positionals;
+  if (command === 'lin-check') {
+    if (!file || positionals.length > 2) throw new UsageError('lin-check needs one FILE');
+    return linCheck(file);
+  }
   if (!command || positionals.length > 1) throw new UsageError('exactly one command is required');
   const seed = intArg('seed', values.seed, 1);
   const backend = (values.backend ?? 'pg') as Backend;
@@ -132,7 +218,8 @@ async function main(argv: string[]): Promise<number> {
   if (scale !== 'short' && scale !== 'full') throw new UsageError('--scale must be short or full');
   const minutes = intArg('minutes', values.minutes, 10);
   const scenario = scenarioById(command);
-  const known = ['all', 'control', 'negative-control', 'soak'];
+  const known = ['all', 'control', 'negative-control', 'lin-control', 'soak'];
+  const lockHistory = values['lock-history'];
   if (!scenario && !known.includes(command)) throw new UsageError(`unknown command "${command}"`);
 
   const workDir = path.join(repoRoot(), '.tmp', `harness-cli-${process.pid}`);
@@ -149,30 +236,15 @@ async function main(argv: string[]): Promise<number> {
     for (const stop of stopOnInterrupt) void stop();
   });
   try {
-    if (command === 'soak') {
-      const result = await runSoak({
-        seed,
-        minutes,
-        backend,
-        pg,
-        workDir,
-        log,
-        signal: interrupt.signal,
-      });
-      const report = soakReport(result);
-      console.log(report);
-      const out = values.out ?? path.join(repoRoot(), 'bench', 'reports', `soak-${backend}.md`);
-      mkdirSync(path.dirname(out), { recursive: true });
-      writeFileSync(out, report);
-      log(`report written to ${out}`);
-      return soakViolations(result) === 0 ? 0 : 1;
-    }
     const base = { pg, workDir, backend, seed, scale };
+    if (command === 'soak') return await soak({ ...base, minutes, lockHistory, out: values.out });
     if (command === 'control' || command === 'negative-control') {
       return (await negativeControl(base)) ? 0 : 1;
     }
+    if (command === 'lin-control') return (await linearizabilityControls(base)) ? 0 : 1;
     const list = scenario ? [scenario] : SCENARIOS;
-    return (await runScenarios(list, { ...base, control: command === 'all' })) ? 0 : 1;
+    const o = { ...base, control: command === 'all', lockHistory };
+    return (await runScenarios(list, o)) ? 0 : 1;
   } finally {
     await cleanup();
   }

@@ -1,10 +1,19 @@
 import { performance } from 'node:perf_hooks';
 import { FenceWatch } from './checkers/fence-watch';
 import { checkInvariants, summarize, type InvariantReport } from './checkers/invariants';
+import { checkRecordedLockHistory, type LinearizabilityReport } from './checkers/linearizability';
 import type { PgServer } from './infra/postgres';
 import { runPausedWorker } from './scenarios/uc03-paused-worker';
 import type { Scale, Scenario, ScenarioContext, ScenarioResult } from './scenarios/types';
 import { DlockSystem, type Backend, type SystemOptions } from './system';
+
+/**
+ * The linearizability checker over every lock-server call the system's
+ * recorder has seen so far (docs/harness.md, "Linearizability").
+ */
+export function checkLockHistory(sys: DlockSystem): Promise<LinearizabilityReport> {
+  return checkRecordedLockHistory(sys.recorder);
+}
 
 /** The invariant checkers over everything a system has recorded so far. */
 export function checkSystem(sys: DlockSystem, watch: FenceWatch): Promise<InvariantReport> {
@@ -74,15 +83,21 @@ export async function runScenario(
   }
   await ctx.watch.trySample();
   const invariants = await checkSystem(ctx.sys, ctx.watch);
+  const linearizability = await checkLockHistory(ctx.sys);
   ctx.log(
-    `${scenario.id}: ${outcome.failures.length} evidence failures, ${invariants.total} invariant violations`,
+    `${scenario.id}: ${outcome.failures.length} evidence failures, ${invariants.total} invariant violations, ` +
+      `linearizability ${linearizability.verdict}`,
   );
   return {
     id: scenario.id,
     title: scenario.title,
     ...outcome,
-    passed: outcome.failures.length === 0 && invariants.total === 0,
+    passed:
+      outcome.failures.length === 0 &&
+      invariants.total === 0 &&
+      linearizability.verdict !== 'violation',
     invariants,
+    linearizability,
     durationMs: Math.round(performance.now() - t0),
   };
 }

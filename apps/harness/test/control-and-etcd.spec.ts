@@ -1,6 +1,9 @@
 import { summarize } from '../src/checkers/invariants';
-import { runNegativeControl, runScenario, startHarness } from '../src/runner';
+import { linearizabilityLine } from '../src/checkers/linearizability';
+import { runLinearizabilityControls } from '../src/linearizability-control';
+import { runNegativeControl, runScenario, startHarness, type Harness } from '../src/runner';
 import { uc07 } from '../src/scenarios';
+import { expectControls } from './linearizability-controls';
 import { log, removeWorkDir, TEST_SEED, testPg, testWorkDir } from './support';
 
 describe('harness negative control and etcd failover', () => {
@@ -23,18 +26,23 @@ describe('harness negative control and etcd failover', () => {
     expect(control.detected).toBe(true);
   }, 120_000);
 
-  it('UC-07 on a three-member etcd cluster: leader killed, tokens keep increasing', async () => {
-    const h = await startHarness({
-      backend: 'etcd',
-      etcdMembers: 3,
-      pg: testPg(),
-      workDir: testWorkDir('etcd'),
-      seed: TEST_SEED,
-      scale: 'short',
-      reconciler: false,
-      log,
-    });
-    try {
+  describe('on a three-member etcd cluster', () => {
+    let h: Harness;
+    beforeAll(async () => {
+      h = await startHarness({
+        backend: 'etcd',
+        etcdMembers: 3,
+        pg: testPg(),
+        workDir: testWorkDir('etcd'),
+        seed: TEST_SEED,
+        scale: 'short',
+        reconciler: false,
+        log,
+      });
+    }, 120_000);
+    afterAll(() => h?.stop());
+
+    it('UC-07: leader killed, tokens keep increasing', async () => {
       const result = await runScenario(h.ctx, uc07);
       log(JSON.stringify(result.evidence));
       expect(result.failures).toEqual([]);
@@ -43,8 +51,13 @@ describe('harness negative control and etcd failover', () => {
         elected: expect.any(String),
       });
       expect(summarize(result.invariants)).toEqual([]);
-    } finally {
-      await h.stop();
-    }
-  }, 150_000);
+      expect(linearizabilityLine(result.linearizability)).toMatch(/^linearizability: ok/);
+    }, 150_000);
+
+    // The linearizability controls on etcd, on the same cluster (no system of their own).
+    it('the lock drill is accepted; a grant that ignores its holder is rejected', async () => {
+      const modes = ['acquire-ignores-holder'] as const;
+      expectControls(await runLinearizabilityControls(h.sys, { modes, log }), modes);
+    }, 120_000);
+  });
 });

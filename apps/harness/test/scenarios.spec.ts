@@ -1,4 +1,5 @@
 import { summarize } from '../src/checkers/invariants';
+import { linearizabilityLine } from '../src/checkers/linearizability';
 import { runScenario, startHarness, type Harness } from '../src/runner';
 import { SCENARIOS } from '../src/scenarios';
 import { log, removeWorkDir, TEST_SEED, testPg, testWorkDir } from './support';
@@ -7,7 +8,8 @@ import { log, removeWorkDir, TEST_SEED, testPg, testWorkDir } from './support';
  * The short, seeded version of UC-01..08 on ONE shared system (pg backend):
  * real processes, real databases, the same scenario and checker code the
  * `npm run harness` CLI runs. A scenario fails when the evidence of its fault
- * is missing or when any invariant checker reports a violation.
+ * is missing, when any invariant checker reports a violation, or when the
+ * lock-server history so far is not accepted as linearizable.
  */
 describe('harness scenarios (pg backend)', () => {
   let h: Harness;
@@ -39,6 +41,7 @@ describe('harness scenarios (pg backend)', () => {
         failures: [],
       });
       expect(summarize(result.invariants)).toEqual([]);
+      expect(linearizabilityLine(result.linearizability)).toMatch(/^linearizability: ok/);
     },
     120_000,
   );

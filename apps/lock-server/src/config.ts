@@ -15,10 +15,12 @@ import {
   SESSION_TTL_MAX_MS,
   SESSION_TTL_MIN_MS,
 } from '@dlock/lock-api';
+import { BROKEN_MODES } from './store/broken-lock.store';
 import { readEtcdConfig, type EtcdStoreConfig } from './store/etcd/etcd-config';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const LOCK_BACKENDS = ['pg', 'etcd'] as const;
+export const LOCK_SERVER_BROKEN_MODES = ['off', ...BROKEN_MODES] as const;
 
 /** Every environment variable the lock-server reads (docs/lock-server.md has the table). */
 export class LockServerEnv extends AuthEnv {
@@ -71,6 +73,12 @@ export class LockServerEnv extends AuthEnv {
   /** Upper bound of retryAfterMillis on 409 LOCK_CONTENDED (otherwise the holder's remaining lease). */
   @EnvInt({ default: 1000, min: 1, max: 60_000 })
   readonly LOCK_CONTENDED_RETRY_AFTER_MAX_MS!: number;
+  /**
+   * Harness only: a LockStore that breaks one rule on purpose, the negative
+   * controls of the linearizability checker (docs/harness.md). Refused unless DLOCK_HARNESS=1.
+   */
+  @EnvOneOf(LOCK_SERVER_BROKEN_MODES, { default: 'off' })
+  readonly LOCK_SERVER_BROKEN!: (typeof LOCK_SERVER_BROKEN_MODES)[number];
 }
 
 export type LockServerConfig = LockServerEnv & {
@@ -93,6 +101,11 @@ export function readLockServerConfig(source: EnvSource): LockServerConfig {
       if (!config.ETCD_ENDPOINTS)
         problems.push('ETCD_ENDPOINTS: is required when LOCK_BACKEND=etcd (comma-separated URLs)');
       break;
+  }
+  if (config.LOCK_SERVER_BROKEN !== 'off' && source.DLOCK_HARNESS !== '1') {
+    problems.push(
+      `LOCK_SERVER_BROKEN=${config.LOCK_SERVER_BROKEN} is refused: it is allowed only under DLOCK_HARNESS=1 (the harness's negative controls)`,
+    );
   }
   const guards = [config.PAYMENT_RESOURCE_URL, config.RAIL_PROXY_URL];
   if (guards.some((v) => v !== undefined) && guards.some((v) => v === undefined)) {

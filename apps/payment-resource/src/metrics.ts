@@ -1,16 +1,30 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Histogram, register } from 'prom-client';
+import { PAYOUT_STATES } from '@dlock/payout-contract';
 
 export type WriteOperation = 'claim' | 'post' | 'rail_outcome' | 'resolve' | 'abandon';
-export type WriteResult =
-  | 'ok'
-  | 'replayed'
-  | 'fenced_out'
-  | 'proof_rejected'
-  | 'rejected'
-  | 'insufficient_funds'
-  | 'unavailable'
-  | 'error';
+/** What a fenced write (P2, P3, P6, P8) can end with; a claim also `insufficient_funds`. */
+const FENCED_RESULTS = [
+  'ok',
+  'replayed',
+  'fenced_out',
+  'proof_rejected',
+  'rejected',
+  'unavailable',
+  'error',
+] as const;
+export type WriteResult = (typeof FENCED_RESULTS)[number] | 'insufficient_funds';
+
+/** Every (operation, result) payment_write_seconds can observe (docs/payment-resource.md). */
+const WRITE_OUTCOMES: readonly [WriteOperation, WriteResult][] = [
+  ...(['claim', 'post', 'rail_outcome', 'resolve'] as const).flatMap((operation) =>
+    FENCED_RESULTS.map((result): [WriteOperation, WriteResult] => [operation, result]),
+  ),
+  ['claim', 'insufficient_funds'],
+  ['abandon', 'ok'],
+  ['abandon', 'rejected'],
+  ['abandon', 'error'],
+];
 
 function metric<T>(name: string, make: () => T): T {
   return (register.getSingleMetric(name) as T | undefined) ?? make();
@@ -38,6 +52,20 @@ export class PaymentMetrics {
         labelNames: ['to_state'],
       }),
   );
+  /**
+   * Claims refused because the payout was no longer in the state the caller read (it lost
+   * a race to another worker): not a safety event, unlike payout_invalid_transition_total
+   * (docs/payment-resource.md). `state` is the state the claim found.
+   */
+  readonly staleClaimsTotal = metric(
+    'payout_stale_claims_total',
+    () =>
+      new Counter({
+        name: 'payout_stale_claims_total',
+        help: 'Claims refused because the payout had moved on from the expected state (a lost race), by the state found',
+        labelNames: ['state'],
+      }),
+  );
   readonly ledgerPostingsTotal = metric(
     'ledger_postings_total',
     () =>
@@ -46,4 +74,13 @@ export class PaymentMetrics {
         help: 'Balanced ledger groups written for payouts',
       }),
   );
+
+  /**
+   * Every known series at 0 from the start: a query finds it before its first event, and a
+   * rate or increase() counts that first one too.
+   */
+  constructor() {
+    for (const [operation, result] of WRITE_OUTCOMES) this.writeSeconds.zero({ operation, result });
+    for (const state of PAYOUT_STATES) this.staleClaimsTotal.inc({ state }, 0);
+  }
 }

@@ -139,6 +139,7 @@ describe('GET /v1/payouts/stats (console)', () => {
       postedPerBucket: expect.any(Array),
       bucketSeconds: 10,
       latencyMillis: { p50: null, p90: null, p99: null, count: 0 },
+      latencyMillisAllTime: { p50: null, p90: null, p99: null, count: 0 },
     });
     expect(res.body.postedPerBucket).toHaveLength(7);
     expect(res.body.postedPerBucket.every((b: { count: number }) => b.count === 0)).toBe(true);
@@ -166,6 +167,12 @@ describe('GET /v1/payouts/stats (console)', () => {
       postedPerBucket: expect.any(Array),
       bucketSeconds: 10,
       latencyMillis: {
+        p50: expect.any(Number),
+        p90: expect.any(Number),
+        p99: expect.any(Number),
+        count: 2,
+      },
+      latencyMillisAllTime: {
         p50: expect.any(Number),
         p90: expect.any(Number),
         p99: expect.any(Number),

@@ -20,7 +20,9 @@ const SLA_MS = 60_000;
  * the transition table under test: a wrong edge in the table must fail here.
  * - a state: 200 and the payout moves there;
  * - 'NO_FUNDS': 422 INSUFFICIENT_FUNDS and the payout moves to FAILED;
- * - 'STALE': 409, a claim whose expectedState no longer holds, not counted as invalid;
+ * - 'STALE': 409, a claim whose expectedState no longer holds (whatever the state: a
+ *   worker that read the payout before another moved it on lost a race), counted in
+ *   payout_stale_claims_total{state}, not as an invalid transition;
  * - absent: 409, an unlisted pair, counted in payout_invalid_transition_total.
  */
 type Answer = PayoutState | 'NO_FUNDS' | 'STALE';
@@ -35,25 +37,32 @@ interface Request {
   answers: Partial<Record<PayoutState, Answer>>;
 }
 
+/** A claim expecting `expected` finds any other state stale. */
+function staleClaim(expected: PayoutState): Partial<Record<PayoutState, Answer>> {
+  return Object.fromEntries(
+    PAYOUT_STATES.filter((s) => s !== expected).map((s) => [s, 'STALE' as const]),
+  );
+}
+
 const REQUESTS: Request[] = [
   {
     name: 'claim expecting PENDING',
     op: 'claim',
     body: bodies.claim('PENDING'),
-    answers: { PENDING: 'CLAIMED', CLAIMED: 'STALE' },
+    answers: { ...staleClaim('PENDING'), PENDING: 'CLAIMED' },
   },
   {
     name: 'claim expecting CLAIMED (recovery)',
     op: 'claim',
     body: bodies.claim('CLAIMED'),
-    answers: { PENDING: 'STALE', CLAIMED: 'CLAIMED' },
+    answers: { ...staleClaim('CLAIMED'), CLAIMED: 'CLAIMED' },
   },
   {
     name: 'claim without funds',
     op: 'claim',
     body: bodies.claim('PENDING'),
     insufficientFunds: true,
-    answers: { PENDING: 'NO_FUNDS', CLAIMED: 'STALE' },
+    answers: { ...staleClaim('PENDING'), PENDING: 'NO_FUNDS' },
   },
   {
     name: 'P6 SUBMITTED',
@@ -127,12 +136,17 @@ describe('payout state machine over HTTP (every state x every request)', () => {
     await forceState(h.dbUrl, payoutId, state, { ambiguousAgoMs: req.ambiguousAgoMs });
     const answer = req.answers[state];
     const before = await snapshot(h.dbUrl);
-    const invalidBefore = metricValue(await metricsText(h.base), 'payout_invalid_transition_total');
+    const staleSeries = `payout_stale_claims_total{state="${state}"}`;
+    const metricsBefore = await metricsText(h.base);
+    const invalidBefore = metricValue(metricsBefore, 'payout_invalid_transition_total');
+    const staleBefore = metricValue(metricsBefore, staleSeries);
     token += 1n;
 
     const res = await write(h.base, req.op, payoutId, token, req.body);
     const after = (await http('GET', `${h.base}/v1/payouts/${payoutId}`)).body;
-    const invalidAfter = metricValue(await metricsText(h.base), 'payout_invalid_transition_total');
+    const metricsAfter = await metricsText(h.base);
+    const invalidAfter = metricValue(metricsAfter, 'payout_invalid_transition_total');
+    expect(metricValue(metricsAfter, staleSeries)).toBe(staleBefore + (answer === 'STALE' ? 1 : 0));
 
     if (answer === 'NO_FUNDS') {
       expect(res.status).toBe(422);

@@ -4,6 +4,7 @@ import {
   formatFencingToken,
   grantProofClaims,
   GRANT_PROOF_TYPE,
+  PROOF_REFUSALS,
   ProofRejectedError,
 } from '@dlock/lock-api';
 import { ProofVerifier } from '@dlock/identity';
@@ -33,6 +34,8 @@ export class SubmissionProofs implements OnModuleInit {
     @Inject(RAIL_PROXY_CONFIG) config: RailProxyConfig,
     private readonly safety: SafetyEvents,
   ) {
+    for (const proof of ['grant', 'instruction'])
+      safety.checksProofs('rail-proxy', proof, PROOF_REFUSALS);
     this.grants = new ProofVerifier({
       jwks: config.GRANT_JWKS,
       type: GRANT_PROOF_TYPE,

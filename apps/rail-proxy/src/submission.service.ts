@@ -56,7 +56,10 @@ export class SubmissionService {
     private readonly safety: SafetyEvents,
     private readonly metrics: RailProxyMetrics,
     private readonly proofs: SubmissionProofs,
-  ) {}
+  ) {
+    safety.guardsResource('rail');
+    safety.watchesRegression('rail-proxy');
+  }
 
   async submit(req: SubmissionRequest): Promise<SubmitResponse> {
     // (0) proofs: the grant is the lock-server's and the payout is payment-resource's, field for field.

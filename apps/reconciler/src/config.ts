@@ -28,9 +28,24 @@ export class ReconcilerEnv extends CallerAuthEnv {
    * (docs/audit.md). Unset: that chain is not verified by the reconciler.
    */
   @EnvPostgresUrl({ optional: true }) readonly LOCKDB_URL?: string;
-  /** Fixed delay between two verifications of every audit chain (each reads the whole chain). */
+  /**
+   * Fixed delay between two checkpointed verifications of every audit chain:
+   * each verifies what was appended since the last one (docs/audit.md, "Checkpoints").
+   */
   @EnvInt({ default: 300_000, min: 100, max: 86_400_000 })
   readonly RECONCILER_AUDIT_INTERVAL_MS!: number;
+  /** How often a pass also walks every chain whole (each reads the whole history); 0: never. */
+  @EnvInt({ default: 7 * 86_400_000, min: 0, max: 90 * 86_400_000 })
+  readonly RECONCILER_AUDIT_FULL_INTERVAL_MS!: number;
+  /** A link younger than this waits for the next pass: a write begun earlier may commit after it. */
+  @EnvInt({ default: 60_000, min: 0, max: 3_600_000 })
+  readonly RECONCILER_AUDIT_SETTLE_MS!: number;
+  /**
+   * Where the checkpoints are kept across restarts (a JSON file the process may
+   * write); unset: in memory, and the first pass after a start verifies from the beginning.
+   */
+  @EnvString({ optional: true, maxLength: 4096, pattern: /^[^\0]+$/ })
+  readonly RECONCILER_AUDIT_CHECKPOINT_FILE?: string;
   /** Revocation fencing raises the proxy's high-water marks (docs/reconciler.md). */
   @EnvPeerUrl({ default: 'http://127.0.0.1:8083' }) readonly RAIL_PROXY_URL!: string;
   /** Fixed delay between two revocation-fencing + token-source passes. */
@@ -47,6 +62,12 @@ export class ReconcilerEnv extends CallerAuthEnv {
   /** Fixed delay between two runs of the detective checks. */
   @EnvInt({ default: 30_000, min: 100, max: 3_600_000 })
   readonly RECONCILER_CHECK_INTERVAL_MS!: number;
+  /**
+   * The detective checks over kept records read what was written since their
+   * last run, less this margin (a write begun earlier may commit later): docs/scale.md.
+   */
+  @EnvInt({ default: 60_000, min: 0, max: 3_600_000 })
+  readonly RECONCILER_CHECK_SETTLE_MS!: number;
   /**
    * Time after the rail attempt ended before "no transfer" counts as evidence
    * of absence. The rail's own window (reported by S2) wins when it is longer.

@@ -99,7 +99,7 @@ export class ReconcilerMetrics {
     () =>
       new Gauge({
         name: 'reconciler_last_check_timestamp_seconds',
-        help: 'Unix time the detective checks last completed with every check run',
+        help: 'Unix time the detective checks last completed with every check run (the start until then)',
       }),
   );
   readonly railSweepFindingsOpen = metric(
@@ -116,7 +116,7 @@ export class ReconcilerMetrics {
     () =>
       new Gauge({
         name: 'reconciler_rail_sweep_last_completed_timestamp_seconds',
-        help: 'Unix time a rail sweep pass last looked up every terminal payout that was due',
+        help: 'Unix time a rail sweep pass last looked up every terminal payout that was due (the start until then)',
       }),
   );
   readonly passSeconds = metric(
@@ -189,7 +189,7 @@ export class ReconcilerMetrics {
     () =>
       new Gauge({
         name: 'dlock_audit_chain_last_verified_timestamp_seconds',
-        help: 'Unix time every audit chain the reconciler reads was last verified to the end',
+        help: 'Unix time every audit chain the reconciler reads was last verified to the end (the start until then)',
       }),
   );
   readonly tokenSourceBehind = metric(
@@ -218,5 +218,15 @@ export class ReconcilerMetrics {
       this.auditBreaks.set({ chain }, 0);
       this.auditErrorsTotal.inc({ chain }, 0);
     }
+    // Until their first completion the staleness gauges read the start: their alerts count
+    // from there (docs/reconciler.md). At 0 they would read "last done in 1970" and the
+    // stale alerts would hold at every start.
+    const startedAt = Date.now() / 1000;
+    for (const gauge of [
+      this.lastCheckTimestamp,
+      this.railSweepLastCompleted,
+      this.auditLastVerified,
+    ])
+      gauge.set(startedAt);
   }
 }

@@ -16,6 +16,7 @@ jest.setTimeout(90_000);
 
 let proxydb: string;
 let reconciler: RunningApp;
+let spawnedAt: number;
 
 beforeAll(async () => {
   const [paydb, proxy] = await Promise.all([
@@ -24,6 +25,7 @@ beforeAll(async () => {
   ]);
   proxydb = proxy;
   // No peer is ever called here: only the detective checks (read-only SQL) run.
+  spawnedAt = Date.now() / 1000;
   reconciler = await spawnApp('reconciler', {
     LOCK_SERVER_URL: 'http://127.0.0.1:9',
     PAYMENT_RESOURCE_URL: 'http://127.0.0.1:9',
@@ -45,6 +47,17 @@ async function sample(name: string): Promise<number> {
     .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
+
+test('from the start, no staleness gauge reads 1970: the stale alerts count from the start', async () => {
+  for (const gauge of [
+    'reconciler_last_check_timestamp_seconds',
+    'reconciler_rail_sweep_last_completed_timestamp_seconds',
+    'dlock_audit_chain_last_verified_timestamp_seconds',
+  ]) {
+    expect([gauge, await sample(gauge)]).toEqual([gauge, expect.any(Number)]);
+    expect([gauge, (await sample(gauge)) >= Math.floor(spawnedAt)]).toEqual([gauge, true]);
+  }
+});
 
 test('a run with a failing check leaves the last-check timestamp where it was', async () => {
   await waitFor(

@@ -44,7 +44,8 @@ export type AuthOptions = Omit<VerifierOptions, 'audience'> & {
 };
 
 /** Why a request was refused: the `refusal` label of `auth_refusals_total`. */
-export type RefusalKind = 'unauthenticated' | 'forbidden' | 'policy';
+export const REFUSAL_KINDS = ['unauthenticated', 'forbidden', 'policy'] as const;
+export type RefusalKind = (typeof REFUSAL_KINDS)[number];
 
 function refusalCounter(): Counter {
   const name = 'auth_refusals_total';
@@ -55,6 +56,16 @@ function refusalCounter(): Counter {
     help: 'Requests refused for their identity (401 unauthenticated, 403 forbidden or policy)',
     labelNames: ['refusal'],
   });
+}
+
+/**
+ * `auth_refusals_total` with every `refusal` at 0, for a process that refuses requests: in
+ * /metrics from the start, not from the first refusal (docs/security.md), so a query or an
+ * `increase()` sees the first one too.
+ */
+export function countAuthRefusalsFromStart(): void {
+  const refusals = refusalCounter();
+  for (const refusal of REFUSAL_KINDS) refusals.inc({ refusal }, 0);
 }
 
 /** Refusals already recorded, so the exception filter does not record them twice. */
@@ -174,6 +185,7 @@ export async function authenticateHeaders(
  */
 export function authenticateRequests(app: NestExpressApplication, gate: AuthGate): void {
   const logger = new Logger('auth');
+  countAuthRefusalsFromStart();
   app.use((req: AuthenticatedRequest & Request, _res: Response, next: NextFunction) => {
     if (OPEN_PATHS.has(req.path)) return next();
     authenticateHeaders(req.headers, gate).then(

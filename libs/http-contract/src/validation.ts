@@ -1,6 +1,7 @@
-import { ValidationPipe, type ValidationError as ClassValidationError } from '@nestjs/common';
+import { type ValidationPipe, type ValidationError as ClassValidationError } from '@nestjs/common';
 import { registerDecorator, type ValidationOptions } from 'class-validator';
 import { FENCING_TOKEN_MAX, ValidationError, type ValidationFailure } from '@dlock/lock-api';
+import { ContractValidationPipe } from './fast-validation';
 
 function flatten(errors: ClassValidationError[], prefix = ''): ValidationFailure[] {
   return errors.flatMap((e) => {
@@ -12,17 +13,23 @@ function flatten(errors: ClassValidationError[], prefix = ''): ValidationFailure
 
 /**
  * Bodies and queries are validated without coercion: unknown fields and wrong
- * types are 400 VALIDATION_FAILED with details.fields[].
+ * types are 400 VALIDATION_FAILED with details.fields[]. Valid bodies of plain
+ * DTOs take a compiled path with the same outcome (fast-validation.ts).
  */
 export function contractValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new ContractValidationPipe(contractValidationOptions());
+}
+
+/** The stock ValidationPipe's options of the contract (also what the compiled path must match). */
+export function contractValidationOptions(): ConstructorParameters<typeof ValidationPipe>[0] {
+  return {
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,
     transform: true,
     transformOptions: { enableImplicitConversion: false },
     exceptionFactory: (errors) => new ValidationError(flatten(errors)),
-  });
+  };
 }
 
 /** An int64 > 0 as a canonical decimal string, a bigint, or a safe JSON integer. */

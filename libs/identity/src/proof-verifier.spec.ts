@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProofRejectedError } from '@dlock/lock-api';
-import { ProofVerifier } from './proof-verifier';
+import { ProofVerifier, VERIFIED_PROOF_CACHE_MS } from './proof-verifier';
 import {
   addSigningKey,
   ensureSigningKeys,
@@ -54,6 +54,19 @@ describe('a signing ring and its verifiers', () => {
     const v = verifier(jwks);
     await v.start();
     await expect(v.verify(proof)).resolves.toEqual(claims);
+  });
+
+  it("the signer's own proofs are remembered for a while, then verified again", async () => {
+    const { keys } = ensureSigningKeys(join(dir, 'grant-keys.json'));
+    const ring = SigningKeyRing.open(keys, now);
+    const claims = { key: 'payout:a', tok: '1', sub: 'w', sid: 's', iat: 1 };
+    const proof = ring.sign(TYPE, claims);
+    // No keys loaded: only the memory can accept the proof, then only a real check.
+    const v = new ProofVerifier({ jwks: () => ({ keys: [] }), type: TYPE, kind: 'grant', now });
+    v.remember(proof, claims);
+    await expect(v.verify(proof)).resolves.toEqual(claims);
+    clock += VERIFIED_PROOF_CACHE_MS;
+    expect(await refusal(v, proof)).toBe('unknown-key');
   });
 
   it('refuses what it cannot trust, and says why', async () => {

@@ -84,9 +84,18 @@ export class ProofVerifier {
       throw this.refuse('signature', 'signature does not verify');
     }
     const claims = this.json(p);
-    if (this.verified.size >= VERIFIED_PROOF_CACHE_MAX) this.verified.clear();
-    this.verified.set(jws, { claims, untilMs: now + VERIFIED_PROOF_CACHE_MS });
+    this.remember(jws, claims);
     return claims;
+  }
+
+  /**
+   * A proof the signer itself just made is genuine: its own verifier remembers it
+   * as verified, so the lock-server checks the proof of a release on the replica
+   * that granted it without a signature verification.
+   */
+  remember(jws: string, claims: unknown): void {
+    if (this.verified.size >= VERIFIED_PROOF_CACHE_MAX) this.verified.clear();
+    this.verified.set(jws, { claims, untilMs: this.now() + VERIFIED_PROOF_CACHE_MS });
   }
 
   private shape(proof: string | string[] | undefined): string {

@@ -37,16 +37,18 @@ export interface FenceCredential {
 }
 
 /** Why a fence point refused a proof (`details.reason` of PROOF_REJECTED). */
-export type ProofRefusal =
-  | 'missing'
-  | 'malformed'
-  | 'unknown-key'
-  | 'signature'
-  | 'lock-key'
-  | 'owner'
-  | 'token'
-  | 'session'
-  | 'mismatch';
+export const PROOF_REFUSALS = [
+  'missing',
+  'malformed',
+  'unknown-key',
+  'signature',
+  'lock-key',
+  'owner',
+  'token',
+  'session',
+  'mismatch',
+] as const;
+export type ProofRefusal = (typeof PROOF_REFUSALS)[number];
 
 /** Which signed object was refused: a grant proof, or a payout instruction (docs/rail.md). */
 export type ProofKind = 'grant' | 'instruction';

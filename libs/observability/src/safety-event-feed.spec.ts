@@ -1,4 +1,5 @@
 import { Registry } from 'prom-client';
+import { Logger } from '@nestjs/common';
 import { SAFETY_EVENT_FEED_CAPACITY_EVENTS, SafetyEventFeed } from './safety-event-feed';
 import { SafetyEvents } from './safety-events';
 
@@ -95,5 +96,21 @@ describe('SafetyEvents feeds its ring', () => {
         fields: { key: 'payout:acc-1', revokedToken: '7' },
       },
     ]);
+  });
+});
+
+describe('SafetyEvents log lines', () => {
+  it('name the safety event in `event`, even when a field has that name', () => {
+    const lines: Record<string, unknown>[] = [];
+    const warn = jest
+      .spyOn(Logger.prototype, 'warn')
+      .mockImplementation((line: unknown) => void lines.push(line as Record<string, unknown>));
+    try {
+      const safety = new SafetyEvents(new Registry(), new SafetyEventFeed(10, () => AT));
+      safety.invalidTransition({ payoutId: 'p-1', state: 'POSTED', event: 'CLAIM' });
+    } finally {
+      warn.mockRestore();
+    }
+    expect(lines).toEqual([expect.objectContaining({ event: 'invalid_transition' })]);
   });
 });

@@ -111,6 +111,26 @@ export class SafetyEvents {
     );
   }
 
+  // ---- series at 0 from the start ---------------------------------------------
+  // A labelled counter appears at its first event, and a series that appears at 1 has no
+  // increase(): the alert on it (docs/operations.md, "Alerts") would miss that event. So
+  // each guard names, when it is built, the series it can emit, and they start at 0.
+
+  /** This process guards `resource` (lock_fenced_out_total{resource}). */
+  guardsResource(resource: FencedResource): void {
+    this.fencedOutTotal.inc({ resource }, 0);
+  }
+
+  /** This process can see a token regression as `guard` (lock_token_regression_total{guard}). */
+  watchesRegression(guard: string): void {
+    this.tokenRegressionTotal.inc({ guard }, 0);
+  }
+
+  /** This process checks `proof`s as `guard`, refusing them for any of `reasons`. */
+  checksProofs(guard: string, proof: string, reasons: readonly string[]): void {
+    for (const reason of reasons) this.proofRejectedTotal.inc({ guard, proof, reason }, 0);
+  }
+
   fencedOut(fields: {
     resource: FencedResource;
     resourceId: string;
@@ -188,7 +208,8 @@ export class SafetyEvents {
     const safe = Object.fromEntries(
       Object.entries(fields).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString() : v]),
     );
-    this.logger.warn({ event, ...safe }, message);
+    // The event's name wins over a field of the same name: it is what operators search for.
+    this.logger.warn({ ...safe, event }, message);
     this.feed.append(event, safe);
   }
 }

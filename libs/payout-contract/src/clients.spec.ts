@@ -301,6 +301,7 @@ describe('console reads', () => {
       postedPerBucket: [{ at: '2026-12-01T06:00:00.000Z', count: 2 }],
       bucketSeconds: 10,
       latencyMillis: { p50: 10, p90: null, p99: null, count: 2 },
+      latencyMillisAllTime: { p50: 12, p90: 40, p99: 90, count: 7 },
     };
     reply = { status: 200, body };
     expect(await payments().stats(60)).toEqual(body);

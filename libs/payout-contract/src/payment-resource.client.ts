@@ -206,7 +206,15 @@ export class PaymentResourceClient {
     const body = await advisoryGet<PayoutStats>(this.hop, path, signal);
     const r = new BodyReader(this.hop.name, body);
     const states = new BodyReader(this.hop.name, r.object('byState'));
-    const latency = new BodyReader(this.hop.name, r.object('latencyMillis'));
+    const latency = (field: string): PayoutStats['latencyMillis'] => {
+      const l = new BodyReader(this.hop.name, r.object(field));
+      return {
+        p50: l.intOrNull('p50'),
+        p90: l.intOrNull('p90'),
+        p99: l.intOrNull('p99'),
+        count: l.int('count'),
+      };
+    };
     return {
       windowSeconds: r.int('windowSeconds'),
       byState: Object.fromEntries(PAYOUT_STATES.map((s) => [s, states.int(s)])) as Record<
@@ -218,12 +226,8 @@ export class PaymentResourceClient {
         return { at: b.str('at'), count: b.int('count') };
       }),
       bucketSeconds: r.int('bucketSeconds'),
-      latencyMillis: {
-        p50: latency.intOrNull('p50'),
-        p90: latency.intOrNull('p90'),
-        p99: latency.intOrNull('p99'),
-        count: latency.int('count'),
-      },
+      latencyMillis: latency('latencyMillis'),
+      latencyMillisAllTime: latency('latencyMillisAllTime'),
     };
   }
 

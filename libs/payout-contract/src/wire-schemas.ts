@@ -277,6 +277,17 @@ export const PAYOUT_WIRE_SCHEMAS = {
       },
       required: ['p50', 'p90', 'p99', 'count'],
     },
+    latencyMillisAllTime: {
+      type: 'object',
+      description: 'created to POSTED over every POSTED payout; percentiles null when count is 0',
+      properties: {
+        p50: nullable({ type: 'number' }),
+        p90: nullable({ type: 'number' }),
+        p99: nullable({ type: 'number' }),
+        count: INTEGER,
+      },
+      required: ['p50', 'p90', 'p99', 'count'],
+    },
   }),
   HighWaterList: objectSchema<Wire.HighWaterList>({
     accounts: {

@@ -105,6 +105,13 @@ export interface PayoutStats {
   bucketSeconds: number;
   /** created → POSTED of the payouts posted in the window; null percentiles when count is 0. */
   latencyMillis: { p50: number | null; p90: number | null; p99: number | null; count: number };
+  /** The same over every payout ever POSTED: what the window's figures compare with. */
+  latencyMillisAllTime: {
+    p50: number | null;
+    p90: number | null;
+    p99: number | null;
+    count: number;
+  };
 }
 
 /** POST /v1/accounts body (docs/payment-resource.md, "Creating accounts, deposits and payouts"). */

@@ -43,6 +43,20 @@ export interface ChainSpec {
    * a partition's chain deleted whole.
    */
   readonly coverSql?: string;
+  /**
+   * The order rows are appended in, on an index, for verifying only what was
+   * appended since a checkpoint (verifyChainSince): the key columns with their
+   * SQL types, and the column holding when the row was written.
+   */
+  readonly appendOrder: {
+    readonly time: string;
+    readonly key: readonly (readonly [name: string, type: string])[];
+  };
+  /**
+   * {@link coverSql} for the partitions that can still change or changed since
+   * `$1` (timestamptz): what a checkpointed pass checks, on indexes.
+   */
+  readonly coverRecentSql?: string;
 }
 
 /** The hash the first link chains to. */
@@ -83,6 +97,13 @@ const REVOCATION: ChainSpec = {
     ['revoked_at', 'instant'],
   ],
   backfillOrder: 'revoked_at, revocation_id',
+  appendOrder: {
+    time: 'revoked_at',
+    key: [
+      ['revoked_at', 'timestamptz'],
+      ['revocation_id', 'uuid'],
+    ],
+  },
 };
 
 const TRANSITION: ChainSpec = {
@@ -108,6 +129,7 @@ const TRANSITION: ChainSpec = {
     ['created_at', 'instant'],
   ],
   backfillOrder: 'transition_id',
+  appendOrder: { time: 'created_at', key: [['transition_id', 'bigint']] },
   // A payout that left PENDING has a chain, and its last link leads to the state it is in.
   coverSql: `SELECT p.payout_id::text AS id, p.state AS expected,
                     coalesce(last.to_state, 'no transition') AS found
@@ -116,6 +138,20 @@ const TRANSITION: ChainSpec = {
                                    WHERE t.payout_id = p.payout_id AND t.chain_seq IS NOT NULL
                                    ORDER BY t.chain_seq DESC LIMIT 1) last ON true
               WHERE p.state <> 'PENDING' AND last.to_state IS DISTINCT FROM p.state`,
+  // The same, for payouts in flight (payout_by_state) and those terminal since $1
+  // (payout_terminal_by_time, its predicate repeated so the planner can use it).
+  coverRecentSql: `SELECT p.payout_id::text AS id, p.state AS expected,
+                          coalesce(last.to_state, 'no transition') AS found
+                     FROM (SELECT payout_id, state FROM payout
+                            WHERE state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS')
+                           UNION ALL
+                           SELECT payout_id, state FROM payout
+                            WHERE state IN ('POSTED', 'FAILED', 'ABANDONED')
+                              AND COALESCE(settled_at, updated_at) >= $1::timestamptz) p
+                     LEFT JOIN LATERAL (SELECT t.to_state FROM payout_transition t
+                                         WHERE t.payout_id = p.payout_id AND t.chain_seq IS NOT NULL
+                                         ORDER BY t.chain_seq DESC LIMIT 1) last ON true
+                    WHERE last.to_state IS DISTINCT FROM p.state`,
 };
 
 const LEDGER: ChainSpec = {
@@ -140,6 +176,13 @@ const LEDGER: ChainSpec = {
     ['created_at', 'instant'],
   ],
   backfillOrder: 'created_at, entry_id',
+  appendOrder: {
+    time: 'created_at',
+    key: [
+      ['created_at', 'timestamptz'],
+      ['entry_id', 'uuid'],
+    ],
+  },
 };
 
 /** A rail attempt as written before the rail call: immutable by the proxydb guard. */
@@ -167,6 +210,13 @@ const RAIL_INTENT: ChainSpec = {
     ['created_at', 'instant'],
   ],
   backfillOrder: 'created_at, submission_id',
+  appendOrder: {
+    time: 'created_at',
+    key: [
+      ['created_at', 'timestamptz'],
+      ['submission_id', 'uuid'],
+    ],
+  },
 };
 
 /** Its outcome, recorded once after the call: a second chain, in the order outcomes were recorded. */
@@ -189,6 +239,13 @@ const RAIL_OUTCOME: ChainSpec = {
   ],
   backfillOrder: 'resolved_at, submission_id',
   memberWhere: 'outcome IS NOT NULL',
+  appendOrder: {
+    time: 'resolved_at',
+    key: [
+      ['resolved_at', 'timestamptz'],
+      ['submission_id', 'uuid'],
+    ],
+  },
 };
 
 export const AUDIT_CHAINS = {

@@ -3,3 +3,4 @@ export * from './startup';
 export * from './audit-chain';
 export * from './audit-verify';
 export * from './fenced-update';
+export * from './audit-since';

@@ -50,6 +50,10 @@ export interface EtcdClusterOptions {
   label?: string;
   /** Parent of the data dirs; default `<repo>/.tmp`. */
   dataRoot?: string;
+  /** Member i listens on hosts[i] (a loopback address of its own, for partitions); default 127.0.0.1. */
+  hosts?: string[];
+  /** Called with each member's pid right after its spawn (the harness puts it in its cgroup). */
+  onSpawn?: (name: string, pid: number) => void;
 }
 
 interface MemberStatus {
@@ -104,10 +108,11 @@ async function startEtcdClusterOnce(opts: EtcdClusterOptions): Promise<EtcdClust
   const specs: Array<{ name: string; clientUrl: string; peerUrl: string; dataDir: string }> = [];
   for (let i = 0; i < count; i++) {
     const name = `m${i + 1}`;
+    const host = opts.hosts?.[i] ?? '127.0.0.1';
     specs.push({
       name,
-      clientUrl: `http://127.0.0.1:${await freePort()}`,
-      peerUrl: `http://127.0.0.1:${await freePort()}`,
+      clientUrl: `http://${host}:${await freePort()}`,
+      peerUrl: `http://${host}:${await freePort()}`,
       dataDir: path.join(root, name),
     });
   }
@@ -133,6 +138,7 @@ async function startEtcdClusterOnce(opts: EtcdClusterOptions): Promise<EtcdClust
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    if (proc.pid !== undefined) opts.onSpawn?.(s.name, proc.pid);
     let out = '';
     const keep = (chunk: Buffer) => {
       out += chunk.toString();

@@ -134,11 +134,22 @@ class PortTakenError extends Error {}
 export async function spawnApp(
   app: string,
   env: Record<string, string>,
-  opts: { port?: number; readyPath?: string } = {},
+  opts: {
+    port?: number;
+    readyPath?: string;
+    /** Called with the pid right after the spawn, before the app connects anywhere (partitions). */
+    onSpawn?: (pid: number) => void;
+  } = {},
 ): Promise<RunningApp> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await spawnOnce(app, env, opts.port ?? (await freePort()), opts.readyPath);
+      return await spawnOnce(
+        app,
+        env,
+        opts.port ?? (await freePort()),
+        opts.readyPath,
+        opts.onSpawn,
+      );
     } catch (err) {
       if (!(err instanceof PortTakenError) || opts.port !== undefined) throw err;
       if (attempt >= PORT_RACE_ATTEMPTS_MAX) throw err;
@@ -180,6 +191,7 @@ async function spawnOnce(
   env: Record<string, string>,
   port: number,
   readyPath: string | undefined,
+  onSpawn: ((pid: number) => void) | undefined,
 ): Promise<RunningApp> {
   const main = path.join(REPO_ROOT, 'dist', 'apps', app, 'main.js');
   const auth = await testAppAuthEnv(env.OWNER_ID ?? app);
@@ -187,6 +199,7 @@ async function spawnOnce(
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...auth, ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  if (proc.pid !== undefined) onSpawn?.(proc.pid);
   let out = '';
   const keep = (chunk: Buffer) => {
     out += chunk.toString();

@@ -1,7 +1,11 @@
 import { Logger } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { ForbiddenError, UnauthenticatedError } from '@dlock/identity';
-import { recordAuthRefusal, type RefusalKind } from '@dlock/http-contract';
+import {
+  countAuthRefusalsFromStart,
+  recordAuthRefusal,
+  type RefusalKind,
+} from '@dlock/http-contract';
 import type { DlockError } from '@dlock/lock-api';
 import { sameSecret, type ConsoleSession, type SessionStore } from './sessions';
 import type { PersonVerifier } from './person-verifier';
@@ -70,6 +74,7 @@ function originHost(origin: string): string | undefined {
  * the browser says came from another site.
  */
 export function hostAndOriginGuard(hosts: () => ReadonlySet<string>) {
+  countAuthRefusalsFromStart();
   return (req: Request, _res: Response, next: NextFunction): void => {
     if (UNCHECKED_PATHS.has(req.path)) return next();
     const own = hosts();

@@ -51,3 +51,34 @@ export function attemptLabel(result: AttemptResult): string {
       return result.kind;
   }
 }
+
+/** Why an attempt is abandoned or skipped, but for an unexpected error (`error-<code>`). */
+const ABANDON_REASONS = [
+  'invalid',
+  'lease-too-short',
+  'lock-lost',
+  'proxy-unreachable',
+  'rail-unavailable',
+  'submit-outcome-unknown',
+  'shutting-down',
+  'acked-without-reference',
+  'duplicate-without-record',
+];
+const SKIP_REASONS = ['terminal', 'quarantined', 'not-claimable'];
+
+/**
+ * Every executor_payout_attempts_total{result} an attempt can end with but the
+ * `abandoned_error_<code>` of an unexpected error (docs/executor.md, "Outcomes"): at 0 from the
+ * start, so a query finds each and an increase() counts the first.
+ */
+export const ATTEMPT_RESULTS: readonly string[] = [
+  ...(['posted', 'ambiguous', 'contended'] as const).map((kind) =>
+    attemptLabel({ kind, payoutId: '' }),
+  ),
+  attemptLabel({ kind: 'failed', payoutId: '', reason: '' }),
+  ...(['account', 'rail'] as const).map((where) =>
+    attemptLabel({ kind: 'fenced', payoutId: '', where }),
+  ),
+  ...SKIP_REASONS.map((reason) => attemptLabel({ kind: 'skipped', payoutId: '', reason })),
+  ...ABANDON_REASONS.map((reason) => attemptLabel({ kind: 'abandoned', payoutId: '', reason })),
+];

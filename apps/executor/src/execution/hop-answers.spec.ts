@@ -175,6 +175,42 @@ describe('the claim', () => {
       { to: 'end', result: { kind: 'skipped', reason: 'not-claimable' } },
     ],
     [
+      'lost the race: another worker already POSTED it, skipped without a read',
+      refusal('PAYOUT_NOT_CLAIMABLE', 409, { state: 'POSTED', expectedState: 'PENDING' }),
+      true,
+      { to: 'end', result: { kind: 'skipped', reason: 'terminal' } },
+    ],
+    [
+      'lost the race to a decline (FAILED): skipped without a read',
+      refusal('PAYOUT_NOT_CLAIMABLE', 409, { state: 'FAILED', expectedState: 'PENDING' }),
+      true,
+      { to: 'end', result: { kind: 'skipped', reason: 'terminal' } },
+    ],
+    [
+      'quarantined meanwhile (RAIL_AMBIGUOUS): left alone without a read',
+      refusal('PAYOUT_NOT_CLAIMABLE', 409, { state: 'RAIL_AMBIGUOUS', expectedState: 'PENDING' }),
+      true,
+      { to: 'end', result: { kind: 'skipped', reason: 'quarantined' } },
+    ],
+    [
+      'moved on to a state a holder continues (RAIL_SUBMITTED): read it and recover by state',
+      refusal('PAYOUT_NOT_CLAIMABLE', 409, { state: 'RAIL_SUBMITTED', expectedState: 'PENDING' }),
+      true,
+      { to: 'reread' },
+    ],
+    [
+      'a state that is no payout state: read it',
+      refusal('PAYOUT_NOT_CLAIMABLE', 409, { state: 'SETTLED' }),
+      true,
+      { to: 'reread' },
+    ],
+    [
+      'POSTED after the re-read: skipped as terminal',
+      refusal('PAYOUT_NOT_CLAIMABLE', 409, { state: 'POSTED', expectedState: 'CLAIMED' }),
+      false,
+      { to: 'end', result: { kind: 'skipped', reason: 'terminal' } },
+    ],
+    [
       'insufficient funds: FAILED by the claim itself',
       refusal('INSUFFICIENT_FUNDS', 409),
       true,

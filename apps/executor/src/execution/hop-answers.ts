@@ -1,8 +1,9 @@
 import { PeerUnavailableError } from '@dlock/http-client';
 import { DlockError, type ErrorCode } from '@dlock/lock-api';
-import type { PayoutView } from '@dlock/payout-contract';
+import { isPayoutState, type PayoutView } from '@dlock/payout-contract';
 import type { Step } from '../metrics';
 import type { AttemptStep, Ending } from './attempt-step';
+import { nextStepFor } from './recovery';
 
 /**
  * What each hop's failure means for the attempt, as pure functions of the
@@ -43,14 +44,28 @@ function end(result: Ending): AttemptStep {
 /** P2's two answers that are not errors: someone else moved the payout on, or the funds are short. */
 export function afterClaimRefused(err: unknown, rereadIfMoved: boolean): AttemptStep | undefined {
   if (!(err instanceof DlockError)) return undefined;
-  if (err.code === 'PAYOUT_NOT_CLAIMABLE') {
-    return rereadIfMoved ? { to: 'reread' } : end({ kind: 'skipped', reason: 'not-claimable' });
-  }
+  if (err.code === 'PAYOUT_NOT_CLAIMABLE') return afterNotClaimable(err, rereadIfMoved);
   if (err.code === 'INSUFFICIENT_FUNDS') {
     // The claim itself moved the payout to FAILED; it never reaches the rail (A-09).
     return end({ kind: 'failed', reason: 'INSUFFICIENT_FUNDS' });
   }
   return undefined;
+}
+
+/**
+ * A claim refused because the payout is not in the state this worker read: a
+ * lost race with another worker, not a safety event (docs/executor.md,
+ * "Outcomes"). The refusal names the state it found under the row lock, so a
+ * payout already finished or quarantined is left without reading it again;
+ * any other state is read once and recovered by it.
+ */
+function afterNotClaimable(err: DlockError, rereadIfMoved: boolean): AttemptStep {
+  const found = err.details?.state;
+  if (isPayoutState(found)) {
+    const next = nextStepFor(found);
+    if (next.step === 'leave') return end({ kind: 'skipped', reason: next.why });
+  }
+  return rereadIfMoved ? { to: 'reread' } : end({ kind: 'skipped', reason: 'not-claimable' });
 }
 
 /**

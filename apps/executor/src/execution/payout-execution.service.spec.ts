@@ -51,7 +51,8 @@ const polled: PayoutSummary = {
 type Outcome = 'SUBMITTED' | 'ACKED' | 'REJECTED' | 'AMBIGUOUS';
 
 interface Options {
-  firstClaim?: 'ok' | 'not-claimable';
+  /** `posted-elsewhere`: the refusal names the state it found, POSTED (a lost race). */
+  firstClaim?: 'ok' | 'not-claimable' | 'posted-elsewhere';
   stateOnReread?: PayoutState;
   acquire?: () => Promise<void>;
   claim?: () => Promise<void>;
@@ -107,6 +108,12 @@ function harness(opts: Options = {}) {
       calls.push(`claim ${expected} ${fence.token}`);
       if (expected === 'PENDING' && opts.firstClaim === 'not-claimable') {
         throw new DlockError('PAYOUT_NOT_CLAIMABLE', 'moved on');
+      }
+      if (expected === 'PENDING' && opts.firstClaim === 'posted-elsewhere') {
+        throw new DlockError('PAYOUT_NOT_CLAIMABLE', 'moved on', {
+          httpStatus: 409,
+          details: { payoutId: 'p-1', state: 'POSTED', expectedState: 'PENDING' },
+        });
       }
       await (opts.claim ?? ok)();
       return { payoutId: polled.payoutId, state: 'CLAIMED' };
@@ -290,6 +297,12 @@ it('a stale poll of a payout already POSTED does nothing but release', async () 
     'get',
     'release',
   ]);
+});
+
+it('a claim that lost the race to another worker skips the payout without reading it', async () => {
+  const { calls, run } = harness({ firstClaim: 'posted-elsewhere' });
+  expect(await run()).toEqual({ kind: 'skipped', payoutId: 'p-1', reason: 'terminal' });
+  expect(effects(calls)).toEqual(['acquire payout:a-1 with-signal', 'claim PENDING 42', 'release']);
 });
 
 describe('acquire', () => {

@@ -158,7 +158,10 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
     this.metrics.inFlight.set(this.lanes.size);
   }
 
-  /** One account's payouts, one at a time. Contention or a fence ends the lane for this pass. */
+  /**
+   * One account's payouts, one at a time. Contention, a fence or a payout found already
+   * finished ends the lane for this pass.
+   */
   private async runLane(session: LockSession, lane: PayoutSummary[]): Promise<void> {
     for (const payout of lane) {
       if (this.stopping.signal.aborted) return;
@@ -170,6 +173,9 @@ export class PayoutPollingLoop implements OnApplicationBootstrap, BeforeApplicat
       if (kind === 'unavailable') return;
       // FENCED_OUT: a newer holder exists; this worker must not come back to the account this pass.
       if (kind === 'contended' || kind === 'fenced') return;
+      // Another worker went through this account's list since the poll: the rest of this
+      // lane is as stale, and each claim would only lose the same race (docs/executor.md).
+      if (kind === 'skipped') return;
     }
   }
 

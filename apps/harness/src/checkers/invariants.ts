@@ -2,6 +2,7 @@ import type { Client } from 'pg';
 import type { GrantRecord, RevocationRecord } from '../infra/lock-recorder';
 import { payoutLockKey, RailLookupClient, type RailTransfer } from '@dlock/payout-contract';
 import { withPg } from '../infra/postgres';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { checkGrantHistory, checkRevocations } from './history';
 
 export const INVARIANTS = [
@@ -40,6 +41,8 @@ export interface InvariantReport {
 
 const TERMINAL = new Set(['POSTED', 'FAILED', 'ABANDONED']);
 const LOOKUP_CONCURRENCY = 8;
+/** S2 is a read: one the loaded machine left unanswered within its 1 s is asked again. */
+const LOOKUP_ATTEMPTS = 3;
 
 interface PayoutRow {
   payout_id: string;
@@ -330,7 +333,7 @@ async function lookupTransfers(
   const rail = new RailLookupClient(stubUrl);
   const worker = async () => {
     for (let ref = queue.pop(); ref !== undefined; ref = queue.pop()) {
-      out.set(ref, (await rail.lookup(ref)).transfers);
+      out.set(ref, await lookupWithRetry(rail, ref));
     }
   };
   try {
@@ -339,6 +342,19 @@ async function lookupTransfers(
     rail.close();
   }
   return out;
+}
+
+async function lookupWithRetry(rail: RailLookupClient, ref: string): Promise<RailTransfer[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await rail.lookup(ref)).transfers;
+    } catch (err) {
+      if (attempt >= LOOKUP_ATTEMPTS || (err as { retrySafe?: boolean }).retrySafe !== true) {
+        throw err;
+      }
+      await sleep(500 * attempt);
+    }
+  }
 }
 
 function group<T>(rows: readonly T[], key: (row: T) => string): Map<string, T[]> {

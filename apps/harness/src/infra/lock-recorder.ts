@@ -23,8 +23,42 @@ export interface RevocationRecord {
   at: number;
 }
 
+/**
+ * One L1–L8 call as it passed the recorder, for the linearizability checker
+ * (docs/harness.md, "Linearizability"). Registered before it is forwarded, so
+ * a call the lock-server may already have acted on is never missing: until its
+ * answer is back it is `pending`; an answer that never came (the lock-server
+ * died, reset the connection or timed out) leaves it `lost`.
+ */
+export interface LockCall {
+  /** Order of arrival at the recorder. */
+  seq: number;
+  method: string;
+  /** Path and query, as sent. */
+  url: string;
+  /** `X-Owner-Id`, as sent. */
+  ownerId: string | null;
+  /** `X-Fencing-Token`, as sent (unparsed: a malformed one is the server's to refuse). */
+  fencingToken: string | null;
+  /** The JSON request body, or null. */
+  request: unknown;
+  /** performance.now() when the request reached the recorder. */
+  requestAt: number;
+  /** performance.now() when the whole answer was back; null while pending or when lost. */
+  responseAt: number | null;
+  outcome: 'pending' | 'answered' | 'lost';
+  status: number | null;
+  /** The JSON answer, or null. */
+  response: unknown;
+}
+
 const UPSTREAM_TIMEOUT_MS = 40_000;
 const BODY_MAX_BYTES = 1 << 20;
+/** Enough for a long soak (~50 k calls in 10 minutes); beyond it calls are counted, not kept. */
+const CALLS_MAX = 1_000_000;
+/** The lock-server's L1–L8 routes; listings, health and metrics are not recorded. */
+const LOCK_CALL_PATH =
+  /^\/v1\/(sessions(\/[^/]+(\/heartbeat)?)?|locks\/[^/]+(\/(acquire|renew|revoke))?)$/;
 
 /**
  * An HTTP reverse proxy in front of the lock-server that records every grant,
@@ -39,6 +73,10 @@ export class LockRecorder {
   /** Acquire answers by status, for evidence (e.g. 409/429 under contention, 5xx in outages). */
   readonly acquireStatuses = new Map<number, number>();
   upstreamFailures = 0;
+  /** Every L1–L8 call, in arrival order (the linearizability checker's history). */
+  readonly calls: LockCall[] = [];
+  /** Calls beyond CALLS_MAX, not kept: a history missing them cannot be judged. */
+  callsDropped = 0;
 
   private constructor(
     private readonly server: http.Server,
@@ -95,6 +133,7 @@ export class LockRecorder {
     req.on('error', () => req.socket.destroy());
     req.on('end', () => {
       const body = Buffer.concat(chunks);
+      const call = this.register(req, body, requestAt);
       const headers = { ...req.headers, host: `${this.target.host}:${this.target.port}` };
       const up = http.request(
         {
@@ -107,9 +146,13 @@ export class LockRecorder {
         (upRes) => {
           const out: Buffer[] = [];
           upRes.on('data', (c: Buffer) => out.push(c));
-          upRes.on('error', () => req.socket.destroy());
+          upRes.on('error', () => {
+            if (call) lose(call);
+            req.socket.destroy();
+          });
           upRes.on('end', () => {
             const payload = Buffer.concat(out);
+            if (call) answer(call, upRes.statusCode ?? 0, payload);
             this.record(req, upRes.statusCode ?? 0, payload, requestAt);
             res.writeHead(upRes.statusCode ?? 502, upRes.headers);
             res.end(payload);
@@ -118,11 +161,40 @@ export class LockRecorder {
       );
       up.on('timeout', () => up.destroy(new Error('upstream timeout')));
       up.on('error', () => {
+        if (call) lose(call);
         this.upstreamFailures++;
         req.socket.destroy();
       });
       up.end(body);
     });
+  }
+
+  /** Registers an L1–L8 call as pending before it goes upstream; null for anything else. */
+  private register(req: http.IncomingMessage, body: Buffer, requestAt: number): LockCall | null {
+    const url = req.url ?? '/';
+    const path = new URL(url, 'http://x').pathname;
+    // GET /v1/sessions is the console's listing, not L1.
+    if (!LOCK_CALL_PATH.test(path) || (req.method === 'GET' && path === '/v1/sessions'))
+      return null;
+    if (this.calls.length >= CALLS_MAX) {
+      this.callsDropped++;
+      return null;
+    }
+    const call: LockCall = {
+      seq: this.calls.length,
+      method: req.method ?? 'GET',
+      url,
+      ownerId: header(req, 'x-owner-id'),
+      fencingToken: header(req, 'x-fencing-token'),
+      request: body.length > 0 ? parse(body) : null,
+      requestAt,
+      responseAt: null,
+      outcome: 'pending',
+      status: null,
+      response: null,
+    };
+    this.calls.push(call);
+    return call;
   }
 
   private record(req: http.IncomingMessage, status: number, payload: Buffer, requestAt: number) {
@@ -165,6 +237,23 @@ export class LockRecorder {
       });
     }
   }
+}
+
+function answer(call: LockCall, status: number, payload: Buffer): void {
+  if (call.outcome !== 'pending') return;
+  call.outcome = 'answered';
+  call.status = status;
+  call.responseAt = performance.now();
+  call.response = payload.length > 0 ? parse(payload) : null;
+}
+
+function lose(call: LockCall): void {
+  if (call.outcome === 'pending') call.outcome = 'lost';
+}
+
+function header(req: http.IncomingMessage, name: string): string | null {
+  const v = req.headers[name];
+  return typeof v === 'string' ? v : null;
 }
 
 function parse(payload: Buffer): Record<string, unknown> | null {

@@ -62,6 +62,9 @@ export async function startEmbeddedPg(workDir: string): Promise<PgServer> {
 /** One short-lived client for the checkers and fixtures. */
 export async function withPg<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T> {
   const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  // A server that goes away mid-use (a soak's postgres-restart) fails the query in flight; without
+  // a listener the client's 'error' event would also end the whole harness process.
+  client.on('error', () => undefined);
   await client.connect();
   try {
     return await fn(client);

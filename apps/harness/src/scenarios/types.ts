@@ -1,5 +1,6 @@
 import type { FenceWatch } from '../checkers/fence-watch';
 import type { InvariantReport } from '../checkers/invariants';
+import type { LinearizabilityReport } from '../checkers/linearizability';
 import type { PgServer } from '../infra/postgres';
 import type { DlockSystem } from '../system';
 
@@ -26,6 +27,8 @@ export interface ScenarioResult extends ScenarioOutcome {
   title: string;
   passed: boolean;
   invariants: InvariantReport;
+  /** The lock-server history so far, judged by the linearizability checker. */
+  linearizability: LinearizabilityReport;
   durationMs: number;
 }
 

@@ -1,4 +1,5 @@
 import { INVARIANTS } from '../checkers/invariants';
+import { describeLinearizability, type LinearizabilityReport } from '../checkers/linearizability';
 import type { SoakResult } from './soak';
 
 /** The soak report, as markdown (printed and written to bench/reports/soak-<backend>.md). */
@@ -31,6 +32,10 @@ export function soakReport(r: SoakResult, note = ''): string {
   lines.push(`| rail transfers (S2 lookup) | ${r.railTransfers} |`);
   lines.push(`| lock grants recorded | ${r.grants} |`);
   lines.push(`| **invariant violations** | **${r.invariants.total}** |`);
+  lines.push(`| lock-server calls recorded | ${r.linearizability.calls} |`);
+  lines.push(
+    `| **linearizability of the lock-server** | **${r.linearizability.verdict}** (below) |`,
+  );
   lines.push('');
   lines.push('## Faults injected');
   lines.push('');
@@ -44,6 +49,39 @@ export function soakReport(r: SoakResult, note = ''): string {
   lines.push('');
   lines.push('</details>');
   lines.push('');
+  lines.push(...safetySection(r));
+  lines.push('## Invariants (INV-01..08)');
+  lines.push('');
+  lines.push(`| invariant | violations |`);
+  lines.push(`| --- | --- |`);
+  for (const id of INVARIANTS) lines.push(`| ${id} | ${r.invariants.violations[id].length} |`);
+  for (const id of INVARIANTS) {
+    for (const v of r.invariants.violations[id].slice(0, 10)) lines.push(`- ${id}: ${v}`);
+  }
+  lines.push('');
+  lines.push(...linearizabilitySection(r.linearizability));
+  return lines.join('\n');
+}
+
+/** The checker's verdict on every lock-server call of the soak (docs/harness.md, "Linearizability"). */
+function linearizabilitySection(l: LinearizabilityReport): string[] {
+  return [
+    '## Linearizability of the lock-server',
+    '',
+    `Every L1–L8 call the lock recorder saw, checked against the lock model of docs/harness.md ` +
+      `(${l.keys} keys, ${l.sessions} sessions, ${l.indeterminate} calls without an answer, ` +
+      `checked in ${(l.durationMs / 1000).toFixed(1)} s).`,
+    '',
+    '```',
+    ...describeLinearizability(l),
+    '```',
+    '',
+  ];
+}
+
+/** Safety events from the process logs, and how the ambiguous payouts ended. */
+function safetySection(r: SoakResult): string[] {
+  const lines: string[] = [];
   lines.push('## Safety events observed (from every process log, restarts included)');
   lines.push('');
   lines.push(`| event | count |`);
@@ -64,16 +102,7 @@ export function soakReport(r: SoakResult, note = ''): string {
       `the settlement window, P8 NOT_FOUND), ${a.abandoned} abandoned, ${a.open} still open.`,
   );
   lines.push('');
-  lines.push('## Invariants (INV-01..08)');
-  lines.push('');
-  lines.push(`| invariant | violations |`);
-  lines.push(`| --- | --- |`);
-  for (const id of INVARIANTS) lines.push(`| ${id} | ${r.invariants.violations[id].length} |`);
-  for (const id of INVARIANTS) {
-    for (const v of r.invariants.violations[id].slice(0, 10)) lines.push(`- ${id}: ${v}`);
-  }
-  lines.push('');
-  return lines.join('\n');
+  return lines;
 }
 
 function fmt(m: Record<string, number>): string {

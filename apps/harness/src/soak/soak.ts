@@ -1,12 +1,13 @@
 import { performance } from 'node:perf_hooks';
 import { INVARIANTS, type InvariantReport } from '../checkers/invariants';
+import { writeLockHistory, type LinearizabilityReport } from '../checkers/linearizability';
 import { addPayouts, createFixture } from '../fixtures';
 import { mulberry32 } from '@dlock/prng';
 import type { PgServer } from '../infra/postgres';
 import { withPg } from '../infra/postgres';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { checkSystem, startHarness } from '../runner';
-import type { Backend } from '../system';
+import { checkLockHistory, checkSystem, startHarness } from '../runner';
+import type { Backend, DlockSystem } from '../system';
 import { applicableKinds, inject, planFault, type FaultKind } from './faults';
 
 export interface SoakOptions {
@@ -22,6 +23,8 @@ export interface SoakOptions {
   log?: (m: string) => void;
   /** Aborts the fault phase early (Ctrl-C): the run still heals, drains and checks. */
   signal?: AbortSignal;
+  /** Where to save every lock-server call the recorder saw (JSON lines), if anywhere. */
+  lockHistoryOut?: string;
 }
 
 export interface SoakResult {
@@ -42,6 +45,8 @@ export interface SoakResult {
     open: number;
   };
   invariants: InvariantReport;
+  /** The whole run's lock-server history, judged by the linearizability checker. */
+  linearizability: LinearizabilityReport;
   railTransfers: number;
   grants: number;
 }
@@ -71,9 +76,6 @@ const SAFETY_EVENTS = [
  */
 export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const log = o.log ?? (() => undefined);
-  // Separate streams: the fault schedule must not depend on how many payouts the inflow drew.
-  const random = mulberry32(o.seed);
-  const inflowRandom = mulberry32(o.seed ^ 0x9e3779b9);
   const h = await startHarness({
     label: `soak${o.backend}`,
     backend: o.backend,
@@ -87,9 +89,6 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   });
   const { sys } = h;
   const startedAt = new Date().toISOString();
-  const t0 = performance.now();
-  const faults: SoakResult['faults'] = [];
-  let created = 0;
   try {
     const fx = await createFixture(sys.paydbUrl, {
       prefix: 'soak',
@@ -99,94 +98,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     });
     const nExec = o.executors ?? 3;
     for (let i = 0; i < nExec; i++) await sys.startExecutor(`soak-w${i + 1}`);
-    let endAt = t0 + o.minutes * 60_000;
-    o.signal?.addEventListener('abort', () => (endAt = performance.now()));
-    const kinds = applicableKinds(sys, o.pg);
-    const state = { etcdKills: 0 };
-
-    const inflow = async () => {
-      const perSecond = o.inflowPerSecond ?? 4;
-      while (performance.now() < endAt) {
-        const accounts = Array.from(
-          { length: perSecond },
-          () => fx.accountIds[Math.floor(inflowRandom() * fx.accountIds.length)],
-        );
-        try {
-          created += (
-            await addPayouts(sys.paydbUrl, accounts, 1, 100 + Math.floor(inflowRandom() * 10_000))
-          ).length;
-        } catch {
-          /* paydb restarting: this second's payouts are skipped */
-        }
-        await sleep(1_000);
-      }
-    };
-    const chaos = async () => {
-      await sleep(3_000);
-      while (performance.now() < endAt - 5_000) {
-        const planned = planFault(random, kinds);
-        const at = Math.round(performance.now() - t0);
-        try {
-          const what = await inject(sys, o.pg, planned, state);
-          if (what) {
-            faults.push({ atMs: at, kind: planned.kind, what });
-            log(`soak +${(at / 1000).toFixed(0)}s ${what}`);
-          }
-        } catch (err) {
-          faults.push({
-            atMs: at,
-            kind: planned.kind,
-            what: `injection failed: ${(err as Error).message}`,
-          });
-        }
-        await sleep(2_000 + Math.floor(random() * 4_000));
-      }
-    };
-    await Promise.all([inflow(), chaos()]);
-    const durationMs = Math.round(performance.now() - t0);
-
-    // Heal everything, make sure every executor runs, and let the backlog drain.
-    sys.lockNet.setFault({ kind: 'none' });
-    sys.railNet.setFault({ kind: 'none' });
-    for (const p of sys.executors.values()) if (!p.running()) await p.restart();
-    const d0 = performance.now();
-    const drainDeadline = d0 + 120_000;
-    while (performance.now() < drainDeadline) {
-      const open = await withPg(sys.paydbUrl, async (c) =>
-        Number(
-          (
-            await c.query<{ n: string }>(
-              `SELECT count(*)::text AS n FROM payout WHERE state NOT IN ('POSTED', 'FAILED', 'ABANDONED')`,
-            )
-          ).rows[0].n,
-        ),
-      ).catch(() => -1);
-      if (open === 0) break;
-      await sleep(1_000);
-    }
-    const drainMs = Math.round(performance.now() - d0);
+    const phase = await faultPhase(sys, o, fx.accountIds, log);
+    const drainMs = await healAndDrain(sys);
     await sys.stopExecutors();
+    // The lock history first: it is saved and judged even if a later check fails.
+    const linearizability = await checkHistory(sys, o.lockHistoryOut, log);
     await h.ctx.watch.trySample();
     const invariants = await checkSystem(sys, h.ctx.watch);
-    const ambiguous = await withPg(sys.paydbUrl, async (c) => {
-      const r = await c.query<{ state: string; n: string }>(
-        `SELECT p.state, count(*)::text AS n FROM payout p
-          WHERE EXISTS (SELECT 1 FROM payout_transition t WHERE t.payout_id = p.payout_id AND t.to_state = 'RAIL_AMBIGUOUS')
-          GROUP BY p.state`,
-      );
-      const by = Object.fromEntries(r.rows.map((x) => [x.state, Number(x.n)]));
-      const total = r.rows.reduce((n, x) => n + Number(x.n), 0);
-      return {
-        total,
-        resolvedPosted: by.POSTED ?? 0,
-        resolvedFailed: by.FAILED ?? 0,
-        abandoned: by.ABANDONED ?? 0,
-        open: total - (by.POSTED ?? 0) - (by.FAILED ?? 0) - (by.ABANDONED ?? 0),
-      };
-    });
     const all = sys.eventCounts();
     const faultsByKind: Record<string, number> = {};
-    for (const f of faults) faultsByKind[f.kind] = (faultsByKind[f.kind] ?? 0) + 1;
+    for (const f of phase.faults) faultsByKind[f.kind] = (faultsByKind[f.kind] ?? 0) + 1;
     return {
       options: {
         seed: o.seed,
@@ -198,15 +119,14 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         inflowPerSecond: o.inflowPerSecond ?? 4,
       },
       startedAt,
-      durationMs,
+      ...phase,
       drainMs,
-      payoutsCreated: created,
       payoutsByState: invariants.facts.payoutsByState,
-      faults,
       faultsByKind,
       safetyEvents: Object.fromEntries(SAFETY_EVENTS.map((e) => [e, all[e] ?? 0])),
-      ambiguous,
+      ambiguous: await ambiguousPayouts(sys.paydbUrl),
       invariants,
+      linearizability,
       railTransfers: invariants.facts.railTransfers,
       grants: invariants.facts.grants,
     };
@@ -215,6 +135,129 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   }
 }
 
+/**
+ * Payouts flow in (their own random stream: the fault schedule must not
+ * depend on how many payouts the inflow drew) while the seeded schedule
+ * injects one fault at a time, until the soak's minutes are over.
+ */
+async function faultPhase(
+  sys: DlockSystem,
+  o: SoakOptions,
+  accountIds: readonly string[],
+  log: (m: string) => void,
+): Promise<Pick<SoakResult, 'faults' | 'payoutsCreated' | 'durationMs'>> {
+  const random = mulberry32(o.seed);
+  const inflowRandom = mulberry32(o.seed ^ 0x9e3779b9);
+  const t0 = performance.now();
+  const faults: SoakResult['faults'] = [];
+  let created = 0;
+  let endAt = t0 + o.minutes * 60_000;
+  o.signal?.addEventListener('abort', () => (endAt = performance.now()));
+  const kinds = applicableKinds(sys, o.pg);
+  const state = { etcdKills: 0 };
+  const inflow = async () => {
+    const perSecond = o.inflowPerSecond ?? 4;
+    while (performance.now() < endAt) {
+      const accounts = Array.from(
+        { length: perSecond },
+        () => accountIds[Math.floor(inflowRandom() * accountIds.length)],
+      );
+      try {
+        created += (
+          await addPayouts(sys.paydbUrl, accounts, 1, 100 + Math.floor(inflowRandom() * 10_000))
+        ).length;
+      } catch {
+        /* paydb restarting: this second's payouts are skipped */
+      }
+      await sleep(1_000);
+    }
+  };
+  const chaos = async () => {
+    await sleep(3_000);
+    while (performance.now() < endAt - 5_000) {
+      const planned = planFault(random, kinds);
+      const at = Math.round(performance.now() - t0);
+      try {
+        const what = await inject(sys, o.pg, planned, state);
+        if (what) {
+          faults.push({ atMs: at, kind: planned.kind, what });
+          log(`soak +${(at / 1000).toFixed(0)}s ${what}`);
+        }
+      } catch (err) {
+        faults.push({
+          atMs: at,
+          kind: planned.kind,
+          what: `injection failed: ${(err as Error).message}`,
+        });
+      }
+      await sleep(2_000 + Math.floor(random() * 4_000));
+    }
+  };
+  await Promise.all([inflow(), chaos()]);
+  return { faults, payoutsCreated: created, durationMs: Math.round(performance.now() - t0) };
+}
+
+/** Heals every fault, makes sure every executor runs, and lets the backlog drain (up to 120 s). */
+async function healAndDrain(sys: DlockSystem): Promise<number> {
+  sys.lockNet.setFault({ kind: 'none' });
+  sys.railNet.setFault({ kind: 'none' });
+  for (const p of sys.executors.values()) if (!p.running()) await p.restart();
+  const d0 = performance.now();
+  const drainDeadline = d0 + 120_000;
+  while (performance.now() < drainDeadline) {
+    const open = await withPg(sys.paydbUrl, async (c) =>
+      Number(
+        (
+          await c.query<{ n: string }>(
+            `SELECT count(*)::text AS n FROM payout WHERE state NOT IN ('POSTED', 'FAILED', 'ABANDONED')`,
+          )
+        ).rows[0].n,
+      ),
+    ).catch(() => -1);
+    if (open === 0) break;
+    await sleep(1_000);
+  }
+  return Math.round(performance.now() - d0);
+}
+
+/** The linearizability checker over the whole run's lock-server calls, saved first if asked. */
+async function checkHistory(
+  sys: DlockSystem,
+  out: string | undefined,
+  log: (m: string) => void,
+): Promise<LinearizabilityReport> {
+  if (out) {
+    await writeLockHistory(out, sys.recorder.calls);
+    log(`${sys.recorder.calls.length} lock-server calls written to ${out}`);
+  }
+  log(`checking the linearizability of ${sys.recorder.calls.length} lock-server calls`);
+  const report = await checkLockHistory(sys);
+  log(`linearizability ${report.verdict}, checked in ${(report.durationMs / 1000).toFixed(1)} s`);
+  return report;
+}
+
+/** Payouts that went through RAIL_AMBIGUOUS, by how they ended. */
+async function ambiguousPayouts(paydbUrl: string): Promise<SoakResult['ambiguous']> {
+  return withPg(paydbUrl, async (c) => {
+    const r = await c.query<{ state: string; n: string }>(
+      `SELECT p.state, count(*)::text AS n FROM payout p
+        WHERE EXISTS (SELECT 1 FROM payout_transition t WHERE t.payout_id = p.payout_id AND t.to_state = 'RAIL_AMBIGUOUS')
+        GROUP BY p.state`,
+    );
+    const by = Object.fromEntries(r.rows.map((x) => [x.state, Number(x.n)]));
+    const total = r.rows.reduce((n, x) => n + Number(x.n), 0);
+    return {
+      total,
+      resolvedPosted: by.POSTED ?? 0,
+      resolvedFailed: by.FAILED ?? 0,
+      abandoned: by.ABANDONED ?? 0,
+      open: total - (by.POSTED ?? 0) - (by.FAILED ?? 0) - (by.ABANDONED ?? 0),
+    };
+  });
+}
+
+/** Invariant violations, plus one per key or session whose history is not linearizable. */
 export function soakViolations(r: SoakResult): number {
-  return INVARIANTS.reduce((n, id) => n + r.invariants.violations[id].length, 0);
+  const invariants = INVARIANTS.reduce((n, id) => n + r.invariants.violations[id].length, 0);
+  return invariants + r.linearizability.violations.length;
 }

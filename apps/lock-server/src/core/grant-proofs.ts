@@ -41,7 +41,9 @@ export class GrantProofs {
       sid: grant.sessionId,
       iat: Math.floor(grant.acquiredAt.getTime() / 1000),
     };
-    return this.ring.sign(GRANT_PROOF_TYPE, claims);
+    const proof = this.ring.sign(GRANT_PROOF_TYPE, claims);
+    this.verifier.remember(proof, claims);
+    return proof;
   }
 
   /**

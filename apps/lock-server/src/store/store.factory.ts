@@ -1,5 +1,6 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import type { LockServerConfig } from '../config';
+import { BrokenLockStore, type BrokenMode } from './broken-lock.store';
 import { etcdStoreProviders } from './etcd';
 import { LockStore, SessionRegistry } from './lock-store.port';
 import { pgStoreProviders } from './pg';
@@ -8,6 +9,10 @@ import { RevocationRequests } from './revocation-requests.port';
 
 /** The ONE place that picks the backend (FR-09): both sit behind LockStore and SessionRegistry. */
 export function storeProviders(config: LockServerConfig): Provider[] {
+  return withBrokenLockStore(backendProviders(config), config.LOCK_SERVER_BROKEN);
+}
+
+function backendProviders(config: LockServerConfig): Provider[] {
   switch (config.LOCK_BACKEND) {
     case 'pg':
       return pgStoreProviders(config);
@@ -18,6 +23,23 @@ export function storeProviders(config: LockServerConfig): Provider[] {
       throw new Error(`unknown LOCK_BACKEND ${String(unknown)}`);
     }
   }
+}
+
+/**
+ * LOCK_SERVER_BROKEN (harness only, refused without DLOCK_HARNESS=1 by
+ * config.ts): the backend's LockStore wrapped in one that breaks a rule on
+ * purpose, for the linearizability checker's negative controls (docs/harness.md).
+ */
+function withBrokenLockStore(providers: Provider[], mode: BrokenMode | 'off'): Provider[] {
+  if (mode === 'off') return providers;
+  return providers.map((p) => {
+    if (typeof p !== 'object' || p.provide !== LockStore || !('useFactory' in p)) return p;
+    const make = p.useFactory as (...deps: unknown[]) => LockStore | Promise<LockStore>;
+    return {
+      ...p,
+      useFactory: async (...deps: unknown[]) => new BrokenLockStore(await make(...deps), mode),
+    };
+  });
 }
 
 /**

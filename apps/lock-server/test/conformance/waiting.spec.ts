@@ -1,7 +1,6 @@
 import { http, waitFor } from '@dlock/testing';
 import { LockStore } from '../../src/store/lock-store.port';
 import { BACKENDS } from '../support/backends';
-import type { RunningLockServer } from '../support/in-process';
 import { LockApi } from '../support/lock-client';
 
 /** A gauge's value from the server's /metrics. */
@@ -15,10 +14,11 @@ async function gauge(url: string, name: string): Promise<number> {
  * A waiting acquire (L4 waitMillis) is handed the key as soon as it is freed
  * through this server: by a release, a revoke or the holder's session close.
  * The poll is set slower than any of these waits, so only the backend's own
- * wake-up (pg: the in-process signal; etcd: the watch) can meet them.
+ * wake-up (pg: the in-process signal, LISTEN/NOTIFY across replicas; etcd: the
+ * watch) can meet them.
  */
 describe.each(BACKENDS)('waiting acquires and activity gauges [$name]', (backend) => {
-  let server: RunningLockServer;
+  let server: Awaited<ReturnType<typeof backend.start>>;
   let api: LockApi;
 
   beforeAll(async () => {
@@ -72,6 +72,44 @@ describe.each(BACKENDS)('waiting acquires and activity gauges [$name]', (backend
       expect((await api.release(key, waiter, res.body.fencingToken, 'waiter')).status).toBe(204);
     },
   );
+
+  it('a release through another replica wakes a waiting acquire at once, not at the next poll', async () => {
+    const twin = await server.replica();
+    try {
+      const twinApi = new LockApi(twin.url);
+      const handOffsMs: number[] = [];
+      for (let round = 0; round < 5; round++) {
+        const key = `wake:replica-${round}`;
+        const holder = await api.session('holder', 30_000);
+        const waiter = await twinApi.session('waiter', 30_000);
+        const grant = await api.acquire(key, holder, 'holder', { ttlMillis: 30_000 });
+        expect(grant.status).toBe(200);
+        const waiting = twinApi.acquire(key, waiter, 'waiter', { waitMillis: 20_000 });
+        // The twin has announced its waiter once its gauge counts it (and a moment to deliver it).
+        await waitFor(
+          async () => (await gauge(twin.url, 'lock_server_waiting_acquires')) >= 1,
+          10_000,
+          'the acquire to wait on the twin',
+        );
+        await new Promise((r) => setTimeout(r, 200));
+        const freedAt = performance.now();
+        expect((await api.release(key, holder, grant.body.fencingToken, 'holder')).status).toBe(
+          204,
+        );
+        const res = await waiting;
+        handOffsMs.push(performance.now() - freedAt);
+        expect({ status: res.status, ownerId: res.body.ownerId }).toEqual({
+          status: 200,
+          ownerId: 'waiter',
+        });
+        expect(BigInt(res.body.fencingToken) > BigInt(grant.body.fencingToken)).toBe(true);
+      }
+      // A poll would take 5 s each time; a wake-up takes milliseconds (3 s: a loaded machine).
+      expect(Math.max(...handOffsMs)).toBeLessThan(3_000);
+    } finally {
+      await twin.stop();
+    }
+  });
 
   // Between two tries a waiting acquire sleeps until a wake-up or the poll,
   // whichever is first; a backend whose wait returned at once would turn every

@@ -8,14 +8,19 @@ import { startInProcess, type RunningLockServer } from './in-process';
 export interface BackendFixture {
   name: string;
   /** A lock-server on a fresh, empty backend; `env` overrides LOCK_* settings. */
-  start(env?: Record<string, string>): Promise<RunningLockServer>;
+  start(env?: Record<string, string>): Promise<RunningLockServer & { replica: Replica }>;
 }
+
+/** Another lock-server on the same backend (a second replica behind one Service). */
+type Replica = (env?: Record<string, string>) => Promise<RunningLockServer>;
 
 export const pgBackend: BackendFixture = {
   name: 'pg',
   async start(env = {}) {
     const url = await migratedDatabase('lockdb');
-    return startInProcess({ LOCK_BACKEND: 'pg', LOCKDB_URL: url, ...env });
+    const replica: Replica = (more = {}) =>
+      startInProcess({ LOCK_BACKEND: 'pg', LOCKDB_URL: url, ...env, ...more });
+    return { ...(await replica()), replica };
   },
 };
 
@@ -24,15 +29,19 @@ export const etcdBackend: BackendFixture = {
   name: 'etcd',
   async start(env = {}) {
     const etcd = await startEtcd({ label: 'conformance' });
-    try {
-      const server = await startInProcess({
+    const replica: Replica = (more = {}) =>
+      startInProcess({
         LOCK_BACKEND: 'etcd',
         ETCD_ENDPOINTS: etcd.endpoints.join(','),
         ...env,
+        ...more,
       });
+    try {
+      const server = await replica();
       return {
         url: server.url,
         app: server.app,
+        replica,
         async stop() {
           await server.stop();
           await etcd.stop();

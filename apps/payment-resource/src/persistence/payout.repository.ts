@@ -146,6 +146,9 @@ export interface PayoutStatsRow {
   /** p50, p90, p99 in ms; null when nothing was posted. */
   latency_ms: number[] | null;
   posted_count: number;
+  /** The same over every POSTED payout there is. */
+  latency_all_ms: number[] | null;
+  posted_all_count: number;
 }
 
 /** A fenced write's payout, row-locked, and this request's answer if one was already committed. */
@@ -310,18 +313,29 @@ export class PayoutRepository {
 
   /**
    * The console's overview in one statement, on the database's clock: payouts
-   * by state (all of them), and the payouts POSTED since the start of the
+   * by state (all of them: the maintained counts plus the deltas not yet folded
+   * in, both as of this statement's snapshot, so the answer is exact), and the payouts POSTED since the start of the
    * bucket holding now − `windowSeconds`, counted per bucket, with their
-   * created → POSTED latency percentiles. The posted set is read through
+   * created → POSTED latency percentiles, and those of every POSTED payout
+   * (all time, through payout_by_state). The posted set is read through
    * payout_terminal_by_time (its predicate and key expression repeated here
    * verbatim so the planner can use it). Buckets are aligned to multiples of
-   * `bucketSeconds` since the epoch, so they stay put between polls.
+   * `bucketSeconds` since the epoch, so they stay put between polls. Each call
+   * also folds the deltas into the counts (the `folded` and `counted` CTEs run
+   * whether read or not), so the deltas hold only the changes since the last
+   * poll (migrations/paydb/1796572800000-history-bounded.ts, docs/scale.md).
    */
   async stats(db: Db, windowSeconds: number, bucketSeconds: number): Promise<PayoutStatsRow> {
     const rows: PayoutStatsRow[] = await db.query(
       `WITH t AS (
          SELECT (floor((extract(epoch FROM clock_timestamp()) - $1) / $2) * $2)::float8 AS first_s,
                 (floor(extract(epoch FROM clock_timestamp()) / $2) * $2)::float8 AS last_s
+       ),
+       folded AS (DELETE FROM payout_state_delta RETURNING state, n),
+       counted AS (
+         INSERT INTO payout_state_count AS c (state, n)
+         SELECT state, sum(n) FROM folded GROUP BY state ORDER BY state
+             ON CONFLICT (state) DO UPDATE SET n = c.n + EXCLUDED.n
        ),
        posted AS (
          SELECT COALESCE(settled_at, updated_at) AS posted_at, created_at
@@ -331,7 +345,10 @@ export class PayoutRepository {
        )
        SELECT t.first_s, t.last_s,
          (SELECT COALESCE(json_object_agg(state, n), '{}')
-            FROM (SELECT state, count(*)::int AS n FROM payout GROUP BY state) s) AS by_state,
+            FROM (SELECT state, sum(n)::int AS n
+                    FROM (SELECT state, n FROM payout_state_count
+                          UNION ALL SELECT state, n FROM payout_state_delta) d
+                   GROUP BY state HAVING sum(n) <> 0) s) AS by_state,
          (SELECT COALESCE(json_object_agg(b, n), '{}')
             FROM (SELECT (floor(extract(epoch FROM posted_at) / $2) * $2)::bigint AS b,
                          count(*)::int AS n
@@ -339,8 +356,14 @@ export class PayoutRepository {
          (SELECT percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP
                    (ORDER BY extract(epoch FROM posted_at - created_at) * 1000)
             FROM posted) AS latency_ms,
-         (SELECT count(*)::int FROM posted) AS posted_count
-       FROM t`,
+         (SELECT count(*)::int FROM posted) AS posted_count,
+         a.latency_all_ms, a.posted_all_count
+       FROM t,
+         (SELECT percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP
+                   (ORDER BY extract(epoch FROM COALESCE(settled_at, updated_at) - created_at) * 1000)
+                   AS latency_all_ms,
+                 count(*)::int AS posted_all_count
+            FROM payout WHERE state = 'POSTED') a`,
       [windowSeconds, bucketSeconds],
     );
     return rows[0];

@@ -101,7 +101,10 @@ export class FencedWriter {
     private readonly metrics: PaymentMetrics,
     private readonly grants: GrantCheck,
     @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
-  ) {}
+  ) {
+    safety.guardsResource('account');
+    safety.watchesRegression('payment-resource');
+  }
 
   /** `T` is the route's 200 body (@dlock/payout-contract); a replay answers the stored one. */
   async run<T extends object>(

@@ -4,6 +4,7 @@ import {
   formatFencingToken,
   grantProofClaims,
   GRANT_PROOF_TYPE,
+  PROOF_REFUSALS,
   ProofRejectedError,
   type FencingToken,
 } from '@dlock/lock-api';
@@ -35,6 +36,7 @@ export class GrantCheck implements OnModuleInit {
     @Inject(PAYMENT_CONFIG) config: PaymentConfig,
     private readonly safety: SafetyEvents,
   ) {
+    safety.checksProofs('payment-resource', 'grant', PROOF_REFUSALS);
     this.verifier = new ProofVerifier({
       jwks: config.GRANT_JWKS,
       type: GRANT_PROOF_TYPE,

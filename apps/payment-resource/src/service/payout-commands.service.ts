@@ -1,5 +1,5 @@
 import type { FencedGrantHeaders } from '@dlock/http-contract';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import assert from 'node:assert/strict';
 import {
@@ -59,6 +59,7 @@ const RAIL_EVENT: Record<RailOutcomeKind, PayoutEvent> = {
 /** Rules of every payout write: which transition, what it records, what it answers. */
 @Injectable()
 export class PayoutCommands {
+  private readonly logger = new Logger('payouts');
   /** Clearing accounts this process has seen committed; spares the per-post existence insert. */
   private readonly knownClearing = new Set<string>();
 
@@ -81,14 +82,8 @@ export class PayoutCommands {
       this.command('claim', 'claim', payoutId, grant, body, false),
       async (tx, ctx) => {
         const payout = ctx.payout;
+        if (payout.state !== body.expectedState) throw this.staleClaim(payout, body, grant);
         this.allowed(payout, 'CLAIM', grant);
-        if (payout.state !== body.expectedState) {
-          throw new DlockError(
-            'PAYOUT_NOT_CLAIMABLE',
-            `payout is ${payout.state}, not the expected ${body.expectedState}`,
-            { details: { payoutId, state: payout.state, expectedState: body.expectedState } },
-          );
-        }
         let event: PayoutEvent = 'CLAIM';
         let availableMinor: number | undefined;
         if (payout.state === 'PENDING') {
@@ -367,6 +362,33 @@ export class PayoutCommands {
     };
   }
 
+  /**
+   * A claim whose expectedState no longer holds: the caller read the payout before
+   * another worker moved it on, and lost that race. Refused like any claim the state
+   * does not allow, but counted apart and logged at debug, not as an invalid_transition:
+   * every worker polling the same list meets it (docs/payment-resource.md).
+   */
+  private staleClaim(payout: Payout, body: ClaimRequest, grant: Grant): DlockError {
+    const { payoutId, state } = payout;
+    this.metrics.staleClaimsTotal.inc({ state });
+    this.logger.debug(
+      {
+        event: 'stale_claim',
+        payoutId,
+        state,
+        expectedState: body.expectedState,
+        actor: grant.ownerId,
+        traceId: grant.traceId,
+      },
+      'claim refused: the payout moved on since the caller read it',
+    );
+    return new DlockError(
+      'PAYOUT_NOT_CLAIMABLE',
+      `payout is ${state}, not the expected ${body.expectedState}`,
+      { details: { payoutId, state, expectedState: body.expectedState } },
+    );
+  }
+
   /** The table decides (INV-08); an unlisted pair is logged, counted and refused. */
   private allowed(
     payout: Payout,
@@ -378,7 +400,7 @@ export class PayoutCommands {
     this.safety.invalidTransition({
       payoutId: payout.payoutId,
       state: payout.state,
-      event,
+      payoutEvent: event,
       actor: who.ownerId,
       token: who.token === null ? null : formatFencingToken(who.token),
       ...(who.traceId === undefined ? {} : { traceId: who.traceId }),

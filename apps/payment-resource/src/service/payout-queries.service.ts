@@ -144,15 +144,13 @@ export class PayoutQueries {
       const at = new Date(s * 1000).toISOString();
       postedPerBucket.push({ at, count: row.posted_per_bucket[String(s)] ?? 0 });
     }
-    const [p50, p90, p99] = (row.latency_ms ?? [null, null, null]).map((v) =>
-      v === null ? null : Math.round(v),
-    );
     return {
       windowSeconds,
       byState,
       postedPerBucket,
       bucketSeconds: STATS_BUCKET_SECONDS,
-      latencyMillis: { p50, p90, p99, count: row.posted_count },
+      latencyMillis: percentiles(row.latency_ms, row.posted_count),
+      latencyMillisAllTime: percentiles(row.latency_all_ms, row.posted_all_count),
     };
   }
 
@@ -179,4 +177,12 @@ export class PayoutQueries {
       updatedAt: p.updatedAt.toISOString(),
     };
   }
+}
+
+/** p50, p90, p99 rounded to whole ms; null when nothing was posted. */
+function percentiles(ms: number[] | null, count: number): PayoutStats['latencyMillis'] {
+  const [p50, p90, p99] = (ms ?? [null, null, null]).map((v) =>
+    v === null ? null : Math.round(v),
+  );
+  return { p50, p90, p99, count };
 }

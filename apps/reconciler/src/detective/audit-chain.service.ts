@@ -1,34 +1,50 @@
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   AUDIT_CHAINS,
   describeBreak,
+  emptyCheckpoint,
   verifyChain,
-  type ChainReport,
+  verifyChainSince,
+  type ChainBreak,
+  type ChainCheckpoint,
   type ChainSpec,
 } from '@dlock/persistence';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
 import type { ReadOnlyDb } from '../db/read-only-db';
 import { LOCKDB, PAYDB, PROXYDB } from '../db/tokens';
 import { ReconcilerMetrics } from '../metrics';
 
+/** What one chain's verification found: the links that held, and its first break. */
+export interface AuditOutcome {
+  chain: string;
+  mode: 'checkpointed' | 'full';
+  verifiedRows: number;
+  firstBreak: ChainBreak | null;
+}
+
 /**
- * The audit chains' detective check (docs/audit.md): the same verification as
- * `npm run audit:verify`, on its own interval, read-only. It also remembers
- * how many partitions and links each chain had when it last verified intact:
- * records are only ever appended, so fewer next time (a tail or a whole
- * partition's chain removed while this process runs) is a break too. Bounded
- * memory: two numbers per chain, not every partition's head. Only the first
- * break of a chain is reported: everything after it is unverifiable until a
- * human has looked.
+ * The audit chains' detective check (docs/audit.md). Each pass verifies what
+ * was appended to every chain since its checkpoint (a verified, recorded
+ * point: "Checkpoints"), so its cost follows the new work, not the history
+ * (docs/scale.md); every RECONCILER_AUDIT_FULL_INTERVAL_MS a pass also walks
+ * each chain whole, as `npm run audit:verify` does, for what was changed
+ * before a checkpoint. Read-only; the checkpoints live in memory and, with
+ * RECONCILER_AUDIT_CHECKPOINT_FILE, in that file. Only the first break of a
+ * chain is reported, and its checkpoint stays where it was until a human has looked.
  */
 @Injectable()
 export class AuditChainService {
   private readonly logger = new Logger('audit');
-  private readonly seen = new Map<string, { partitions: number; links: number }>();
+  private checkpoints: Map<string, ChainCheckpoint> | null = null;
+  // The first full walk is one interval after the start: a restart does not read the history again.
+  private lastFull = Date.now();
 
   constructor(
     @Inject(LOCKDB) private readonly lockdb: ReadOnlyDb | null,
     @Inject(PAYDB) private readonly paydb: ReadOnlyDb,
     @Inject(PROXYDB) private readonly proxydb: ReadOnlyDb,
+    @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
     private readonly metrics: ReconcilerMetrics,
   ) {
     if (lockdb === null) {
@@ -39,28 +55,64 @@ export class AuditChainService {
     }
   }
 
-  /** Verifies every chain it can reach; answers the reports of those that could be read. */
-  async runPass(signal?: AbortSignal): Promise<ChainReport[]> {
-    const reports: ChainReport[] = [];
+  /** Verifies every chain it can reach; answers the outcomes of those that could be read. */
+  async runPass(signal?: AbortSignal): Promise<AuditOutcome[]> {
+    const checkpoints = await this.loadCheckpoints();
+    const every = this.config.RECONCILER_AUDIT_FULL_INTERVAL_MS;
+    const full = every > 0 && Date.now() - this.lastFull >= every;
+    const outcomes: AuditOutcome[] = [];
     let complete = true;
     for (const db of [this.lockdb, this.paydb, this.proxydb]) {
       if (db === null) continue;
       for (const spec of AUDIT_CHAINS[db.name]) {
-        if (signal?.aborted) return reports;
-        const report = await this.verify(db, spec, signal);
-        if (report) reports.push(report);
+        if (signal?.aborted) return outcomes;
+        const outcome = await this.verify(db, spec, checkpoints, full, signal);
+        if (outcome) outcomes.push(outcome);
         else complete = false;
       }
     }
-    if (complete) this.metrics.auditLastVerified.set(Date.now() / 1000);
-    return reports;
+    await this.saveCheckpoints(checkpoints);
+    if (complete) {
+      this.metrics.auditLastVerified.set(Date.now() / 1000);
+      if (full) this.lastFull = Date.now();
+    }
+    return outcomes;
   }
 
-  private async verify(db: ReadOnlyDb, spec: ChainSpec, signal?: AbortSignal) {
+  private async verify(
+    db: ReadOnlyDb,
+    spec: ChainSpec,
+    checkpoints: Map<string, ChainCheckpoint>,
+    full: boolean,
+    signal?: AbortSignal,
+  ): Promise<AuditOutcome | null> {
     const { chain } = spec;
-    let report: ChainReport;
+    const query = <R>(sql: string, params: unknown[], s?: AbortSignal) =>
+      db.query<R>(sql, params, s);
+    let outcome: AuditOutcome;
     try {
-      report = await verifyChain((sql, params, s) => db.query(sql, params, s), spec, { signal });
+      const since = await verifyChainSince(
+        query,
+        spec,
+        checkpoints.get(chain) ?? emptyCheckpoint(chain),
+        { settleMs: this.config.RECONCILER_AUDIT_SETTLE_MS, signal },
+      );
+      checkpoints.set(chain, since.checkpoint);
+      outcome = {
+        chain,
+        mode: 'checkpointed',
+        verifiedRows: Number(since.checkpoint.links),
+        firstBreak: since.firstBreak,
+      };
+      if (full && !outcome.firstBreak) {
+        const walked = await verifyChain(query, spec, { signal });
+        outcome = {
+          chain,
+          mode: 'full',
+          verifiedRows: walked.verifiedRows,
+          firstBreak: walked.firstBreak,
+        };
+      }
     } catch (err) {
       if (signal?.aborted) return null;
       this.metrics.auditErrorsTotal.inc({ chain });
@@ -72,35 +124,43 @@ export class AuditChainService {
       // The gauge keeps its last value: "could not look" is not "intact".
       return null;
     }
-    this.metrics.auditLinks.set({ chain }, report.verifiedRows);
-    this.shrunk(report);
-    const broken = report.firstBreak;
+    this.report(outcome);
+    return outcome;
+  }
+
+  private report(outcome: AuditOutcome): void {
+    const { chain, firstBreak: broken } = outcome;
+    this.metrics.auditLinks.set({ chain }, outcome.verifiedRows);
     this.metrics.auditBreaks.set({ chain }, broken ? 1 : 0);
     if (broken) {
       this.logger.error(
-        { event: 'audit_chain_break', ...broken, verifiedLinks: report.verifiedRows },
+        { event: 'audit_chain_break', ...broken, mode: outcome.mode },
         `audit chain broken: ${describeBreak(broken)}`,
       );
-    } else {
-      this.seen.set(chain, { partitions: report.partitions, links: report.verifiedRows });
     }
-    return report;
   }
 
-  /** An intact chain with fewer partitions or links than last time lost records: a break. */
-  private shrunk(report: ChainReport): void {
-    const before = this.seen.get(report.chain);
-    if (report.firstBreak || !before) return;
-    if (report.partitions >= before.partitions && report.verifiedRows >= before.links) return;
-    report.firstBreak = {
-      chain: report.chain,
-      table: report.table,
-      kind: 'truncated',
-      partition: null,
-      rowId: null,
-      seq: null,
-      expected: `${before.partitions} partition(s), ${before.links} link(s) or more`,
-      found: `${report.partitions} partition(s), ${report.verifiedRows} link(s)`,
-    };
+  /** Once per process: the file's checkpoints, or none (the first pass starts at the beginning). */
+  private async loadCheckpoints(): Promise<Map<string, ChainCheckpoint>> {
+    if (this.checkpoints) return this.checkpoints;
+    const file = this.config.RECONCILER_AUDIT_CHECKPOINT_FILE;
+    const loaded = new Map<string, ChainCheckpoint>();
+    if (file) {
+      const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return '[]';
+        throw err;
+      });
+      for (const cp of JSON.parse(text) as ChainCheckpoint[]) loaded.set(cp.chain, cp);
+    }
+    this.checkpoints = loaded;
+    return loaded;
+  }
+
+  /** Written whole to a new file, then renamed over the old one: a crash leaves one or the other. */
+  private async saveCheckpoints(checkpoints: Map<string, ChainCheckpoint>): Promise<void> {
+    const file = this.config.RECONCILER_AUDIT_CHECKPOINT_FILE;
+    if (!file) return;
+    await writeFile(`${file}.tmp`, JSON.stringify([...checkpoints.values()], null, 2), 'utf8');
+    await rename(`${file}.tmp`, file);
   }
 }

@@ -15,6 +15,12 @@ const TOKEN_MATCH_CHUNKS_MAX = 5_000;
 
 type WithTotal = { total: string };
 
+/** The last submission judged, in (creation time, id) order: the next run starts after it. */
+export interface SubmissionCursor {
+  createdAt: string;
+  submissionId: string;
+}
+
 function finding<R extends WithTotal>(rows: R[], map: (r: R) => Record<string, unknown>): Finding {
   return { violations: rows.length === 0 ? 0 : Number(rows[0].total), offenders: rows.map(map) };
 }
@@ -42,62 +48,35 @@ export const CheckQueries = {
     return finding(rows, (r) => ({ accountId: r.account_id, payoutIds: r.payout_ids }));
   },
 
-  /** INV-03: every transaction group sums to zero. */
-  async ledgerGroupsBalanced(paydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
-    const rows = await paydb.query<WithTotal & { txn_group_id: string; sum_minor: string }>(
-      `SELECT txn_group_id::text AS txn_group_id, sum(amount_minor)::text AS sum_minor,
-              count(*) OVER () AS total
-         FROM ledger_entry
-        GROUP BY txn_group_id
-       HAVING sum(amount_minor) <> 0
-        ORDER BY txn_group_id
-        LIMIT $1`,
-      [OFFENDERS_MAX],
-      signal,
-    );
-    return finding(rows, (r) => ({ txnGroupId: r.txn_group_id, sumMinor: r.sum_minor }));
-  },
-
-  /** INV-03 / FR-25: each account's cached balance equals the sum of its entries. */
-  async balanceEqualsLedger(paydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
-    const rows = await paydb.query<
-      WithTotal & { account_id: string; balance_minor: string; ledger_sum_minor: string }
-    >(
-      `SELECT a.account_id, a.balance_minor::text AS balance_minor,
-              COALESCE(l.sum_minor, 0)::text AS ledger_sum_minor, count(*) OVER () AS total
-         FROM account a
-         LEFT JOIN (SELECT account_id, sum(amount_minor) AS sum_minor
-                      FROM ledger_entry GROUP BY account_id) l USING (account_id)
-        WHERE a.balance_minor <> COALESCE(l.sum_minor, 0)
-        ORDER BY a.account_id
-        LIMIT $1`,
-      [OFFENDERS_MAX],
-      signal,
-    );
-    return finding(rows, (r) => ({
-      accountId: r.account_id,
-      balanceMinor: r.balance_minor,
-      ledgerSumMinor: r.ledger_sum_minor,
-    }));
-  },
-
   /**
    * INV-02: at most one submission per payout that was not FENCED or WITHDRAWN
    * (neither presented anything). Counts rows the unique index does not cover
    * (written with fencing off) on purpose.
    */
-  async oneLiveSubmissionPerPayout(proxydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
+  async oneLiveSubmissionPerPayout(
+    proxydb: ReadOnlyDb,
+    signal: AbortSignal | undefined,
+    scope: { since: string | null; payoutIds: string[] },
+  ): Promise<Finding> {
+    // Scoped to the payouts with a submission since `since` (rail_submission_by_time) and
+    // those found before, each read by rail_submission_by_payout; all of them when `since`
+    // is null (docs/scale.md).
+    const from =
+      scope.since === null
+        ? 'rail_submission'
+        : `(SELECT DISTINCT payout_id FROM rail_submission WHERE created_at > $2::timestamptz
+             UNION SELECT unnest($3::uuid[])) touched JOIN rail_submission USING (payout_id)`;
     const rows = await proxydb.query<WithTotal & { payout_id: string; submission_ids: string[] }>(
       `SELECT payout_id::text AS payout_id,
               array_agg(submission_id::text ORDER BY created_at, submission_id) AS submission_ids,
               count(*) OVER () AS total
-         FROM rail_submission
+         FROM ${from}
         WHERE outcome IS DISTINCT FROM 'FENCED' AND outcome IS DISTINCT FROM 'WITHDRAWN'
         GROUP BY payout_id
        HAVING count(*) > 1
         ORDER BY payout_id
         LIMIT $1`,
-      [OFFENDERS_MAX],
+      scope.since === null ? [OFFENDERS_MAX] : [OFFENDERS_MAX, scope.since, scope.payoutIds],
       signal,
     );
     return finding(rows, (r) => ({ payoutId: r.payout_id, submissionIds: r.submission_ids }));
@@ -107,17 +86,19 @@ export const CheckQueries = {
    * INV-07: every submission that reached (or may have reached) the rail was
    * made under a token paydb saw for that payout — a fenced write recorded in
    * the transition log, or the payout's token stamp. The two databases are
-   * separate, so the join happens here, chunk by chunk.
+   * separate, so the join happens here, chunk by chunk, from `from` on
+   * (rail_submission_by_time), answering where it stopped.
    */
   async submissionTokensMatchClaims(
     proxydb: ReadOnlyDb,
     paydb: ReadOnlyDb,
     graceMs: number,
-    signal?: AbortSignal,
-  ): Promise<Finding> {
+    signal: AbortSignal | undefined,
+    from: SubmissionCursor | null,
+  ): Promise<Finding & { after: SubmissionCursor | null }> {
     let violations = 0;
     const offenders: Record<string, unknown>[] = [];
-    let after: { createdAt: string; submissionId: string } | null = null;
+    let after = from;
     for (let chunk = 0; chunk < TOKEN_MATCH_CHUNKS_MAX; chunk++) {
       const subs: {
         submission_id: string;
@@ -168,7 +149,7 @@ export const CheckQueries = {
       after = { createdAt: last.created_at, submissionId: last.submission_id };
       if (subs.length < TOKEN_MATCH_CHUNK) break;
     }
-    return { violations, offenders };
+    return { violations, offenders, after };
   },
 
   /** INV-04 inputs: the account fences (paydb). */

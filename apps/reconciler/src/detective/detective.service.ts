@@ -6,6 +6,7 @@ import type { ReadOnlyDb } from '../db/read-only-db';
 import { PAYDB, PROXYDB } from '../db/tokens';
 import { ReconcilerMetrics } from '../metrics';
 import { CHECK_INVARIANT, CHECK_NAMES, type CheckName } from './check-names';
+import { CheckCursors } from './check-cursors';
 import { CheckQueries, OFFENDERS_MAX, type Finding } from './check-queries';
 import { TokenWatermarks, type Guard } from './token-watermarks';
 
@@ -38,6 +39,7 @@ export interface DetectiveRun {
 export class DetectiveService {
   private readonly logger = new Logger('detective');
   private readonly watermarks = new TokenWatermarks();
+  private readonly cursors: CheckCursors;
   private lastRun: DetectiveRun | null = null;
   private runs = 0;
 
@@ -47,7 +49,10 @@ export class DetectiveService {
     @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
     private readonly metrics: ReconcilerMetrics,
     private readonly safety: SafetyEvents,
-  ) {}
+  ) {
+    for (const guard of ['account', 'rail'] satisfies Guard[]) safety.watchesRegression(guard);
+    this.cursors = new CheckCursors(config.RECONCILER_CHECK_SETTLE_MS);
+  }
 
   report(): { runs: number; lastRun: DetectiveRun | null } {
     return { runs: this.runs, lastRun: this.lastRun };
@@ -121,13 +126,13 @@ export class DetectiveService {
       case 'one_in_flight_payout_per_account':
         return CheckQueries.oneInFlightPerAccount(this.paydb, signal);
       case 'ledger_group_balanced':
-        return CheckQueries.ledgerGroupsBalanced(this.paydb, signal);
+        return this.cursors.ledgerGroupsBalanced(this.paydb, signal);
       case 'balance_equals_ledger':
-        return CheckQueries.balanceEqualsLedger(this.paydb, signal);
+        return this.cursors.balanceEqualsLedger(this.paydb, signal);
       case 'one_live_submission_per_payout':
-        return CheckQueries.oneLiveSubmissionPerPayout(this.proxydb, signal);
+        return this.cursors.oneLiveSubmissionPerPayout(this.proxydb, signal);
       case 'submission_token_matches_claim':
-        return CheckQueries.submissionTokensMatchClaims(
+        return this.cursors.submissionTokensMatchClaims(
           this.proxydb,
           this.paydb,
           this.config.RECONCILER_TOKEN_MATCH_GRACE_MS,

@@ -35,7 +35,9 @@ export class TokenSourceCheck {
     private readonly sessions: LockSessionKeeper,
     private readonly metrics: ReconcilerMetrics,
     private readonly safety: SafetyEvents,
-  ) {}
+  ) {
+    safety.watchesRegression('lock_source');
+  }
 
   async probe(signal: AbortSignal): Promise<ProbeResult> {
     // Read first: a value read before the grant was minted before it.

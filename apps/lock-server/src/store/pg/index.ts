@@ -1,3 +1,4 @@
+import assert from 'node:assert';
 import type { Provider } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { initializeInBackground } from '@dlock/persistence';
@@ -11,11 +12,16 @@ import { PgRevocationRequests } from './pg-revocation-requests';
 import { RevocationRequests } from '../revocation-requests.port';
 import { PgSessionRegistry } from './pg-session.registry';
 import { ReleaseSignal } from './release-signal';
+import { PgWakeups } from './pg-wakeups';
 
-/** Closes the pool when the app shuts down (Nest calls this hook on provider instances). */
+/** Closes the pool and the listening connection when the app shuts down (Nest calls this hook). */
 class PgLifecycle {
-  constructor(private readonly db: PgDatabase) {}
+  constructor(
+    private readonly db: PgDatabase,
+    private readonly wakeups: PgWakeups,
+  ) {}
   async onApplicationShutdown(): Promise<void> {
+    await this.wakeups.stop();
     await this.db.close();
   }
 }
@@ -51,9 +57,19 @@ export function pgStoreProviders(config: LockServerConfig): Provider[] {
     },
     { provide: ReleaseSignal, useFactory: () => new ReleaseSignal() },
     {
+      provide: PgWakeups,
+      useFactory: (signal: ReleaseSignal) => {
+        assert(config.LOCKDB_URL, 'LOCKDB_URL is required for LOCK_BACKEND=pg (config.ts)');
+        const wakeups = new PgWakeups(config.LOCKDB_URL, signal);
+        wakeups.start();
+        return wakeups;
+      },
+      inject: [ReleaseSignal],
+    },
+    {
       provide: PgLifecycle,
-      useFactory: (db: PgDatabase) => new PgLifecycle(db),
-      inject: [PgDatabase],
+      useFactory: (db: PgDatabase, wakeups: PgWakeups) => new PgLifecycle(db, wakeups),
+      inject: [PgDatabase, PgWakeups],
     },
     {
       provide: LockStore,

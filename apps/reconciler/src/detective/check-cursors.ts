@@ -1,0 +1,163 @@
+import type { ReadOnlyDb } from '../db/read-only-db';
+import { CheckQueries, OFFENDERS_MAX, type Finding } from './check-queries';
+
+/**
+ * The detective checks that read append-only records, made to cost what was
+ * appended since their last run instead of the history (docs/scale.md). Each
+ * remembers, in memory, the database time its last run read up to (minus a
+ * settle time: a write begun earlier may commit later) and what it found:
+ * records are never changed or removed by the services, so a violation found
+ * stays one and is re-checked by key, and everything else is read once. The
+ * first run after a start reads from the beginning.
+ */
+export class CheckCursors {
+  private groups = { since: null as string | null, found: new Set<string>() };
+  private balances = { since: null as string | null, sums: new Map<string, bigint>() };
+  private submissions = { since: null as string | null, found: new Set<string>() };
+  private tokens = {
+    after: null as { createdAt: string; submissionId: string } | null,
+    found: [] as Record<string, unknown>[],
+    violations: 0,
+  };
+
+  constructor(private readonly settleMs: number) {}
+
+  /** INV-03: the groups written since the last run, and those found unbalanced before. */
+  async ledgerGroupsBalanced(paydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
+    const rows = await paydb.query<{ txn_group_id: string; sum_minor: string; until: string }>(
+      `WITH w AS (SELECT now() - make_interval(secs => $2::double precision / 1000) AS until),
+            touched AS (SELECT DISTINCT txn_group_id FROM ledger_entry
+                         WHERE created_at > COALESCE($1::timestamptz, '-infinity')
+                        UNION SELECT unnest($3::uuid[]))
+       SELECT g.txn_group_id::text AS txn_group_id, g.sum_minor::text AS sum_minor, w.until::text AS until
+         FROM w LEFT JOIN (SELECT l.txn_group_id, sum(l.amount_minor) AS sum_minor
+                             FROM ledger_entry l JOIN touched USING (txn_group_id)
+                            GROUP BY l.txn_group_id HAVING sum(l.amount_minor) <> 0) g ON true
+        ORDER BY 1`,
+      [this.groups.since, this.settleMs, [...this.groups.found]],
+      signal,
+    );
+    this.groups.since = rows[0].until;
+    const found = rows.filter((r) => r.txn_group_id !== null);
+    this.groups.found = new Set(found.map((r) => r.txn_group_id));
+    return {
+      violations: found.length,
+      offenders: found
+        .slice(0, OFFENDERS_MAX)
+        .map((r) => ({ txnGroupId: r.txn_group_id, sumMinor: r.sum_minor })),
+    };
+  }
+
+  /**
+   * INV-03 / FR-25: each account's balance against the sum of its entries, the
+   * sum kept here up to the settled time and the entries since read each run.
+   * An account that does not match is summed whole before it is reported, so
+   * a write that committed after its settle time is no false alarm.
+   */
+  async balanceEqualsLedger(paydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
+    const rows = await paydb.query<{
+      account_id: string;
+      balance_minor: string;
+      settled_minor: string;
+      recent_minor: string;
+      until: string;
+    }>(
+      `WITH w AS (SELECT now() - make_interval(secs => $2::double precision / 1000) AS until),
+            moved AS (SELECT l.account_id,
+                             sum(l.amount_minor) FILTER (WHERE l.created_at <= w.until) AS settled,
+                             sum(l.amount_minor) FILTER (WHERE l.created_at > w.until) AS recent
+                        FROM ledger_entry l, w
+                       WHERE l.created_at > COALESCE($1::timestamptz, '-infinity')
+                       GROUP BY l.account_id)
+       SELECT a.account_id, a.balance_minor::text AS balance_minor,
+              COALESCE(m.settled, 0)::text AS settled_minor, COALESCE(m.recent, 0)::text AS recent_minor,
+              w.until::text AS until
+         FROM account a CROSS JOIN w LEFT JOIN moved m USING (account_id)`,
+      [this.balances.since, this.settleMs],
+      signal,
+    );
+    const suspects: string[] = [];
+    for (const r of rows) {
+      const settled = (this.balances.sums.get(r.account_id) ?? 0n) + BigInt(r.settled_minor);
+      this.balances.sums.set(r.account_id, settled);
+      if (settled + BigInt(r.recent_minor) !== BigInt(r.balance_minor)) suspects.push(r.account_id);
+    }
+    if (rows.length > 0) this.balances.since = rows[0].until;
+    if (suspects.length === 0) return { violations: 0, offenders: [] };
+    return this.sumWhole(paydb, suspects, rows[0].until, signal);
+  }
+
+  /** The suspects' entries summed whole in one snapshot; their kept sums start again from these. */
+  private async sumWhole(
+    paydb: ReadOnlyDb,
+    accounts: string[],
+    until: string,
+    signal?: AbortSignal,
+  ): Promise<Finding> {
+    const rows = await paydb.query<{
+      account_id: string;
+      balance_minor: string;
+      ledger_sum_minor: string;
+      settled_minor: string;
+      total: string;
+    }>(
+      `SELECT a.account_id, a.balance_minor::text AS balance_minor,
+              COALESCE(sum(l.amount_minor), 0)::text AS ledger_sum_minor,
+              COALESCE(sum(l.amount_minor) FILTER (WHERE l.created_at <= $2::timestamptz), 0)::text
+                AS settled_minor
+         FROM account a LEFT JOIN ledger_entry l USING (account_id)
+        WHERE a.account_id = ANY($1::text[])
+        GROUP BY a.account_id, a.balance_minor
+        ORDER BY a.account_id`,
+      [accounts, until],
+      signal,
+    );
+    for (const r of rows) this.balances.sums.set(r.account_id, BigInt(r.settled_minor));
+    const found = rows.filter((r) => r.balance_minor !== r.ledger_sum_minor);
+    return {
+      violations: found.length,
+      offenders: found.slice(0, OFFENDERS_MAX).map((r) => ({
+        accountId: r.account_id,
+        balanceMinor: r.balance_minor,
+        ledgerSumMinor: r.ledger_sum_minor,
+      })),
+    };
+  }
+
+  /** INV-02: the payouts with a submission since the last run, and those found before. */
+  async oneLiveSubmissionPerPayout(proxydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {
+    const rows = await proxydb.query<{ until: string }>(
+      `SELECT (now() - make_interval(secs => $1::double precision / 1000))::text AS until`,
+      [this.settleMs],
+      signal,
+    );
+    const found = await CheckQueries.oneLiveSubmissionPerPayout(proxydb, signal, {
+      since: this.submissions.since,
+      payoutIds: [...this.submissions.found],
+    });
+    this.submissions.since = rows[0].until;
+    this.submissions.found = new Set(found.offenders.map((o) => String(o.payoutId)));
+    return found;
+  }
+
+  /** INV-07: the submissions not judged yet; a mismatch found stays one (both records are kept). */
+  async submissionTokensMatchClaims(
+    proxydb: ReadOnlyDb,
+    paydb: ReadOnlyDb,
+    graceMs: number,
+    signal?: AbortSignal,
+  ): Promise<Finding> {
+    const run = await CheckQueries.submissionTokensMatchClaims(
+      proxydb,
+      paydb,
+      graceMs,
+      signal,
+      this.tokens.after,
+    );
+    this.tokens.after = run.after;
+    this.tokens.violations += run.violations;
+    const room = OFFENDERS_MAX - this.tokens.found.length;
+    this.tokens.found.push(...run.offenders.slice(0, Math.max(room, 0)));
+    return { violations: this.tokens.violations, offenders: [...this.tokens.found] };
+  }
+}

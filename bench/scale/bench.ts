@@ -1,0 +1,181 @@
+/**
+ * `npm run bench:scale` (docs/scale.md): seeds paydb, proxydb and lockdb with
+ * a year of history (BENCH_SCALE_PAYOUTS payouts, default 2 million: three
+ * transitions, two postings and one rail attempt each, so about five times
+ * as many ledger and audit rows), then times every periodic or per-request
+ * read the services make, on the history and on empty databases, and prints
+ * each statement's plan (EXPLAIN ANALYZE) on the history. The reads are the
+ * services' own code (repositories, detective checks, the audit verifier),
+ * pointed at the seeded databases. Not part of `npm test`.
+ *
+ *   npm run build && BENCH_SCALE_PAYOUTS=200000 npm run bench:scale
+ *   BENCH_SCALE_PLANS=0 (no plans) BENCH_SCALE_REPEAT=5 BENCH_SCALE_BATCH=50000
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import 'reflect-metadata';
+import { DataSource } from 'typeorm';
+import { MIGRATIONS, type DatabaseName } from '../../migrations';
+import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
+import { loadGate, markNoisy, loadLine } from '../load-gate';
+import { seedLockdb, seedPaydb, seedProxydb, type SeedSize } from './seed';
+import { PASSES, type Recorder, type Statement } from './passes';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const PAYOUTS = Number(process.env.BENCH_SCALE_PAYOUTS ?? 2_000_000);
+const BATCH = Number(process.env.BENCH_SCALE_BATCH ?? 50_000);
+const REPEAT = Number(process.env.BENCH_SCALE_REPEAT ?? 5);
+const PLANS = process.env.BENCH_SCALE_PLANS !== '0';
+
+type Urls = Record<DatabaseName, string>;
+
+async function migrated(adminUrl: string, name: string, db: DatabaseName): Promise<string> {
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const ds = new DataSource({
+    type: 'postgres',
+    url: url.toString(),
+    migrations: MIGRATIONS[db],
+    logging: false,
+  });
+  await ds.initialize();
+  await ds.runMigrations({ transaction: 'each' });
+  await ds.destroy();
+  return url.toString();
+}
+
+async function databases(adminUrl: string, side: string): Promise<Urls> {
+  return {
+    lockdb: await migrated(adminUrl, `${side}_lockdb`, 'lockdb'),
+    paydb: await migrated(adminUrl, `${side}_paydb`, 'paydb'),
+    proxydb: await migrated(adminUrl, `${side}_proxydb`, 'proxydb'),
+  };
+}
+
+async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+async function seed(urls: Urls): Promise<void> {
+  const size: SeedSize = { payouts: PAYOUTS, batch: BATCH };
+  await withClient(urls.paydb, (c) => seedPaydb(c, size));
+  await withClient(urls.proxydb, (c) => seedProxydb(c, size));
+  await withClient(urls.lockdb, (c) => seedLockdb(c, size));
+  for (const url of Object.values(urls)) await withClient(url, (c) => c.query('VACUUM ANALYZE'));
+  const rows = await withClient(urls.paydb, (c) =>
+    c.query<{ t: string; n: string }>(
+      `SELECT 'payout' AS t, count(*)::text AS n FROM payout
+       UNION ALL SELECT 'payout_transition', count(*)::text FROM payout_transition
+       UNION ALL SELECT 'ledger_entry', count(*)::text FROM ledger_entry`,
+    ),
+  );
+  console.log(`[bench] history: ${rows.rows.map((r) => `${r.t} ${r.n}`).join(', ')}`);
+}
+
+/** A pass's statements, recorded as they run, each with the database it ran on. */
+function recorder(urls: Urls, clients: Record<DatabaseName, Client>): Recorder {
+  const seen: Statement[] = [];
+  return {
+    seen,
+    urls,
+    query: (db) => async (sql, params) => {
+      seen.push({ db, sql, params: params ?? [] });
+      return (await clients[db].query(sql, params)).rows;
+    },
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** Each pass REPEAT times on `urls`; answers the median milliseconds per pass, and the statements. */
+async function timePasses(urls: Urls): Promise<Map<string, { ms: number; seen: Statement[] }>> {
+  const clients = {} as Record<DatabaseName, Client>;
+  for (const db of Object.keys(urls) as DatabaseName[]) {
+    clients[db] = new Client({ connectionString: urls[db] });
+    await clients[db].connect();
+  }
+  const out = new Map<string, { ms: number; seen: Statement[] }>();
+  try {
+    for (const pass of PASSES) {
+      const state = await pass.prepare?.(urls);
+      const times: number[] = [];
+      let seen: Statement[] = [];
+      for (let r = 0; r < (pass.repeat ?? REPEAT); r++) {
+        const rec = recorder(urls, clients);
+        const started = process.hrtime.bigint();
+        await pass.run(rec, state);
+        times.push(Number(process.hrtime.bigint() - started) / 1e6);
+        seen = rec.seen;
+      }
+      out.set(pass.name, { ms: median(times), seen });
+    }
+  } finally {
+    await Promise.all(Object.values(clients).map((c) => c.end()));
+  }
+  return out;
+}
+
+/** The plan of each distinct statement a pass ran last, with the rows it actually read. */
+async function plans(urls: Urls, seen: Statement[]): Promise<string[]> {
+  const out: string[] = [];
+  const distinct = new Map(seen.map((s) => [s.sql, s]));
+  for (const s of distinct.values()) {
+    const plan = await withClient(urls[s.db], (c) =>
+      c.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${s.sql}`,
+        s.params,
+      ),
+    ).catch((err: Error) => ({ rows: [{ 'QUERY PLAN': `(not explained: ${err.message})` }] }));
+    out.push(`-- ${s.db}\n${plan.rows.map((r) => r['QUERY PLAN']).join('\n')}`);
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const gate = loadGate('bench:scale');
+  // The seals take an advisory lock per rail attempt: a batch holds one per row until it commits.
+  const pg = await startEmbeddedPostgres({
+    dir: path.join(ROOT, '.tmp', 'bench-scale-pg'),
+    settings: ['max_locks_per_transaction=1024'],
+  });
+  try {
+    const empty = await databases(pg.adminUrl, 'empty');
+    const history = await databases(pg.adminUrl, 'history');
+    console.log(`[bench] seeding ${PAYOUTS} payouts (batches of ${BATCH})`);
+    await seed(history);
+    const onEmpty = await timePasses(empty);
+    const onHistory = await timePasses(history);
+    console.log(
+      `\n| pass | empty (ms) | ${PAYOUTS} payouts of history (ms) |\n| --- | ---: | ---: |`,
+    );
+    for (const pass of PASSES) {
+      const [e, h] = [onEmpty.get(pass.name)!.ms, onHistory.get(pass.name)!.ms];
+      console.log(`| ${pass.name} | ${e.toFixed(1)} | ${h.toFixed(1)} |`);
+    }
+    if (PLANS) {
+      for (const pass of PASSES) {
+        console.log(`\n### ${pass.name}\n`);
+        for (const plan of await plans(history, onHistory.get(pass.name)!.seen)) console.log(plan);
+      }
+    }
+    console.log(`\n${markNoisy(gate, loadLine(gate))} (${os.cpus().length} CPUs)`);
+  } finally {
+    await pg.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error('[bench] failed:', err);
+  process.exit(1);
+});
