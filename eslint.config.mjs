@@ -3,6 +3,58 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
+/** Projects talk to each other through @dlock/* aliases, never by reaching into a sibling's folder. */
+const THROUGH_ALIASES = {
+  group: ['**/apps/**', '**/libs/**'],
+  message: 'Cross-project imports go through @dlock/* aliases.',
+};
+
+/**
+ * The libraries' layers, lowest first (docs/architecture.md, "Layers"): a
+ * library imports only libraries of lower layers, never one beside or above
+ * it. libs/testing and the apps sit above them all.
+ */
+const LAYERS = [
+  ['lock-api', 'config', 'prng', 'polling'],
+  ['tracing', 'identity', 'persistence'],
+  ['http-client'],
+  ['http-contract'],
+  ['lock-client', 'payout-contract'],
+  ['lock-nest'],
+  ['observability'],
+];
+
+/** One config per library: every library not below it is refused by name. */
+const layerRules = LAYERS.flatMap((layer, rank) =>
+  layer.map((lib) => {
+    const notBelow = LAYERS.slice(rank)
+      .flat()
+      .filter((other) => other !== lib);
+    return {
+      files: [`libs/${lib}/**/*.ts`],
+      ignores: ['**/*.spec.ts'],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            patterns: [
+              THROUGH_ALIASES,
+              ...(notBelow.length === 0
+                ? []
+                : [
+                    {
+                      group: notBelow.map((other) => `@dlock/${other}`),
+                      message: `libs/${lib} is in layer ${rank}: it imports only lower layers (docs/architecture.md, "Layers").`,
+                    },
+                  ]),
+            ],
+          },
+        ],
+      },
+    };
+  }),
+);
+
 export default tseslint.config(
   {
     ignores: [
@@ -46,20 +98,10 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-call': 'off',
       '@typescript-eslint/no-unsafe-return': 'off',
       '@typescript-eslint/unbound-method': 'off',
-      // Projects talk to each other through @dlock/* aliases, never by reaching into a sibling's folder.
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['**/apps/**', '**/libs/**'],
-              message: 'Cross-project imports go through @dlock/* aliases.',
-            },
-          ],
-        },
-      ],
+      'no-restricted-imports': ['error', { patterns: [THROUGH_ALIASES] }],
     },
   },
+  ...layerRules,
   {
     // NFR-16: the API library is dependency-free.
     files: ['libs/lock-api/**/*.ts'],

@@ -17,6 +17,8 @@ const swc = [
 // The packages' entry points, as tsconfig's paths name them: sources, never the built packages.
 const moduleNameMapper = {
   '^@dlock/lock-client/testing$': '<rootDir>/libs/lock-client/src/testing',
+  '^@dlock/http-contract/schema$': '<rootDir>/libs/http-contract/src/schema',
+  '^@dlock/payout-contract/fence-floor$': '<rootDir>/libs/payout-contract/src/fence-floor',
   '^@dlock/([a-z-]+)$': '<rootDir>/libs/$1/src',
 };
 const common = {
@@ -24,7 +26,8 @@ const common = {
   transform: { '^.+\\.ts$': swc, '/node_modules/jose/.+\\.js$': swc },
   transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   moduleNameMapper,
-  testEnvironment: 'node',
+  // Kills what a test file started and left running, also when it failed (test/environment.js).
+  testEnvironment: '<rootDir>/test/environment.js',
   rootDir: __dirname,
   // A running `npm run test:mutation` keeps copies of the repository there, and
   // `npm run pack:libs` assembles the packages there (scripts/packages.js).

@@ -40,7 +40,20 @@ async function readerLogin(url) {
   }
 }
 
+/**
+ * Where the workers note the process groups they start, one empty file per
+ * group, so the global teardown can kill those a crashed worker left
+ * (libs/testing/src/children.ts).
+ */
+function pidsDir() {
+  const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+  const dir = path.join(root, '.tmp', `test-pids-${process.pid}`);
+  mkdirSync(dir, { recursive: true });
+  process.env.DLOCK_TEST_PIDS_DIR = dir;
+}
+
 export default async function globalSetup() {
+  pidsDir();
   await startPostgres();
   await readerLogin(process.env.DLOCK_TEST_PG_URL);
 }

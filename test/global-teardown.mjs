@@ -1,6 +1,21 @@
-import { rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+
+/** Kills the process groups a worker that died before its file ended left behind (libs/testing/src/children.ts). */
+function killLeftGroups() {
+  const dir = process.env.DLOCK_TEST_PIDS_DIR;
+  if (dir === undefined || !existsSync(dir)) return;
+  for (const name of readdirSync(dir, { withFileTypes: true }).map((e) => e.name)) {
+    try {
+      process.kill(-Number(name), 'SIGKILL');
+    } catch {
+      // the group is gone already
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
 
 export default async function globalTeardown() {
+  killLeftGroups();
   const state = globalThis.__DLOCK_PG__;
   if (!state) return;
   await state.pg.stop().catch(() => undefined);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 /**
  * Lock-server benchmark (pg backend): acquire+release pairs per second and
  * latency percentiles, over HTTP through the real lock-server process and,
@@ -50,8 +51,6 @@ const LEASE_MS = 30_000;
 const POOL_MAX = process.env.BENCH_LOCKDB_POOL_MAX;
 const REPORT = path.join(ROOT, 'bench', 'reports', 'lock-server-pg.md');
 const NOTES_MARKER = '<!-- notes: kept when the bench rewrites this report -->';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Postgres {
   url: string;

@@ -9,11 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { cachedBearer, testAuthEnv } from '../../libs/testing/src/identity';
 import { freePort } from '../../libs/testing/src/process';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const ROOT = path.resolve(__dirname, '..', '..', '..');
 export const DATA_ROOT = path.join(ROOT, '.tmp');
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export { sleep };
 
 export { freePort };
 

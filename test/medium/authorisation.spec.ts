@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +15,7 @@ import {
   testBearer,
   tableSnapshot,
   type RunningApp,
+  spawnGroup,
 } from '@dlock/testing';
 
 /**
@@ -521,7 +521,7 @@ describe('a policy file with a mistake', () => {
   ])('stops %s at start: exit code 1, the line and entry named', async (app, env) => {
     const auth = await testAppAuthEnv('bad-policy');
     const exit = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
-      const proc = spawn(process.execPath, [path.join('dist', 'apps', app, 'main.js')], {
+      const proc = spawnGroup(process.execPath, [path.join('dist', 'apps', app, 'main.js')], {
         cwd: REPO_ROOT,
         env: {
           PATH: process.env.PATH ?? '',

@@ -1,11 +1,10 @@
 // A bad database or peer URL is refused at start: exit code 1 and the
 // variable named on stderr, never a silent fallback to localhost or a stack
 // trace naming nothing (issue 19 §10). Real built entrypoints.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT, freePort, testAppAuthEnv } from '@dlock/testing';
+import { REPO_ROOT, freePort, testAppAuthEnv, spawnGroup } from '@dlock/testing';
 
 interface Exit {
   code: number | null;
@@ -18,7 +17,7 @@ async function run(args: string[], env: Record<string, string>, cwd = REPO_ROOT)
   return new Promise((resolve, reject) => {
     const [entry, ...rest] = args;
     // The entry file from the repository, wherever the process runs (a case sets its own cwd).
-    const proc = spawn(process.execPath, [path.resolve(REPO_ROOT, entry), ...rest], {
+    const proc = spawnGroup(process.execPath, [path.resolve(REPO_ROOT, entry), ...rest], {
       cwd,
       env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...auth, ...env },
       stdio: ['ignore', 'ignore', 'pipe'],

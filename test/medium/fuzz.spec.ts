@@ -20,22 +20,11 @@ import {
   withClient,
   type RunningApp,
 } from '@dlock/testing';
+import { mulberry32 } from '@dlock/prng';
 
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 1_500);
 const CONCURRENCY = 6;
 const SEED = Number(process.env.FUZZ_SEED ?? randomInt(1, 2 ** 31));
-
-/** mulberry32: small, seedable, good enough to pick cases. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Rand = () => number;
 const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
@@ -499,7 +488,7 @@ describe(`fuzz: malformed requests to every route of every service (FUZZ_SEED=${
     dbs = [lockdb, paydb, proxydb];
     const accountId = await seedFundedAccount(paydb);
     const payoutId = await seedPendingPayout(paydb, accountId);
-    const r = prng(SEED ^ 0x5eed);
+    const r = mulberry32(SEED ^ 0x5eed);
     ids = {
       accountId,
       payoutId,
@@ -543,7 +532,7 @@ describe(`fuzz: malformed requests to every route of every service (FUZZ_SEED=${
   it(`answers ${REQUESTS} malformed requests with 4xx envelopes and changes nothing`, async () => {
     console.log(`fuzz seed ${SEED} (replay: FUZZ_SEED=${SEED})`);
     const before = await snapshot(dbs, journal);
-    const r = prng(SEED);
+    const r = mulberry32(SEED);
     const plan = Array.from({ length: REQUESTS }, () => {
       const route = pick(r, ROUTES);
       return { route, raw: request(route, r, ids) };

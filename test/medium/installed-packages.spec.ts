@@ -6,7 +6,7 @@
 // against a real lock-server. A package that reaches into the repository (a
 // path to it, a file left out of `files`, an import of an unpublished
 // @dlock/* library) fails here.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import {
   cpSync,
   existsSync,
@@ -34,6 +34,7 @@ import {
   waitFor,
   withClient,
   type RunningApp,
+  spawnGroup,
 } from '@dlock/testing';
 
 interface PackageJson {
@@ -124,7 +125,7 @@ function run(
   timeoutMs = 300_000,
 ): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawnGroup(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.add(proc);
     let out = '';
     proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -226,7 +227,7 @@ const teamApps: ChildProcess[] = [];
 /** The example's main.js as `ownerId`, answering HTTP (its readiness may still say no session). */
 async function startTeamApp(ownerId: string): Promise<{ url: string; output: () => string }> {
   const port = await freePort();
-  const proc = spawn(process.execPath, ['dist/main.js'], {
+  const proc = spawnGroup(process.execPath, ['dist/main.js'], {
     cwd: app,
     env: {
       PATH: process.env.PATH ?? '',

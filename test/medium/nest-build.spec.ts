@@ -2,17 +2,17 @@
 // apps/<app>/tsconfig.app.json): dist/apps/<app>/main.js beside dist/libs/…,
 // aliases rewritten, so the entry boots as `npm run build`'s does. Built here
 // into a directory of its own, never over the dist/ other tests run.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT, freePort, waitFor } from '@dlock/testing';
+import { REPO_ROOT, freePort, waitFor, spawnGroup } from '@dlock/testing';
 
 /** Under the repository (.tmp/ is ignored), so the output resolves node_modules as dist/ does. */
 const outDir = path.join(REPO_ROOT, '.tmp', `nest-build-${process.pid}`);
 
 function run(cmd: string, args: string[]): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(cmd, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawnGroup(cmd, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     proc.stdout.on('data', (c: Buffer) => (output += c.toString()));
     proc.stderr.on('data', (c: Buffer) => (output += c.toString()));
@@ -54,7 +54,7 @@ describe('npx nest build <app>', () => {
     expect(existsSync(path.join(outDir, 'dist', 'libs', 'config', 'src', 'index.js'))).toBe(true);
 
     const port = await freePort();
-    app = spawn(process.execPath, [main], {
+    app = spawnGroup(process.execPath, [main], {
       cwd: outDir,
       env: {
         PATH: process.env.PATH ?? '',

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import {
   chmodSync,
@@ -13,7 +13,7 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FaultPlan } from '../../apps/rail-stub/src/fault-plan';
-import { REPO_ROOT, portListening, sleep, waitFor, withClient } from '@dlock/testing';
+import { REPO_ROOT, portListening, sleep, waitFor, withClient, spawnGroup } from '@dlock/testing';
 
 /**
  * `npm start` as a user runs it, stopped the way a terminal stops it: a signal
@@ -93,9 +93,8 @@ interface StartRun {
 /** `npm start` in a process group of its own, as a terminal starts it (prestart: the build ran). */
 function npmStart(): StartRun {
   const id = randomUUID();
-  const npm = spawn('npm', ['start', '--ignore-scripts', '--silent'], {
+  const npm = spawnGroup('npm', ['start', '--ignore-scripts', '--silent'], {
     cwd: REPO_ROOT,
-    detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH ?? '',

@@ -10,7 +10,7 @@
 // Deviations, all forced by sharing one machine: PORT is a free port, the
 // database URLs are this run's embedded PostgreSQL, and AUTH_POLICY is the
 // repository file the deployment mounts.
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -32,6 +32,7 @@ import {
   migratedDatabase,
   testSigningKeys,
   waitFor,
+  spawnGroup,
 } from '@dlock/testing';
 
 const APPS = [
@@ -146,7 +147,7 @@ function startAsNobody(
   proc: ChildProcess;
   output: () => string;
 } {
-  const proc = spawn('sh', [path.join(REPO_ROOT, 'deploy/docker/entrypoint.sh')], {
+  const proc = spawnGroup('sh', [path.join(REPO_ROOT, 'deploy/docker/entrypoint.sh')], {
     cwd: sandbox.appDir,
     uid: nobody.uid,
     gid: nobody.gid,

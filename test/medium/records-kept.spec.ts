@@ -6,6 +6,7 @@ import { railClientRef } from '@dlock/payout-contract';
 import {
   REPO_ROOT,
   createDatabase,
+  migratedDatabase,
   seedFundedAccount,
   seedPendingPayout,
   withClient,
@@ -37,6 +38,11 @@ function typeorm(
   return runNode(TYPEORM, [command, '-d', dataSource], { [URL_VAR[db]]: url, ...env });
 }
 
+/**
+ * Migrated by the CLI, as an operator does: the first test checks what it applied. The
+ * other tests start from migratedDatabase (the same migrations, run once per test run)
+ * and revert through the CLI.
+ */
 async function cliMigrated(db: DatabaseName): Promise<string> {
   const url = await createDatabase(`${db}_cli`);
   const run = await typeorm('migration:run', db, url);
@@ -107,7 +113,9 @@ describe('records are never removed; down migrations never rewind a token source
   const urls = {} as Record<DatabaseName, string>;
 
   beforeAll(async () => {
-    for (const db of ['lockdb', 'paydb', 'proxydb'] as const) urls[db] = await cliMigrated(db);
+    const dbs = ['lockdb', 'paydb', 'proxydb'] as const;
+    const migrated = await Promise.all(dbs.map((db) => cliMigrated(db)));
+    dbs.forEach((db, i) => (urls[db] = migrated[i]));
   });
 
   it('the TypeORM CLI applies every registered migration of each database', async () => {
@@ -187,7 +195,7 @@ describe('records are never removed; down migrations never rewind a token source
   });
 
   it('lockdb: a revocation request is kept, and its migration refuses to revert over one', async () => {
-    const lockdb = await cliMigrated('lockdb');
+    const lockdb = await migratedDatabase('lockdb');
     await withClient(lockdb, (c) =>
       c.query(
         `INSERT INTO lock_revocation_request
@@ -218,9 +226,9 @@ describe('records are never removed; down migrations never rewind a token source
   });
 
   it('revert refuses to drop fencing_token_seq, rail_high_water or account.fence without the override', async () => {
-    const lockdb = await cliMigrated('lockdb');
-    const proxydb = await cliMigrated('proxydb');
-    const paydb = await cliMigrated('paydb');
+    const lockdb = await migratedDatabase('lockdb');
+    const proxydb = await migratedDatabase('proxydb');
+    const paydb = await migratedDatabase('paydb');
     await withClient(lockdb, (c) => c.query(`SELECT setval('fencing_token_seq', 1000000)`));
     await withClient(proxydb, (c) =>
       c.query(`INSERT INTO rail_high_water (account_id, highest_token) VALUES ('acct-1', 1000000)`),
@@ -272,7 +280,7 @@ describe('records are never removed; down migrations never rewind a token source
   });
 
   it('proxydb: the WITHDRAWN migration does not revert over a WITHDRAWN row (it would lose it)', async () => {
-    const proxydb = await cliMigrated('proxydb');
+    const proxydb = await migratedDatabase('proxydb');
     await withClient(proxydb, (c) =>
       c.query(
         `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +20,7 @@ import {
   type RunningApp,
   testTokenProvider,
   testTokenDir,
+  spawnGroup,
 } from '@dlock/testing';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
@@ -210,7 +210,7 @@ async function run(
   // The operator's tokens, one file per service, as docs/security.md tells an operator to get them.
   const DLOCK_TOKENS = await testTokenDir('operator');
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, {
+    const child = spawnGroup(cmd, args, {
       cwd: REPO_ROOT,
       env: {
         PATH: process.env.PATH ?? '',

@@ -1,8 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT, waitFor } from '@dlock/testing';
+import { REPO_ROOT, waitFor, spawnGroup } from '@dlock/testing';
 import { alive } from '../../scripts/start-processes';
 
 /**
@@ -63,9 +63,8 @@ async function supervisor(): Promise<Supervisor> {
   const dir = mkdtempSync(path.join(tmpdir(), 'dlock-watchdog-'));
   writeFileSync(path.join(dir, 'member.js'), MEMBER);
   writeFileSync(path.join(dir, 'supervisor.js'), SUPERVISOR);
-  const proc = spawn(process.execPath, ['supervisor.js', dir, path.join(dir, 'member.js')], {
+  const proc = spawnGroup(process.execPath, ['supervisor.js', dir, path.join(dir, 'member.js')], {
     cwd: dir,
-    detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -138,9 +138,13 @@ test('fail closed: with the lock-server stopped no payout proceeds and the backl
       10_000,
       'session_lost',
     );
-    await sleep(500);
+    // The backlog ages while nothing proceeds: a deadline, not a guess at how long that takes.
+    await waitFor(
+      async () => (await metric(worker.url, 'payout_backlog_age_seconds')) > 1,
+      10_000,
+      'the backlog to age past 1 s',
+    );
     expect(await payoutState(s.paydb, payoutId)).toBe('PENDING');
-    expect(await metric(worker.url, 'payout_backlog_age_seconds')).toBeGreaterThan(1);
     expect((await fetch(`${worker.url}/health/ready`)).status).toBe(503);
     s.lockServer.resume();
     await waitForState(s.paydb, payoutId, ['POSTED']);

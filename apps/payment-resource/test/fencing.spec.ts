@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { http, withClient, type HttpResult } from '@dlock/testing';
 import {
   OWNER_A,
@@ -27,8 +28,6 @@ const FENCED = (presented: bigint, highest: bigint, accountId: string, ownerId: 
   },
   traceId: expect.any(String),
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('fence point (a): the conditional fence advance', () => {
   let h: Harness;

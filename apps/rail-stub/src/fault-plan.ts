@@ -1,3 +1,4 @@
+import { mulberry32 } from '@dlock/prng';
 /**
  * Decides the fate of each POST /submit: a seeded PRNG over the configured
  * rates, or an explicit script of fates queued by the harness. Pure logic, no
@@ -65,18 +66,6 @@ export interface FaultSettings {
 export interface PlannedCall {
   fate: Fate;
   slow: boolean;
-}
-
-/** mulberry32: tiny, fast, good enough to make a fault schedule reproducible. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const KINDS: readonly FailureKind[] = ['error', 'reset', 'hold'];

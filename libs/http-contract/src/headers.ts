@@ -80,9 +80,6 @@ export const GrantProofParam = createParamDecorator((_: unknown, ctx: ExecutionC
 export const OwnerIdParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
   ownerIdHeader(ctx.switchToHttp().getRequest<Request>(), true),
 );
-export const OptionalOwnerIdParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
-  ownerIdHeader(ctx.switchToHttp().getRequest<Request>(), false),
-);
 export const IdempotencyKeyParam = createParamDecorator((_: unknown, ctx: ExecutionContext) =>
   idempotencyKeyHeader(ctx.switchToHttp().getRequest<Request>()),
 );

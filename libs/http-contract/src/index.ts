@@ -7,7 +7,6 @@ export * from './headers';
 export * from './json';
 export * from './trace';
 export * from './validation';
-export * from './fence-floor';
 export * from './authentication';
 export * from './read-query';
 export * from './openapi';

@@ -24,13 +24,7 @@ import {
   REQUEST_DEADLINE_MAX_MS,
   type ErrorCode,
 } from '@dlock/lock-api';
-import {
-  int64Text,
-  objectSchema,
-  PAYOUT_WIRE_SCHEMAS,
-  type PayoutWireSchemaName,
-  type WireProperties,
-} from '@dlock/payout-contract';
+import { int64Text, NAMED_SCHEMAS, objectSchema, type WireProperties } from './schema';
 import { TOKEN_BYTES_MAX } from '@dlock/identity';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from './headers';
 import { READ_LIMIT } from './read-query';
@@ -47,12 +41,7 @@ export const OPENAPI_PATH = '/openapi.json';
 /** Where a service that signs (lock-server, payment-resource) publishes its public keys. */
 export const JWKS_PATH = '/.well-known/jwks.json';
 
-export { INSTANT, int64Text, MINOR_AMOUNT, objectSchema } from '@dlock/payout-contract';
-
-/** Named schemas referenced from decorators, added to each document that uses them. */
-const NAMED_SCHEMAS = new Map<string, SchemaObject>();
-
-for (const [name, schema] of Object.entries(PAYOUT_WIRE_SCHEMAS)) NAMED_SCHEMAS.set(name, schema);
+export * from './schema';
 
 /**
  * Registers a named component schema and returns its reference. The property
@@ -76,7 +65,7 @@ export function wireSchema<T extends object>(
 }
 
 /** A reference to a named schema, e.g. one of payout-contract's PAYOUT_WIRE_SCHEMAS. */
-export function schemaRef(name: PayoutWireSchemaName | (string & {})): ReferenceObject {
+export function schemaRef(name: string): ReferenceObject {
   return { $ref: `#/components/schemas/${name}` };
 }
 

@@ -39,13 +39,6 @@ export interface LockOutcome {
   revocationId: string;
 }
 
-export interface SessionInfo {
-  sessionId: string;
-  ownerId: string;
-  ttlMillis: number;
-  expiresAt: Date;
-}
-
 /** Wire shape of L4/L5 (tokens as decimal strings, instants as RFC 3339). */
 export interface LockGrantDto {
   key: string;

@@ -2,6 +2,14 @@ import type {
   ReferenceObject,
   SchemaObject,
 } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import {
+  INSTANT,
+  MINOR_AMOUNT,
+  int64Text,
+  objectSchema,
+  registerWireSchemas,
+  type WireProperties,
+} from '@dlock/http-contract/schema';
 import { ACCOUNT_ID_PATTERN } from './payout-protocol';
 import { PAYOUT_STATES, RAIL_OUTCOMES } from './payout-types';
 import type * as Wire from './wire';
@@ -11,46 +19,6 @@ import type * as Wire from './wire';
  * map is keyed by its wire type, so a field added to or dropped from a type
  * without its schema breaks the build.
  */
-export type WireProperties<T> = { [K in keyof T]-?: SchemaObject | ReferenceObject };
-
-/** An object schema whose properties are exactly T's; the rest are required. */
-export function objectSchema<T extends object>(
-  properties: WireProperties<T>,
-  optional: (keyof T & string)[] = [],
-  description?: string,
-): SchemaObject {
-  const required = Object.keys(properties).filter((p) => !optional.includes(p as keyof T & string));
-  const schema: SchemaObject = { type: 'object', properties, required };
-  if (description !== undefined) schema.description = description;
-  return schema;
-}
-
-/** An int64 as the wire carries it: a canonical decimal string, never a JSON number. */
-export function int64Text(
-  description: string,
-  minimum: 0 | 1 = 1,
-): { type: 'string'; pattern: string; description: string; example: string } {
-  return {
-    type: 'string',
-    pattern: minimum === 1 ? '^[1-9][0-9]{0,18}$' : '^(0|[1-9][0-9]{0,18})$',
-    description: `${description} (int64 as a decimal string, ${minimum}..9223372036854775807)`,
-    example: minimum === 1 ? '9007199254740993' : '0',
-  };
-}
-
-/** An instant: RFC 3339 UTC with milliseconds. */
-export const INSTANT = {
-  type: 'string',
-  format: 'date-time',
-  example: '2026-01-01T00:00:00.000Z',
-} as const satisfies SchemaObject;
-
-/** Money in minor units: a JSON integer, safe in every client. */
-export const MINOR_AMOUNT = {
-  type: 'integer',
-  minimum: 1,
-  maximum: Number.MAX_SAFE_INTEGER,
-} as const satisfies SchemaObject;
 
 const ref = (name: string): ReferenceObject => ({ $ref: `#/components/schemas/${name}` });
 const nullable = (schema: SchemaObject): SchemaObject => ({ ...schema, nullable: true });
@@ -334,3 +302,6 @@ export const PAYOUT_WIRE_SCHEMAS = {
 } satisfies Record<string, SchemaObject>;
 
 export type PayoutWireSchemaName = keyof typeof PAYOUT_WIRE_SCHEMAS;
+
+// Every document that references one of them by name carries it (http-contract's openapi.ts).
+registerWireSchemas(PAYOUT_WIRE_SCHEMAS);

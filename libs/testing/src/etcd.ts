@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { signalGroup, spawnGroup } from './children';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { containersBackend, startEtcdContainerCluster } from './etcd-container';
@@ -118,7 +119,7 @@ async function startEtcdClusterOnce(opts: EtcdClusterOptions): Promise<EtcdClust
   const initialCluster = specs.map((s) => `${s.name}=${s.peerUrl}`).join(',');
   const members: EtcdMember[] = specs.map((s) => {
     mkdirSync(s.dataDir, { recursive: true });
-    const proc = spawn(
+    const proc = spawnGroup(
       bin,
       [
         `--name=${s.name}`,
@@ -163,16 +164,16 @@ async function startEtcdClusterOnce(opts: EtcdClusterOptions): Promise<EtcdClust
       running,
       paused: () => isPaused,
       pause() {
-        if (running()) proc.kill('SIGSTOP');
+        if (running()) signalGroup(proc, 'SIGSTOP');
         isPaused = true;
       },
       resume() {
-        if (running()) proc.kill('SIGCONT');
+        if (running()) signalGroup(proc, 'SIGCONT');
         isPaused = false;
       },
       async kill() {
         if (!running()) return;
-        proc.kill('SIGKILL');
+        signalGroup(proc, 'SIGKILL');
         await exited;
       },
       output: () => out,

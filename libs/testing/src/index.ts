@@ -1,6 +1,7 @@
 export * from './http';
 export * from './postgres';
 export * from './process';
+export * from './children';
 export * from './etcd';
 export * from './tcp-proxy';
 export * from './embedded-postgres';

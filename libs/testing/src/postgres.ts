@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../../migrations';
@@ -61,11 +61,62 @@ export async function migrate(url: string, db: DatabaseName): Promise<void> {
   }
 }
 
-/** A fresh, migrated database. */
+/** A database's URL on the run's server. */
+function databaseUrl(name: string): string {
+  const url = new URL(adminUrl());
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/**
+ * The template of one database kind: its real migrations run once per test
+ * run (and per migration source, so an edited migration gets a new template),
+ * not once per test file. Built under a scratch name and renamed when
+ * complete, under an advisory lock, so concurrent workers neither build it
+ * twice nor copy a half-migrated one.
+ */
+async function migratedTemplate(admin: Client, db: DatabaseName): Promise<string> {
+  const source = MIGRATIONS[db].map((m) => m.toString()).join('\n');
+  const name = `tpl_${db}_${createHash('sha256').update(source).digest('hex').slice(0, 12)}`;
+  const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+  if (found.rowCount === 1) return name;
+  const scratch = `${name}_${randomBytes(4).toString('hex')}`;
+  await admin.query(`CREATE DATABASE "${scratch}"`);
+  await migrate(databaseUrl(scratch), db);
+  await admin.query(`ALTER DATABASE "${scratch}" RENAME TO "${name}"`);
+  return name;
+}
+
+/** Database-level grants (CONNECT for the reader role) are not copied with a template. */
+async function copyDatabaseGrants(admin: Client, from: string, to: string): Promise<void> {
+  const acl = await admin.query<{ grantee: string; privilege: string }>(
+    `SELECT a.grantee::regrole::text AS grantee, a.privilege_type AS privilege
+       FROM pg_database d, aclexplode(d.datacl) a
+      WHERE d.datname = $1 AND a.grantee <> 0 AND a.grantee <> d.datdba`,
+    [from],
+  );
+  for (const g of acl.rows)
+    await admin.query(`GRANT ${g.privilege} ON DATABASE "${to}" TO ${g.grantee}`);
+}
+
+/**
+ * A fresh, migrated database: a copy of the kind's template, migrated by the
+ * real migrations exactly as `npm run db:migrate` does (migratedTemplate).
+ */
 export async function migratedDatabase(db: DatabaseName): Promise<string> {
-  const url = await createDatabase(db);
-  await migrate(url, db);
-  return url;
+  const name = `${db}_${randomBytes(4).toString('hex')}`;
+  const admin = new Client({ connectionString: adminUrl() });
+  await admin.connect();
+  try {
+    // One builder or copier at a time: a template being copied may have no other session.
+    await admin.query('SELECT pg_advisory_lock(hashtext($1))', ['dlock-test-templates']);
+    const template = await migratedTemplate(admin, db);
+    await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
+    await copyDatabaseGrants(admin, template, name);
+  } finally {
+    await admin.end();
+  }
+  return databaseUrl(name);
 }
 
 /** A short-lived pg client for assertions straight against the database. */

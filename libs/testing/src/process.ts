@@ -1,6 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { waitUntil } from '@dlock/polling';
+import { signalGroup, spawnGroup } from './children';
 import { listensOn } from './port-owner';
 import { registerAudience, testAppAuthEnv } from './identity';
 import {
@@ -62,7 +65,7 @@ export function runNode(
   timeoutMs = 60_000,
 ): Promise<NodeRun> {
   return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [script, ...args], {
+    const proc = spawnGroup(process.execPath, [script, ...args], {
       cwd: REPO_ROOT,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,7 +73,7 @@ export function runNode(
     let out = '';
     proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
     proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
-    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    const timer = setTimeout(() => signalGroup(proc, 'SIGKILL'), timeoutMs);
     proc.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, out });
@@ -78,31 +81,15 @@ export function runNode(
   });
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+export { setTimeout as sleep } from 'node:timers/promises';
 
-/** Polls until `fn` returns a truthy value or the deadline passes. */
-export async function waitFor<T>(
+/** Polls until `fn` returns a truthy value or the deadline passes (@dlock/polling). */
+export function waitFor<T>(
   fn: () => Promise<T | undefined | null | false>,
   timeoutMs: number,
   what: string,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`,
-      );
-    await sleep(50);
-  }
+  return waitUntil(what, fn, timeoutMs, 50);
 }
 
 export interface RunningApp {
@@ -208,7 +195,7 @@ async function spawnOnce(
 ): Promise<RunningApp> {
   const main = path.join(REPO_ROOT, 'dist', 'apps', app, 'main.js');
   const auth = await testAppAuthEnv(env.OWNER_ID ?? app);
-  const proc = spawn(process.execPath, [main], {
+  const proc = spawnGroup(process.execPath, [main], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...auth, ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -233,19 +220,19 @@ async function spawnOnce(
     port,
     proc,
     output: () => out,
-    pause: () => void proc.kill('SIGSTOP'),
-    resume: () => void proc.kill('SIGCONT'),
+    pause: () => void signalGroup(proc, 'SIGSTOP'),
+    resume: () => void signalGroup(proc, 'SIGCONT'),
     async stop() {
       if (proc.exitCode !== null || proc.signalCode !== null) return;
-      proc.kill('SIGCONT');
-      proc.kill('SIGTERM');
-      const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+      signalGroup(proc, 'SIGCONT');
+      signalGroup(proc, 'SIGTERM');
+      const timer = setTimeout(() => signalGroup(proc, 'SIGKILL'), 5_000);
       await exited;
       clearTimeout(timer);
     },
     async kill() {
       if (proc.exitCode !== null || proc.signalCode !== null) return;
-      proc.kill('SIGKILL');
+      signalGroup(proc, 'SIGKILL');
       await exited;
     },
   };

@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
+import { spawnGroup } from './children';
 
 /**
  * A loopback port whose listener never accepts (a child process that blocks
@@ -9,7 +9,7 @@ import net from 'node:net';
  * the machine. `close()` kills the child (it also exits by itself after 30 s).
  */
 export async function unacceptingPort(): Promise<{ port: number; close: () => void }> {
-  const child = spawn(process.execPath, [
+  const child = spawnGroup(process.execPath, [
     '-e',
     `const s = require('node:net').createServer();
      s.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {

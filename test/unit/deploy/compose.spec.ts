@@ -1,6 +1,6 @@
 // docker-compose.yml (docs/operations.md, NFR-15): checked by the compose CLI itself, which
 // parses and schema-validates the file without an engine, then by structure.
-import { findTool, parseYamlFile, readRepoFile, run } from './deploy-tools';
+import { findTool, parseYamlFile, run } from './deploy-tools';
 
 const APPS: Record<string, number> = {
   'lock-server': 8081,
@@ -45,7 +45,7 @@ describe('docker-compose.yml', () => {
     expect(services['pg-pay'].environment.DLOCK_DATABASES).toBe('paydb:pay_app proxydb:proxy_app');
     for (const pg of ['pg-lock', 'pg-pay']) {
       expect(services[pg].volumes).toContain(
-        './deploy/postgres/init-app-dbs.sh:/docker-entrypoint-initdb.d/10-init-app-dbs.sh:ro',
+        './k8s/overlays/local/postgres/init-app-dbs.sh:/docker-entrypoint-initdb.d/10-init-app-dbs.sh:ro',
       );
     }
   });
@@ -115,11 +115,5 @@ describe('docker-compose.yml', () => {
       expect(services[app].environment.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://jaeger:4318');
       expect(services[app].environment.OTEL_TRACES_EXPORTER).toBe('${OTEL_TRACES_EXPORTER:-otlp}');
     }
-  });
-
-  it('uses the same init script as the k8s local overlay', () => {
-    expect(readRepoFile('k8s/overlays/local/postgres/init-app-dbs.sh')).toBe(
-      readRepoFile('deploy/postgres/init-app-dbs.sh'),
-    );
   });
 });

@@ -2,7 +2,7 @@ import type { Client } from 'pg';
 import type { GrantRecord, RevocationRecord } from '../infra/lock-recorder';
 import { payoutLockKey, RailLookupClient, type RailTransfer } from '@dlock/payout-contract';
 import { withPg } from '../infra/postgres';
-import { sleep } from '../infra/time';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { checkGrantHistory, checkRevocations } from './history';
 
 export const INVARIANTS = [

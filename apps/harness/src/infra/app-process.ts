@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appMain } from './repo';
-import { freePort, registerAudience, testAppAuthEnv } from '@dlock/testing';
-import { sleep } from './time';
+import { freePort, registerAudience, spawnGroup, testAppAuthEnv } from '@dlock/testing';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const OUTPUT_KEEP_CHARS = 200_000;
 /**
@@ -109,7 +109,8 @@ export class AppProcess {
     // Authentication is on here as everywhere: the apps trust the development issuer (docs/security.md).
     const auth = await testAppAuthEnv(this.env.OWNER_ID ?? this.app);
     registerAudience(this.url, this.app);
-    const proc = spawn(process.execPath, [appMain(this.app)], {
+    // Its own process group, killed with the test that started it, also when a boot fails halfway.
+    const proc = spawnGroup(process.execPath, [appMain(this.app)], {
       env: {
         PATH: process.env.PATH ?? '',
         LOG_LEVEL: 'warn',

@@ -1,5 +1,5 @@
 import type { NetNode } from '../infra/packet-filter';
-import { prng } from '../infra/prng';
+import { mulberry32 as prng } from '@dlock/prng';
 import { bridge, cutOff, droppedPairs, isolate, majorityMinority, oneWay } from './partitions';
 
 const nodes = (n: number): NetNode[] =>

@@ -2,7 +2,7 @@ import { DlockError } from '@dlock/lock-api';
 import { payoutLockKey, railClientRef, RailLookupClient } from '@dlock/payout-contract';
 import { callOnce } from '../infra/http';
 import { withPg } from '../infra/postgres';
-import { waitUntil } from '../infra/time';
+import { waitUntil } from '@dlock/polling';
 import { payoutStates } from '../fixtures';
 import type { DlockSystem } from '../system';
 

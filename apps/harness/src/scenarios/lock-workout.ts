@@ -1,5 +1,5 @@
 import { answerOf, callOnce, type Answer } from '../infra/http';
-import { sleep } from '../infra/time';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DlockSystem } from '../system';
 import { Evidence, type ScenarioOutcome } from './types';
 

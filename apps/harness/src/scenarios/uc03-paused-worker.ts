@@ -1,5 +1,6 @@
 import { createFixture, payoutStates } from '../fixtures';
-import { sleep, waitUntil } from '../infra/time';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { waitUntil } from '@dlock/polling';
 import {
   lockHeld,
   maxToken,

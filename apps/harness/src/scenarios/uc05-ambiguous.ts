@@ -1,5 +1,5 @@
 import { createFixture } from '../fixtures';
-import { sleep } from '../infra/time';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   railTransfers,
   setStubFaults,

@@ -1,5 +1,5 @@
 import { addPayouts, createFixture } from '../fixtures';
-import { sleep } from '../infra/time';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { waitForStates } from './helpers';
 import { Evidence, type Scenario } from './types';
 

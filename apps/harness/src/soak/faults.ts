@@ -1,5 +1,5 @@
-import { pick } from '../infra/prng';
-import { sleep } from '../infra/time';
+import { pick } from '@dlock/prng';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { PgServer } from '../infra/postgres';
 import type { DlockSystem } from '../system';
 import { setStubFaults } from '../scenarios/helpers';

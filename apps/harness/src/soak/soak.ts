@@ -2,10 +2,10 @@ import { performance } from 'node:perf_hooks';
 import { INVARIANTS, type InvariantReport } from '../checkers/invariants';
 import { writeLockHistory, type LinearizabilityReport } from '../checkers/linearizability';
 import { addPayouts, createFixture } from '../fixtures';
-import { prng } from '../infra/prng';
+import { mulberry32 } from '@dlock/prng';
 import type { PgServer } from '../infra/postgres';
 import { withPg } from '../infra/postgres';
-import { sleep } from '../infra/time';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { checkLockHistory, checkSystem, startHarness } from '../runner';
 import type { Backend, DlockSystem } from '../system';
 import { applicableKinds, inject, planFault, type FaultKind } from './faults';
@@ -146,8 +146,8 @@ async function faultPhase(
   accountIds: readonly string[],
   log: (m: string) => void,
 ): Promise<Pick<SoakResult, 'faults' | 'payoutsCreated' | 'durationMs'>> {
-  const random = prng(o.seed);
-  const inflowRandom = prng(o.seed ^ 0x9e3779b9);
+  const random = mulberry32(o.seed);
+  const inflowRandom = mulberry32(o.seed ^ 0x9e3779b9);
   const t0 = performance.now();
   const faults: SoakResult['faults'] = [];
   let created = 0;

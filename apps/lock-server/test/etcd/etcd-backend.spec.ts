@@ -1,6 +1,13 @@
-import { spawn } from 'node:child_process';
 import { Etcd3 } from 'etcd3';
-import { http, sleep, startEtcd, testBearer, waitFor, type EtcdCluster } from '@dlock/testing';
+import {
+  http,
+  sleep,
+  startEtcd,
+  testBearer,
+  waitFor,
+  type EtcdCluster,
+  spawnGroup,
+} from '@dlock/testing';
 import { checkHistory } from '../support/history-checker';
 import { startInProcess, type RunningLockServer } from '../support/in-process';
 import { LockApi, TRACE_ID } from '../support/lock-client';
@@ -149,7 +156,7 @@ describe('etcd backend specifics (single member)', () => {
           console.log('RENEW ' + rn.status + ' ' + hb.status);
         }
       })();`;
-    const holder = spawn(
+    const holder = spawnGroup(
       process.execPath,
       ['-e', script, server.url, 'paused:1', await testBearer('paused', 'lock-server')],
       {

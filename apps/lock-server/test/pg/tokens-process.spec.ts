@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { REPO_ROOT, migratedDatabase, spawnApp, testAuthEnv } from '@dlock/testing';
+import { REPO_ROOT, migratedDatabase, spawnApp, testAuthEnv, spawnGroup } from '@dlock/testing';
 import { LockApi } from '../support/lock-client';
 
 /**
@@ -53,7 +52,7 @@ describe('pg backend: the lock-server process and fencing_token_seq', () => {
     ] as const) {
       const { code, output } = await new Promise<{ code: number | null; output: string }>(
         (resolve) => {
-          const proc = spawn(process.execPath, [main], {
+          const proc = spawnGroup(process.execPath, [main], {
             env: { PATH: process.env.PATH ?? '', PORT: '0', ...auth, ...env },
             stdio: ['ignore', 'pipe', 'pipe'],
           });

@@ -1,14 +1,8 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import {
-  ApiContractErrors,
-  ApiOperatorHeader,
-  FenceFloorBody,
-  Operation,
-  parseFloorRequest,
-  schemaRef,
-} from '@dlock/http-contract';
+import { ApiContractErrors, ApiOperatorHeader, Operation, schemaRef } from '@dlock/http-contract';
+import { FenceFloorBody, parseFloorRequest } from '@dlock/payout-contract/fence-floor';
 import type { AccountFloorResponse } from '@dlock/payout-contract';
 import { FenceFloorService } from './fence-floor.service';
 

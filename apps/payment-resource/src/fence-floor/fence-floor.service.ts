@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DlockError } from '@dlock/lock-api';
-import { FenceFloorAudit, type FloorCommand } from '@dlock/http-contract';
+import { FenceFloorAudit, type FloorCommand } from '@dlock/payout-contract/fence-floor';
 import type { AccountFloorResponse } from '@dlock/payout-contract';
 import { FenceFloorRepository } from './fence-floor.repository';
 

@@ -1,13 +1,8 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import {
-  ApiOperatorHeader,
-  FenceFloorBody,
-  Operation,
-  parseFloorRequest,
-  schemaRef,
-} from '@dlock/http-contract';
+import { ApiOperatorHeader, Operation, schemaRef } from '@dlock/http-contract';
+import { FenceFloorBody, parseFloorRequest } from '@dlock/payout-contract/fence-floor';
 import type { HighWaterFloorResponse } from '@dlock/payout-contract';
 import { HighWaterFloorService } from './high-water-floor.service';
 

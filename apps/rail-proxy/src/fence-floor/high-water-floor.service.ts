@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { FenceFloorAudit, type FloorCommand } from '@dlock/http-contract';
+import { FenceFloorAudit, type FloorCommand } from '@dlock/payout-contract/fence-floor';
 import type { HighWaterFloorResponse } from '@dlock/payout-contract';
 import { HighWaterFloorRepository } from './high-water-floor.repository';
 

@@ -1,4 +1,4 @@
-import { prng } from '../../infra/prng';
+import { mulberry32 as prng } from '@dlock/prng';
 import type { LockAnswer, LockOp, LockOpKind } from './ops';
 
 export type SimulatedBug = 'release-ignores-token' | 'acquire-ignores-holder' | 'token-goes-back';

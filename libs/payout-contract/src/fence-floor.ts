@@ -3,9 +3,13 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, IsUUID, Length } from 'class-validator';
 import { Counter, register } from 'prom-client';
 import { FENCING_TOKEN_MAX, ValidationError, type ValidationFailure } from '@dlock/lock-api';
-import { int64Text, isAccountId, type FloorRaiseRequest } from '@dlock/payout-contract';
+import { int64Text } from '@dlock/http-contract/schema';
+import type { FloorRaiseRequest } from './wire';
+import { isAccountId } from './payout-protocol';
 
 /**
+ * Imported as `@dlock/payout-contract/fence-floor`, by the two apps that serve
+ * the route: the package's entry point stays free of Nest's HTTP stack.
  * The operator/reconciler raise of a guard's memory to a floor, shared by the
  * account fence (payment-resource) and the rail high-water mark (rail-proxy):
  * docs/operations.md, "Revocation fencing". One request shape, one parse, one

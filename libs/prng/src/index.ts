@@ -1,5 +1,8 @@
-/** mulberry32: a tiny seeded PRNG, so every schedule replays from its seed. */
-export function prng(seed: number): () => number {
+/**
+ * mulberry32: a tiny seeded PRNG, so a fault schedule, a harness run, demo data
+ * or a fuzz case replays from its seed. The one copy (issue 30 §8).
+ */
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -10,6 +13,7 @@ export function prng(seed: number): () => number {
   };
 }
 
+/** One of `items`, drawn from `random`. */
 export function pick<T>(random: () => number, items: readonly T[]): T {
   return items[Math.floor(random() * items.length)];
 }

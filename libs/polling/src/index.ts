@@ -1,8 +1,10 @@
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+import { setTimeout as sleep } from 'node:timers/promises';
 
-/** Polls `fn` every `everyMs` until it returns a truthy value; throws naming `what` at the deadline. */
+/**
+ * Polls `fn` every `everyMs` until it returns a truthy value; throws naming
+ * `what` (and the last error `fn` threw) at the deadline, so every wait has
+ * one. The one copy for the harness and the tests (issue 30 §8).
+ */
 export async function waitUntil<T>(
   what: string,
   fn: () => Promise<T | undefined | null | false> | T | undefined | null | false,
