@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FaultPlan } from '../../apps/rail-stub/src/fault-plan';
 import { REPO_ROOT, portListening, sleep, waitFor, withClient, spawnGroup } from '@dlock/testing';
+import { freePortBlock } from './support/npm-start-run';
 
 /**
  * `npm start` as a user runs it, stopped the way a terminal stops it: a signal
@@ -66,17 +67,6 @@ function chooseStubSeed(): number {
       return seed;
   }
   throw new Error('no stub seed without faults in its first 1000 calls');
-}
-
-async function freePortBlock(size: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
-    const taken = await Promise.all(
-      Array.from({ length: size }, (_, i) => portListening(base + i)),
-    );
-    if (!taken.some(Boolean)) return base;
-  }
-  throw new Error(`no ${size} free ports in a row`);
 }
 
 const runPorts = () => [pgPort, ...SERVICE_OFFSETS.map((o) => portBase + o)];

@@ -215,9 +215,11 @@ describe('records are never removed; down migrations never rewind a token source
       }
       expect(await count(c, 'lock_revocation_request')).toBe(1);
     });
-    // The reader grants above it revert first (they hold no record).
-    const ungranted = await typeorm('migration:revert', 'lockdb', lockdb);
-    expect(ungranted.code).toBe(0);
+    // The history index and the reader grants above it revert first (they hold no record).
+    for (let i = 0; i < 2; i++) {
+      const reverted = await typeorm('migration:revert', 'lockdb', lockdb);
+      expect(reverted.code).toBe(0);
+    }
     const before = (await applied(lockdb)).length;
     const refused = await typeorm('migration:revert', 'lockdb', lockdb);
     expect(refused.code).not.toBe(0);
@@ -240,9 +242,9 @@ describe('records are never removed; down migrations never rewind a token source
 
     // The later migrations revert (and re-apply) cleanly: their downs touch no token.
     for (const [db, url, harmless] of [
-      ['lockdb', lockdb, 4],
-      ['proxydb', proxydb, 3],
-      ['paydb', paydb, 6],
+      ['lockdb', lockdb, 5],
+      ['proxydb', proxydb, 4],
+      ['paydb', paydb, 8],
     ] as const) {
       await roundTrip(db, url, harmless);
       const refused = await typeorm('migration:revert', db, url, {
@@ -291,9 +293,9 @@ describe('records are never removed; down migrations never rewind a token source
         [randomUUID(), randomUUID(), railClientRef(randomUUID())],
       ),
     );
-    // The reader grants and the audit chain migration above it revert first (they hold no
-    // record; the chain's drops only its columns).
-    for (let i = 0; i < 2; i++) {
+    // The history index, the reader grants and the audit chain migration above it revert
+    // first (they hold no record; the chain's drops only its columns).
+    for (let i = 0; i < 3; i++) {
       const reverted = await typeorm('migration:revert', 'proxydb', proxydb);
       expect(reverted.code).toBe(0);
     }
@@ -302,7 +304,10 @@ describe('records are never removed; down migrations never rewind a token source
     expect(refused.out).toContain('1 WITHDRAWN rail_submission row(s) exist');
     expect((await applied(proxydb)).sort()).toEqual(
       namesOf('proxydb').filter(
-        (n) => n !== 'RailAttemptsChained1796313600000' && n !== 'ReconcilerReader1796486400000',
+        (n) =>
+          n !== 'RailAttemptsChained1796313600000' &&
+          n !== 'ReconcilerReader1796486400000' &&
+          n !== 'HistoryBounded1796572800000',
       ),
     );
     await withClient(proxydb, async (c) => expect(await count(c, 'rail_submission')).toBe(1));

@@ -514,9 +514,9 @@ const CASES: Case[] = [
     },
     async check(out, env) {
       expect(out.code).toBe(0);
-      expect(out.stdout).toContain('[migrate] lockdb: 5 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] paydb: 7 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] proxydb: 4 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] lockdb: 6 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] paydb: 9 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] proxydb: 5 migration(s) applied');
       expect(out.stdout).toContain('No migrations are pending');
       const seq = await sql(env.LOCKDB_URL, `SELECT last_value FROM fencing_token_seq`);
       expect(seq).toEqual([{ last_value: '1' }]);
@@ -875,8 +875,9 @@ const CASES: Case[] = [
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationsChained1796313600000/);
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationRequests1796400000000/);
       expect(out.stdout).toMatch(/\[X\] \d+ ReconcilerReader1796486400000/);
+      expect(out.stdout).toMatch(/\[X\] \d+ HistoryBounded1796572800000/);
       expect(out.stdout).toContain(
-        'Migration ReconcilerReader1796486400000 has been reverted successfully',
+        'Migration HistoryBounded1796572800000 has been reverted successfully',
       );
     },
   },

@@ -2,7 +2,7 @@ import { Body, Controller, Get, Post, Query, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiContractErrors, INSTANT, schemaRef, wireSchema } from '@dlock/http-contract';
-import type { RailLookup } from '@dlock/payout-contract';
+import { payoutSchemaRef, type RailLookup } from '@dlock/payout-contract';
 import { LookupQuery, SubmitBody } from './dto';
 import { REJECT_WORDS, RailStubService, type SubmitReply } from './rail.service';
 
@@ -67,7 +67,7 @@ export class RailController {
 
   /** S2: read-only lookup by client reference. */
   @ApiOperation({ summary: 'The transfers booked under a client reference (S2)' })
-  @ApiOkResponse({ description: 'The rail’s record', schema: schemaRef('RailLookup') })
+  @ApiOkResponse({ description: 'The rail’s record', schema: payoutSchemaRef('RailLookup') })
   @ApiContractErrors('VALIDATION_FAILED')
   @Get('lookup')
   lookup(@Query() query: LookupQuery): RailLookup {

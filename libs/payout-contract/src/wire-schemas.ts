@@ -305,3 +305,12 @@ export type PayoutWireSchemaName = keyof typeof PAYOUT_WIRE_SCHEMAS;
 
 // Every document that references one of them by name carries it (http-contract's openapi.ts).
 registerWireSchemas(PAYOUT_WIRE_SCHEMAS);
+
+/**
+ * A reference to one of these schemas, for a route's OpenAPI decorator. Using it (not
+ * http-contract's schemaRef) loads this file, so the schema is registered even in an app
+ * that otherwise imports only payout-contract's types (the rail stub).
+ */
+export function payoutSchemaRef(name: PayoutWireSchemaName): ReferenceObject {
+  return ref(name);
+}

@@ -38,10 +38,24 @@ export function stubSeedWhere(
   throw new Error(`no stub seed in a million makes its first ${calls} calls as asked`);
 }
 
-/** A block of `size` free consecutive ports. */
+/** Where the kernel hands out ports for port 0 and outgoing connections (Linux default). */
+function ephemeralLow(): number {
+  try {
+    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/);
+    return Number(low) || 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/**
+ * A block of `size` free consecutive ports, below the ephemeral range: there another test's
+ * port-0 listener or outgoing connection could take one between this check and the listen.
+ */
 export async function freePortBlock(size: number): Promise<number> {
+  const top = Math.min(ephemeralLow(), 32_768) - size;
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const base = 10_000 + Math.floor(Math.random() * (top - 10_000));
     const taken = await Promise.all(
       Array.from({ length: size }, (_, i) => portListening(base + i)),
     );

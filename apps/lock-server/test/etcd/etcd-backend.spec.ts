@@ -109,10 +109,11 @@ describe('etcd backend specifics (single member)', () => {
       key: Buffer.from(`${PREFIX}revocation/rev:1/${revoked.body.revocationId}`),
     });
     expect(audit.kvs[0].mod_revision).toBe(revoked.body.newTokenFloor);
+    // The audit names the authenticated caller; the body's operator is kept in the reason.
     expect(JSON.parse(audit.kvs[0].value.toString())).toEqual({
       key: 'rev:1',
-      operator: 'oncall',
-      reason: 'stuck worker, ticket 42',
+      operator: 'operator',
+      reason: 'stuck worker, ticket 42 [noted operator: oncall]',
       revokedToken: grant.body.fencingToken,
       holderOwnerId: 'owner-v',
       holderSessionId: s,

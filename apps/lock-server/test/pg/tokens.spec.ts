@@ -62,8 +62,9 @@ describe('pg backend: fencing_token_seq', () => {
         lock_key: 'audit:1',
         revoked_token: grant.body.fencingToken,
         new_token_floor: res.body.newTokenFloor,
-        operator: 'ops-kim',
-        reason: 'holder wedged on rail',
+        // The authenticated caller; the body's operator is kept in the reason (docs/security.md).
+        operator: 'operator',
+        reason: 'holder wedged on rail [noted operator: ops-kim]',
         holder_owner_id: 'audited',
         holder_session_id: s,
       },
