@@ -24,6 +24,21 @@ const SUFFIXED = /_(total|seconds|bucket|count|sum|bytes|info|ratio)$/;
 const METRIC_TYPES = new Set(['counter', 'gauge', 'histogram', 'summary']);
 const SPAN = /^([a-z][a-z0-9_]*)(?:\{([^}]*)\})?$/;
 
+/** Tables the migrations create: `payout_state_count` in a doc is a table, not a metric. */
+function tableNames(): Set<string> {
+  const names = new Set<string>();
+  for (const db of ['lockdb', 'paydb', 'proxydb']) {
+    const dir = path.join(REPO_ROOT, 'migrations', db);
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.ts'))) {
+      const sql = readFileSync(path.join(dir, f), 'utf8');
+      for (const m of sql.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?"?([a-z_]+)"?/g))
+        names.add(m[1]);
+    }
+  }
+  return names;
+}
+const TABLES = tableNames();
+
 export function docFiles(): string[] {
   const docs = readdirSync(path.join(REPO_ROOT, 'docs'))
     .filter((f) => f.endsWith('.md'))
@@ -134,7 +149,7 @@ export function mentionsIn(file: string): Mention[] {
     const span = SPAN.exec(m[1].replace(/\s+/g, ' ').replace(/\{ /, '{'));
     if (!span) continue;
     const [, metric, body] = span;
-    if (body === undefined && !SUFFIXED.test(metric)) continue;
+    if (body === undefined && (!SUFFIXED.test(metric) || TABLES.has(metric))) continue;
     const where = `${file}:${prose.slice(0, m.index).split('\n').length}`;
     out.push({ where, metric });
     if (body !== undefined) out.push(...labelMentions(metric, body, where));
