@@ -1,6 +1,6 @@
 // A bad database or peer URL is refused at start: exit code 1 and the
 // variable named on stderr, never a silent fallback to localhost or a stack
-// trace naming nothing (issue 19 §10). Real built entrypoints.
+// trace naming nothing. Real built entrypoints.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// Seeded fuzz of every HTTP surface (issue 19 §4): malformed requests of many
+// Seeded fuzz of every HTTP surface: malformed requests of many
 // kinds (bodies of every type, size, depth and encoding; garbage in the
 // protocol headers; broken framing) against every route of all six services.
 // It fails on any 5xx, any error answer that is not the contract's envelope,

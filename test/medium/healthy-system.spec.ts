@@ -18,7 +18,7 @@ import {
 import { ScrapedSeries, type Target } from './support/scraped-series';
 
 /**
- * A healthy system raises no alarm (issue 29 §2). The whole system runs as `npm start` runs
+ * A healthy system raises no alarm. The whole system runs as `npm start` runs
  * it, with the shipped policy (deploy/policy/dev-policy.yaml), three executors and the demo
  * feed, for OBSERVE_MS. Every service's /metrics is scraped every SCRAPE_EVERY_S seconds, as
  * Prometheus would, and the scraped series are replayed through the shipped alert rules
@@ -38,7 +38,7 @@ import { ScrapedSeries, type Target } from './support/scraped-series';
  * minutes only: a slow leak that needs longer to cross a threshold, and DlockEtcdNoLeader and
  * DlockEtcdLeaderChurn (npm start runs the pg lock backend, no etcd) are out of reach here.
  * Series start at the first scrape after `[dlock] up.`, when every process answers ready.
- * The same scrapes also hold every metric name and label value the docs mention (issue 29 §6).
+ * The same scrapes also hold every metric name and label value the docs mention.
  * The run's logs, safety feeds and output are left in .tmp/healthy-system for a failure's
  * reader: on a starved machine a holder can really lose its lock (a fenced_out, rightly
  * DlockFencedOut), and the logs say so.
@@ -205,7 +205,7 @@ function replay(
   }
 }
 
-describe('a healthy system, scraped for two minutes (issue 29 §2)', () => {
+describe('a healthy system, scraped for two minutes', () => {
   it('was scraped every few seconds, every target up from `[dlock] up.` on', () => {
     const expected = Math.floor(OBSERVE_MS / 1_000 / SCRAPE_EVERY_S) - 2;
     expect(series.rounds).toBeGreaterThanOrEqual(expected);
@@ -272,7 +272,7 @@ describe('a healthy system, scraped for two minutes (issue 29 §2)', () => {
   });
 });
 
-describe('docs that match the system (issue 29 §6)', () => {
+describe('docs that match the system', () => {
   it('exposes every metric name, label and label value README.md and docs/*.md mention', () => {
     // From the same scrapes: a known series is at 0 from the start, so this needs no traffic
     // of every kind, only every process of the run.

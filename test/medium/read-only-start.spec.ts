@@ -1,5 +1,5 @@
 // Every app starts from the shipped image's entrypoint as a non-root user that
-// can write nothing but what its manifest mounts (issue 19 §1). No Docker
+// can write nothing but what its manifest mounts. No Docker
 // engine runs here, so the test builds the same situation from the repo's own
 // files: the environment each k8s Deployment / compose service sets (read from
 // the manifests, so the test follows them), deploy/docker/entrypoint.sh, a

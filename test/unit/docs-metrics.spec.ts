@@ -18,7 +18,7 @@ it('reads label names and values as an operator writes them in a query', () => {
 });
 
 it('names the doc line of a label value no running process exposes', () => {
-  // The runbook's claim-skip label (issue 29 §6), exposed here with another value only.
+  // The runbook's claim-skip label, exposed here with another value only.
   const exposition = parseExposition(
     [
       '# TYPE executor_payout_attempts_total counter',

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /**
  * Polls `fn` every `everyMs` until it returns a truthy value; throws naming
  * `what` (and the last error `fn` threw) at the deadline, so every wait has
- * one. The one copy for the harness and the tests (issue 30 §8).
+ * one. The one copy for the harness and the tests.
  */
 export async function waitUntil<T>(
   what: string,

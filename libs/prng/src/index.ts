@@ -1,6 +1,6 @@
 /**
  * mulberry32: a tiny seeded PRNG, so a fault schedule, a harness run, demo data
- * or a fuzz case replays from its seed. The one copy (issue 30 §8).
+ * or a fuzz case replays from its seed. The one copy.
  */
 export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
