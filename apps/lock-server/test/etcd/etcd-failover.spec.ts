@@ -13,7 +13,15 @@ import { startWorkload, type Workload } from './workload';
  * by the election (docs/lock-server.md grace).
  */
 const WORKERS = 6;
-const SESSION_TTL_MS = 3_000;
+/**
+ * Longer than the longest pause below (2.5 s + at most 5 s waiting for the new
+ * leader): etcd before 3.4.28 / 3.5.11 lets a leader that was stopped longer
+ * than a lease's TTL revoke that lease when it resumes, even though the new
+ * leader kept it alive (docs/lock-server-etcd.md, "Members that stall").
+ */
+const SESSION_TTL_MS = 10_000;
+const PAUSE_MS = 2_500;
+const NEW_LEADER_WAIT_MS = 5_000;
 const LOCK_TTL_MS = 5_000;
 /**
  * Service back within 2 s of losing the leader (docs/lock-server-etcd.md,
@@ -160,9 +168,12 @@ describe('etcd backend under leader failure (3 members)', () => {
       paused.pause();
     });
     try {
-      await sleep(2_500);
-      await cluster.waitForLeader(10_000);
-      paused?.resume();
+      try {
+        await sleep(PAUSE_MS);
+        await cluster.waitForLeader(NEW_LEADER_WAIT_MS);
+      } finally {
+        paused?.resume();
+      }
       await runOnAfter(workload, faultAt);
       await workload.stop();
       const windowMs = expectSafeAndRecovered(workload, faultAt);
