@@ -37,6 +37,7 @@ const common = {
 module.exports = {
   maxWorkers: 2,
   testTimeout: 60_000,
+  testSequencer: '<rootDir>/test/sequencer.js',
   globalSetup: '<rootDir>/test/global-setup.mjs',
   globalTeardown: '<rootDir>/test/global-teardown.mjs',
   projects: [

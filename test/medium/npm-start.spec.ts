@@ -1,5 +1,3 @@
-import { type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import {
   chmodSync,
   existsSync,
@@ -12,9 +10,16 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { FaultPlan } from '../../apps/rail-stub/src/fault-plan';
-import { REPO_ROOT, portListening, sleep, waitFor, withClient, spawnGroup } from '@dlock/testing';
-import { freePortBlock } from './support/npm-start-run';
+import { portListening, sleep, waitFor, withClient } from '@dlock/testing';
+import {
+  freePortBlock,
+  killLeftovers,
+  npmStart as startRun,
+  printed as printedWithin,
+  processesOf,
+  stubSeedWhere,
+  type StartRun,
+} from './support/npm-start-run';
 
 /**
  * `npm start` as a user runs it, stopped the way a terminal stops it: a signal
@@ -27,7 +32,6 @@ import { freePortBlock } from './support/npm-start-run';
  */
 jest.setTimeout(180_000);
 
-const RUN_VAR = 'DLOCK_TEST_START_RUN';
 /** The supervisor's stop deadline is 20 s a tier; the slow rail call in flight ends within 15 s. */
 const GONE_WITHIN_MS = 45_000;
 const READY_WITHIN_MS = 150_000;
@@ -40,113 +44,26 @@ let portBase: number;
 let stubSeed: number;
 const runs: StartRun[] = [];
 
-/**
- * The stub's first calls, as `npm start` configures it (scripts/start.mjs: 0.5 % faults,
- * 2 % declines, 5 % slow calls of 15 s), drawn from a seed that holds none of its own faults
- * (each a RAIL_AMBIGUOUS by design) and whose first or second call is slow: any
- * RAIL_AMBIGUOUS this test sees comes from the stop, and a payout is at the rail when it begins.
- */
-function chooseStubSeed(): number {
-  for (let seed = 1; seed < 1_000_000; seed++) {
-    const plan = new FaultPlan(
-      {
-        latencyMs: 20,
-        failureRate: 0.005,
-        failureMode: 'mixed',
-        failureAcceptRate: 0.5,
-        holdMs: 10_000,
-        declineRate: 0.02,
-        duplicateAckRate: 0,
-        slowRate: 0.05,
-        slowLatencyMs: 15_000,
-      },
-      seed,
-    );
-    const calls = Array.from({ length: 1_000 }, () => plan.next());
-    if (calls.slice(0, 2).some((c) => c.slow) && calls.every((c) => c.fate.kind !== 'fail'))
-      return seed;
-  }
-  throw new Error('no stub seed without faults in its first 1000 calls');
-}
-
 const runPorts = () => [pgPort, ...SERVICE_OFFSETS.map((o) => portBase + o)];
 const adminUrl = (db: string) => `postgres://postgres:postgres@127.0.0.1:${pgPort}/${db}`;
 
-interface StartRun {
-  id: string;
-  npm: ChildProcess;
-  output(): string;
-  /** npm's end (it re-raises on itself a signal it forwarded), once the supervisor is done too. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** `npm start` in a process group of its own, as a terminal starts it (prestart: the build ran). */
+/** `npm start` with one executor, no feed and 40 seeded payouts, remembered for the clean-up. */
 function npmStart(): StartRun {
-  const id = randomUUID();
-  const npm = spawnGroup('npm', ['start', '--ignore-scripts', '--silent'], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? tmpdir(),
-      DLOCK_STATE_DIR: stateDir,
-      DLOCK_PG_PORT: String(pgPort),
-      DLOCK_PORT_BASE: String(portBase),
-      DLOCK_EXECUTORS: '1',
-      DLOCK_FEED_RATE: '0',
-      DLOCK_SEED_ACCOUNTS: '10',
-      DLOCK_SEED_PAYOUTS: '40',
-      RAIL_STUB_SEED: String(stubSeed),
-      [RUN_VAR]: id,
-    },
+  const run = startRun({
+    DLOCK_STATE_DIR: stateDir,
+    DLOCK_PG_PORT: String(pgPort),
+    DLOCK_PORT_BASE: String(portBase),
+    DLOCK_EXECUTORS: '1',
+    DLOCK_FEED_RATE: '0',
+    DLOCK_SEED_ACCOUNTS: '10',
+    DLOCK_SEED_PAYOUTS: '40',
+    RAIL_STUB_SEED: String(stubSeed),
   });
-  let out = '';
-  npm.stdout?.on('data', (c: Buffer) => (out += c.toString()));
-  npm.stderr?.on('data', (c: Buffer) => (out += c.toString()));
-  // 'close': npm, and the supervisor that writes to the same pipes, are both done (a SIGTERM
-  // ends npm's shell, and npm with it, while the supervisor still stops the run).
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    npm.once('close', (code, signal) => resolve({ code, signal })),
-  );
-  const run = { id, npm, output: () => out, exited };
   runs.push(run);
   return run;
 }
 
-async function printed(run: StartRun, line: RegExp, timeoutMs = READY_WITHIN_MS): Promise<void> {
-  let gone = false;
-  void run.exited.then(() => (gone = true));
-  await waitFor(
-    async () => {
-      if (line.test(run.output())) return true;
-      if (gone) throw new Error(`npm start exited before printing ${line}:\n${run.output()}`);
-      return false;
-    },
-    timeoutMs,
-    `npm start to print ${line}`,
-  ).catch((err: Error) => {
-    throw new Error(`${err.message}\n--- output:\n${run.output()}`);
-  });
-}
-
-/** Every live process whose environment carries this run's marker (the postmaster's too). */
-function processesOf(run: StartRun): { pid: number; cmd: string }[] {
-  const found: { pid: number; cmd: string }[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const environ = readFileSync(`/proc/${entry}/environ`, 'utf8');
-      if (!environ.split('\0').includes(`${RUN_VAR}=${run.id}`)) continue;
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (stat.charAt(stat.lastIndexOf(')') + 2) === 'Z') continue;
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
-      found.push({ pid: Number(entry), cmd: cmd.trim() });
-    } catch {
-      // gone meanwhile, or not ours to read
-    }
-  }
-  return found;
-}
+const printed = (run: StartRun, line: RegExp) => printedWithin(run, line, READY_WITHIN_MS);
 
 async function leftovers(run: StartRun) {
   const listening: number[] = [];
@@ -202,25 +119,20 @@ beforeAll(async () => {
   stateDir = mkdtempSync(path.join(tmpdir(), 'dlock-npm-start-'));
   pgPort = await freePortBlock(1);
   portBase = await freePortBlock(10);
-  stubSeed = chooseStubSeed();
+  /**
+   * A seed whose first 1000 calls hold none of the stub's own faults (each a RAIL_AMBIGUOUS by
+   * design) and whose first or second call is slow (15 s): any RAIL_AMBIGUOUS this test sees
+   * comes from the stop, and a payout is at the rail when it begins.
+   */
+  stubSeed = stubSeedWhere(
+    1_000,
+    (calls) => calls.slice(0, 2).some((c) => c.slow) && calls.every((c) => c.fate.kind !== 'fail'),
+  );
 });
 
-afterAll(async () => {
-  // Whatever a failed test left: each leftover's group, then the state directory.
-  for (const run of runs) {
-    for (const { pid } of processesOf(run)) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        /* not a group leader, or gone */
-      }
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
-  }
+afterAll(() => {
+  // Whatever a failed test left, then the state directory.
+  for (const run of runs) killLeftovers(run);
   rmSync(stateDir, { recursive: true, force: true });
 });
 

@@ -29,7 +29,7 @@ jest.setTimeout(240_000);
 const CLI = path.join(REPO_ROOT, 'dist', 'apps', 'payment-resource', 'src', 'cli', 'fixtures.js');
 const run = promisify(execFile);
 
-const FLOW_MS = 40_000;
+const FLOW_MS = 25_000;
 const SAMPLE_EVERY_MS = 3_000;
 const FEED_RATE_PER_SEC = 3;
 const ACCOUNTS = 8;
@@ -48,7 +48,7 @@ const RAIL_STUB_SEED = 1;
  * first ~10 s FAILED, long before the last third of the flow is judged.
  */
 const FAILED_SHARE_MARGIN = 0.03;
-const SETTLED_MIN = 60;
+const SETTLED_MIN = 45;
 
 type Counts = Record<string, number>;
 

@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { FaultPlan, type FaultSettings } from '../../../apps/rail-stub/src/fault-plan';
-import { REPO_ROOT, portListening, waitFor } from '@dlock/testing';
+import { REPO_ROOT, portListening, spawnGroup, waitFor } from '@dlock/testing';
 
 /**
  * `npm start` driven by a test as a user runs it: in a process group of its own, every
@@ -75,9 +75,8 @@ export interface StartRun {
 /** `npm start` (the build already done: prestart skipped) with `env` as its whole environment. */
 export function npmStart(env: Record<string, string>): StartRun {
   const id = randomUUID();
-  const npm = spawn('npm', ['start', '--ignore-scripts', '--silent'], {
+  const npm = spawnGroup('npm', ['start', '--ignore-scripts', '--silent'], {
     cwd: REPO_ROOT,
-    detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH ?? '',
