@@ -1,27 +1,15 @@
 import { propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { ExpressInstrumentation, ExpressLayerType } from '@opentelemetry/instrumentation-express';
-import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
-import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  SimpleSpanProcessor,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler, AlwaysOnSampler } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { IncomingMessage } from 'node:http';
 import { EnvError } from '@dlock/config';
-import { BoundedMemoryExporter, type SpanRecord } from './memory-exporter';
+import type { BoundedMemoryExporter, SpanRecord } from './memory-exporter';
 import { readTracingConfig, type TracingConfig } from './config';
+import type { Exporting } from './exporting';
 import { setManualPropagation } from './propagation';
 
-/** Probes and scrapes would each be a trace of their own, every few seconds, for nothing. */
-const UNTRACED_PATHS = /^\/(health|metrics)(\/|\?|$)/;
 /** Bound on flushing spans at shutdown; a collector that is down must not hold the exit. */
 const SHUTDOWN_FLUSH_MS = 2_000;
 
@@ -29,16 +17,12 @@ let provider: NodeTracerProvider | undefined;
 let memory: BoundedMemoryExporter | undefined;
 let instrumentations: { disable(): void }[] = [];
 
-function spanProcessor(config: TracingConfig): SpanProcessor[] {
-  switch (config.exporter) {
-    case 'none':
-      return [];
-    case 'memory':
-      memory = new BoundedMemoryExporter(config.serviceName);
-      return [new SimpleSpanProcessor(memory)];
-    case 'otlp':
-      return [new BatchSpanProcessor(new OTLPTraceExporter({ url: config.otlpTracesUrl }))];
-  }
+/** The exporters and instrumentations, read from disk only when spans are exported. */
+function loadExporting(config: TracingConfig): Exporting {
+  // A require, not an import: with export off these modules are never loaded (exporting.ts).
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { startExporting } = require('./exporting') as typeof import('./exporting');
+  return startExporting(config);
 }
 
 /**
@@ -59,12 +43,13 @@ export function startTracing(service: string): TracingConfig {
     console.error(`[${service}] ${err.message}`);
     process.exit(1);
   }
-  const exporting = config.exporter !== 'none';
+  const exporting = config.exporter === 'none' ? undefined : loadExporting(config);
+  memory = exporting?.memory;
   provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }),
     // Off: ids only. On: every span of this service, whatever its caller sampled (docs/tracing.md).
     sampler: exporting ? new AlwaysOnSampler() : new AlwaysOffSampler(),
-    spanProcessors: spanProcessor(config),
+    spanProcessors: exporting?.spanProcessors ?? [],
   });
   provider.register({ propagator: new W3CTraceContextPropagator() });
   assertPropagator();
@@ -72,20 +57,7 @@ export function startTracing(service: string): TracingConfig {
   // trace context by hand (propagation.ts), the instrumentation's per-request work was most of
   // the cost of propagation (bench/reports/tracing.md).
   setManualPropagation(!exporting);
-  // Each patches its module on construction (and on every later require of it).
-  instrumentations = exporting
-    ? [
-        new HttpInstrumentation({
-          ignoreIncomingRequestHook: (req: IncomingMessage) => UNTRACED_PATHS.test(req.url ?? ''),
-        }),
-        // A span per route handler, named by its route; middleware layers (deadline, body,
-        // logger) would only be noise. No Nest instrumentation: its app-creation span would
-        // adopt every timer started during boot (pool probes) for the life of the process.
-        new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE] }),
-        // Pool probes and other background statements would each be a trace of their own.
-        new PgInstrumentation({ requireParentSpan: true }),
-      ]
-    : [];
+  instrumentations = exporting?.instrumentations ?? [];
   return config;
 }
 
