@@ -1,4 +1,13 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import {
+  applyDecorators,
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  Param,
+  Post,
+  Query,
+} from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { VerifiedIdentity } from '@dlock/identity';
 import { PAYOUT_STATES } from '@dlock/payout-contract';
@@ -26,6 +35,42 @@ import { AbandonBody, ClaimBody, PostBody, RailOutcomeBody, ResolveBody } from '
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, parseListQuery, payoutIdParam } from './params';
 
 const PAYOUT_PARAM = ApiParam({ name: 'payoutId', schema: { type: 'string', format: 'uuid' } });
+
+/** What every fenced write can answer besides its 200 (docs/payment-resource.md, step 5). */
+const FENCED_WRITE_ERRORS = [
+  'FENCED_OUT',
+  'PAYOUT_NOT_CLAIMABLE',
+  'IDEMPOTENCY_CONFLICT',
+  'INVALID_TOKEN',
+  'NOT_FOUND',
+] as const;
+
+/**
+ * One fenced write on a payout: `POST /v1/payouts/:payoutId/<action>`, policy
+ * operation `payouts.<action>`, 200 with the `ok` schema, the grant's headers
+ * and the fenced-write errors, in that order in the OpenAPI document.
+ */
+function FencedPayoutWrite(route: {
+  action: 'claim' | 'post' | 'rail-outcome' | 'resolve';
+  summary: string;
+  ok: { description: string; schema: string };
+  /** Answers of this write only, listed where they stand among the shared ones. */
+  errors?: Parameters<typeof ApiContractErrors>;
+}): MethodDecorator {
+  const errors = route.errors ?? [...FENCED_WRITE_ERRORS, 'PROOF_REJECTED'];
+  // Listed top to bottom as they would be stacked on the method; applied bottom up like a stack.
+  const stacked = [
+    ApiOperation({ summary: route.summary }),
+    PAYOUT_PARAM,
+    ApiFencedWriteHeaders(),
+    ApiOkResponse({ description: route.ok.description, schema: schemaRef(route.ok.schema) }),
+    ApiContractErrors(...errors),
+    Post(`:payoutId/${route.action}`),
+    Operation(`payouts.${route.action}`),
+    HttpCode(200),
+  ];
+  return applyDecorators(...stacked.reverse());
+}
 
 /** docs/payment-resource.md P1–P4 and docs/contract.md P6–P8. Parses and maps; the services hold the rules. */
 @ApiTags('payouts')
@@ -65,22 +110,12 @@ export class PayoutsController {
   }
 
   /** P2 — claim a payout (docs/payment-resource.md#endpoints). */
-  @ApiOperation({ summary: 'Claim a payout under a grant (advances the account fence)' })
-  @PAYOUT_PARAM
-  @ApiFencedWriteHeaders()
-  @ApiOkResponse({ description: 'Claimed', schema: schemaRef('ClaimResponse') })
-  @ApiContractErrors(
-    'FENCED_OUT',
-    'PAYOUT_NOT_CLAIMABLE',
-    'IDEMPOTENCY_CONFLICT',
-    'INVALID_TOKEN',
-    'NOT_FOUND',
-    'INSUFFICIENT_FUNDS',
-    'PROOF_REJECTED',
-  )
-  @Post(':payoutId/claim')
-  @Operation('payouts.claim')
-  @HttpCode(200)
+  @FencedPayoutWrite({
+    action: 'claim',
+    summary: 'Claim a payout under a grant (advances the account fence)',
+    ok: { description: 'Claimed', schema: 'ClaimResponse' },
+    errors: [...FENCED_WRITE_ERRORS, 'INSUFFICIENT_FUNDS', 'PROOF_REJECTED'],
+  })
   claim(
     @Param('payoutId') payoutId: string,
     @FencedGrant() grant: FencedGrantHeaders,
@@ -90,21 +125,11 @@ export class PayoutsController {
   }
 
   /** P3 — post to the ledger (docs/payment-resource.md#endpoints). */
-  @ApiOperation({ summary: 'Post an acknowledged payout to the ledger' })
-  @PAYOUT_PARAM
-  @ApiFencedWriteHeaders()
-  @ApiOkResponse({ description: 'Posted', schema: schemaRef('PostResponse') })
-  @ApiContractErrors(
-    'FENCED_OUT',
-    'PAYOUT_NOT_CLAIMABLE',
-    'IDEMPOTENCY_CONFLICT',
-    'INVALID_TOKEN',
-    'NOT_FOUND',
-    'PROOF_REJECTED',
-  )
-  @Post(':payoutId/post')
-  @Operation('payouts.post')
-  @HttpCode(200)
+  @FencedPayoutWrite({
+    action: 'post',
+    summary: 'Post an acknowledged payout to the ledger',
+    ok: { description: 'Posted', schema: 'PostResponse' },
+  })
   post(
     @Param('payoutId') payoutId: string,
     @FencedGrant() grant: FencedGrantHeaders,
@@ -114,21 +139,11 @@ export class PayoutsController {
   }
 
   /** P6 — record a rail outcome (docs/contract.md). */
-  @ApiOperation({ summary: 'Record what the rail answered for the payout' })
-  @PAYOUT_PARAM
-  @ApiFencedWriteHeaders()
-  @ApiOkResponse({ description: 'Recorded', schema: schemaRef('RailOutcomeResponse') })
-  @ApiContractErrors(
-    'FENCED_OUT',
-    'PAYOUT_NOT_CLAIMABLE',
-    'IDEMPOTENCY_CONFLICT',
-    'INVALID_TOKEN',
-    'NOT_FOUND',
-    'PROOF_REJECTED',
-  )
-  @Post(':payoutId/rail-outcome')
-  @Operation('payouts.rail-outcome')
-  @HttpCode(200)
+  @FencedPayoutWrite({
+    action: 'rail-outcome',
+    summary: 'Record what the rail answered for the payout',
+    ok: { description: 'Recorded', schema: 'RailOutcomeResponse' },
+  })
   railOutcome(
     @Param('payoutId') payoutId: string,
     @FencedGrant() grant: FencedGrantHeaders,
@@ -154,21 +169,11 @@ export class PayoutsController {
   }
 
   /** P8 — resolve an ambiguous payout (docs/contract.md). */
-  @ApiOperation({ summary: 'Resolve an ambiguous payout from the rail’s record' })
-  @PAYOUT_PARAM
-  @ApiFencedWriteHeaders()
-  @ApiOkResponse({ description: 'Resolved', schema: schemaRef('ResolveResponse') })
-  @ApiContractErrors(
-    'FENCED_OUT',
-    'PAYOUT_NOT_CLAIMABLE',
-    'IDEMPOTENCY_CONFLICT',
-    'INVALID_TOKEN',
-    'NOT_FOUND',
-    'PROOF_REJECTED',
-  )
-  @Post(':payoutId/resolve')
-  @Operation('payouts.resolve')
-  @HttpCode(200)
+  @FencedPayoutWrite({
+    action: 'resolve',
+    summary: 'Resolve an ambiguous payout from the rail’s record',
+    ok: { description: 'Resolved', schema: 'ResolveResponse' },
+  })
   resolve(
     @Param('payoutId') payoutId: string,
     @FencedGrant() grant: FencedGrantHeaders,
