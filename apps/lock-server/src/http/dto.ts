@@ -53,39 +53,7 @@ export class OpenSessionBody {
   ttlMillis?: number;
 }
 
-/** L4 body. */
-export class AcquireBody {
-  @ApiProperty({ format: 'uuid', description: 'An open session of the caller' })
-  @IsUUID('all')
-  sessionId!: string;
-
-  @ApiPropertyOptional({
-    type: 'integer',
-    minimum: LOCK_TTL_MIN_MS,
-    maximum: LOCK_TTL_MAX_MS,
-    description: 'Lease TTL; the server default when absent',
-  })
-  @IsOptional()
-  @IsInt()
-  @Min(LOCK_TTL_MIN_MS)
-  @Max(LOCK_TTL_MAX_MS)
-  ttlMillis?: number;
-
-  @ApiPropertyOptional({
-    type: 'integer',
-    minimum: 0,
-    maximum: WAIT_MAX_MS,
-    description:
-      'How long the server may wait for the key (bounded by the caller deadline); 0 = try once',
-  })
-  @IsOptional()
-  @IsInt()
-  @Min(0)
-  @Max(WAIT_MAX_MS)
-  waitMillis?: number;
-}
-
-/** L5 body. */
+/** L5, renew a lock (docs/lock-server.md): the body. */
 export class RenewBody {
   @ApiProperty({ format: 'uuid', description: 'An open session of the caller' })
   @IsUUID('all')
@@ -102,6 +70,22 @@ export class RenewBody {
   @Min(LOCK_TTL_MIN_MS)
   @Max(LOCK_TTL_MAX_MS)
   ttlMillis?: number;
+}
+
+/** L4, acquire a lock (docs/lock-server.md): the renew body and how long to wait. */
+export class AcquireBody extends RenewBody {
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: WAIT_MAX_MS,
+    description:
+      'How long the server may wait for the key (bounded by the caller deadline); 0 = try once',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(WAIT_MAX_MS)
+  waitMillis?: number;
 }
 
 /** L6 body (sessionId may also come as a query parameter; attribution only). */
