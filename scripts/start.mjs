@@ -442,12 +442,22 @@ async function executor(i, { caller }) {
   return { name, app: 'executor', port: PORTS.executor(i), env };
 }
 
+/** The reconciler's memory across restarts (docs/scale.md): wiped with the database by --reset. */
+const reconcilerDir = path.join(stateDir, 'reconciler');
+
 async function reconciler({ caller, readers }) {
+  mkdirSync(reconcilerDir, { recursive: true, mode: 0o700 });
   return {
     name: 'reconciler',
     app: 'reconciler',
     port: PORTS.reconciler,
-    env: { ...(await caller('reconciler')), ...peers, ...readers },
+    env: {
+      ...(await caller('reconciler')),
+      ...peers,
+      ...readers,
+      RECONCILER_CHECK_CURSOR_FILE: path.join(reconcilerDir, 'check-cursors.json'),
+      RECONCILER_AUDIT_CHECKPOINT_FILE: path.join(reconcilerDir, 'audit-checkpoints.json'),
+    },
   };
 }
 

@@ -46,6 +46,12 @@ export class ReconcilerEnv extends CallerAuthEnv {
    */
   @EnvString({ optional: true, maxLength: 4096, pattern: /^[^\0]+$/ })
   readonly RECONCILER_AUDIT_CHECKPOINT_FILE?: string;
+  /**
+   * Where the detective checks' cursors are kept across restarts (a JSON file the process may
+   * write); unset: in memory, and the first run after a start reads every record (docs/scale.md).
+   */
+  @EnvString({ optional: true, maxLength: 4096, pattern: /^[^\0]+$/ })
+  readonly RECONCILER_CHECK_CURSOR_FILE?: string;
   /** Revocation fencing raises the proxy's high-water marks (docs/reconciler.md). */
   @EnvPeerUrl({ default: 'http://127.0.0.1:8083' }) readonly RAIL_PROXY_URL!: string;
   /** Fixed delay between two revocation-fencing + token-source passes. */

@@ -1,4 +1,3 @@
-import { readFile, rename, writeFile } from 'node:fs/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   AUDIT_CHAINS,
@@ -14,6 +13,7 @@ import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
 import type { ReadOnlyDb } from '../db/read-only-db';
 import { LOCKDB, PAYDB, PROXYDB } from '../db/tokens';
 import { ReconcilerMetrics } from '../metrics';
+import { readStateFile, writeStateFile } from './state-file';
 
 /** What one chain's verification found: the links that held, and its first break. */
 export interface AuditOutcome {
@@ -146,21 +146,15 @@ export class AuditChainService {
     const file = this.config.RECONCILER_AUDIT_CHECKPOINT_FILE;
     const loaded = new Map<string, ChainCheckpoint>();
     if (file) {
-      const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
-        if (err.code === 'ENOENT') return '[]';
-        throw err;
-      });
-      for (const cp of JSON.parse(text) as ChainCheckpoint[]) loaded.set(cp.chain, cp);
+      const saved = ((await readStateFile(file)) ?? []) as ChainCheckpoint[];
+      for (const cp of saved) loaded.set(cp.chain, cp);
     }
     this.checkpoints = loaded;
     return loaded;
   }
 
-  /** Written whole to a new file, then renamed over the old one: a crash leaves one or the other. */
   private async saveCheckpoints(checkpoints: Map<string, ChainCheckpoint>): Promise<void> {
     const file = this.config.RECONCILER_AUDIT_CHECKPOINT_FILE;
-    if (!file) return;
-    await writeFile(`${file}.tmp`, JSON.stringify([...checkpoints.values()], null, 2), 'utf8');
-    await rename(`${file}.tmp`, file);
+    if (file) await writeStateFile(file, [...checkpoints.values()]);
   }
 }

@@ -1,5 +1,33 @@
+import assert from 'node:assert/strict';
 import type { ReadOnlyDb } from '../db/read-only-db';
 import { CheckQueries, OFFENDERS_MAX, type Finding } from './check-queries';
+
+const SNAPSHOT_VERSION = 1;
+
+export interface CursorSnapshot {
+  version: typeof SNAPSHOT_VERSION;
+  groups: { since: string | null; found: string[] };
+  balances: { since: string | null; sums: Record<string, string> };
+  submissions: { since: string | null; found: string[] };
+  tokens: {
+    after: { createdAt: string; submissionId: string } | null;
+    found: Record<string, unknown>[];
+    violations: number;
+  };
+}
+
+/** A database time as the cursors keep it (timestamptz::text); anything else is refused. */
+const isTime = (v: unknown): v is string => typeof v === 'string' && !Number.isNaN(Date.parse(v));
+
+function timeOrNull(v: unknown): string | null {
+  assert.ok(v === null || isTime(v), 'a cursor is a time or null');
+  return v;
+}
+
+function strings(v: unknown): string[] {
+  assert.ok(Array.isArray(v) && v.every((x) => typeof x === 'string'), 'a list of ids');
+  return v;
+}
 
 /**
  * The detective checks that read append-only records, made to cost what was
@@ -8,7 +36,8 @@ import { CheckQueries, OFFENDERS_MAX, type Finding } from './check-queries';
  * settle time: a write begun earlier may commit later) and what it found:
  * records are never changed or removed by the services, so a violation found
  * stays one and is re-checked by key, and everything else is read once. The
- * first run after a start reads from the beginning.
+ * first run after a start reads from the beginning, unless the cursors were
+ * kept in a file (RECONCILER_CHECK_CURSOR_FILE: `snapshot` / `restore`).
  */
 export class CheckCursors {
   private groups = { since: null as string | null, found: new Set<string>() };
@@ -21,6 +50,43 @@ export class CheckCursors {
   };
 
   constructor(private readonly settleMs: number) {}
+
+  /** What the cursors hold, as JSON (sums as decimal strings). */
+  snapshot(): CursorSnapshot {
+    return {
+      version: SNAPSHOT_VERSION,
+      groups: { since: this.groups.since, found: [...this.groups.found] },
+      balances: {
+        since: this.balances.since,
+        sums: Object.fromEntries([...this.balances.sums].map(([a, v]) => [a, v.toString()])),
+      },
+      submissions: { since: this.submissions.since, found: [...this.submissions.found] },
+      tokens: { ...this.tokens, found: [...this.tokens.found] },
+    };
+  }
+
+  /** Cursors as a snapshot left them; throws on anything that is not one (then start afresh). */
+  static restore(settleMs: number, raw: unknown): CheckCursors {
+    const s = raw as CursorSnapshot;
+    assert.equal(s?.version, SNAPSHOT_VERSION, 'not a detective cursor snapshot of this version');
+    const cursors = new CheckCursors(settleMs);
+    cursors.groups = { since: timeOrNull(s.groups.since), found: new Set(strings(s.groups.found)) };
+    cursors.balances = {
+      since: timeOrNull(s.balances.since),
+      sums: new Map(Object.entries(s.balances.sums).map(([a, v]) => [a, BigInt(String(v))])),
+    };
+    cursors.submissions = {
+      since: timeOrNull(s.submissions.since),
+      found: new Set(strings(s.submissions.found)),
+    };
+    const after = s.tokens.after;
+    assert.ok(
+      after === null || (isTime(after.createdAt) && typeof after.submissionId === 'string'),
+    );
+    assert.ok(Array.isArray(s.tokens.found) && Number.isSafeInteger(s.tokens.violations));
+    cursors.tokens = { after, found: s.tokens.found, violations: s.tokens.violations };
+    return cursors;
+  }
 
   /** INV-03: the groups written since the last run, and those found unbalanced before. */
   async ledgerGroupsBalanced(paydb: ReadOnlyDb, signal?: AbortSignal): Promise<Finding> {

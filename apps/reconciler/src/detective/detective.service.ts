@@ -7,6 +7,7 @@ import { PAYDB, PROXYDB } from '../db/tokens';
 import { ReconcilerMetrics } from '../metrics';
 import { CHECK_INVARIANT, CHECK_NAMES, type CheckName } from './check-names';
 import { CheckCursors } from './check-cursors';
+import { readStateFile, writeStateFile } from './state-file';
 import { CheckQueries, OFFENDERS_MAX, type Finding } from './check-queries';
 import { TokenWatermarks, type Guard } from './token-watermarks';
 
@@ -39,7 +40,8 @@ export interface DetectiveRun {
 export class DetectiveService {
   private readonly logger = new Logger('detective');
   private readonly watermarks = new TokenWatermarks();
-  private readonly cursors: CheckCursors;
+  private cursors: CheckCursors;
+  private cursorsLoaded = false;
   private lastRun: DetectiveRun | null = null;
   private runs = 0;
 
@@ -59,6 +61,7 @@ export class DetectiveService {
   }
 
   async runAll(signal?: AbortSignal): Promise<DetectiveRun> {
+    await this.loadCursors();
     const started = Date.now();
     const endTimer = this.metrics.passSeconds.startTimer({ loop: 'checks' });
     const checks: CheckResult[] = [];
@@ -82,9 +85,45 @@ export class DetectiveService {
     };
     this.lastRun = run;
     this.runs++;
+    await this.saveCursors();
     // A run with a failed check did not look everywhere: staleness alerts on this (docs/operations.md).
     if (run.status !== 'incomplete') this.metrics.lastCheckTimestamp.set(Date.now() / 1000);
     return run;
+  }
+
+  /**
+   * Once per process: the cursors a previous process kept. A file that cannot
+   * be read or is not a snapshot is reported and ignored: reading from the
+   * beginning is slower, never wrong.
+   */
+  private async loadCursors(): Promise<void> {
+    const file = this.config.RECONCILER_CHECK_CURSOR_FILE;
+    if (this.cursorsLoaded || !file) return;
+    this.cursorsLoaded = true;
+    const settleMs = this.config.RECONCILER_CHECK_SETTLE_MS;
+    try {
+      const saved = await readStateFile(file);
+      if (saved === undefined) return;
+      this.cursors = CheckCursors.restore(settleMs, saved);
+      this.logger.log({ event: 'detective_cursors_restored', file }, 'detective cursors restored');
+    } catch (err) {
+      this.logger.warn(
+        { event: 'detective_cursors_unreadable', file, err: (err as Error).message },
+        'detective cursors unreadable: the first run reads every record',
+      );
+    }
+  }
+
+  /** After every run; a failed write leaves the file one run behind (the next start reads more). */
+  private async saveCursors(): Promise<void> {
+    const file = this.config.RECONCILER_CHECK_CURSOR_FILE;
+    if (!file) return;
+    await writeStateFile(file, this.cursors.snapshot()).catch((err: Error) =>
+      this.logger.warn(
+        { event: 'detective_cursors_unsaved', file, err: err.message },
+        'detective cursors could not be saved',
+      ),
+    );
   }
 
   private async runOne(check: CheckName, signal?: AbortSignal): Promise<CheckResult> {
