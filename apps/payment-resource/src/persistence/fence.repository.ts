@@ -34,6 +34,20 @@ export interface FenceRequest {
 }
 
 /**
+ * The admission rule of a fenced write on the account `a` (docs/payment-resource.md,
+ * "Strict `<`"): a newer token, or the same token continuing the payout its grant opened.
+ * Arguments are the statement's parameters for the payout id, the token and `continuation`.
+ */
+export const ADMITS = (payoutId: string, token: string, continuation: string): string =>
+  `(a.fence < ${token}::bigint
+    OR (${continuation}::boolean AND a.fence = ${token}::bigint AND a.fence_payout_id = ${payoutId}::uuid))`;
+
+/** The SET list of an admitted write's fence advance on the account `a`. */
+export const ADVANCE_SET = (payoutId: string, token: string): string =>
+  `fence = ${token}::bigint, fence_payout_id = ${payoutId}::uuid, version = a.version + 1,
+   updated_at = date_trunc('milliseconds', clock_timestamp())`;
+
+/**
  * Enforcement point (a): the conditional fence advance (docs/payment-resource.md step 5). It is
  * the first statement of every fenced transaction and one statement only; the
  * row lock it takes serialises every writer of the account (INV-01). The
@@ -57,14 +71,10 @@ export class FenceRepository {
       pin_fresh: boolean;
     })[] = await tx.query(
       `WITH advanced AS (
-           UPDATE account a
-              SET fence = $2::bigint, fence_payout_id = $1::uuid, version = a.version + 1,
-                  updated_at = date_trunc('milliseconds', clock_timestamp())
+           UPDATE account a SET ${ADVANCE_SET('$1', '$2')}
              FROM payout p
             WHERE p.payout_id = $1::uuid AND a.account_id = p.account_id
-              AND p.account_id = $6
-              AND (a.fence < $2::bigint
-                   OR ($3::boolean AND a.fence = $2::bigint AND a.fence_payout_id = $1::uuid))
+              AND p.account_id = $6 AND ${ADMITS('$1', '$2', '$3')}
             RETURNING a.account_id, a.fence, a.version)
          SELECT adv.account_id AS fence_account_id, adv.fence AS fence_value,
                 adv.version = seen.version + 1 AS pin_fresh, ${PINNED_COLUMNS}

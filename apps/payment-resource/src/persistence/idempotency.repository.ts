@@ -27,15 +27,23 @@ export interface Answer {
 /**
  * The insert of an answer, its parameters numbered from `first`, so a write's
  * last statement can carry it (RETURNING 1 when it landed, nothing when a
- * duplicate committed the scope first).
+ * duplicate committed the scope first). With `after`, a CTE of the same
+ * statement, the answer is inserted once per row of that CTE (none: no
+ * answer), and a scope already taken fails the whole statement (unique
+ * violation) instead of being skipped: the statement's other writes cannot
+ * land without their answer.
  */
-export function answerInsert(answer: Answer, first: number): { sql: string; params: unknown[] } {
+export function answerInsert(
+  answer: Answer,
+  first: number,
+  after?: string,
+): { sql: string; params: unknown[] } {
   const $ = (i: number) => `$${first + i}`;
+  const row = `${$(0)}, ${$(1)}, ${$(2)}::bigint, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}`;
   return {
     sql: `INSERT INTO idempotency_record
             (operation, idempotency_key, token, request_hash, payout_id, status_code, response_body)
-          VALUES (${$(0)}, ${$(1)}, ${$(2)}::bigint, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)})
-          ON CONFLICT DO NOTHING RETURNING 1`,
+          ${after === undefined ? `VALUES (${row}) ON CONFLICT DO NOTHING RETURNING 1` : `SELECT ${row} FROM ${after}`}`,
     params: [
       answer.scope.operation,
       answer.scope.key,

@@ -21,7 +21,7 @@ export interface Payout extends Omit<PayoutRecord, 'tokenStamp' | `${string}At`>
   updatedAt: Date;
 }
 
-interface PayoutRow {
+export interface PayoutRow {
   payout_id: string;
   account_id: string;
   amount_minor: string;
@@ -43,7 +43,7 @@ interface PayoutRow {
   updated_at: Date;
 }
 
-function fromRow(r: PayoutRow): Payout {
+export function fromRow(r: PayoutRow): Payout {
   return {
     payoutId: r.payout_id,
     accountId: r.account_id,
@@ -113,7 +113,7 @@ const COLUMNS = [
   'settled_at',
   'updated_at',
 ] as const satisfies readonly (keyof PayoutRow)[];
-const PAYOUT_COLUMNS = COLUMNS.join(', ');
+export const PAYOUT_COLUMNS = COLUMNS.join(', ');
 const P_COLUMNS = COLUMNS.map((c) => `p.${c}`).join(', ');
 
 /** `UPDATE payout SET … WHERE payout_id = $1` for a patch, without its RETURNING clause. */
@@ -135,6 +135,52 @@ function updateStatement(payoutId: string, patch: PayoutPatch): { sql: string; p
   if (patch.stampAmbiguousAt) sets.push(`ambiguous_at = ${NOW}`);
   if (patch.stampSettledAt) sets.push(`settled_at = ${NOW}`);
   return { sql: `UPDATE payout SET ${sets.join(', ')} WHERE payout_id = $1`, params };
+}
+
+/** What a transition's audit row records besides the payout and the state it moved to. */
+export type TransitionLogEntry = Omit<TransitionRecord, 'payoutId' | 'to'>;
+
+/**
+ * The CTEs of a transition, parameters from $1: `moved`, the payout's update
+ * (RETURNING every column); `logged`, its audit row, whose insert takes its
+ * row from the update, so one without the other cannot happen (the columns
+ * are those of TransitionLogRepository.record); with an answer, `answered`,
+ * its idempotency record. With `after`, the name of an earlier CTE, the update
+ * runs only when that CTE has a row and the answer lands with the update or
+ * fails the statement (answerInsert).
+ */
+export function transitionCtes(
+  payoutId: string,
+  patch: PayoutPatch,
+  t: TransitionLogEntry,
+  answer?: Answer,
+  after?: string,
+): { ctes: string; params: unknown[] } {
+  const { sql, params } = updateStatement(payoutId, patch);
+  const n = params.length;
+  params.push(
+    t.from,
+    t.event,
+    t.actor,
+    t.token?.toString() ?? null,
+    t.submissionId ?? null,
+    t.railReference ?? null,
+    t.reason ?? null,
+  );
+  // With `after`: the update needs that CTE's row, and the answer needs the update's.
+  const guard = after === undefined ? '' : ` AND EXISTS (SELECT 1 FROM ${after})`;
+  const answerAfter = after === undefined ? undefined : 'moved';
+  const answerCte = answer && answerInsert(answer, params.length + 1, answerAfter);
+  if (answerCte) params.push(...answerCte.params);
+  const ctes = `moved AS (${sql}${guard} RETURNING ${PAYOUT_COLUMNS}),
+            logged AS (
+              INSERT INTO payout_transition
+                (payout_id, from_state, to_state, event, actor, token, submission_id, rail_reference, reason)
+              SELECT payout_id, $${n + 1}, state, $${n + 2}, $${n + 3}, $${n + 4}::bigint, $${n + 5}::uuid,
+                     $${n + 6}, $${n + 7}
+                FROM moved)
+            ${answerCte ? `, answered AS (${answerCte.sql})` : ''}`;
+  return { ctes, params };
 }
 
 /** What PayoutRepository.stats reads; times are epoch seconds of a bucket's start. */
@@ -237,41 +283,21 @@ export class PayoutRepository {
   }
 
   /**
-   * A fenced write's transition and its audit row (FR-30) in one statement: the
-   * insert takes its row from the update, so one without the other cannot happen.
-   * The audit columns are those of TransitionLogRepository.record. With an
-   * answer, the same statement records it too; `answered` says whether it landed.
+   * A fenced write's transition and its audit row (FR-30) in one statement
+   * (transitionCtes). With an answer, the same statement records it too;
+   * `answered` says whether it landed.
    */
   async applyAndLog(
     tx: Db,
     payoutId: string,
     patch: PayoutPatch,
-    t: Omit<TransitionRecord, 'payoutId' | 'to'>,
+    t: TransitionLogEntry,
     answer?: Answer,
   ): Promise<{ payout: Payout; answered: boolean }> {
-    const { sql, params } = updateStatement(payoutId, patch);
-    const n = params.length;
-    params.push(
-      t.from,
-      t.event,
-      t.actor,
-      t.token?.toString() ?? null,
-      t.submissionId ?? null,
-      t.railReference ?? null,
-      t.reason ?? null,
-    );
-    const answerCte = answer && answerInsert(answer, params.length + 1);
-    if (answerCte) params.push(...answerCte.params);
+    const { ctes, params } = transitionCtes(payoutId, patch, t, answer);
     const rows: (PayoutRow & { answered: boolean })[] = await tx.query(
-      `WITH moved AS (${sql} RETURNING ${PAYOUT_COLUMNS}),
-            logged AS (
-              INSERT INTO payout_transition
-                (payout_id, from_state, to_state, event, actor, token, submission_id, rail_reference, reason)
-              SELECT payout_id, $${n + 1}, state, $${n + 2}, $${n + 3}, $${n + 4}::bigint, $${n + 5}::uuid,
-                     $${n + 6}, $${n + 7}
-                FROM moved)
-            ${answerCte ? `, answered AS (${answerCte.sql})` : ''}
-       SELECT ${PAYOUT_COLUMNS}, ${answerCte ? 'EXISTS (SELECT 1 FROM answered)' : 'false'} AS answered
+      `WITH ${ctes}
+       SELECT ${PAYOUT_COLUMNS}, ${answer ? 'EXISTS (SELECT 1 FROM answered)' : 'false'} AS answered
          FROM moved`,
       params,
     );

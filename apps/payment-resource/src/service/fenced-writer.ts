@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DlockError, formatFencingToken, type FencingToken } from '@dlock/lock-api';
@@ -13,8 +14,15 @@ import { SafetyEvents } from '@dlock/observability';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
 import { PaymentMetrics, type WriteOperation, type WriteResult } from '../metrics';
 import type { Db } from '../persistence/db';
-import { FenceRepository } from '../persistence/fence.repository';
-import { PayoutRepository, type Payout, type PinnedPayout } from '../persistence/payout.repository';
+import { FastTransitionRepository } from '../persistence/fast-transition.repository';
+import { FenceRepository, type FenceRequest } from '../persistence/fence.repository';
+import {
+  PayoutRepository,
+  type Payout,
+  type PayoutPatch,
+  type PinnedPayout,
+  type TransitionLogEntry,
+} from '../persistence/payout.repository';
 import {
   IdempotencyRepository,
   type Answer,
@@ -22,7 +30,7 @@ import {
   type StoredResponse,
 } from '../persistence/idempotency.repository';
 import { GrantCheck } from './grant-check';
-import { asUnavailable } from './paydb-errors';
+import { asUnavailable, isUniqueViolation } from './paydb-errors';
 
 export interface FencedCommand {
   metric: WriteOperation;
@@ -52,7 +60,7 @@ export interface FenceContext {
   accountId: string;
   /** The account's fence after the advance. */
   fence: bigint;
-  /** The payout, row-locked, as this transaction found it. */
+  /** The payout as found: row-locked by the transaction, or read unlocked by the fast path. */
   payout: Payout;
   /**
    * The stored row of an outcome, for a work whose last statement records its
@@ -69,6 +77,24 @@ export type WriteOutcome<T extends object = object> = (
   /** Set by a work that recorded `ctx.answer(outcome)`: did the insert land? */
   recorded?: boolean;
 };
+
+/** A transition with its answer, built from the payout as found, before the statement that records both. */
+export interface AnsweredTransition<T extends object> {
+  /** The payout's update, the state it moves to included. */
+  patch: PayoutPatch;
+  log: TransitionLogEntry;
+  outcome: { kind: 'ok'; body: T };
+  /** After the statement: checks the row it returned against the answer, counts the transition. */
+  committed(updated: Payout): void;
+}
+
+/**
+ * A write that may take the one-statement fast path (FencedWriter.tryFast):
+ * its transition from the payout as read without a lock, or null when the
+ * transactional path must run (it then throws the error or emits the event).
+ * It must not throw, nor emit anything: the transactional path may run after it.
+ */
+export type FastWork<T extends object> = (ctx: FenceContext) => AnsweredTransition<T> | null;
 
 interface StoredError {
   code: DlockError['code'];
@@ -89,6 +115,8 @@ class Replay extends Error {
  *   pins the payout and finds an earlier answer to this request → the work →
  *   store the response → COMMIT.
  * A fenced-out or rejected request rolls back whole: nothing changes.
+ * A write given a FastWork (P6) first tries the same in one statement without
+ * a transaction, and runs the above only when that statement wrote nothing.
  */
 @Injectable()
 export class FencedWriter {
@@ -97,6 +125,7 @@ export class FencedWriter {
     private readonly fences: FenceRepository,
     private readonly payouts: PayoutRepository,
     private readonly idempotency: IdempotencyRepository,
+    private readonly fastWrites: FastTransitionRepository,
     private readonly safety: SafetyEvents,
     private readonly metrics: PaymentMetrics,
     private readonly grants: GrantCheck,
@@ -106,15 +135,19 @@ export class FencedWriter {
     safety.watchesRegression('payment-resource');
   }
 
-  /** `T` is the route's 200 body (@dlock/payout-contract); a replay answers the stored one. */
+  /**
+   * `T` is the route's 200 body (@dlock/payout-contract); a replay answers the
+   * stored one. With `fast`, the write first tries the one-statement fast path.
+   */
   async run<T extends object>(
     cmd: FencedCommand,
     work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome<T>>,
+    fast?: FastWork<T>,
   ): Promise<T> {
     const started = process.hrtime.bigint();
     let result: WriteResult = 'error';
     try {
-      return await this.execute(cmd, work, (r) => (result = r));
+      return await this.execute(cmd, work, fast, (r) => (result = r));
     } catch (err) {
       const unavailable = asUnavailable(err);
       if (unavailable) {
@@ -134,6 +167,7 @@ export class FencedWriter {
   private async execute<T extends object>(
     cmd: FencedCommand,
     work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome<T>>,
+    fast: FastWork<T> | undefined,
     setResult: (r: WriteResult) => void,
   ): Promise<T> {
     const scope: IdempotencyScope = {
@@ -146,6 +180,13 @@ export class FencedWriter {
     const deadline = deadlineWithin(cmd.deadline, this.config.PAYMENT_REQUEST_BUDGET_MS);
     const requiredMs = WRITE_DEADLINE_MARGIN_MS + WRITE_STATEMENT_MIN_MS;
     refuseShortBudget(deadline, requiredMs);
+    if (fast !== undefined) {
+      const body = await this.tryFast({ ...cmd, accountId }, scope, deadline, fast);
+      if (body !== null) {
+        setResult('ok');
+        return body;
+      }
+    }
     const qr = this.dataSource.createQueryRunner();
     await qr.connect();
     let outcome: WriteOutcome<T>;
@@ -192,12 +233,64 @@ export class FencedWriter {
    * Only set when tighter than the pool's PAYDB_STATEMENT_TIMEOUT_MS.
    */
   private async boundStatements(tx: Db, deadline: RequestDeadline): Promise<void> {
-    const limitMs = this.config.PAYDB_STATEMENT_TIMEOUT_MS;
-    const timeoutMs = boundedWaitMs(limitMs, deadline, WRITE_DEADLINE_MARGIN_MS);
-    if (timeoutMs >= limitMs) return;
+    const timeoutMs = this.statementTimeoutMs(deadline);
+    if (timeoutMs >= this.config.PAYDB_STATEMENT_TIMEOUT_MS) return;
     await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [
       String(Math.max(WRITE_STATEMENT_MIN_MS, timeoutMs)),
     ]);
+  }
+
+  /** What is left of the deadline for one statement, at most the pool's statement timeout. */
+  private statementTimeoutMs(deadline: RequestDeadline): number {
+    const limitMs = this.config.PAYDB_STATEMENT_TIMEOUT_MS;
+    return boundedWaitMs(limitMs, deadline, WRITE_DEADLINE_MARGIN_MS);
+  }
+
+  /**
+   * The fast path (docs/payment-resource.md, "The one-statement fast path"): a
+   * plain read, then one statement in autocommit that writes everything only
+   * if nothing read has changed (FastTransitionRepository.apply). Null: nothing
+   * was written; the transactional path then runs and answers whatever stopped
+   * this one (no such payout, another account, a replay, fenced out, a
+   * transition not allowed, a payout that moved meanwhile).
+   */
+  private async tryFast<T extends object>(
+    cmd: FencedCommand & { accountId: string },
+    scope: IdempotencyScope,
+    deadline: RequestDeadline,
+    fast: FastWork<T>,
+  ): Promise<T | null> {
+    // The pool's statement timeout is the fast path's only bound: it must fit the deadline.
+    const fits = () => this.statementTimeoutMs(deadline) >= this.config.PAYDB_STATEMENT_TIMEOUT_MS;
+    // The kill switch's unguarded writes stay on the transactional path.
+    if (!this.config.PAYMENT_FENCING_ENABLED || !fits()) return null;
+    const db = preparedManager(this.dataSource.manager);
+    const seen = await this.fastWrites.read(db, cmd.payoutId, scope);
+    if (seen === null || seen.earlier !== null || seen.payout.accountId !== cmd.accountId) {
+      return null;
+    }
+    const ctx: FenceContext = {
+      accountId: cmd.accountId,
+      // An admitted write sets the account's fence to its token.
+      fence: cmd.token,
+      payout: seen.payout,
+      answer: (o) => answerOf(cmd, scope, o),
+    };
+    const transition = fast(ctx);
+    if (transition === null || !fits()) return null;
+    const answer = ctx.answer(transition.outcome);
+    let written: { payout: Payout; fence: bigint } | null;
+    try {
+      written = await this.fastWrites.apply(db, fenceRequest(cmd), seen, transition, answer);
+    } catch (err) {
+      // The answer's scope taken by a concurrent request: the statement undid itself.
+      if (isUniqueViolation(err)) return null;
+      throw err;
+    }
+    if (written === null) return null;
+    assert.equal(written.fence, cmd.token, 'an admitted write sets the fence to its token');
+    transition.committed(written.payout);
+    return transition.outcome.body;
   }
 
   private async inTransaction<T extends object>(
@@ -206,12 +299,7 @@ export class FencedWriter {
     scope: IdempotencyScope,
     work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome<T>>,
   ): Promise<WriteOutcome<T>> {
-    const request = {
-      payoutId: cmd.payoutId,
-      token: cmd.token,
-      continuation: cmd.continuation,
-      accountId: cmd.accountId,
-    };
+    const request = fenceRequest(cmd);
     let accountId: string;
     let fence: bigint;
     let pinned: PinnedPayout | null = null;
@@ -334,6 +422,15 @@ function answerOf(cmd: FencedCommand, scope: IdempotencyScope, outcome: WriteOut
     payoutId: cmd.payoutId,
     statusCode: stored.status,
     body: JSON.stringify(stored.body, int64Replacer),
+  };
+}
+
+function fenceRequest(cmd: FencedCommand & { accountId: string }): FenceRequest {
+  return {
+    payoutId: cmd.payoutId,
+    token: cmd.token,
+    continuation: cmd.continuation,
+    accountId: cmd.accountId,
   };
 }
 

@@ -27,3 +27,8 @@ export function asUnavailable(err: unknown): DlockError | undefined {
     ? new DlockError('UNAVAILABLE', 'paydb is unavailable; nothing was written', { cause: err })
     : undefined;
 }
+
+/** A unique constraint refused the statement (SQLSTATE 23505): it changed nothing. */
+export function isUniqueViolation(err: unknown): boolean {
+  return sqlState(err) === '23505';
+}

@@ -33,9 +33,19 @@ import { AccountRepository } from '../persistence/account.repository';
 import type { Db } from '../persistence/db';
 import { LedgerRepository } from '../persistence/ledger.repository';
 import type { Answer } from '../persistence/idempotency.repository';
-import { PayoutRepository, type Payout, type PayoutPatch } from '../persistence/payout.repository';
+import {
+  PayoutRepository,
+  type Payout,
+  type PayoutPatch,
+  type TransitionLogEntry,
+} from '../persistence/payout.repository';
 import { TransitionLogRepository } from '../persistence/transition-log.repository';
-import { FencedWriter, type FenceContext, type WriteOutcome } from './fenced-writer';
+import {
+  FencedWriter,
+  type AnsweredTransition,
+  type FenceContext,
+  type WriteOutcome,
+} from './fenced-writer';
 import { InstructionSigner } from './instruction-signer';
 import { requestHash } from './canonical';
 import { asUnavailable } from './paydb-errors';
@@ -130,7 +140,12 @@ export class PayoutCommands {
     );
   }
 
-  /** P6: the payout's rail transitions, recorded by the holder (docs/contract.md). */
+  /**
+   * P6: the payout's rail transitions, recorded by the holder (docs/contract.md).
+   * A transition the payout as read allows first tries the one-statement fast
+   * path (FencedWriter.tryFast); everything else, and whatever changed since
+   * that read, takes the transactional path, which answers it.
+   */
   railOutcome(
     payoutId: string,
     grant: Grant,
@@ -141,41 +156,30 @@ export class PayoutCommands {
         { field: 'submissionId', message: 'submissionId is required when outcome is ACKED' },
       ]);
     }
+    const event = RAIL_EVENT[body.outcome];
+    const answered = (ctx: FenceContext) => {
+      // RAIL_SUBMITTED answers the instruction the rail-proxy admits the submission on.
+      const railInstruction =
+        body.outcome === 'SUBMITTED'
+          ? { railInstruction: this.instructions.sign(ctx.payout, grant.token, grant.ownerId) }
+          : {};
+      return this.answeredTransition(ctx, event, grant, railPatch(body), body.reason, {
+        outcome: body.outcome,
+        ...railInstruction,
+      });
+    };
     return this.writer.run(
       this.command('rail_outcome', `rail-outcome:${body.outcome}`, payoutId, grant, body, true),
       async (tx, ctx) => {
-        const payout = ctx.payout;
-        const event = RAIL_EVENT[body.outcome];
-        this.allowed(payout, event, grant);
-        this.sameSubmission(payout, body.submissionId);
-        const patch: Omit<PayoutPatch, 'state'> = {
-          submissionId: body.submissionId,
-          railReference: body.railReference,
-        };
-        switch (body.outcome) {
-          case 'SUBMITTED':
-            patch.stampSubmittedAt = true;
-            break;
-          case 'ACKED':
-            break;
-          case 'REJECTED':
-            patch.failureReason = `RAIL_REJECTED${body.reason ? `: ${body.reason}` : ''}`;
-            patch.stampSettledAt = true;
-            break;
-          case 'AMBIGUOUS':
-            patch.stampAmbiguousAt = true;
-            break;
-        }
-        // RAIL_SUBMITTED answers the instruction the rail-proxy admits the submission on.
-        const railInstruction =
-          body.outcome === 'SUBMITTED'
-            ? { railInstruction: this.instructions.sign(payout, grant.token, grant.ownerId) }
-            : {};
-        return this.transitionAnswered(tx, ctx, event, grant, patch, body.reason, {
-          outcome: body.outcome,
-          ...railInstruction,
-        });
+        this.allowed(ctx.payout, event, grant);
+        this.sameSubmission(ctx.payout, body.submissionId);
+        return this.recordAnswered(tx, ctx, answered(ctx));
       },
+      (ctx) =>
+        transition(ctx.payout.state, event).allowed &&
+        !otherSubmission(ctx.payout, body.submissionId)
+          ? answered(ctx)
+          : null,
     );
   }
 
@@ -254,9 +258,10 @@ export class PayoutCommands {
           patch.failureReason = 'RAIL_NOT_FOUND';
           patch.stampSettledAt = true;
         }
-        return this.transitionAnswered(tx, ctx, event, grant, patch, body.evidence, {
+        const t = this.answeredTransition(ctx, event, grant, patch, body.evidence, {
           resolution: body.resolution,
         });
+        return this.recordAnswered(tx, ctx, t);
       },
     );
   }
@@ -420,11 +425,7 @@ export class PayoutCommands {
 
   /** One submission per payout (INV-02): an outcome naming another one is a client defect. */
   private sameSubmission(payout: Payout, submissionId: string | undefined): void {
-    if (
-      submissionId !== undefined &&
-      payout.submissionId !== null &&
-      payout.submissionId.toLowerCase() !== submissionId.toLowerCase()
-    ) {
+    if (otherSubmission(payout, submissionId)) {
       throw new ValidationError([
         {
           field: 'submissionId',
@@ -447,15 +448,7 @@ export class PayoutCommands {
       tx,
       payout.payoutId,
       { ...patch, state: to, tokenStamp: grant.token },
-      {
-        from: payout.state,
-        event,
-        actor: grant.ownerId,
-        token: grant.token,
-        submissionId: patch.submissionId ?? null,
-        railReference: patch.railReference ?? null,
-        reason: extra.reason ?? null,
-      },
+      logEntry(payout, event, grant, patch, extra.reason),
       extra.answer,
     );
     this.metrics.transitionsTotal.inc({ to_state: to });
@@ -463,25 +456,25 @@ export class PayoutCommands {
   }
 
   /**
-   * P6/P8: the transition and its answer in one statement. The answer is built
-   * from the pinned row and the patch before the statement runs, and checked
-   * against the row it returns.
+   * P6/P8: the transition and its answer, for one statement that records both.
+   * The answer is built from the payout as found and the patch before the
+   * statement runs, and checked against the row it returns.
    */
-  private async transitionAnswered<E extends object>(
-    tx: Db,
+  private answeredTransition<E extends object>(
     ctx: FenceContext,
     event: PayoutEvent,
     grant: Grant,
     patch: Omit<PayoutPatch, 'state'>,
     reason: string | undefined,
     extra: E,
-  ): Promise<WriteOutcome<TransitionView & E>> {
+  ): AnsweredTransition<TransitionView & E> {
     const before = ctx.payout;
+    const to = this.next(before, event);
     const expected = this.transitionBody(
       before,
       {
         payoutId: before.payoutId,
-        state: this.next(before, event),
+        state: to,
         // The columns are uuid: they come back in lower case.
         submissionId: patch.submissionId?.toLowerCase() ?? before.submissionId,
         railReference: patch.railReference ?? before.railReference,
@@ -490,17 +483,36 @@ export class PayoutCommands {
       ctx,
       extra,
     );
-    const outcome = this.ok(expected);
-    const { updated, answered } = await this.apply(tx, before, event, grant, patch, {
-      reason,
-      answer: ctx.answer(outcome),
-    });
-    assert.deepEqual(
-      this.transitionBody(before, updated, ctx, extra),
-      expected,
-      'the recorded answer must describe the committed row',
+    return {
+      patch: { ...patch, state: to, tokenStamp: grant.token },
+      log: logEntry(before, event, grant, patch, reason),
+      outcome: { kind: 'ok', body: expected },
+      committed: (updated) => {
+        this.metrics.transitionsTotal.inc({ to_state: to });
+        assert.deepEqual(
+          this.transitionBody(before, updated, ctx, extra),
+          expected,
+          'the recorded answer must describe the committed row',
+        );
+      },
+    };
+  }
+
+  /** The transactional path's statement for an answered transition. */
+  private async recordAnswered<T extends object>(
+    tx: Db,
+    ctx: FenceContext,
+    t: AnsweredTransition<T>,
+  ): Promise<WriteOutcome<T>> {
+    const { payout: updated, answered } = await this.payouts.applyAndLog(
+      tx,
+      ctx.payout.payoutId,
+      t.patch,
+      t.log,
+      ctx.answer(t.outcome),
     );
-    return { ...outcome, recorded: answered };
+    t.committed(updated);
+    return { ...t.outcome, recorded: answered };
   }
 
   private transitionBody<E extends object>(
@@ -524,6 +536,57 @@ export class PayoutCommands {
   private ok<T extends object>(body: T): WriteOutcome<T> {
     return { kind: 'ok', body };
   }
+}
+
+/** What a P6 outcome writes besides the state. */
+function railPatch(body: RailOutcomeRequest): Omit<PayoutPatch, 'state'> {
+  const patch: Omit<PayoutPatch, 'state'> = {
+    submissionId: body.submissionId,
+    railReference: body.railReference,
+  };
+  switch (body.outcome) {
+    case 'SUBMITTED':
+      patch.stampSubmittedAt = true;
+      break;
+    case 'ACKED':
+      break;
+    case 'REJECTED':
+      patch.failureReason = `RAIL_REJECTED${body.reason ? `: ${body.reason}` : ''}`;
+      patch.stampSettledAt = true;
+      break;
+    case 'AMBIGUOUS':
+      patch.stampAmbiguousAt = true;
+      break;
+  }
+  return patch;
+}
+
+/** An outcome naming another submission than the one recorded (INV-02). */
+function otherSubmission(payout: Payout, submissionId: string | undefined): boolean {
+  return (
+    submissionId !== undefined &&
+    payout.submissionId !== null &&
+    payout.submissionId.toLowerCase() !== submissionId.toLowerCase()
+  );
+}
+
+/** A fenced transition's audit row (FR-30). */
+function logEntry(
+  payout: Payout,
+  event: PayoutEvent,
+  grant: Grant,
+  patch: Omit<PayoutPatch, 'state'>,
+  reason: string | undefined,
+): TransitionLogEntry {
+  return {
+    from: payout.state,
+    event,
+    actor: grant.ownerId,
+    token: grant.token,
+    submissionId: patch.submissionId ?? null,
+    railReference: patch.railReference ?? null,
+    reason: reason ?? null,
+  };
 }
 
 function insufficientFunds(

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { PayoutStatsController } from '../http/console-reads.controller';
 import { PayoutsController } from '../http/payouts.controller';
 import { PaymentMetrics } from '../metrics';
+import { FastTransitionRepository } from '../persistence/fast-transition.repository';
 import { FenceRepository } from '../persistence/fence.repository';
 import { IdempotencyRepository } from '../persistence/idempotency.repository';
 import { LedgerModule } from '../persistence/ledger.module';
@@ -22,6 +23,7 @@ import { PayoutQueries } from './payout-queries.service';
   providers: [
     PaymentMetrics,
     FenceRepository,
+    FastTransitionRepository,
     PayoutRepository,
     IdempotencyRepository,
     TransitionLogRepository,
