@@ -15,7 +15,7 @@ const THROUGH_ALIASES = {
  * it. libs/testing and the apps sit above them all.
  */
 const LAYERS = [
-  ['lock-api', 'config', 'prng', 'polling'],
+  ['lock-api', 'config', 'prng', 'polling', 'metrics'],
   ['tracing', 'identity', 'persistence'],
   ['http-client'],
   ['http-contract'],

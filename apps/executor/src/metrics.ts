@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Gauge, Histogram, register } from 'prom-client';
+import { counter, gauge, histogram } from '@dlock/metrics';
 import { ATTEMPT_RESULTS } from './execution/execution-outcome';
 
 /** The four pinned labels of payout_execute_seconds (docs/operations.md). */
@@ -27,68 +27,53 @@ export type Step = (typeof STEPS)[number];
 /** executor_poll_passes_total{result} (docs/executor.md, "Metrics"). */
 export const PASS_RESULTS = ['ok', 'idle', 'full', 'no_session', 'error'] as const;
 
-function existing<T>(name: string): T | undefined {
-  return register.getSingleMetric(name) as T | undefined;
-}
-
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20];
 
 /** Executor metrics; no payout id, account id, key or token in any label (NFR-09). */
 @Injectable()
 export class ExecutorMetrics {
-  readonly executeSeconds =
-    existing<Histogram<'outcome'>>('payout_execute_seconds') ??
-    new Histogram({
-      name: 'payout_execute_seconds',
-      help: 'One payout attempt, from acquire to release, by outcome',
-      labelNames: ['outcome'],
-      buckets: BUCKETS,
-    });
+  readonly executeSeconds = histogram({
+    name: 'payout_execute_seconds',
+    help: 'One payout attempt, from acquire to release, by outcome',
+    labelNames: ['outcome'],
+    buckets: BUCKETS,
+  });
 
-  readonly backlogAgeSeconds =
-    existing<Gauge>('payout_backlog_age_seconds') ??
-    new Gauge({
-      name: 'payout_backlog_age_seconds',
-      help: 'Age of the oldest PENDING payout seen by the last poll (0 when none)',
-    });
+  readonly backlogAgeSeconds = gauge({
+    name: 'payout_backlog_age_seconds',
+    help: 'Age of the oldest PENDING payout seen by the last poll (0 when none)',
+  });
 
-  readonly attemptsTotal =
-    existing<Counter<'result'>>('executor_payout_attempts_total') ??
-    new Counter({
-      name: 'executor_payout_attempts_total',
-      help: 'Payout attempts by detailed result (contended, skipped, fenced, lease_short …)',
-      labelNames: ['result'],
-    });
+  readonly attemptsTotal = counter({
+    name: 'executor_payout_attempts_total',
+    help: 'Payout attempts by detailed result (contended, skipped, fenced, lease_short …)',
+    labelNames: ['result'],
+  });
 
-  readonly stepSeconds =
-    existing<Histogram<'step'>>('executor_step_seconds') ??
-    new Histogram({
-      name: 'executor_step_seconds',
-      help: 'Duration of each call of the critical section',
-      labelNames: ['step'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    });
+  readonly stepSeconds = histogram({
+    name: 'executor_step_seconds',
+    help: 'Duration of each call of the critical section',
+    labelNames: ['step'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  });
 
-  readonly passesTotal =
-    existing<Counter<'result'>>('executor_poll_passes_total') ??
-    new Counter({
-      name: 'executor_poll_passes_total',
-      help: 'Polling passes by result (ok, idle, full, no_session, error)',
-      labelNames: ['result'],
-    });
+  readonly passesTotal = counter({
+    name: 'executor_poll_passes_total',
+    help: 'Polling passes by result (ok, idle, full, no_session, error)',
+    labelNames: ['result'],
+  });
 
   /** Alerted on by name (docs/executor.md § Invalid payouts): keep the name and label stable. */
-  readonly payoutInvalidTotal =
-    existing<Counter<'hop'>>('executor_payout_invalid_total') ??
-    new Counter({
-      name: 'executor_payout_invalid_total',
-      help: 'Payouts a downstream refused as invalid (400 VALIDATION_FAILED), by refusing hop',
-      labelNames: ['hop'],
-    });
+  readonly payoutInvalidTotal = counter({
+    name: 'executor_payout_invalid_total',
+    help: 'Payouts a downstream refused as invalid (400 VALIDATION_FAILED), by refusing hop',
+    labelNames: ['hop'],
+  });
 
-  readonly inFlight =
-    existing<Gauge>('executor_payouts_in_flight') ??
-    new Gauge({ name: 'executor_payouts_in_flight', help: 'Payouts being executed now' });
+  readonly inFlight = gauge({
+    name: 'executor_payouts_in_flight',
+    help: 'Payouts being executed now',
+  });
 
   /**
    * Every series of a known label value exists from the start (at 0): a query finds it, and

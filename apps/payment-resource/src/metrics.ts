@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Histogram, register } from 'prom-client';
+import { counter, histogram } from '@dlock/metrics';
 import { PAYOUT_STATES } from '@dlock/payout-contract';
 
 export type WriteOperation = 'claim' | 'post' | 'rail_outcome' | 'resolve' | 'abandon';
@@ -26,54 +26,34 @@ const WRITE_OUTCOMES: readonly [WriteOperation, WriteResult][] = [
   ['abandon', 'error'],
 ];
 
-function metric<T>(name: string, make: () => T): T {
-  return (register.getSingleMetric(name) as T | undefined) ?? make();
-}
-
 /** payment-resource's own metrics; labels never carry an id or a token (NFR-09). */
 @Injectable()
 export class PaymentMetrics {
-  readonly writeSeconds = metric(
-    'payment_write_seconds',
-    () =>
-      new Histogram({
-        name: 'payment_write_seconds',
-        help: 'Fenced and operator writes on payouts, by operation and result',
-        labelNames: ['operation', 'result'],
-        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      }),
-  );
-  readonly transitionsTotal = metric(
-    'payout_transitions_total',
-    () =>
-      new Counter({
-        name: 'payout_transitions_total',
-        help: 'Payout state transitions applied, by target state',
-        labelNames: ['to_state'],
-      }),
-  );
+  readonly writeSeconds = histogram({
+    name: 'payment_write_seconds',
+    help: 'Fenced and operator writes on payouts, by operation and result',
+    labelNames: ['operation', 'result'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  });
+  readonly transitionsTotal = counter({
+    name: 'payout_transitions_total',
+    help: 'Payout state transitions applied, by target state',
+    labelNames: ['to_state'],
+  });
   /**
    * Claims refused because the payout was no longer in the state the caller read (it lost
    * a race to another worker): not a safety event, unlike payout_invalid_transition_total
    * (docs/payment-resource.md). `state` is the state the claim found.
    */
-  readonly staleClaimsTotal = metric(
-    'payout_stale_claims_total',
-    () =>
-      new Counter({
-        name: 'payout_stale_claims_total',
-        help: 'Claims refused because the payout had moved on from the expected state (a lost race), by the state found',
-        labelNames: ['state'],
-      }),
-  );
-  readonly ledgerPostingsTotal = metric(
-    'ledger_postings_total',
-    () =>
-      new Counter({
-        name: 'ledger_postings_total',
-        help: 'Balanced ledger groups written for payouts',
-      }),
-  );
+  readonly staleClaimsTotal = counter({
+    name: 'payout_stale_claims_total',
+    help: 'Claims refused because the payout had moved on from the expected state (a lost race), by the state found',
+    labelNames: ['state'],
+  });
+  readonly ledgerPostingsTotal = counter({
+    name: 'ledger_postings_total',
+    help: 'Balanced ledger groups written for payouts',
+  });
 
   /**
    * Every known series at 0 from the start: a query finds it before its first event, and a

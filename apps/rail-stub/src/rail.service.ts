@@ -7,7 +7,8 @@ import {
 } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { Counter, register } from 'prom-client';
+import { counter } from '@dlock/metrics';
+import type { Counter } from 'prom-client';
 import { formatInstant } from '@dlock/lock-api';
 import type { RailLookup } from '@dlock/payout-contract';
 import { RAIL_STUB_CONFIG, type RailStubConfig } from './config';
@@ -51,12 +52,12 @@ export interface StubStats {
   startedAt: string;
 }
 
-function submitCounter(): Counter {
-  const name = 'rail_stub_submit_total';
-  return (
-    (register.getSingleMetric(name) as Counter | undefined) ??
-    new Counter({ name, help: 'POST /submit calls by injected fate', labelNames: ['fate'] })
-  );
+function submitCounter(): Counter<'fate'> {
+  return counter({
+    name: 'rail_stub_submit_total',
+    help: 'POST /submit calls by injected fate',
+    labelNames: ['fate'],
+  });
 }
 
 function fateLabel(fate: Fate): string {

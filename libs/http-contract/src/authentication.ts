@@ -2,7 +2,8 @@ import { createParamDecorator, Logger, type ExecutionContext } from '@nestjs/com
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingHttpHeaders } from 'node:http';
-import { Counter, register } from 'prom-client';
+import { counter } from '@dlock/metrics';
+import type { Counter } from 'prom-client';
 import { DlockError } from '@dlock/lock-api';
 import {
   ForbiddenError,
@@ -47,12 +48,9 @@ export type AuthOptions = Omit<VerifierOptions, 'audience'> & {
 export const REFUSAL_KINDS = ['unauthenticated', 'forbidden', 'policy'] as const;
 export type RefusalKind = (typeof REFUSAL_KINDS)[number];
 
-function refusalCounter(): Counter {
-  const name = 'auth_refusals_total';
-  const existing = register.getSingleMetric(name);
-  if (existing) return existing as Counter;
-  return new Counter({
-    name,
+function refusalCounter(): Counter<'refusal'> {
+  return counter({
+    name: 'auth_refusals_total',
     help: 'Requests refused for their identity (401 unauthenticated, 403 forbidden or policy)',
     labelNames: ['refusal'],
   });

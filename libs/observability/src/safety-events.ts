@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { Counter, register, type Registry } from 'prom-client';
+import { counter } from '@dlock/metrics';
+import { register, type Counter, type Registry } from 'prom-client';
 import { SafetyEventFeed } from './safety-event-feed';
 
 /** The safety events of docs/operations.md: each is a structured log event and a metric. */
@@ -24,15 +25,13 @@ export type RailSweepFinding = (typeof RAIL_SWEEP_FINDINGS)[number];
 
 export type FencedResource = 'account' | 'ledger' | 'rail';
 
-function counter(
+function counterIn(
   registry: Registry,
   name: string,
   help: string,
   labelNames: string[] = [],
 ): Counter {
-  const existing = registry.getSingleMetric(name);
-  if (existing) return existing as Counter;
-  return new Counter({ name, help, labelNames, registers: [registry] });
+  return counter({ name, help, labelNames, registers: [registry] });
 }
 
 /**
@@ -60,50 +59,50 @@ export class SafetyEvents {
     registry: Registry = register,
     readonly feed: SafetyEventFeed = new SafetyEventFeed(),
   ) {
-    this.fencedOutTotal = counter(
+    this.fencedOutTotal = counterIn(
       registry,
       'lock_fenced_out_total',
       'Writes rejected by a fence guard',
       ['resource'],
     );
-    this.railAmbiguousTotal = counter(
+    this.railAmbiguousTotal = counterIn(
       registry,
       'rail_ambiguous_total',
       'Rail attempts with an unknown outcome',
     );
-    this.duplicateAttemptedTotal = counter(
+    this.duplicateAttemptedTotal = counterIn(
       registry,
       'rail_duplicate_attempted_total',
       'Submissions refused because the payout already had one',
     );
-    this.sessionLostTotal = counter(
+    this.sessionLostTotal = counterIn(
       registry,
       'lock_session_lost_total',
       'Lock sessions a client lost',
     );
-    this.revocationsTotal = counter(
+    this.revocationsTotal = counterIn(
       registry,
       'lock_revocations_total',
       'Operator force-revocations',
     );
-    this.invalidTransitionTotal = counter(
+    this.invalidTransitionTotal = counterIn(
       registry,
       'payout_invalid_transition_total',
       'Payout transitions rejected by the transition table',
     );
-    this.tokenRegressionTotal = counter(
+    this.tokenRegressionTotal = counterIn(
       registry,
       'lock_token_regression_total',
       'Observed tokens below a value already seen at a guard',
       ['guard'],
     );
-    this.railSweepFindingsTotal = counter(
+    this.railSweepFindingsTotal = counterIn(
       registry,
       'reconciler_rail_sweep_findings_total',
       'Terminal payouts the rail disagrees with, once per payout and finding',
       ['finding'],
     );
-    this.proofRejectedTotal = counter(
+    this.proofRejectedTotal = counterIn(
       registry,
       'proof_rejected_total',
       'Fenced requests refused because their grant proof or payout instruction did not prove their claim',

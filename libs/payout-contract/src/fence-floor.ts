@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, IsUUID, Length } from 'class-validator';
-import { Counter, register } from 'prom-client';
+import { counter } from '@dlock/metrics';
+import type { Counter } from 'prom-client';
 import { FENCING_TOKEN_MAX, ValidationError, type ValidationFailure } from '@dlock/lock-api';
 import { int64Text } from '@dlock/http-contract/schema';
 import type { FloorRaiseRequest } from './wire';
@@ -80,13 +81,11 @@ export class FenceFloorAudit {
 
   constructor(guard: string) {
     this.logger = new Logger(guard);
-    this.raises =
-      (register.getSingleMetric(RAISES_METRIC) as Counter | undefined) ??
-      new Counter({
-        name: RAISES_METRIC,
-        help: 'Operator/reconciler floor raises of this guard, by whether its value moved',
-        labelNames: ['result'],
-      });
+    this.raises = counter({
+      name: RAISES_METRIC,
+      help: 'Operator/reconciler floor raises of this guard, by whether its value moved',
+      labelNames: ['result'],
+    });
     for (const result of ['raised', 'unchanged']) this.raises.inc({ result }, 0);
   }
 

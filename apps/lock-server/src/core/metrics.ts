@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, register, type Registry } from 'prom-client';
+import { counter, gauge, histogram } from '@dlock/metrics';
+import { register, type Counter, type Histogram, type Registry } from 'prom-client';
 import { DlockError } from '@dlock/lock-api';
 
 export type LockOp = 'acquire' | 'renew' | 'release' | 'revoke' | 'inspect';
@@ -8,10 +9,6 @@ export type SessionOp = 'open' | 'heartbeat' | 'close';
 export interface ActivitySource {
   activity?(): Promise<{ sessions: number; grants: number }>;
   waiting(): number;
-}
-
-function getOrCreate<T>(registry: Registry, name: string, make: () => T): T {
-  return (registry.getSingleMetric(name) as T | undefined) ?? make();
 }
 
 /** The result label: `ok`, or the contract code in lower case. Never a key or token (NFR-09). */
@@ -33,74 +30,60 @@ export class LockMetrics {
 
   constructor(source: ActivitySource, registry: Registry = register) {
     activitySource = source;
-    const counter = (op: string) =>
-      getOrCreate(
-        registry,
-        `lock_server_${op}_total`,
-        () =>
-          new Counter({
-            name: `lock_server_${op}_total`,
-            help: `Lock ${op} requests by result`,
-            labelNames: ['result'],
-            registers: [registry],
-          }),
-      );
+    const opCounter = (op: string) =>
+      counter({
+        name: `lock_server_${op}_total`,
+        help: `Lock ${op} requests by result`,
+        labelNames: ['result'],
+        registers: [registry],
+      });
     this.counters = {
-      acquire: counter('acquire'),
-      renew: counter('renew'),
-      release: counter('release'),
-      revoke: counter('revoke'),
+      acquire: opCounter('acquire'),
+      renew: opCounter('renew'),
+      release: opCounter('release'),
+      revoke: opCounter('revoke'),
     };
-    this.latency = getOrCreate(
-      registry,
-      'lock_server_op_seconds',
-      () =>
-        new Histogram({
-          name: 'lock_server_op_seconds',
-          help: 'Lock-server operation latency by operation and result',
-          labelNames: ['op', 'result'],
-          buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-          registers: [registry],
-        }),
-    );
-    this.sessionOps = getOrCreate(
-      registry,
-      'lock_server_session_ops_total',
-      () =>
-        new Counter({
-          name: 'lock_server_session_ops_total',
-          help: 'Session operations by operation and result',
-          labelNames: ['op', 'result'],
-          registers: [registry],
-        }),
-    );
-    const gauge = (name: string, help: string, read: (s: ActivitySource) => Promise<number>) =>
-      getOrCreate(
-        registry,
+    this.latency = histogram({
+      name: 'lock_server_op_seconds',
+      help: 'Lock-server operation latency by operation and result',
+      labelNames: ['op', 'result'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    });
+    this.sessionOps = counter({
+      name: 'lock_server_session_ops_total',
+      help: 'Session operations by operation and result',
+      labelNames: ['op', 'result'],
+      registers: [registry],
+    });
+    const activityGauge = (
+      name: string,
+      help: string,
+      read: (s: ActivitySource) => Promise<number>,
+    ) =>
+      gauge({
         name,
-        () =>
-          new Gauge({
-            name,
-            help,
-            registers: [registry],
-            async collect() {
-              if (!activitySource) return;
-              try {
-                this.set(await read(activitySource));
-              } catch {
-                // Backend unreachable: keep the last value rather than failing the scrape.
-              }
-            },
-          }),
-      );
-    gauge('lock_server_active_sessions', 'Live sessions', async (s) =>
+        help,
+        registers: [registry],
+        async collect() {
+          if (!activitySource) return;
+          try {
+            this.set(await read(activitySource));
+          } catch {
+            // Backend unreachable: keep the last value rather than failing the scrape.
+          }
+        },
+      });
+    activityGauge('lock_server_active_sessions', 'Live sessions', async (s) =>
       s.activity ? (await s.activity()).sessions : 0,
     );
-    gauge('lock_server_active_grants', 'Live lock grants', async (s) =>
+    activityGauge('lock_server_active_grants', 'Live lock grants', async (s) =>
       s.activity ? (await s.activity()).grants : 0,
     );
-    gauge('lock_server_waiting_acquires', 'Acquires waiting server-side in this process', (s) =>
-      Promise.resolve(s.waiting()),
+    activityGauge(
+      'lock_server_waiting_acquires',
+      'Acquires waiting server-side in this process',
+      (s) => Promise.resolve(s.waiting()),
     );
   }
 

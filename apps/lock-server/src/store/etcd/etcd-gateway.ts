@@ -10,7 +10,7 @@ import type {
   ITxnResponse,
   Watcher,
 } from 'etcd3';
-import { Counter, register } from 'prom-client';
+import { counter } from '@dlock/metrics';
 import { createEtcdClient } from './etcd-client';
 import type { EtcdBackendSettings } from './etcd-config';
 import { EtcdKeys, prefixEnd } from './etcd-keys';
@@ -28,17 +28,10 @@ export interface GrantedLease {
   ttlSeconds: number;
 }
 
-const unavailableTotal = (() => {
-  const name = 'lock_etcd_unavailable_total';
-  const existing = register.getSingleMetric(name);
-  return (
-    (existing as Counter | undefined) ??
-    new Counter({
-      name,
-      help: 'etcd calls answered as NOT_LEADER (no leader, lost quorum, unreachable, deadline)',
-    })
-  );
-})();
+const unavailableTotal = counter({
+  name: 'lock_etcd_unavailable_total',
+  help: 'etcd calls answered as NOT_LEADER (no leader, lost quorum, unreachable, deadline)',
+});
 
 /** Below etcd's default --max-txn-ops (128): a console read's per-item lookups are split to fit. */
 const READ_OPS_PER_TXN_MAX = 120;
