@@ -58,6 +58,9 @@ export interface SystemOptions {
  * of executors, each a real process. Every worker→lock-server call passes a
  * fault proxy (`lockNet`) and a history recorder; proxy→rail passes `railNet`.
  */
+/** The payout apps accept their test-only settings (fencing kill switches, pause points) only with this. */
+const HARNESS_ENV = { DLOCK_HARNESS: '1' };
+
 export class DlockSystem {
   readonly executors = new Map<string, AppProcess>();
   /** Apps that were replaced keep their event counts here. */
@@ -95,14 +98,29 @@ export class DlockSystem {
 
   private async boot(): Promise<void> {
     const { label, pg, workDir } = this.opts;
-    const t = this.timing;
     mkdirSync(workDir, { recursive: true });
     const prefix = `h_${label.replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
     [this.paydbUrl, this.proxydbUrl] = await Promise.all([
       createMigratedDatabase(pg, 'paydb', prefix),
       createMigratedDatabase(pg, 'proxydb', prefix),
     ]);
-    const harness = { DLOCK_HARNESS: '1' };
+    await this.startFirstApps(await this.lockBackendEnv(prefix));
+    await this.startLockFront();
+    this.railNet = await TcpProxy.start({ target: { port: this.railStub.port } });
+    this.railProxy = await AppProcess.start('rail-proxy', {
+      ...HARNESS_ENV,
+      PROXYDB_URL: this.proxydbUrl,
+      RAIL_STUB_URL: this.railNet.url,
+      RAIL_READ_TIMEOUT_MS: String(this.timing.railReadTimeoutMs),
+      RAIL_PROXY_FENCING_ENABLED: String(this.fencing),
+    });
+    if (this.opts.reconciler ?? true) await this.startReconciler();
+  }
+
+  /** The lock-server's backend: its own database, or an etcd cluster of `etcdMembers`. */
+  private async lockBackendEnv(prefix: string): Promise<Record<string, string>> {
+    const { label, pg, workDir } = this.opts;
+    const t = this.timing;
     const lockEnv: Record<string, string> = {
       LOCK_BACKEND: this.opts.backend,
       LOCK_SESSION_TTL_MS: String(t.sessionTtlMs),
@@ -119,7 +137,13 @@ export class DlockSystem {
       });
       lockEnv.ETCD_ENDPOINTS = this.etcd.endpoints.join(',');
     }
-    const fencing = String(this.fencing);
+    return lockEnv;
+  }
+
+  /** The apps that need no other app: lock-server, rail stub and payment-resource, at once. */
+  private async startFirstApps(lockEnv: Record<string, string>): Promise<void> {
+    const { label, workDir } = this.opts;
+    const t = this.timing;
     const stubPort = await freePort();
     const [lockServer, railStub, payment] = await Promise.all([
       AppProcess.start('lock-server', lockEnv),
@@ -135,44 +159,42 @@ export class DlockSystem {
         { port: stubPort },
       ),
       AppProcess.start('payment-resource', {
-        ...harness,
+        ...HARNESS_ENV,
         PAYDB_URL: this.paydbUrl,
-        PAYMENT_FENCING_ENABLED: fencing,
+        PAYMENT_FENCING_ENABLED: String(this.fencing),
       }),
     ]);
     this.lockServer = lockServer;
     this.railStub = railStub;
     this.payment = payment;
-    this.recorder = await LockRecorder.start(lockServer.port);
+  }
+
+  /** The recorder and the faultable link in front of the lock-server. */
+  private async startLockFront(): Promise<void> {
+    this.recorder = await LockRecorder.start(this.lockServer.port);
     this.lockNet = await TcpProxy.start({ target: { port: this.recorder.port } });
     // Both stand in front of the lock-server: a request through them is addressed to it.
     registerAudience(this.recorder.url, 'lock-server');
     registerAudience(this.lockNet.url, 'lock-server');
     registerProofSource(this.recorder.url, lockServerProofs);
     registerProofSource(this.lockNet.url, lockServerProofs);
-    this.railNet = await TcpProxy.start({ target: { port: railStub.port } });
-    this.railProxy = await AppProcess.start('rail-proxy', {
-      ...harness,
+  }
+
+  private async startReconciler(): Promise<void> {
+    const t = this.timing;
+    this.reconciler = await AppProcess.start('reconciler', {
+      PAYDB_URL: this.paydbUrl,
       PROXYDB_URL: this.proxydbUrl,
-      RAIL_STUB_URL: this.railNet.url,
-      RAIL_READ_TIMEOUT_MS: String(t.railReadTimeoutMs),
-      RAIL_PROXY_FENCING_ENABLED: fencing,
+      LOCK_SERVER_URL: this.recorder.url,
+      PAYMENT_RESOURCE_URL: this.payment.url,
+      RAIL_STUB_URL: this.railStub.url,
+      RECONCILER_INTERVAL_MS: String(t.reconcilerIntervalMs),
+      RECONCILER_CHECK_INTERVAL_MS: '2000',
+      RECONCILER_SETTLEMENT_WINDOW_MS: String(t.settlementMs),
+      RECONCILER_TOKEN_MATCH_GRACE_MS: '5000',
+      LOCK_SESSION_TTL_MS: String(t.sessionTtlMs),
+      LOCK_DEFAULT_TTL_MS: String(t.lockTtlMs),
     });
-    if (this.opts.reconciler ?? true) {
-      this.reconciler = await AppProcess.start('reconciler', {
-        PAYDB_URL: this.paydbUrl,
-        PROXYDB_URL: this.proxydbUrl,
-        LOCK_SERVER_URL: this.recorder.url,
-        PAYMENT_RESOURCE_URL: this.payment.url,
-        RAIL_STUB_URL: this.railStub.url,
-        RECONCILER_INTERVAL_MS: String(t.reconcilerIntervalMs),
-        RECONCILER_CHECK_INTERVAL_MS: '2000',
-        RECONCILER_SETTLEMENT_WINDOW_MS: String(t.settlementMs),
-        RECONCILER_TOKEN_MATCH_GRACE_MS: '5000',
-        LOCK_SESSION_TTL_MS: String(t.sessionTtlMs),
-        LOCK_DEFAULT_TTL_MS: String(t.lockTtlMs),
-      });
-    }
   }
 
   /** Environment of an executor worker; `extra` adds harness knobs. */

@@ -71,16 +71,59 @@ interface SubmissionRow {
   client_ref: string;
 }
 
+type Paydb = Awaited<ReturnType<typeof readPaydb>>;
+type Proxydb = Awaited<ReturnType<typeof readProxydb>>;
+
+/** Everything the checkers judge: read once, after the run. */
+interface Evidence {
+  input: CheckInput;
+  pay: Paydb;
+  proxy: Proxydb;
+  /** The rail's own record (S2) per client reference. */
+  transfers: Map<string, RailTransfer[]>;
+  history: ReturnType<typeof checkGrantHistory>;
+  transitionsByPayout: Map<string, TransitionRow[]>;
+  /** Whether the lock server granted `token` for this account's payout lock. */
+  granted: (accountId: string, token: bigint) => boolean;
+}
+
+/** One checker per invariant: the violations it finds, in the order it finds them. */
+const CHECKERS: Record<InvariantId, (e: Evidence) => string[]> = {
+  'INV-01': tokenOrder,
+  'INV-02': singleSubmission,
+  'INV-03': ledgerMatchesRail,
+  // Guards' fences and marks never decrease; tokens never repeat or go back.
+  'INV-04': (e) => [
+    ...e.input.fenceWatchViolations,
+    ...e.history.inv04,
+    ...checkRevocations(e.input.grants, e.input.revocations),
+  ],
+  'INV-05': nothingBelowFence,
+  // Mutual exclusion of grants on the server's order.
+  'INV-06': (e) => [...e.history.inv06],
+  'INV-07': tokensGranted,
+  'INV-08': auditChain,
+};
+
 /**
  * INV-01..08 (docs/references.md), evaluated after the fact from paydb, proxydb, the
  * rail's own record (S2 lookup) and the recorded lock history. The same code
  * judges every scenario, the negative control and the soak.
  */
 export async function checkInvariants(input: CheckInput): Promise<InvariantReport> {
-  const v = Object.fromEntries(INVARIANTS.map((id) => [id, [] as string[]])) as Record<
+  const e = await gatherEvidence(input);
+  const v = Object.fromEntries(INVARIANTS.map((id) => [id, CHECKERS[id](e)])) as Record<
     InvariantId,
     string[]
   >;
+  return {
+    violations: v,
+    total: INVARIANTS.reduce((n, id) => n + v[id].length, 0),
+    facts: facts(e),
+  };
+}
+
+async function gatherEvidence(input: CheckInput): Promise<Evidence> {
   const pay = await withPg(input.paydbUrl, (c) => readPaydb(c));
   const proxy = await withPg(input.proxydbUrl, (c) => readProxydb(c));
   const transfers = await lookupTransfers(
@@ -93,11 +136,20 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
     set.add(g.token);
     grantsByKey.set(g.key, set);
   }
-  const granted = (accountId: string, token: bigint) =>
-    grantsByKey.get(payoutLockKey(accountId))?.has(token) ?? false;
+  return {
+    input,
+    pay,
+    proxy,
+    transfers,
+    history: checkGrantHistory(input.grants),
+    transitionsByPayout: group(pay.transitions, (t) => t.payout_id),
+    granted: (accountId, token) => grantsByKey.get(payoutLockKey(accountId))?.has(token) ?? false,
+  };
+}
 
-  // INV-01: mutations of one payout, and of one account, happen in token order.
-  const transitionsByPayout = group(pay.transitions, (t) => t.payout_id);
+/** INV-01: mutations of one payout, and of one account, happen in token order. */
+function tokenOrder({ pay, transitionsByPayout }: Evidence): string[] {
+  const out: string[] = [];
   const transitionsByAccount = group(pay.transitions, (t) => t.account_id);
   for (const [key, list] of [...transitionsByPayout, ...transitionsByAccount]) {
     let max = 0n;
@@ -105,86 +157,89 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
       if (t.token === null) continue;
       const tok = BigInt(t.token);
       if (tok < max) {
-        v['INV-01'].push(
+        out.push(
           `${key}: ${t.from_state}→${t.to_state} under token ${tok} after a mutation under ${max}`,
         );
       }
       if (tok > max) max = tok;
     }
   }
+  return out;
+}
 
-  // INV-02: at most one live submission per payout, at most one transfer per client reference.
-  const subsByPayout = group(proxy.submissions, (s) => s.payout_id);
-  for (const [payoutId, list] of subsByPayout) {
+/** The transfers the rail booked under a client reference, duplicates of another left out. */
+function ownTransfers(transfers: Map<string, RailTransfer[]>, clientRef: string): RailTransfer[] {
+  return (transfers.get(clientRef) ?? []).filter((t) => !t.duplicateOf);
+}
+
+/** INV-02: at most one live submission per payout, at most one transfer per client reference. */
+function singleSubmission({ proxy, transfers }: Evidence): string[] {
+  const out: string[] = [];
+  for (const [payoutId, list] of group(proxy.submissions, (s) => s.payout_id)) {
     const live = list.filter(
       (s) => s.outcome === null || s.outcome === 'ACKED' || s.outcome === 'TIMEOUT',
     );
     if (live.length > 1) {
-      v['INV-02'].push(
+      out.push(
         `payout ${payoutId}: ${live.length} live submissions (${live.map((s) => s.outcome ?? 'unresolved').join(', ')})`,
       );
     }
   }
-  let railTransfers = 0;
-  for (const [clientRef, list] of transfers) {
-    const own = list.filter((t) => !t.duplicateOf);
-    railTransfers += own.length;
-    if (own.length > 1)
-      v['INV-02'].push(`client reference ${clientRef}: ${own.length} transfers at the rail`);
+  for (const clientRef of transfers.keys()) {
+    const own = ownTransfers(transfers, clientRef).length;
+    if (own > 1) out.push(`client reference ${clientRef}: ${own} transfers at the rail`);
   }
+  return out;
+}
 
-  // INV-03: balanced groups, balance = ledger sum, and the ledger matches the rail.
-  for (const g of pay.unbalancedGroups)
-    v['INV-03'].push(`ledger group ${g.group} sums to ${g.total}`);
+/** INV-03: balanced groups, balance = ledger sum, and the ledger matches the rail. */
+function ledgerMatchesRail({ pay, transfers }: Evidence): string[] {
+  const out: string[] = [];
+  for (const g of pay.unbalancedGroups) out.push(`ledger group ${g.group} sums to ${g.total}`);
   for (const a of pay.balanceMismatches) {
-    v['INV-03'].push(`account ${a.account_id}: balance ${a.balance} ≠ ledger sum ${a.ledger}`);
+    out.push(`account ${a.account_id}: balance ${a.balance} ≠ ledger sum ${a.ledger}`);
   }
   const payoutLegs = new Map(pay.payoutLegs.map((l) => [l.payout_id, l]));
   for (const p of pay.payouts) {
     const legs = payoutLegs.get(p.payout_id);
     const n = legs ? Number(legs.n) : 0;
-    const moved = (transfers.get(p.client_ref) ?? []).filter((t) => !t.duplicateOf).length;
+    const moved = ownTransfers(transfers, p.client_ref).length;
     if (p.state === 'POSTED') {
       if (n !== 2 || legs?.debit !== `-${p.amount_minor}`) {
-        v['INV-03'].push(
-          `payout ${p.payout_id} POSTED with ${n} ledger rows (debit ${legs?.debit ?? 0})`,
-        );
+        out.push(`payout ${p.payout_id} POSTED with ${n} ledger rows (debit ${legs?.debit ?? 0})`);
       }
       if (moved !== 1)
-        v['INV-03'].push(`payout ${p.payout_id} POSTED but the rail shows ${moved} transfers`);
+        out.push(`payout ${p.payout_id} POSTED but the rail shows ${moved} transfers`);
     } else if (n !== 0) {
-      v['INV-03'].push(`payout ${p.payout_id} in ${p.state} has ${n} ledger rows`);
+      out.push(`payout ${p.payout_id} in ${p.state} has ${n} ledger rows`);
     }
     if (p.state === 'FAILED' && moved > 0) {
-      v['INV-03'].push(`payout ${p.payout_id} FAILED but the rail paid it ${moved}×`);
+      out.push(`payout ${p.payout_id} FAILED but the rail paid it ${moved}×`);
     }
   }
+  return out;
+}
 
-  // INV-04: guards' fences and marks never decrease; tokens never repeat or go back.
-  v['INV-04'].push(...input.fenceWatchViolations);
-  const history = checkGrantHistory(input.grants);
-  v['INV-04'].push(...history.inv04, ...checkRevocations(input.grants, input.revocations));
-
-  // INV-05: nothing accepted below a stored fence, at either guard.
-  for (const l of pay.ledgerAboveFence) {
-    v['INV-05'].push(
+/** INV-05: nothing accepted below a stored fence, at either guard. */
+function nothingBelowFence({ pay, proxy }: Evidence): string[] {
+  const out = pay.ledgerAboveFence.map(
+    (l) =>
       `ledger row of ${l.account_id} carries fence ${l.fence} above the account fence ${l.account_fence}`,
-    );
-  }
+  );
   for (const [accountId, list] of group(proxy.submissions, (s) => s.account_id)) {
     let max = 0n;
     for (const s of list) {
       const tok = BigInt(s.presented_token);
       if (s.outcome === 'FENCED') {
         if (s.highest_token_seen !== null && tok > BigInt(s.highest_token_seen)) {
-          v['INV-05'].push(
+          out.push(
             `account ${accountId}: token ${tok} fenced although above the mark ${s.highest_token_seen}`,
           );
         }
         continue;
       }
       if (tok <= max) {
-        v['INV-05'].push(
+        out.push(
           `account ${accountId}: rail submission ${s.submission_id} accepted with token ${tok} ` +
             `at or below the mark ${max}${s.fencing_enforced ? '' : ' (proxy fencing disabled)'}`,
         );
@@ -193,48 +248,54 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
     }
     const mark = proxy.marks.get(accountId);
     if (mark !== undefined && max > mark) {
-      v['INV-05'].push(`account ${accountId}: accepted token ${max} above the stored mark ${mark}`);
+      out.push(`account ${accountId}: accepted token ${max} above the stored mark ${mark}`);
     }
   }
+  return out;
+}
 
-  // INV-06: mutual exclusion of grants on the server's order.
-  v['INV-06'].push(...history.inv06);
-
-  // INV-07: every token presented at a guard was granted for that account's key.
+/** INV-07: every token presented at a guard was granted for that account's key. */
+function tokensGranted({ pay, proxy, granted }: Evidence): string[] {
+  const out: string[] = [];
   for (const s of proxy.submissions) {
     if (!granted(s.account_id, BigInt(s.presented_token))) {
-      v['INV-07'].push(
+      out.push(
         `rail submission ${s.submission_id} presented token ${s.presented_token}, never granted for ${s.account_id}`,
       );
     }
   }
   for (const t of pay.transitions) {
     if (t.token !== null && !granted(t.account_id, BigInt(t.token))) {
-      v['INV-07'].push(
+      out.push(
         `payout ${t.payout_id} ${t.from_state}→${t.to_state} under token ${t.token}, never granted`,
       );
     }
   }
+  return out;
+}
 
-  // INV-08: the audit chain is consistent and never leaves a terminal state.
+/** INV-08: the audit chain is consistent and never leaves a terminal state. */
+function auditChain({ pay, transitionsByPayout }: Evidence): string[] {
+  const out: string[] = [];
   const stateOf = new Map(pay.payouts.map((p) => [p.payout_id, p.state]));
   for (const [payoutId, list] of transitionsByPayout) {
     let state = 'PENDING';
     for (const t of list) {
       if (TERMINAL.has(state))
-        v['INV-08'].push(`payout ${payoutId} left terminal ${state} for ${t.to_state}`);
+        out.push(`payout ${payoutId} left terminal ${state} for ${t.to_state}`);
       if (t.from_state !== state) {
-        v['INV-08'].push(`payout ${payoutId}: transition from ${t.from_state} while in ${state}`);
+        out.push(`payout ${payoutId}: transition from ${t.from_state} while in ${state}`);
       }
       state = t.to_state;
     }
     if (stateOf.get(payoutId) !== state) {
-      v['INV-08'].push(
-        `payout ${payoutId} is ${stateOf.get(payoutId)} but its audit ends in ${state}`,
-      );
+      out.push(`payout ${payoutId} is ${stateOf.get(payoutId)} but its audit ends in ${state}`);
     }
   }
+  return out;
+}
 
+function facts({ input, pay, proxy, transfers }: Evidence): InvariantReport['facts'] {
   const payoutsByState: Record<string, number> = {};
   for (const p of pay.payouts) payoutsByState[p.state] = (payoutsByState[p.state] ?? 0) + 1;
   const submissionsByOutcome: Record<string, number> = {};
@@ -242,16 +303,15 @@ export async function checkInvariants(input: CheckInput): Promise<InvariantRepor
     const k = s.outcome ?? 'UNRESOLVED';
     submissionsByOutcome[k] = (submissionsByOutcome[k] ?? 0) + 1;
   }
+  let railTransfers = 0;
+  for (const clientRef of transfers.keys())
+    railTransfers += ownTransfers(transfers, clientRef).length;
   return {
-    violations: v,
-    total: INVARIANTS.reduce((n, id) => n + v[id].length, 0),
-    facts: {
-      payoutsByState,
-      railTransfers,
-      submissionsByOutcome,
-      grants: input.grants.length,
-      transitions: pay.transitions.length,
-    },
+    payoutsByState,
+    railTransfers,
+    submissionsByOutcome,
+    grants: input.grants.length,
+    transitions: pay.transitions.length,
   };
 }
 

@@ -8,6 +8,7 @@ import {
   transitionsOf,
   waitForStates,
 } from './helpers';
+import type { DlockSystem } from '../system';
 import { Evidence, type Scenario } from './types';
 
 /**
@@ -30,36 +31,7 @@ export const uc05: Scenario = {
     });
     const [p1, p2] = fx.payoutIds;
     const holdsBefore = (await stubStats(sys)).failures?.hold ?? 0;
-    await setStubFaults(sys, { script: ['hold-accepted'] });
-    const w1 = await sys.startExecutor('uc05-w1', { EXECUTOR_ACCOUNT_ID: fx.accountIds[0] });
-    try {
-      await waitForStates(
-        sys,
-        [p1],
-        (s) => s !== 'PENDING' && s !== 'CLAIMED' && s !== 'RAIL_SUBMITTED',
-        20_000,
-        'P1 to leave the critical section',
-      );
-    } finally {
-      await w1.stop();
-    }
-    sys.railNet.setFault({ kind: 'blackhole' });
-    const w2 = await sys.startExecutor('uc05-w2', { EXECUTOR_ACCOUNT_ID: fx.accountIds[1] });
-    try {
-      await waitForStates(
-        sys,
-        [p2],
-        (s) => s !== 'PENDING' && s !== 'CLAIMED' && s !== 'RAIL_SUBMITTED',
-        20_000,
-        'P2 to leave the critical section',
-      );
-      sys.railNet.setFault({ kind: 'none' });
-      // Repeated passes must not touch a quarantined payout.
-      await sleep(1_000);
-    } finally {
-      sys.railNet.setFault({ kind: 'none' });
-      await w2.stop();
-    }
+    await submitUnknowable(sys, fx.accountIds, p1, p2);
     for (const [name, id] of [
       ['P1', p1],
       ['P2', p2],
@@ -80,28 +52,68 @@ export const uc05: Scenario = {
       );
     }
     ev.set('stubHolds', ((await stubStats(sys)).failures?.hold ?? 0) - holdsBefore);
-    const final = await waitForStates(
-      sys,
-      [p1, p2],
-      (s) => s === 'POSTED' || s === 'FAILED',
-      30_000,
-      'the reconciler to resolve both',
-    );
-    ev.set('resolved', { P1: final.get(p1), P2: final.get(p2) });
-    ev.expect(final.get(p1) === 'POSTED', `P1 (money moved) resolved to POSTED (${final.get(p1)})`);
-    ev.expect(
-      final.get(p2) === 'FAILED',
-      `P2 (nothing moved) resolved to FAILED (${final.get(p2)})`,
-    );
-    const t1 = await railTransfers(sys, p1);
-    const t2 = await railTransfers(sys, p2);
-    ev.set('railTransfers', { P1: t1, P2: t2 });
-    ev.expect(t1 === 1 && t2 === 0, 'the rail paid P1 once and P2 never');
-    for (const id of [p1, p2]) {
-      ev.expect((await submissionsOf(sys, id)).length === 1, 'no payout was ever submitted twice');
-    }
-    ev.set('railAmbiguousEvents', sys.railProxy.eventCount('rail_ambiguous'));
-    ev.expect(sys.railProxy.eventCount('rail_ambiguous') >= 2, 'rail_ambiguous logged for both');
+    await judgeReconciled(sys, ev, p1, p2);
     return ev.outcome();
   },
 };
+
+const leftCriticalSection = (s: string) =>
+  s !== 'PENDING' && s !== 'CLAIMED' && s !== 'RAIL_SUBMITTED';
+
+/**
+ * P1's submit is booked and its answer held past the read timeout; P2's is
+ * blackholed on the way to the rail. Each by a worker of its own account.
+ */
+async function submitUnknowable(
+  sys: DlockSystem,
+  accountIds: string[],
+  p1: string,
+  p2: string,
+): Promise<void> {
+  await setStubFaults(sys, { script: ['hold-accepted'] });
+  const w1 = await sys.startExecutor('uc05-w1', { EXECUTOR_ACCOUNT_ID: accountIds[0] });
+  try {
+    await waitForStates(sys, [p1], leftCriticalSection, 20_000, 'P1 to leave the critical section');
+  } finally {
+    await w1.stop();
+  }
+  sys.railNet.setFault({ kind: 'blackhole' });
+  const w2 = await sys.startExecutor('uc05-w2', { EXECUTOR_ACCOUNT_ID: accountIds[1] });
+  try {
+    await waitForStates(sys, [p2], leftCriticalSection, 20_000, 'P2 to leave the critical section');
+    sys.railNet.setFault({ kind: 'none' });
+    // Repeated passes must not touch a quarantined payout.
+    await sleep(1_000);
+  } finally {
+    sys.railNet.setFault({ kind: 'none' });
+    await w2.stop();
+  }
+}
+
+/** The reconciler resolves P1 (money moved) to POSTED and P2 to FAILED; nothing paid twice. */
+async function judgeReconciled(
+  sys: DlockSystem,
+  ev: Evidence,
+  p1: string,
+  p2: string,
+): Promise<void> {
+  const final = await waitForStates(
+    sys,
+    [p1, p2],
+    (s) => s === 'POSTED' || s === 'FAILED',
+    30_000,
+    'the reconciler to resolve both',
+  );
+  ev.set('resolved', { P1: final.get(p1), P2: final.get(p2) });
+  ev.expect(final.get(p1) === 'POSTED', `P1 (money moved) resolved to POSTED (${final.get(p1)})`);
+  ev.expect(final.get(p2) === 'FAILED', `P2 (nothing moved) resolved to FAILED (${final.get(p2)})`);
+  const t1 = await railTransfers(sys, p1);
+  const t2 = await railTransfers(sys, p2);
+  ev.set('railTransfers', { P1: t1, P2: t2 });
+  ev.expect(t1 === 1 && t2 === 0, 'the rail paid P1 once and P2 never');
+  for (const id of [p1, p2]) {
+    ev.expect((await submissionsOf(sys, id)).length === 1, 'no payout was ever submitted twice');
+  }
+  ev.set('railAmbiguousEvents', sys.railProxy.eventCount('rail_ambiguous'));
+  ev.expect(sys.railProxy.eventCount('rail_ambiguous') >= 2, 'rail_ambiguous logged for both');
+}

@@ -1,7 +1,8 @@
 import { addPayouts, createFixture } from '../fixtures';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { waitForStates } from './helpers';
-import { Evidence, type Scenario } from './types';
+import type { DlockSystem } from '../system';
+import { Evidence, type Scenario, type ScenarioContext } from './types';
 
 /**
  * UC-07: the lock backend fails over while payouts flow.
@@ -16,7 +17,7 @@ export const uc07: Scenario = {
   id: 'UC-07',
   title: 'backend failover: lock-server restart, PostgreSQL restart, etcd leader kill',
   async run(ctx) {
-    const { sys, pg, scale, log } = ctx;
+    const { sys, scale } = ctx;
     const ev = new Evidence();
     const perAccount = scale === 'short' ? 3 : 8;
     const fx = await createFixture(sys.paydbUrl, {
@@ -25,51 +26,19 @@ export const uc07: Scenario = {
       payoutsPerAccount: perAccount,
     });
     const worker = await sys.startExecutor('uc07-w1');
-    const boundaries: Array<{ what: string; at: number }> = [];
-    const now = () => performance.now();
     const ids = [...fx.payoutIds];
-    // Fresh work after every fault, so grants must be made across the boundary.
-    const more = async () =>
-      ids.push(...(await addPayouts(sys.paydbUrl, fx.accountIds, perAccount, 500)));
+    const failover: Failover = {
+      ctx,
+      ev,
+      boundaries: [],
+      // Fresh work after every fault, so grants must be made across the boundary.
+      more: async () => {
+        ids.push(...(await addPayouts(sys.paydbUrl, fx.accountIds, perAccount, 500)));
+      },
+    };
     try {
       await sleep(400);
-      // 1. lock-server SIGKILL + restart on the same port.
-      boundaries.push({ what: 'lock-server restart', at: now() });
-      await sys.lockServer.kill();
-      await sleep(800);
-      await sys.lockServer.restart();
-      log('UC-07: lock-server restarted');
-      await more();
-      ev.set('lockServerStarts', sys.lockServer.starts);
-      ev.expect(sys.lockServer.starts >= 2, 'the lock-server really restarted');
-
-      // 2. PostgreSQL restart (only a server the harness owns).
-      if (sys.opts.backend === 'pg' && pg.canRestart) {
-        await sleep(500);
-        boundaries.push({ what: 'postgres restart', at: now() });
-        await pg.restart(1_500);
-        log('UC-07: PostgreSQL restarted');
-        await more();
-        ev.set('postgresRestarted', true);
-      } else if (sys.opts.backend === 'pg') {
-        ev.set(
-          'postgresRestarted',
-          'skipped: the shared test server cannot be restarted (the CLI does it)',
-        );
-      }
-
-      // 3. etcd leader kill in a three-member cluster.
-      if (sys.etcd && sys.etcd.members.length >= 3) {
-        await sleep(500);
-        const leader = await sys.etcd.leader();
-        boundaries.push({ what: 'etcd leader kill', at: now() });
-        await leader.kill();
-        const next = await sys.etcd.waitForLeader(10_000);
-        ev.set('etcdLeader', { killed: leader.name, elected: next.name });
-        ev.expect(next.name !== leader.name, 'a different etcd member became leader');
-        log(`UC-07: etcd leader ${leader.name} killed, ${next.name} elected`);
-        await more();
-      }
+      for (const step of [restartLockServer, restartPostgres, killEtcdLeader]) await step(failover);
       const states = await waitForStates(
         sys,
         ids,
@@ -81,24 +50,84 @@ export const uc07: Scenario = {
     } finally {
       await worker.stop();
     }
-    // Tokens across every boundary: all grants requested after it are above all grants answered before it.
-    for (const b of boundaries) {
-      const before = sys.recorder.grants.filter((g) => g.grantedAt < b.at).map((g) => g.token);
-      const after = sys.recorder.grants.filter((g) => g.requestAt > b.at).map((g) => g.token);
-      const maxBefore = before.reduce((m, t) => (t > m ? t : m), 0n);
-      const minAfter = after.reduce<bigint | null>((m, t) => (m === null || t < m ? t : m), null);
-      ev.set(`tokens@${b.what}`, {
-        maxBefore: maxBefore.toString(),
-        minAfter: minAfter?.toString() ?? null,
-        grantsAfter: after.length,
-      });
-      ev.expect(after.length > 0, `grants continued after the ${b.what}`);
-      ev.expect(
-        minAfter === null || minAfter > maxBefore,
-        `tokens kept increasing across the ${b.what}`,
-      );
-    }
+    expectTokensIncrease(sys, ev, failover.boundaries);
     ev.set('lockCallsCutOff', sys.recorder.upstreamFailures);
     return ev.outcome();
   },
 };
+
+/** The run's faults so far, and how to add work after each. */
+interface Failover {
+  ctx: ScenarioContext;
+  ev: Evidence;
+  /** When each fault began, for the token comparison across it. */
+  boundaries: Array<{ what: string; at: number }>;
+  more: () => Promise<void>;
+}
+
+/** 1. lock-server SIGKILL + restart on the same port. */
+async function restartLockServer({ ctx: { sys, log }, ev, boundaries, more }: Failover) {
+  boundaries.push({ what: 'lock-server restart', at: performance.now() });
+  await sys.lockServer.kill();
+  await sleep(800);
+  await sys.lockServer.restart();
+  log('UC-07: lock-server restarted');
+  await more();
+  ev.set('lockServerStarts', sys.lockServer.starts);
+  ev.expect(sys.lockServer.starts >= 2, 'the lock-server really restarted');
+}
+
+/** 2. PostgreSQL restart (only a server the harness owns). */
+async function restartPostgres({ ctx: { sys, pg, log }, ev, boundaries, more }: Failover) {
+  if (sys.opts.backend === 'pg' && pg.canRestart) {
+    await sleep(500);
+    boundaries.push({ what: 'postgres restart', at: performance.now() });
+    await pg.restart(1_500);
+    log('UC-07: PostgreSQL restarted');
+    await more();
+    ev.set('postgresRestarted', true);
+  } else if (sys.opts.backend === 'pg') {
+    ev.set(
+      'postgresRestarted',
+      'skipped: the shared test server cannot be restarted (the CLI does it)',
+    );
+  }
+}
+
+/** 3. etcd leader kill in a three-member cluster. */
+async function killEtcdLeader({ ctx: { sys, log }, ev, boundaries, more }: Failover) {
+  if (!sys.etcd || sys.etcd.members.length < 3) return;
+  await sleep(500);
+  const leader = await sys.etcd.leader();
+  boundaries.push({ what: 'etcd leader kill', at: performance.now() });
+  await leader.kill();
+  const next = await sys.etcd.waitForLeader(10_000);
+  ev.set('etcdLeader', { killed: leader.name, elected: next.name });
+  ev.expect(next.name !== leader.name, 'a different etcd member became leader');
+  log(`UC-07: etcd leader ${leader.name} killed, ${next.name} elected`);
+  await more();
+}
+
+/** Tokens across every boundary: all grants requested after it are above all grants answered before it. */
+function expectTokensIncrease(
+  sys: DlockSystem,
+  ev: Evidence,
+  boundaries: Failover['boundaries'],
+): void {
+  for (const b of boundaries) {
+    const before = sys.recorder.grants.filter((g) => g.grantedAt < b.at).map((g) => g.token);
+    const after = sys.recorder.grants.filter((g) => g.requestAt > b.at).map((g) => g.token);
+    const maxBefore = before.reduce((m, t) => (t > m ? t : m), 0n);
+    const minAfter = after.reduce<bigint | null>((m, t) => (m === null || t < m ? t : m), null);
+    ev.set(`tokens@${b.what}`, {
+      maxBefore: maxBefore.toString(),
+      minAfter: minAfter?.toString() ?? null,
+      grantsAfter: after.length,
+    });
+    ev.expect(after.length > 0, `grants continued after the ${b.what}`);
+    ev.expect(
+      minAfter === null || minAfter > maxBefore,
+      `tokens kept increasing across the ${b.what}`,
+    );
+  }
+}

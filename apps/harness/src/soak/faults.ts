@@ -62,26 +62,10 @@ export async function inject(
   f: PlannedFault,
   state: { etcdKills: number },
 ): Promise<string | null> {
-  const owners = [...sys.executors.keys()].sort();
-  const executor =
-    owners.length > 0 ? sys.executors.get(owners[f.target % owners.length]) : undefined;
   switch (f.kind) {
-    case 'executor-pause': {
-      if (!executor?.running()) return null;
-      // Longer than the session: the lease really ends while it sleeps.
-      const ms = sys.timing.sessionTtlMs + f.durationMs;
-      executor.pause();
-      await sleep(ms);
-      executor.resume();
-      return `${executor.name} SIGSTOP ${ms} ms`;
-    }
-    case 'executor-kill': {
-      if (!executor) return null;
-      await executor.kill();
-      await sleep(f.durationMs);
-      await executor.restart();
-      return `${executor.name} SIGKILL, restarted after ${f.durationMs} ms`;
-    }
+    case 'executor-pause':
+    case 'executor-kill':
+      return executorFault(sys, f);
     case 'lock-server-restart':
       await sys.lockServer.kill();
       await sleep(f.durationMs);
@@ -90,42 +74,95 @@ export async function inject(
     case 'postgres-restart':
       await pg.restart(f.durationMs);
       return `PostgreSQL restarted (${f.durationMs} ms down)`;
-    case 'etcd-leader-kill': {
-      if (!sys.etcd || state.etcdKills > 0) return null;
-      const leader = await sys.etcd.leader();
-      await leader.kill();
-      state.etcdKills++;
-      const next = await sys.etcd.waitForLeader(15_000);
-      return `etcd leader ${leader.name} SIGKILL, ${next.name} elected`;
-    }
-    case 'etcd-leader-pause': {
-      if (!sys.etcd) return null;
-      const leader = await sys.etcd.leader();
-      leader.pause();
-      await sleep(f.durationMs);
-      leader.resume();
-      return `etcd leader ${leader.name} SIGSTOP ${f.durationMs} ms`;
-    }
+    case 'etcd-leader-kill':
+    case 'etcd-leader-pause':
+      return etcdLeaderFault(sys, f, state);
     case 'rail-timeouts':
-      await setStubFaults(sys, { failureRate: 0.3, failureMode: 'mixed', failureAcceptRate: 0.5 });
-      await sleep(f.durationMs * 2);
-      await setStubFaults(sys, { failureRate: 0 });
-      return `rail failure rate 0.3 (mixed) for ${f.durationMs * 2} ms`;
     case 'lock-net-latency':
-      sys.lockNet.setFault({ kind: 'latency', ms: 200 + (f.durationMs % 400) });
-      await sleep(f.durationMs * 2);
-      sys.lockNet.setFault({ kind: 'none' });
-      return `worker→lock-server latency for ${f.durationMs * 2} ms`;
     case 'lock-net-reset':
     case 'lock-net-blackhole':
-      sys.lockNet.setFault({ kind: f.kind === 'lock-net-reset' ? 'reset' : 'blackhole' });
-      await sleep(f.durationMs);
+    case 'rail-net-blackhole':
+      return networkFault(sys, f.kind, f.durationMs);
+  }
+}
+
+/** Pauses or kills the executor `f.target` picks, then brings it back. */
+async function executorFault(sys: DlockSystem, f: PlannedFault): Promise<string | null> {
+  const owners = [...sys.executors.keys()].sort();
+  const executor =
+    owners.length > 0 ? sys.executors.get(owners[f.target % owners.length]) : undefined;
+  if (f.kind === 'executor-pause') {
+    if (!executor?.running()) return null;
+    // Longer than the session: the lease really ends while it sleeps.
+    const ms = sys.timing.sessionTtlMs + f.durationMs;
+    executor.pause();
+    await sleep(ms);
+    executor.resume();
+    return `${executor.name} SIGSTOP ${ms} ms`;
+  }
+  if (!executor) return null;
+  await executor.kill();
+  await sleep(f.durationMs);
+  await executor.restart();
+  return `${executor.name} SIGKILL, restarted after ${f.durationMs} ms`;
+}
+
+/** Kills the etcd leader (once per run: a second kill would cost quorum) or pauses it. */
+async function etcdLeaderFault(
+  sys: DlockSystem,
+  f: PlannedFault,
+  state: { etcdKills: number },
+): Promise<string | null> {
+  if (!sys.etcd) return null;
+  if (f.kind === 'etcd-leader-kill') {
+    if (state.etcdKills > 0) return null;
+    const leader = await sys.etcd.leader();
+    await leader.kill();
+    state.etcdKills++;
+    const next = await sys.etcd.waitForLeader(15_000);
+    return `etcd leader ${leader.name} SIGKILL, ${next.name} elected`;
+  }
+  const leader = await sys.etcd.leader();
+  leader.pause();
+  await sleep(f.durationMs);
+  leader.resume();
+  return `etcd leader ${leader.name} SIGSTOP ${f.durationMs} ms`;
+}
+
+/** Rail failures, or a fault on the worker→lock-server or proxy→rail link, for a while. */
+async function networkFault(
+  sys: DlockSystem,
+  kind: Extract<
+    FaultKind,
+    | 'rail-timeouts'
+    | 'lock-net-latency'
+    | 'lock-net-reset'
+    | 'lock-net-blackhole'
+    | 'rail-net-blackhole'
+  >,
+  durationMs: number,
+): Promise<string> {
+  switch (kind) {
+    case 'rail-timeouts':
+      await setStubFaults(sys, { failureRate: 0.3, failureMode: 'mixed', failureAcceptRate: 0.5 });
+      await sleep(durationMs * 2);
+      await setStubFaults(sys, { failureRate: 0 });
+      return `rail failure rate 0.3 (mixed) for ${durationMs * 2} ms`;
+    case 'lock-net-latency':
+      sys.lockNet.setFault({ kind: 'latency', ms: 200 + (durationMs % 400) });
+      await sleep(durationMs * 2);
       sys.lockNet.setFault({ kind: 'none' });
-      return `worker→lock-server ${f.kind.slice(9)} for ${f.durationMs} ms`;
+      return `worker→lock-server latency for ${durationMs * 2} ms`;
+    case 'lock-net-reset':
+    case 'lock-net-blackhole':
+      sys.lockNet.setFault({ kind: kind === 'lock-net-reset' ? 'reset' : 'blackhole' });
+      await sleep(durationMs);
+      sys.lockNet.setFault({ kind: 'none' });
+      return `worker→lock-server ${kind.slice(9)} for ${durationMs} ms`;
     case 'rail-net-blackhole':
       sys.railNet.setFault({ kind: 'blackhole' });
-      await sleep(f.durationMs);
+      await sleep(durationMs);
       sys.railNet.setFault({ kind: 'none' });
-      return `proxy→rail blackhole for ${f.durationMs} ms`;
+      return `proxy→rail blackhole for ${durationMs} ms`;
   }
 }
