@@ -141,113 +141,152 @@ export class HttpTransport {
 
   private exchange(request: HttpRequest): Promise<HttpResponse> {
     return new Promise<HttpResponse>((resolve, reject) => {
-      const { signal } = request;
+      const { signal, connection } = request;
       if (signal?.aborted) {
         reject(abortReason(signal));
         return;
       }
-      const unavailable = (phase: TransportPhase, message: string, cause?: unknown) =>
-        this.unavailableError(phase, message, cause);
-      const { connection } = request;
       // Ended or reset by the peer (or destroyed) before a byte was written: never presented.
       if (connection?.writable === false) {
         connection.destroy();
-        reject(unavailable('connect', 'connection closed before the request was written'));
+        reject(
+          this.unavailableError('connect', 'connection closed before the request was written'),
+        );
         return;
       }
-      let connected = false;
-      let settled = false;
-      let connectTimer: NodeJS.Timeout | undefined;
-      let readTimer: NodeJS.Timeout | undefined;
-      const finish = (err: Error | undefined, value?: HttpResponse) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(connectTimer);
-        clearTimeout(readTimer);
-        signal?.removeEventListener('abort', onAbort);
-        connection?.destroy();
-        if (err === undefined) resolve(value!);
-        else {
-          req.destroy();
-          reject(err);
-        }
-      };
-      const onAbort = () => finish(abortReason(signal!));
-      const startRead = () => {
-        connected = true;
-        clearTimeout(connectTimer);
-        readTimer = setTimeout(
-          () =>
-            finish(
-              unavailable(
-                'response',
-                `no response within ${request.readTimeoutMs} ms`,
-                timeoutCause(request.readTimeoutMs),
-              ),
-            ),
-          request.readTimeoutMs,
-        );
-      };
-      const headers = withTraceHeaders({
-        ...request.headers,
-        ...requestDeadlineHeader(request.readTimeoutMs),
-      });
-      const req = http.request(
-        request.url,
-        connection
-          ? {
-              method: request.method,
-              headers: { ...headers, connection: 'close' },
-              createConnection: () => connection,
-            }
-          : { method: request.method, headers, agent: this.agent },
-      );
-      req.on('socket', (socket) => {
-        if (!socket.connecting) {
-          startRead();
-          return;
-        }
-        connectTimer = setTimeout(
-          () =>
-            finish(
-              unavailable(
-                'connect',
-                `no connection within ${request.connectTimeoutMs} ms`,
-                timeoutCause(request.connectTimeoutMs),
-              ),
-            ),
-          request.connectTimeoutMs,
-        );
-        socket.once('connect', startRead);
-      });
-      req.on('error', (err) =>
-        finish(unavailable(connected ? 'response' : 'connect', `call failed: ${err.message}`, err)),
-      );
-      req.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > this.responseBytesMax) {
-            const message = `answer exceeds ${this.responseBytesMax} bytes`;
-            finish(unavailable('response', message, new RangeError(message)));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on('end', () =>
-          finish(undefined, {
-            status: res.statusCode ?? 0,
-            text: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-        res.on('error', (err) =>
-          finish(unavailable('response', `answer broken: ${err.message}`, err)),
-        );
-      });
-      signal?.addEventListener('abort', onAbort, { once: true });
-      req.end(request.body);
+      new Exchange(request, this.open(request), {
+        responseBytesMax: this.responseBytesMax,
+        unavailable: (phase, message, cause) => this.unavailableError(phase, message, cause),
+        resolve,
+        reject,
+      }).start();
     });
+  }
+
+  /** The request, on the caller's connection or a pooled one; nothing written yet. */
+  private open(request: HttpRequest): http.ClientRequest {
+    const { connection } = request;
+    const headers = withTraceHeaders({
+      ...request.headers,
+      ...requestDeadlineHeader(request.readTimeoutMs),
+    });
+    return http.request(
+      request.url,
+      connection
+        ? {
+            method: request.method,
+            headers: { ...headers, connection: 'close' },
+            createConnection: () => connection,
+          }
+        : { method: request.method, headers, agent: this.agent },
+    );
+  }
+}
+
+interface ExchangeSettings {
+  responseBytesMax: number;
+  unavailable: (phase: TransportPhase, message: string, cause?: unknown) => PeerUnavailableError;
+  resolve: (response: HttpResponse) => void;
+  reject: (err: Error) => void;
+}
+
+/**
+ * One request in flight: its connect and read timers, its answer, and the one
+ * settlement (the first of answer, failure, timeout and abort wins; the rest are ignored).
+ */
+class Exchange {
+  private connected = false;
+  private settled = false;
+  private connectTimer: NodeJS.Timeout | undefined;
+  private readTimer: NodeJS.Timeout | undefined;
+  private readonly onAbort = () => this.finish(abortReason(this.request.signal!));
+
+  constructor(
+    private readonly request: HttpRequest,
+    private readonly req: http.ClientRequest,
+    private readonly settings: ExchangeSettings,
+  ) {}
+
+  start(): void {
+    const { req, request } = this;
+    req.on('socket', (socket) => this.onSocket(socket));
+    req.on('error', (err) =>
+      this.finish(
+        this.settings.unavailable(
+          this.connected ? 'response' : 'connect',
+          `call failed: ${err.message}`,
+          err,
+        ),
+      ),
+    );
+    req.on('response', (res) => this.onResponse(res));
+    request.signal?.addEventListener('abort', this.onAbort, { once: true });
+    req.end(request.body);
+  }
+
+  private finish(err: Error | undefined, value?: HttpResponse): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.connectTimer);
+    clearTimeout(this.readTimer);
+    this.request.signal?.removeEventListener('abort', this.onAbort);
+    this.request.connection?.destroy();
+    if (err === undefined) this.settings.resolve(value!);
+    else {
+      this.req.destroy();
+      this.settings.reject(err);
+    }
+  }
+
+  /** A failure of `phase` when `ms` pass first. */
+  private timer(phase: TransportPhase, ms: number, message: string): NodeJS.Timeout {
+    return setTimeout(
+      () => this.finish(this.settings.unavailable(phase, message, timeoutCause(ms))),
+      ms,
+    );
+  }
+
+  /** The connect timer runs until TCP is up (a reused connection already is). */
+  private onSocket(socket: net.Socket): void {
+    if (!socket.connecting) {
+      this.startRead();
+      return;
+    }
+    const ms = this.request.connectTimeoutMs;
+    this.connectTimer = this.timer('connect', ms, `no connection within ${ms} ms`);
+    socket.once('connect', () => this.startRead());
+  }
+
+  /** The read timer runs from the connection until the last byte of the answer. */
+  private startRead(): void {
+    this.connected = true;
+    clearTimeout(this.connectTimer);
+    const ms = this.request.readTimeoutMs;
+    this.readTimer = this.timer('response', ms, `no response within ${ms} ms`);
+  }
+
+  private onResponse(res: http.IncomingMessage): void {
+    const { responseBytesMax, unavailable } = this.settings;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > responseBytesMax) {
+        const message = `answer exceeds ${responseBytesMax} bytes`;
+        this.finish(unavailable('response', message, new RangeError(message)));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    res.on('end', () =>
+      this.finish(undefined, {
+        status: res.statusCode ?? 0,
+        text: Buffer.concat(chunks).toString('utf8'),
+      }),
+    );
+    res.on('error', (err) =>
+      this.finish(unavailable('response', `answer broken: ${err.message}`, err)),
+    );
   }
 }
 

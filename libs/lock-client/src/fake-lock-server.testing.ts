@@ -118,48 +118,54 @@ export class FakeLockServer {
         this.freeLocksOf(sessionId);
         return ok(204);
       }
-      case 'acquire': {
-        const key = decodeURIComponent(req.url.pathname.split('/')[3]);
-        const sessionId = String(req.json.sessionId);
-        const refused = this.sessionRefusal(sessionId);
-        if (refused) return refused;
-        let lock = this.locks.get(key);
-        if (lock && lock.sessionId !== sessionId)
-          return envelope('LOCK_CONTENDED', { retryAfterMillis: 50 });
-        // The same session asking again gets the same grant and token (docs/contract.md).
-        lock ??= {
-          key,
-          ownerId: this.sessions.get(sessionId)!.ownerId,
-          sessionId,
-          fencingToken: this.nextToken++,
-          acquiredAt: iso(now),
-          ttlMillis: Number(req.json.ttlMillis),
-        };
-        this.locks.set(key, lock);
-        return ok(200, grant(lock, now, Number(req.json.ttlMillis)));
-      }
+      case 'acquire':
+        return this.acquire(req, now);
       case 'renew':
-      case 'release': {
-        if (req.method === 'GET') return envelope('NOT_FOUND'); // reads are not faked
-        const key = decodeURIComponent(req.url.pathname.split('/')[3]);
-        const sessionId = String(req.json?.sessionId);
-        const refused = this.sessionRefusal(sessionId);
-        if (refused) return refused;
-        const lock = this.locks.get(key);
-        if (
-          !lock ||
-          lock.sessionId !== sessionId ||
-          `${lock.fencingToken}` !== req.headers['x-fencing-token']
-        )
-          return envelope('LOCK_LOST');
-        if (route(req) === 'release') {
-          this.locks.delete(key);
-          return ok(204);
-        }
-        // A renew extends the lease from now, by the TTL it asks or the one the lock was taken with.
-        return ok(200, grant(lock, now, Number(req.json.ttlMillis ?? lock.ttlMillis)));
-      }
+      case 'release':
+        return this.renewOrRelease(req, now);
     }
+  }
+
+  private acquire(req: RecordedRequest, now: number): FakeReply {
+    const key = decodeURIComponent(req.url.pathname.split('/')[3]);
+    const sessionId = String(req.json.sessionId);
+    const refused = this.sessionRefusal(sessionId);
+    if (refused) return refused;
+    let lock = this.locks.get(key);
+    if (lock && lock.sessionId !== sessionId)
+      return envelope('LOCK_CONTENDED', { retryAfterMillis: 50 });
+    // The same session asking again gets the same grant and token (docs/contract.md).
+    lock ??= {
+      key,
+      ownerId: this.sessions.get(sessionId)!.ownerId,
+      sessionId,
+      fencingToken: this.nextToken++,
+      acquiredAt: iso(now),
+      ttlMillis: Number(req.json.ttlMillis),
+    };
+    this.locks.set(key, lock);
+    return ok(200, grant(lock, now, Number(req.json.ttlMillis)));
+  }
+
+  private renewOrRelease(req: RecordedRequest, now: number): FakeReply {
+    if (req.method === 'GET') return envelope('NOT_FOUND'); // reads are not faked
+    const key = decodeURIComponent(req.url.pathname.split('/')[3]);
+    const sessionId = String(req.json?.sessionId);
+    const refused = this.sessionRefusal(sessionId);
+    if (refused) return refused;
+    const lock = this.locks.get(key);
+    if (
+      !lock ||
+      lock.sessionId !== sessionId ||
+      `${lock.fencingToken}` !== req.headers['x-fencing-token']
+    )
+      return envelope('LOCK_LOST');
+    if (route(req) === 'release') {
+      this.locks.delete(key);
+      return ok(204);
+    }
+    // A renew extends the lease from now, by the TTL it asks or the one the lock was taken with.
+    return ok(200, grant(lock, now, Number(req.json.ttlMillis ?? lock.ttlMillis)));
   }
 
   private sessionRefusal(sessionId: string): FakeReply | undefined {

@@ -93,105 +93,38 @@ export async function startEtcdCluster(opts: EtcdClusterOptions = {}): Promise<E
 
 class PortTakenError extends Error {}
 
+type MemberSpec = Pick<EtcdMember, 'name' | 'clientUrl' | 'peerUrl' | 'dataDir'>;
+
+/** What every member of one cluster is started with. */
+interface ClusterArgs {
+  bin: string;
+  initialCluster: string;
+  token: string;
+  heartbeatMs: number;
+  electionMs: number;
+  onSpawn?: (name: string, pid: number) => void;
+}
+
 async function startEtcdClusterOnce(opts: EtcdClusterOptions): Promise<EtcdCluster> {
   const count = opts.members ?? 1;
-  const heartbeatMs = opts.heartbeatMs ?? 50;
-  const electionMs = opts.electionMs ?? 500;
   const label = (opts.label ?? 'etcd').replace(/[^a-z0-9-]/gi, '-');
-  const bin = process.env.ETCD_BIN ?? 'etcd';
   const root = path.join(
     // tmpfs when the machine has one: etcd fsyncs every commit, and a loaded CI disk
     // turns that into election-length stalls that are not what the tests measure.
     opts.dataRoot ?? (existsSync('/dev/shm') ? '/dev/shm' : path.join(REPO_ROOT, '.tmp')),
     `${label}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`,
   );
-  const specs: Array<{ name: string; clientUrl: string; peerUrl: string; dataDir: string }> = [];
-  for (let i = 0; i < count; i++) {
-    const name = `m${i + 1}`;
-    const host = opts.hosts?.[i] ?? '127.0.0.1';
-    specs.push({
-      name,
-      clientUrl: `http://${host}:${await freePort()}`,
-      peerUrl: `http://${host}:${await freePort()}`,
-      dataDir: path.join(root, name),
-    });
-  }
-  const initialCluster = specs.map((s) => `${s.name}=${s.peerUrl}`).join(',');
-  const members: EtcdMember[] = specs.map((s) => {
-    mkdirSync(s.dataDir, { recursive: true });
-    const proc = spawnGroup(
-      bin,
-      [
-        `--name=${s.name}`,
-        `--data-dir=${s.dataDir}`,
-        `--listen-client-urls=${s.clientUrl}`,
-        `--advertise-client-urls=${s.clientUrl}`,
-        `--listen-peer-urls=${s.peerUrl}`,
-        `--initial-advertise-peer-urls=${s.peerUrl}`,
-        `--initial-cluster=${initialCluster}`,
-        '--initial-cluster-state=new',
-        `--initial-cluster-token=${path.basename(root)}`,
-        `--heartbeat-interval=${heartbeatMs}`,
-        `--election-timeout=${electionMs}`,
-        '--logger=zap',
-        '--log-level=warn',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    if (proc.pid !== undefined) opts.onSpawn?.(s.name, proc.pid);
-    let out = '';
-    const keep = (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.length > 100_000) out = out.slice(-50_000);
-    };
-    proc.stdout?.on('data', keep);
-    proc.stderr?.on('data', keep);
-    // A missing binary surfaces as an exit with the reason in output(), not an unhandled 'error'.
-    let spawnFailed = false;
-    proc.on('error', (err) => {
-      spawnFailed = true;
-      keep(Buffer.from(`spawn ${bin} failed: ${err.message}\n`));
-    });
-    const exited = new Promise<void>((resolve) => {
-      proc.once('exit', () => resolve());
-      proc.once('error', () => resolve());
-    });
-    let isPaused = false;
-    const running = () => !spawnFailed && proc.exitCode === null && proc.signalCode === null;
-    return {
-      ...s,
-      proc,
-      running,
-      paused: () => isPaused,
-      pause() {
-        if (running()) signalGroup(proc, 'SIGSTOP');
-        isPaused = true;
-      },
-      resume() {
-        if (running()) signalGroup(proc, 'SIGCONT');
-        isPaused = false;
-      },
-      async kill() {
-        if (!running()) return;
-        signalGroup(proc, 'SIGKILL');
-        await exited;
-      },
-      output: () => out,
-    };
-  });
-
-  const live = () => members.filter((m) => m.running() && !m.paused());
-  const findLeader = async (): Promise<EtcdMember | null> => {
-    const statuses = await Promise.all(
-      live().map(async (m) => ({ m, st: await memberStatus(m.clientUrl) })),
-    );
-    for (const { st } of statuses) {
-      if (!st || st.leaderId === '0') continue;
-      const leader = statuses.find((x) => x.st?.memberId === st.leaderId);
-      if (leader) return leader.m;
-    }
-    return null;
+  const specs = await memberSpecs(count, root, opts.hosts);
+  const args: ClusterArgs = {
+    bin: process.env.ETCD_BIN ?? 'etcd',
+    initialCluster: specs.map((s) => `${s.name}=${s.peerUrl}`).join(','),
+    token: path.basename(root),
+    heartbeatMs: opts.heartbeatMs ?? 50,
+    electionMs: opts.electionMs ?? 500,
+    onSpawn: opts.onSpawn,
   };
+  const members = specs.map((s) => spawnMember(s, args));
+  const findLeader = leaderFinder(members);
   const cluster: EtcdCluster = {
     members,
     endpoints: members.map((m) => m.clientUrl),
@@ -204,27 +137,139 @@ async function startEtcdClusterOnce(opts: EtcdClusterOptions): Promise<EtcdClust
     },
   };
   try {
-    await waitFor(
-      async () => {
-        const dead = members.find((m) => !m.running());
-        // Another jest worker was handed the same free port and bound it first (port-owner.ts).
-        if (dead?.output().includes('address already in use')) return dead;
-        if (dead) throw new Error(`etcd ${dead.name} exited:\n${dead.output().slice(-2000)}`);
-        return findLeader();
-      },
-      20_000,
-      `etcd (${count} member${count > 1 ? 's' : ''}) to elect a leader`,
-    );
-    for (const m of members) {
-      const port = Number(new URL(m.clientUrl).port);
-      if (!m.running() || !(await listensOn(m.proc?.pid ?? -1, port)))
-        throw new PortTakenError(`etcd ${m.name}: port ${port} is answered by another process`);
-    }
+    await awaitElection(members, findLeader);
   } catch (err) {
     await cluster.stop();
     throw err;
   }
   return cluster;
+}
+
+/** Names, free client and peer ports (on the member's own host) and data dirs. */
+async function memberSpecs(
+  count: number,
+  root: string,
+  hosts: string[] | undefined,
+): Promise<MemberSpec[]> {
+  const specs: MemberSpec[] = [];
+  for (let i = 0; i < count; i++) {
+    const name = `m${i + 1}`;
+    const host = hosts?.[i] ?? '127.0.0.1';
+    specs.push({
+      name,
+      clientUrl: `http://${host}:${await freePort()}`,
+      peerUrl: `http://${host}:${await freePort()}`,
+      dataDir: path.join(root, name),
+    });
+  }
+  return specs;
+}
+
+/** Starts one member's process, keeping the tail of its output for failure messages. */
+function spawnMember(s: MemberSpec, args: ClusterArgs): EtcdMember {
+  mkdirSync(s.dataDir, { recursive: true });
+  const proc = spawnGroup(
+    args.bin,
+    [
+      `--name=${s.name}`,
+      `--data-dir=${s.dataDir}`,
+      `--listen-client-urls=${s.clientUrl}`,
+      `--advertise-client-urls=${s.clientUrl}`,
+      `--listen-peer-urls=${s.peerUrl}`,
+      `--initial-advertise-peer-urls=${s.peerUrl}`,
+      `--initial-cluster=${args.initialCluster}`,
+      '--initial-cluster-state=new',
+      `--initial-cluster-token=${args.token}`,
+      `--heartbeat-interval=${args.heartbeatMs}`,
+      `--election-timeout=${args.electionMs}`,
+      '--logger=zap',
+      '--log-level=warn',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  if (proc.pid !== undefined) args.onSpawn?.(s.name, proc.pid);
+  let out = '';
+  const keep = (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.length > 100_000) out = out.slice(-50_000);
+  };
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  // A missing binary surfaces as an exit with the reason in output(), not an unhandled 'error'.
+  let spawnFailed = false;
+  proc.on('error', (err) => {
+    spawnFailed = true;
+    keep(Buffer.from(`spawn ${args.bin} failed: ${err.message}\n`));
+  });
+  const exited = new Promise<void>((resolve) => {
+    proc.once('exit', () => resolve());
+    proc.once('error', () => resolve());
+  });
+  let isPaused = false;
+  const running = () => !spawnFailed && proc.exitCode === null && proc.signalCode === null;
+  return {
+    ...s,
+    proc,
+    running,
+    paused: () => isPaused,
+    pause() {
+      if (running()) signalGroup(proc, 'SIGSTOP');
+      isPaused = true;
+    },
+    resume() {
+      if (running()) signalGroup(proc, 'SIGCONT');
+      isPaused = false;
+    },
+    async kill() {
+      if (!running()) return;
+      signalGroup(proc, 'SIGKILL');
+      await exited;
+    },
+    output: () => out,
+  };
+}
+
+/** The member the running, unpaused members agree is leader, or null while they do not. */
+function leaderFinder(members: EtcdMember[]): () => Promise<EtcdMember | null> {
+  const live = () => members.filter((m) => m.running() && !m.paused());
+  return async () => {
+    const statuses = await Promise.all(
+      live().map(async (m) => ({ m, st: await memberStatus(m.clientUrl) })),
+    );
+    for (const { st } of statuses) {
+      if (!st || st.leaderId === '0') continue;
+      const leader = statuses.find((x) => x.st?.memberId === st.leaderId);
+      if (leader) return leader.m;
+    }
+    return null;
+  };
+}
+
+/**
+ * Waits for a leader; throws with the output of a member that exited, or
+ * PortTakenError when another process holds a member's port.
+ */
+async function awaitElection(
+  members: EtcdMember[],
+  findLeader: () => Promise<EtcdMember | null>,
+): Promise<void> {
+  const count = members.length;
+  await waitFor(
+    async () => {
+      const dead = members.find((m) => !m.running());
+      // Another jest worker was handed the same free port and bound it first (port-owner.ts).
+      if (dead?.output().includes('address already in use')) return dead;
+      if (dead) throw new Error(`etcd ${dead.name} exited:\n${dead.output().slice(-2000)}`);
+      return findLeader();
+    },
+    20_000,
+    `etcd (${count} member${count > 1 ? 's' : ''}) to elect a leader`,
+  );
+  for (const m of members) {
+    const port = Number(new URL(m.clientUrl).port);
+    if (!m.running() || !(await listensOn(m.proc?.pid ?? -1, port)))
+      throw new PortTakenError(`etcd ${m.name}: port ${port} is answered by another process`);
+  }
 }
 
 /**
