@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import assert from 'node:assert';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DataSource } from 'typeorm';
+import { DataSource, type QueryRunner } from 'typeorm';
 import { DlockError, formatFencingToken, formatInstant } from '@dlock/lock-api';
 import type { RequestDeadline } from '@dlock/http-contract';
 import { SafetyEvents } from '@dlock/observability';
@@ -105,9 +105,8 @@ export class SubmissionService {
     try {
       await qr.connect();
       await qr.startTransaction(); // PostgreSQL's default, READ COMMITTED
-      const m = qr.manager;
       const { reserved, marked, mark, intent } = await this.submissions.admit(
-        m,
+        qr.manager,
         req,
         hash,
         fencing,
@@ -118,48 +117,9 @@ export class SubmissionService {
       }
       if (mark !== null && mark > req.presentedToken) this.tokenRegression(req, mark);
       // (1) fence: the mark did not rise, a newer holder presented first.
-      if (!marked) {
-        assert(fencing, 'the mark always rises with the guard off');
-        const highest = await this.submissions.highWater(m, req.accountId);
-        assert(highest >= req.presentedToken, 'a refused token must not exceed the mark');
-        const fenced = await this.submissions.insertFenced(m, req, highest);
-        const error = fencedOutError(req, highest);
-        await this.idempotency.complete(
-          m,
-          req.idempotencyKey,
-          req.presentedToken,
-          fenced.submissionId,
-          storedError(error),
-        );
-        await qr.commitTransaction();
-        this.metrics.outcome('fenced');
-        this.safety.fencedOut({
-          resource: 'rail',
-          resourceId: req.accountId,
-          presentedToken: req.presentedToken,
-          highestToken: highest,
-          ownerId: req.ownerId,
-          traceId: req.traceId,
-        });
-        return { kind: 'refused', error };
-      }
+      if (!marked) return await this.refuseFenced(qr, req);
       // (2): the payout already has a live submission (FR-18).
-      if (intent === null) {
-        const live = await this.submissions.findLive(m, req.payoutId);
-        // Withdrawn (or its transaction rolled back) since the insert looked: nothing is live now.
-        if (!live) throw new Error('the live submission this intent met was withdrawn');
-        const error = duplicateSubmissionError(req, live);
-        await this.idempotency.complete(
-          m,
-          req.idempotencyKey,
-          req.presentedToken,
-          live.submissionId,
-          storedError(error),
-        );
-        await qr.commitTransaction();
-        this.duplicate(req, live);
-        return { kind: 'refused', error };
-      }
+      if (intent === null) return await this.refuseDuplicate(qr, req);
       const connect = await this.rail.connect(deadline);
       if (!connect.ok) {
         await qr.rollbackTransaction();
@@ -184,6 +144,53 @@ export class SubmissionService {
     } finally {
       await qr.release().catch(() => undefined);
     }
+  }
+
+  /** Step 1 refused: the fenced attempt and its stored answer are committed, then reported. */
+  private async refuseFenced(qr: QueryRunner, req: SubmissionRequest): Promise<Admission> {
+    const m = qr.manager;
+    assert(this.config.RAIL_PROXY_FENCING_ENABLED, 'the mark always rises with the guard off');
+    const highest = await this.submissions.highWater(m, req.accountId);
+    assert(highest >= req.presentedToken, 'a refused token must not exceed the mark');
+    const fenced = await this.submissions.insertFenced(m, req, highest);
+    const error = fencedOutError(req, highest);
+    await this.idempotency.complete(
+      m,
+      req.idempotencyKey,
+      req.presentedToken,
+      fenced.submissionId,
+      storedError(error),
+    );
+    await qr.commitTransaction();
+    this.metrics.outcome('fenced');
+    this.safety.fencedOut({
+      resource: 'rail',
+      resourceId: req.accountId,
+      presentedToken: req.presentedToken,
+      highestToken: highest,
+      ownerId: req.ownerId,
+      traceId: req.traceId,
+    });
+    return { kind: 'refused', error };
+  }
+
+  /** Step 2 refused: the answer naming the live submission is committed, then reported. */
+  private async refuseDuplicate(qr: QueryRunner, req: SubmissionRequest): Promise<Admission> {
+    const m = qr.manager;
+    const live = await this.submissions.findLive(m, req.payoutId);
+    // Withdrawn (or its transaction rolled back) since the insert looked: nothing is live now.
+    if (!live) throw new Error('the live submission this intent met was withdrawn');
+    const error = duplicateSubmissionError(req, live);
+    await this.idempotency.complete(
+      m,
+      req.idempotencyKey,
+      req.presentedToken,
+      live.submissionId,
+      storedError(error),
+    );
+    await qr.commitTransaction();
+    this.duplicate(req, live);
+    return { kind: 'refused', error };
   }
 
   /**

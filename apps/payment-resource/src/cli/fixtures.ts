@@ -37,33 +37,35 @@ function currency(raw: string | undefined): string {
   return value;
 }
 
+const COMMANDS = ['seed', 'create-account', 'create-payout', 'feed'] as const;
+type Command = (typeof COMMANDS)[number];
+
+const OPTIONS = {
+  accounts: { type: 'string' },
+  payouts: { type: 'string' },
+  currency: { type: 'string' },
+  'opening-balance': { type: 'string' },
+  'min-amount': { type: 'string' },
+  'max-amount': { type: 'string' },
+  seed: { type: 'string' },
+  id: { type: 'string' },
+  account: { type: 'string' },
+  amount: { type: 'string' },
+  beneficiary: { type: 'string' },
+  rate: { type: 'string' },
+  migrate: { type: 'boolean' },
+} as const;
+
+/** The options given; parseArgs refuses an unknown one. */
+function parseOptions(args: string[]) {
+  return parseArgs({ args, strict: true, options: OPTIONS }).values;
+}
+type Values = ReturnType<typeof parseOptions>;
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  const { values } = parseArgs({
-    args: rest,
-    strict: true,
-    options: {
-      accounts: { type: 'string' },
-      payouts: { type: 'string' },
-      currency: { type: 'string' },
-      'opening-balance': { type: 'string' },
-      'min-amount': { type: 'string' },
-      'max-amount': { type: 'string' },
-      seed: { type: 'string' },
-      id: { type: 'string' },
-      account: { type: 'string' },
-      amount: { type: 'string' },
-      beneficiary: { type: 'string' },
-      rate: { type: 'string' },
-      migrate: { type: 'boolean' },
-    },
-  });
-  if (
-    command !== 'seed' &&
-    command !== 'create-account' &&
-    command !== 'create-payout' &&
-    command !== 'feed'
-  ) {
+  const values = parseOptions(rest);
+  if (!COMMANDS.includes(command as Command)) {
     throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
   }
   const PAYDB_URL = requiredDatabaseUrl('PAYDB_URL');
@@ -76,71 +78,81 @@ async function main(argv: string[]): Promise<void> {
   await dataSource.initialize();
   try {
     if (values.migrate) await dataSource.runMigrations({ transaction: 'each' });
-    const fixtures = new Fixtures(dataSource);
-    let out: Record<string, unknown>;
-    switch (command) {
-      case 'seed': {
-        const min = int('min-amount', values['min-amount'], 100, 1);
-        const result = await fixtures.seed({
-          accounts: int('accounts', values.accounts, 20, 0),
-          payouts: int('payouts', values.payouts, 200, 0),
-          currency: currency(values.currency),
-          openingBalanceMinor: int('opening-balance', values['opening-balance'], 1_000_000, 0),
-          minAmountMinor: min,
-          maxAmountMinor: int('max-amount', values['max-amount'], 50_000, min),
-          seed: int('seed', values.seed, 42, 0),
-        });
-        out = {
-          command,
-          skipped: result.skipped,
-          accounts: result.accountIds.length,
-          payouts: result.payoutIds.length,
-        };
-        break;
-      }
-      case 'create-account':
-        out = {
-          command,
-          accountId: await fixtures.createAccount({
-            accountId: values.id,
-            currency: currency(values.currency),
-            openingBalanceMinor: int('opening-balance', values['opening-balance'], 1_000_000, 0),
-          }),
-        };
-        break;
-      case 'feed': {
-        const min = int('min-amount', values['min-amount'], 100, 1);
-        const stop = new AbortController();
-        process.once('SIGINT', () => stop.abort());
-        process.once('SIGTERM', () => stop.abort());
-        const created = await fixtures.feed(
-          {
-            ratePerSec: int('rate', values.rate, 2, 1),
-            minAmountMinor: min,
-            maxAmountMinor: int('max-amount', values['max-amount'], 50_000, min),
-            seed: int('seed', values.seed, 7, 0),
-          },
-          stop.signal,
-        );
-        out = { command, created };
-        break;
-      }
-      case 'create-payout':
-        if (!values.account) throw new UsageError('--account is required');
-        out = {
-          command,
-          payoutId: await fixtures.createPayout({
-            accountId: values.account,
-            amountMinor: int('amount', values.amount, undefined, 1),
-            beneficiaryRef: values.beneficiary,
-          }),
-        };
-        break;
-    }
+    const out = await run(command as Command, values, new Fixtures(dataSource));
     process.stdout.write(`${JSON.stringify(out)}\n`);
   } finally {
     await dataSource.destroy();
   }
+}
+
+/** One command on an open paydb; its answer is the JSON line printed. */
+async function run(
+  command: Command,
+  values: Values,
+  fixtures: Fixtures,
+): Promise<Record<string, unknown>> {
+  switch (command) {
+    case 'seed':
+      return seed(values, fixtures);
+    case 'create-account':
+      return {
+        command,
+        accountId: await fixtures.createAccount({
+          accountId: values.id,
+          currency: currency(values.currency),
+          openingBalanceMinor: int('opening-balance', values['opening-balance'], 1_000_000, 0),
+        }),
+      };
+    case 'feed':
+      return feed(values, fixtures);
+    case 'create-payout':
+      if (!values.account) throw new UsageError('--account is required');
+      return {
+        command,
+        payoutId: await fixtures.createPayout({
+          accountId: values.account,
+          amountMinor: int('amount', values.amount, undefined, 1),
+          beneficiaryRef: values.beneficiary,
+        }),
+      };
+  }
+}
+
+async function seed(values: Values, fixtures: Fixtures): Promise<Record<string, unknown>> {
+  const min = int('min-amount', values['min-amount'], 100, 1);
+  const result = await fixtures.seed({
+    accounts: int('accounts', values.accounts, 20, 0),
+    payouts: int('payouts', values.payouts, 200, 0),
+    currency: currency(values.currency),
+    openingBalanceMinor: int('opening-balance', values['opening-balance'], 1_000_000, 0),
+    minAmountMinor: min,
+    maxAmountMinor: int('max-amount', values['max-amount'], 50_000, min),
+    seed: int('seed', values.seed, 42, 0),
+  });
+  return {
+    command: 'seed',
+    skipped: result.skipped,
+    accounts: result.accountIds.length,
+    payouts: result.payoutIds.length,
+  };
+}
+
+/** Creates payouts at --rate until SIGINT or SIGTERM. */
+async function feed(values: Values, fixtures: Fixtures): Promise<Record<string, unknown>> {
+  const min = int('min-amount', values['min-amount'], 100, 1);
+  const stop = new AbortController();
+  process.once('SIGINT', () => stop.abort());
+  process.once('SIGTERM', () => stop.abort());
+  const created = await fixtures.feed(
+    {
+      ratePerSec: int('rate', values.rate, 2, 1),
+      minAmountMinor: min,
+      maxAmountMinor: int('max-amount', values['max-amount'], 50_000, min),
+      seed: int('seed', values.seed, 7, 0),
+    },
+    stop.signal,
+  );
+  return { command: 'feed', created };
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

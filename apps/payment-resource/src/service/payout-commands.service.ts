@@ -1,6 +1,6 @@
 import type { FencedGrantHeaders } from '@dlock/http-contract';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import assert from 'node:assert/strict';
 import {
   DlockError,
@@ -283,54 +283,9 @@ export class PayoutCommands {
     const started = process.hrtime.bigint();
     let result: 'ok' | 'rejected' | 'error' = 'error';
     try {
-      const out = await this.dataSource.transaction(async (entityManager) => {
-        const manager = preparedManager(entityManager);
-        const accountId = await this.payouts.accountOf(manager, payoutId);
-        if (accountId === null) {
-          throw new DlockError('NOT_FOUND', 'no such payout', { details: { payoutId } });
-        }
-        await this.accounts.lock(manager, accountId);
-        const payout = await this.payouts.lock(manager, payoutId);
-        const event: PayoutEvent =
-          payout.state === 'RAIL_AMBIGUOUS' &&
-          (await this.payouts.ambiguousLongerThan(
-            manager,
-            payoutId,
-            this.config.PAYOUT_AMBIGUOUS_SLA_MS,
-          ))
-            ? 'ABANDON_AFTER_SLA'
-            : 'ABANDON';
-        this.allowed(
-          payout,
-          event,
-          { ownerId: body.operator, token: null },
-          { ambiguousSlaMs: this.config.PAYOUT_AMBIGUOUS_SLA_MS },
-        );
-        const to = this.next(payout, event);
-        const updated = await this.payouts.apply(manager, payoutId, {
-          state: to,
-          failureReason: `ABANDONED by ${body.operator}: ${body.reason}`,
-          stampSettledAt: true,
-        });
-        await this.log.record(manager, {
-          payoutId,
-          from: payout.state,
-          to,
-          event,
-          actor: body.operator,
-          token: null,
-          reason: body.reason,
-        });
-        this.metrics.transitionsTotal.inc({ to_state: to });
-        return {
-          payoutId,
-          state: updated.state,
-          previousState: payout.state,
-          operator: body.operator,
-          reason: body.reason,
-          abandonedAt: updated.settledAt?.toISOString() ?? null,
-        };
-      });
+      const out = await this.dataSource.transaction((entityManager) =>
+        this.abandonIn(entityManager, payoutId, body),
+      );
       result = 'ok';
       return out;
     } catch (err) {
@@ -342,6 +297,60 @@ export class PayoutCommands {
         Number(process.hrtime.bigint() - started) / 1e9,
       );
     }
+  }
+
+  /** P7's transaction: account row lock, the table's check, the ABANDONED row and its audit. */
+  private async abandonIn(
+    entityManager: EntityManager,
+    payoutId: string,
+    body: AbandonRequest,
+  ): Promise<AbandonResponse> {
+    const manager = preparedManager(entityManager);
+    const accountId = await this.payouts.accountOf(manager, payoutId);
+    if (accountId === null) {
+      throw new DlockError('NOT_FOUND', 'no such payout', { details: { payoutId } });
+    }
+    await this.accounts.lock(manager, accountId);
+    const payout = await this.payouts.lock(manager, payoutId);
+    const event: PayoutEvent =
+      payout.state === 'RAIL_AMBIGUOUS' &&
+      (await this.payouts.ambiguousLongerThan(
+        manager,
+        payoutId,
+        this.config.PAYOUT_AMBIGUOUS_SLA_MS,
+      ))
+        ? 'ABANDON_AFTER_SLA'
+        : 'ABANDON';
+    this.allowed(
+      payout,
+      event,
+      { ownerId: body.operator, token: null },
+      { ambiguousSlaMs: this.config.PAYOUT_AMBIGUOUS_SLA_MS },
+    );
+    const to = this.next(payout, event);
+    const updated = await this.payouts.apply(manager, payoutId, {
+      state: to,
+      failureReason: `ABANDONED by ${body.operator}: ${body.reason}`,
+      stampSettledAt: true,
+    });
+    await this.log.record(manager, {
+      payoutId,
+      from: payout.state,
+      to,
+      event,
+      actor: body.operator,
+      token: null,
+      reason: body.reason,
+    });
+    this.metrics.transitionsTotal.inc({ to_state: to });
+    return {
+      payoutId,
+      state: updated.state,
+      previousState: payout.state,
+      operator: body.operator,
+      reason: body.reason,
+      abandonedAt: updated.settledAt?.toISOString() ?? null,
+    };
   }
 
   private command(

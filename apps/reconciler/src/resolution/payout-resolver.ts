@@ -17,6 +17,13 @@ export const PAYMENT_RESOURCE = Symbol('PAYMENT_RESOURCE');
 
 type Writable = Extract<Verdict, { kind: 'acked' } | { kind: 'not_found' }>;
 
+/** The fields of every log line about one payout's resolution. */
+interface ResolutionLog {
+  payoutId: string;
+  accountId: string;
+  token: string;
+}
+
 /**
  * Applies a verdict the evidence allows (P8 ACKED or NOT_FOUND) the way any
  * writer does: account lock `payout:{accountId}`, the token captured once and
@@ -48,80 +55,111 @@ export class PayoutResolver {
       if (err instanceof ContentionError) return 'contended';
       throw err;
     }
-    const fence = handle.fence;
-    const log = {
+    const log: ResolutionLog = {
       payoutId: payout.payoutId,
       accountId: payout.accountId,
-      token: fence.token.toString(),
+      token: handle.fence.token.toString(),
     };
     let resolved = false;
     try {
-      handle.checkStillHeld();
-      const railReference = verdict.kind === 'acked' ? verdict.transfer.railReference : undefined;
-      await this.payments.resolve(
-        payout.payoutId,
-        fence,
-        {
-          resolution: verdict.kind === 'acked' ? 'ACKED' : 'NOT_FOUND',
-          evidence: evidenceText(verdict, lookup),
-          ...(railReference !== undefined ? { railReference } : {}),
-          ...(submissionId !== null ? { submissionId } : {}),
-        },
-        handle.signal,
-      );
+      const railReference = await this.resolve(handle, payout, verdict, lookup, submissionId);
       resolved = true;
       this.logger.log(
         { event: 'ambiguous_resolved', resolution: verdict.kind, railReference, ...log },
         `RAIL_AMBIGUOUS payout resolved from rail evidence: ${verdict.kind}`,
       );
-      if (verdict.kind === 'acked') {
-        if (submissionId === null) {
-          this.logger.warn(
-            { event: 'posting_deferred', ...log },
-            'no submission id known for this payout; the posting is left to a later holder',
-          );
-        } else {
-          handle.checkStillHeld();
-          await this.payments.post(
-            payout.payoutId,
-            fence,
-            { railReference: verdict.transfer.railReference, submissionId },
-            handle.signal,
-          );
-        }
-      }
+      if (verdict.kind === 'acked') await this.post(handle, payout, verdict, submissionId, log);
       return verdict.kind;
     } catch (err) {
-      if (
-        err instanceof FencedOutError ||
-        (err instanceof DlockError && err.code === 'FENCED_OUT')
-      ) {
-        // payment-resource already logged fenced_out and counted it; we only stop.
-        this.logger.warn(
-          { event: 'resolution_fenced_out', resolved, ...log, details: err.details },
-          'a newer holder wrote this account; stopping for this payout in this pass',
-        );
-        return resolved ? verdict.kind : 'fenced';
-      }
-      if (err instanceof LockLostError) {
-        this.logger.warn({ event: 'resolution_lock_lost', resolved, ...log }, 'lock lost');
-        return resolved ? verdict.kind : 'lost';
-      }
-      if (err instanceof DlockError && err.code === 'PAYOUT_NOT_CLAIMABLE') {
-        // Someone else moved it first (posted, abandoned): nothing left for us to do.
-        return resolved ? verdict.kind : 'not_ambiguous';
-      }
-      if (resolved) {
-        this.logger.warn(
-          { event: 'posting_deferred', ...log, err: (err as Error).message },
-          'resolved, but the posting failed; a later holder completes it from RAIL_ACKED',
-        );
-        return verdict.kind;
-      }
-      throw err;
+      return this.stopped(err, resolved, verdict.kind, log);
     } finally {
       await handle.release();
     }
+  }
+
+  /** P8 under the held lock; returns the rail reference it recorded, if any. */
+  private async resolve(
+    handle: LockHandle,
+    payout: PayoutRecord,
+    verdict: Writable,
+    lookup: RailLookup,
+    submissionId: string | null,
+  ): Promise<string | undefined> {
+    handle.checkStillHeld();
+    const railReference = verdict.kind === 'acked' ? verdict.transfer.railReference : undefined;
+    await this.payments.resolve(
+      payout.payoutId,
+      handle.fence,
+      {
+        resolution: verdict.kind === 'acked' ? 'ACKED' : 'NOT_FOUND',
+        evidence: evidenceText(verdict, lookup),
+        ...(railReference !== undefined ? { railReference } : {}),
+        ...(submissionId !== null ? { submissionId } : {}),
+      },
+      handle.signal,
+    );
+    return railReference;
+  }
+
+  /** Posts an ACKED resolution under the same lock, when the submission is known. */
+  private async post(
+    handle: LockHandle,
+    payout: PayoutRecord,
+    verdict: Extract<Verdict, { kind: 'acked' }>,
+    submissionId: string | null,
+    log: ResolutionLog,
+  ): Promise<void> {
+    if (submissionId === null) {
+      this.logger.warn(
+        { event: 'posting_deferred', ...log },
+        'no submission id known for this payout; the posting is left to a later holder',
+      );
+      return;
+    }
+    handle.checkStillHeld();
+    await this.payments.post(
+      payout.payoutId,
+      handle.fence,
+      { railReference: verdict.transfer.railReference, submissionId },
+      handle.signal,
+    );
+  }
+
+  /**
+   * What a failed write means for this pass: a newer holder, a lost lock or a payout
+   * moved on end the attempt (the resolution stands when it was written); anything else
+   * after the resolution defers the posting, and before it is rethrown.
+   */
+  private stopped(
+    err: unknown,
+    resolved: boolean,
+    kind: Writable['kind'],
+    log: ResolutionLog,
+  ): ResolutionResult {
+    if (err instanceof FencedOutError || (err instanceof DlockError && err.code === 'FENCED_OUT')) {
+      // payment-resource already logged fenced_out and counted it; we only stop.
+      this.logger.warn(
+        { event: 'resolution_fenced_out', resolved, ...log, details: err.details },
+        'a newer holder wrote this account; stopping for this payout in this pass',
+      );
+      return resolved ? kind : 'fenced';
+    }
+    if (err instanceof LockLostError) {
+      this.logger.warn({ event: 'resolution_lock_lost', resolved, ...log }, 'lock lost');
+      return resolved ? kind : 'lost';
+    }
+    if (err instanceof DlockError && err.code === 'PAYOUT_NOT_CLAIMABLE') {
+      // Someone else moved it first (posted, abandoned): nothing left for us to do.
+      return resolved ? kind : 'not_ambiguous';
+    }
+    if (resolved) {
+      this.logger.warn(
+        { event: 'posting_deferred', ...log, err: (err as Error).message },
+        'resolved, but the posting failed; a later holder completes it from RAIL_ACKED',
+      );
+      return kind;
+    }
+    throw err;
   }
 
   /** The proxy's live submission for the payout, when paydb did not record its id. */
