@@ -620,23 +620,62 @@ async function measure(
   const apps = [s.lockServer, s.payments, s.proxy, s.stub, ...executors];
   const cpuBefore = cpuByComponent(apps);
   const ticksBefore = machineTicks();
-  let loadAvgMax = 0;
   if (PG_STATEMENTS) await statementStats(s.pgAdmin, 0);
   const started = performance.now();
   await seed(s.paydb, accounts, payouts);
-  let states: Record<string, number>;
-  for (;;) {
-    states = await countByState(s.paydb);
-    loadAvgMax = Math.max(loadAvgMax, os.loadavg()[0]);
-    if ((states.POSTED ?? 0) - postedBefore >= payouts) break;
-    if (performance.now() - started > RUN_TIMEOUT_MS) break;
-    await sleep(100);
-  }
+  const { states, loadAvgMax } = await untilPosted(s.paydb, postedBefore + payouts, started);
   const seconds = (performance.now() - started) / 1000;
   const ticksAfter = machineTicks();
   const cpuAfter = cpuByComponent(apps);
   const loadAvg1 = os.loadavg()[0];
   const done = (states.POSTED ?? 0) - postedBefore;
+  const cpu = cpuUse(cpuBefore, cpuAfter, { before: ticksBefore, after: ticksAfter }, done);
+  if (PG_STATEMENTS) await statementStats(s.pgAdmin, done);
+  if (!(await ledgerHolds(s.paydb))) throw new Error('INV-03 broken after the run');
+  return {
+    backend,
+    variant: '',
+    round: 0,
+    ...cfg,
+    payouts: done,
+    seconds,
+    perSecond: done / seconds,
+    states,
+    ...(await scrapedFigures(s, executors)),
+    ...cpu,
+    loadAvg1,
+    loadAvgMax,
+    clearingAccounts: await clearingAccountsUsed(s.paydb),
+  };
+}
+
+/** Polls paydb until `posted` payouts are POSTED or the run times out; the highest load seen. */
+async function untilPosted(
+  paydb: string,
+  posted: number,
+  started: number,
+): Promise<{ states: Record<string, number>; loadAvgMax: number }> {
+  let loadAvgMax = 0;
+  let states: Record<string, number>;
+  for (;;) {
+    states = await countByState(paydb);
+    loadAvgMax = Math.max(loadAvgMax, os.loadavg()[0]);
+    if ((states.POSTED ?? 0) >= posted) break;
+    if (performance.now() - started > RUN_TIMEOUT_MS) break;
+    await sleep(100);
+  }
+  return { states, loadAvgMax };
+}
+
+type Ticks = ReturnType<typeof machineTicks>;
+
+/** CPU ms per POSTED payout by component, and how busy the machine (and our processes) was. */
+function cpuUse(
+  cpuBefore: Record<string, number>,
+  cpuAfter: Record<string, number>,
+  ticks: { before: Ticks; after: Ticks },
+  done: number,
+): Pick<RunResult, 'cpuMsPerPayout' | 'machineBusy' | 'oursBusy'> {
   const cpuMsPerPayout: Record<string, number> = {};
   let oursSeconds = 0;
   for (const [k, v] of Object.entries(cpuAfter)) {
@@ -644,10 +683,18 @@ async function measure(
     oursSeconds += used;
     cpuMsPerPayout[k] = done === 0 ? NaN : (used / done) * 1000;
   }
-  const machineSeconds = (ticksAfter.total - ticksBefore.total) / CLK_TCK;
-  const machineBusy = (ticksAfter.busy - ticksBefore.busy) / (ticksAfter.total - ticksBefore.total);
-  if (PG_STATEMENTS) await statementStats(s.pgAdmin, done);
-  if (!(await ledgerHolds(s.paydb))) throw new Error('INV-03 broken after the run');
+  const { before, after } = ticks;
+  const machineSeconds = (after.total - before.total) / CLK_TCK;
+  const machineBusy = (after.busy - before.busy) / (after.total - before.total);
+  return {
+    cpuMsPerPayout,
+    machineBusy,
+    oursBusy: machineSeconds > 0 ? oursSeconds / machineSeconds : NaN,
+  };
+}
+
+/** What the run's processes' /metrics say: step and payout means, the lock share, counts. */
+async function scrapedFigures(s: Stack, executors: App[]) {
   const mean = async (app: App[], name: string, labels: Record<string, string> = {}) => {
     const sum = await metricAll(app, `${name}_sum`, labels);
     const count = await metricAll(app, `${name}_count`, labels);
@@ -660,14 +707,6 @@ async function measure(
   const steps: Record<string, number> = {};
   for (const step of STEPS) steps[step] = await mean(executors, 'executor_step_seconds', { step });
   return {
-    backend,
-    variant: '',
-    round: 0,
-    ...cfg,
-    payouts: done,
-    seconds,
-    perSecond: done / seconds,
-    states,
     executeMeanMs: await mean(executors, 'payout_execute_seconds', { outcome: 'posted' }),
     acquireMeanMs: steps.acquire,
     releaseMeanMs: steps.release,
@@ -688,12 +727,6 @@ async function measure(
       (await metric(s.proxy.url, 'lock_fenced_out_total')),
     duplicates: await metric(s.proxy.url, 'rail_duplicate_attempted_total'),
     steps,
-    cpuMsPerPayout,
-    machineBusy,
-    oursBusy: machineSeconds > 0 ? oursSeconds / machineSeconds : NaN,
-    loadAvg1,
-    loadAvgMax,
-    clearingAccounts: await clearingAccountsUsed(s.paydb),
   };
 }
 
@@ -973,75 +1006,105 @@ function rawSection(raw: RawSetup | null, rawResults: RawResult[], results: RunR
   ];
 }
 
+/** What the runs of one bench invocation collected, for the report. */
+interface Collected {
+  results: RunResult[];
+  rawResults: RawResult[];
+  raw: RawSetup | null;
+  latency: { backend: string; meanMs: number; steps: Record<string, number> }[];
+  notes: string[];
+}
+
 async function main(): Promise<void> {
   // Refuses to measure a busy machine (bench/load-gate.ts).
   const gate = loadGate('bench:e2e');
   const t0 = Date.now();
   const pg = await startPostgres();
-  let etcd: EtcdCluster | null = null;
-  const results: RunResult[] = [];
-  const rawResults: RawResult[] = [];
-  let raw: RawSetup | null = null;
-  const latency: { backend: string; meanMs: number; steps: Record<string, number> }[] = [];
-  const notes: string[] = [];
+  const c: Collected = { results: [], rawResults: [], raw: null, latency: [], notes: [] };
   try {
-    if (RAW) raw = await recordPayouts(pg);
-    for (const backend of BACKENDS) {
-      if (backend === 'etcd') {
-        try {
-          etcd = await startEtcd({ label: 'bench-e2e-etcd', heartbeatMs: 100, electionMs: 1_000 });
-        } catch (err) {
-          notes.push(`etcd backend skipped: ${(err as Error).message.split('\n')[0]}`);
-          continue;
+    if (RAW) c.raw = await recordPayouts(pg);
+    for (const backend of BACKENDS) await measureBackend(pg, backend, c);
+  } finally {
+    await pg.stop();
+  }
+  const lines = [
+    ...reportHeader(Math.round((Date.now() - t0) / 1000)),
+    ...throughputSection(c.results),
+    ...rawSection(c.raw, c.rawResults, c.results),
+    ...tracingCost(c.results),
+    ...stepsSection(c.results),
+    ...cpuSection(c.results),
+    ...latencySection(c.latency),
+    ...(c.notes.length ? ['## Notes', '', ...c.notes.map((n) => `- ${n}`), ''] : []),
+  ];
+  writeFileSync(REPORT, `${reportWithLoad(gate, lines.join('\n'))}\n`);
+  console.log(`[bench] wrote ${path.relative(ROOT, REPORT)}`);
+}
+
+/** Every run on one backend: the latency run, then each round of configs and variants. */
+async function measureBackend(pg: Pg, backend: 'pg' | 'etcd', c: Collected): Promise<void> {
+  let etcd: EtcdCluster | null = null;
+  if (backend === 'etcd') {
+    try {
+      etcd = await startEtcd({ label: 'bench-e2e-etcd', heartbeatMs: 100, electionMs: 1_000 });
+    } catch (err) {
+      c.notes.push(`etcd backend skipped: ${(err as Error).message.split('\n')[0]}`);
+      return;
+    }
+  }
+  try {
+    if (LATENCY_PAYOUTS > 0) c.latency.push(await latencyRun(pg, backend, etcd));
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const cfg of CONFIGS) {
+        if (c.raw && backend === BACKENDS[0])
+          c.rawResults.push(await rawRun(pg, c.raw, cfg, round));
+        for (const variant of VARIANTS) {
+          const r = await throughputRun(pg, backend, etcd, cfg, variant);
+          c.results.push({ ...r, variant: variant.name, round });
         }
-      }
-      // Latency of one payout: one executor, one lane, payouts one after another on one account.
-      if (LATENCY_PAYOUTS > 0) {
-        const s = await startStack(pg, backend, etcd);
-        const [exec] = await startExecutors(s, 1, 1, `${backend}-lat`);
-        try {
-          const r = await measure(
-            s,
-            backend,
-            [exec],
-            { executors: 1, concurrency: 1, accounts: 1 },
-            LATENCY_PAYOUTS,
-          );
-          latency.push({ backend, meanMs: r.executeMeanMs, steps: r.steps });
-          console.log(`[bench] ${backend} latency: ${f1(r.executeMeanMs)} ms per payout`);
-        } finally {
-          await exec.stop();
-          await s.stop();
-        }
-      }
-      for (let round = 1; round <= ROUNDS; round++) {
-        for (const cfg of CONFIGS) {
-          if (raw && backend === BACKENDS[0]) rawResults.push(await rawRun(pg, raw, cfg, round));
-          for (const variant of VARIANTS) {
-            const r = await throughputRun(pg, backend, etcd, cfg, variant);
-            results.push({ ...r, variant: variant.name, round });
-          }
-        }
-      }
-      if (etcd) {
-        await etcd.stop();
-        etcd = null;
       }
     }
   } finally {
     if (etcd) await etcd.stop();
-    await pg.stop();
   }
+}
+
+/** Latency of one payout: one executor, one lane, payouts one after another on one account. */
+async function latencyRun(
+  pg: Pg,
+  backend: 'pg' | 'etcd',
+  etcd: EtcdCluster | null,
+): Promise<Collected['latency'][number]> {
+  const s = await startStack(pg, backend, etcd);
+  const [exec] = await startExecutors(s, 1, 1, `${backend}-lat`);
+  try {
+    const r = await measure(
+      s,
+      backend,
+      [exec],
+      { executors: 1, concurrency: 1, accounts: 1 },
+      LATENCY_PAYOUTS,
+    );
+    console.log(`[bench] ${backend} latency: ${f1(r.executeMeanMs)} ms per payout`);
+    return { backend, meanMs: r.executeMeanMs, steps: r.steps };
+  } finally {
+    await exec.stop();
+    await s.stop();
+  }
+}
+
+const COMPONENTS = [
+  'executor',
+  'lock-server',
+  'payment-resource',
+  'rail-proxy',
+  'rail-stub',
+  'postgres',
+  'etcd',
+];
+
+function reportHeader(tookSeconds: number): string[] {
   const cpu = os.cpus()[0]?.model ?? 'unknown';
-  const components = [
-    'executor',
-    'lock-server',
-    'payment-resource',
-    'rail-proxy',
-    'rail-stub',
-    'postgres',
-    'etcd',
-  ];
   const envShown = [
     `BENCH_PAYOUTS=${PAYOUTS}`,
     `BENCH_BACKENDS=${BACKENDS.join(',')}`,
@@ -1054,15 +1117,20 @@ async function main(): Promise<void> {
     ...(TRACES_MEMORY ? [] : ['BENCH_TRACES_MEMORY=0']),
     ...(RAW ? [] : ['BENCH_RAW=0']),
   ].join(' ');
-  const lines = [
+  return [
     '# End-to-end payout benchmark',
     '',
     `Machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. Everything on this one machine: embedded PostgreSQL (fsync on, defaults), etcd 3.4 (one member), lock-server, payment-resource, rail-proxy, rail-stub and the executors, each its own Node process, LOG_LEVEL=warn.`,
     '',
-    `Command: \`npm run build && ${envShown} node dist/bench/e2e/bench.js\` (took ${Math.round((Date.now() - t0) / 1000)} s; every BENCH_ variable in effect is shown).`,
+    `Command: \`npm run build && ${envShown} node dist/bench/e2e/bench.js\` (took ${tookSeconds} s; every BENCH_ variable in effect is shown).`,
     '',
     `payment-resource runs with PAYMENT_CLEARING_SHARDS=${CLEARING_SHARDS}; every guard on: fenced claim/outcome/post at payment-resource, high-water + one-submission-per-payout at the proxy, intent row committed before the rail, SDK session heartbeating, checkStillHeld and lease check before each side effect. Per payout: L4 acquire, P2 claim (a P4 read only when the claim finds the payout in another state), P6 SUBMITTED, proxy submit (→ stub over a fresh connection), P6 ACKED, P3 post, L6 release; the other hops keep their connections alive; every SQL statement is a named prepared statement. After every run the bench checks INV-03 in paydb (every group sums to zero, every balance equals its ledger sum).`,
     '',
+  ];
+}
+
+function throughputSection(results: RunResult[]): string[] {
+  return [
     '## Throughput',
     '',
     '| backend | variant | round | executors × lanes | accounts | payouts POSTED | wall s | payouts/s | mean payout ms (acquire→release) | lock acquire+release share | contended attempts | fenced writes | duplicate submits | clearing accounts | load avg (1 min, max during run) | machine CPU busy (ours) |',
@@ -1074,8 +1142,11 @@ async function main(): Promise<void> {
     '',
     'Wall time runs from inserting the payouts until the last one is POSTED (it includes the polling delay of 20 ms and the ramp-up).',
     '',
-    ...rawSection(raw, rawResults, results),
-    ...tracingCost(results),
+  ];
+}
+
+function stepsSection(results: RunResult[]): string[] {
+  return [
     '## Where the time of one payout goes (mean ms per step, as the executor sees it)',
     '',
     `| backend / run | ${STEPS.join(' | ')} | lock-server acquire (server side) | release (server side) |`,
@@ -1085,32 +1156,36 @@ async function main(): Promise<void> {
         `| ${r.backend} ${r.variant} #${r.round} ${r.executors}×${r.concurrency}×${r.accounts} | ${STEPS.map((st) => f2(r.steps[st])).join(' | ')} | ${f2(r.serverAcquireMeanMs)} | ${f2(r.serverReleaseMeanMs)} |`,
     ),
     '',
+  ];
+}
+
+function cpuSection(results: RunResult[]): string[] {
+  return [
     '## CPU per payout (ms of CPU time per POSTED payout, by process, from /proc)',
     '',
-    `| backend / run | ${components.join(' | ')} | total | CPU-bound ceiling: ${os.cpus().length} × 1000 / total (payouts/s) |`,
-    `| --- | ${components.map(() => '---').join(' | ')} | --- | --- |`,
+    `| backend / run | ${COMPONENTS.join(' | ')} | total | CPU-bound ceiling: ${os.cpus().length} × 1000 / total (payouts/s) |`,
+    `| --- | ${COMPONENTS.map(() => '---').join(' | ')} | --- | --- |`,
     ...results.map((r) => {
-      const total = components.reduce((a, c) => a + (r.cpuMsPerPayout[c] ?? 0), 0);
-      return `| ${r.backend} ${r.variant} #${r.round} ${r.executors}×${r.concurrency}×${r.accounts} | ${components.map((c) => f2(r.cpuMsPerPayout[c] ?? NaN)).join(' | ')} | ${f2(total)} | ${f1((os.cpus().length * 1000) / total)} |`;
+      const total = COMPONENTS.reduce((a, c) => a + (r.cpuMsPerPayout[c] ?? 0), 0);
+      return `| ${r.backend} ${r.variant} #${r.round} ${r.executors}×${r.concurrency}×${r.accounts} | ${COMPONENTS.map((c) => f2(r.cpuMsPerPayout[c] ?? NaN)).join(' | ')} | ${f2(total)} | ${f1((os.cpus().length * 1000) / total)} |`;
     }),
     '',
-    ...(latency.length
-      ? [
-          '## Latency of one payout (one executor, one lane, one account; the rest of the machine as it was)',
-          '',
-          `| backend | mean ms (acquire→release) | ${STEPS.join(' | ')} |`,
-          `| --- | --- | ${STEPS.map(() => '---').join(' | ')} |`,
-          ...latency.map(
-            (l) =>
-              `| ${l.backend} | **${f1(l.meanMs)}** | ${STEPS.map((st) => f2(l.steps[st])).join(' | ')} |`,
-          ),
-          '',
-        ]
-      : []),
-    ...(notes.length ? ['## Notes', '', ...notes.map((n) => `- ${n}`), ''] : []),
   ];
-  writeFileSync(REPORT, `${reportWithLoad(gate, lines.join('\n'))}\n`);
-  console.log(`[bench] wrote ${path.relative(ROOT, REPORT)}`);
+}
+
+function latencySection(latency: Collected['latency']): string[] {
+  if (!latency.length) return [];
+  return [
+    '## Latency of one payout (one executor, one lane, one account; the rest of the machine as it was)',
+    '',
+    `| backend | mean ms (acquire→release) | ${STEPS.join(' | ')} |`,
+    `| --- | --- | ${STEPS.map(() => '---').join(' | ')} |`,
+    ...latency.map(
+      (l) =>
+        `| ${l.backend} | **${f1(l.meanMs)}** | ${STEPS.map((st) => f2(l.steps[st])).join(' | ')} |`,
+    ),
+    '',
+  ];
 }
 
 main().catch((err: unknown) => {

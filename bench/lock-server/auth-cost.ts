@@ -141,11 +141,54 @@ interface Round {
   load1: number;
 }
 
+/** The pairs and failures the workers count while `measuring`; `stop` ends their loops. */
+interface Tally {
+  measuring: boolean;
+  stop: boolean;
+  pairs: number;
+  errors: number;
+  statuses: Map<string, number>;
+}
+
 /** One closed-loop round: WORKERS executors, each acquiring and releasing its own payout key. */
 async function runRound(server: Server, round: number): Promise<Round> {
   const owners = Array.from({ length: WORKERS }, (_, i) => `executor-bench-${i}`);
+  const sessions = await openSessions(server, owners);
+  const tally: Tally = { measuring: false, stop: false, pairs: 0, errors: 0, statuses: new Map() };
+  const running = owners.map((owner, i) =>
+    acquireReleaseLoop(server, owner, `payout:bench-${round}-${i}`, sessions[i], tally),
+  );
+  await sleep(WARMUP_MS);
+  const load1 = os.loadavg()[0];
+  const cpuBefore = cpuMs(server.proc.pid!);
+  tally.measuring = true;
+  const began = Date.now();
+  await sleep(DURATION_MS);
+  tally.measuring = false;
+  const elapsedMs = Date.now() - began;
+  const cpu = cpuMs(server.proc.pid!) - cpuBefore;
+  tally.stop = true;
+  await Promise.all(running);
+  await Promise.all(
+    sessions.map((sid, i) =>
+      call(server.url, 'DELETE', `/v1/sessions/${sid}`, { 'x-owner-id': owners[i] }),
+    ),
+  );
+  const { pairs } = tally;
+  return {
+    round,
+    side: server.name,
+    pairsPerSec: (pairs * 1000) / elapsedMs,
+    serverCpuMsPerPair: pairs > 0 ? cpu / pairs : NaN,
+    errors: tally.errors,
+    errorStatuses: [...tally.statuses].map(([k, n]) => `${k}×${n}`).join(' '),
+    load1,
+  };
+}
+
+/** One session per owner, one at a time, again after a 503: a loaded machine times out a burst of 64 opens. */
+async function openSessions(server: Server, owners: string[]): Promise<string[]> {
   const sessions: string[] = [];
-  // One at a time, again after a 503: a loaded machine times out a burst of 64 opens.
   for (const ownerId of owners) {
     for (let attempt = 1; ; attempt++) {
       const res = await call(
@@ -163,70 +206,46 @@ async function runRound(server: Server, round: number): Promise<Round> {
       await sleep(200);
     }
   }
-  let measuring = false;
-  let stop = false;
-  let pairs = 0;
-  let errors = 0;
-  const statuses = new Map<string, number>();
-  const worker = async (i: number) => {
-    const owner = owners[i];
-    const key = `payout:bench-${round}-${i}`;
-    while (!stop) {
-      const h = { 'x-owner-id': owner };
-      const got = await call(server.url, 'POST', `/v1/locks/${key}/acquire`, h, {
-        sessionId: sessions[i],
-        ttlMillis: 30_000,
-      });
-      const token = got.status === 200 ? (got.body.fencingToken as string) : undefined;
-      const freed =
-        token === undefined
-          ? undefined
-          : await call(server.url, 'DELETE', `/v1/locks/${key}`, {
-              ...h,
-              'x-fencing-token': token,
-              // A build before signed grants answers none and asks none.
-              ...(typeof got.body.grantProof === 'string'
-                ? { 'x-grant-proof': got.body.grantProof }
-                : {}),
-            });
-      if (freed?.status === 204) {
-        if (measuring) pairs++;
-      } else {
-        if (measuring) {
-          errors++;
-          const what = `${got.status}${freed ? `/${freed.status}` : ''}`;
-          statuses.set(what, (statuses.get(what) ?? 0) + 1);
-        }
-        await sleep(50);
+  return sessions;
+}
+
+/** One worker: acquire and release `key` until stopped, counting pairs and failures. */
+async function acquireReleaseLoop(
+  server: Server,
+  owner: string,
+  key: string,
+  sessionId: string,
+  tally: Tally,
+): Promise<void> {
+  while (!tally.stop) {
+    const h = { 'x-owner-id': owner };
+    const got = await call(server.url, 'POST', `/v1/locks/${key}/acquire`, h, {
+      sessionId,
+      ttlMillis: 30_000,
+    });
+    const token = got.status === 200 ? (got.body.fencingToken as string) : undefined;
+    const freed =
+      token === undefined
+        ? undefined
+        : await call(server.url, 'DELETE', `/v1/locks/${key}`, {
+            ...h,
+            'x-fencing-token': token,
+            // A build before signed grants answers none and asks none.
+            ...(typeof got.body.grantProof === 'string'
+              ? { 'x-grant-proof': got.body.grantProof }
+              : {}),
+          });
+    if (freed?.status === 204) {
+      if (tally.measuring) tally.pairs++;
+    } else {
+      if (tally.measuring) {
+        tally.errors++;
+        const what = `${got.status}${freed ? `/${freed.status}` : ''}`;
+        tally.statuses.set(what, (tally.statuses.get(what) ?? 0) + 1);
       }
+      await sleep(50);
     }
-  };
-  const running = owners.map((_, i) => worker(i));
-  await sleep(WARMUP_MS);
-  const load1 = os.loadavg()[0];
-  const cpuBefore = cpuMs(server.proc.pid!);
-  measuring = true;
-  const began = Date.now();
-  await sleep(DURATION_MS);
-  measuring = false;
-  const elapsedMs = Date.now() - began;
-  const cpu = cpuMs(server.proc.pid!) - cpuBefore;
-  stop = true;
-  await Promise.all(running);
-  await Promise.all(
-    sessions.map((sid, i) =>
-      call(server.url, 'DELETE', `/v1/sessions/${sid}`, { 'x-owner-id': owners[i] }),
-    ),
-  );
-  return {
-    round,
-    side: server.name,
-    pairsPerSec: (pairs * 1000) / elapsedMs,
-    serverCpuMsPerPair: pairs > 0 ? cpu / pairs : NaN,
-    errors,
-    errorStatuses: [...statuses].map(([k, n]) => `${k}×${n}`).join(' '),
-    load1,
-  };
+  }
 }
 
 const median = (xs: number[]) => {

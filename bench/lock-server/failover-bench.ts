@@ -55,6 +55,17 @@ async function electionTime(cluster: EtcdCluster, from: number): Promise<number>
   return performance.now() - from;
 }
 
+/** What the clients' loops saw, shared by all of them; the kill sets `killAt`. */
+interface Probe {
+  running: boolean;
+  killAt: number;
+  /** When the first acquire sent after the kill was granted. */
+  recoveredAt: number;
+  notLeader: number;
+  grantsBefore: number;
+  otherErrors: string[];
+}
+
 async function oneRun(mode: Mode): Promise<RunResult> {
   const cluster = await startEtcdCluster({
     members: 3,
@@ -66,83 +77,94 @@ async function oneRun(mode: Mode): Promise<RunResult> {
     ETCD_FAULT_HANDLING: mode,
     ...(RESEND_AFTER_MS === undefined ? {} : { ETCD_RESEND_AFTER_MS: RESEND_AFTER_MS }),
   });
-  let running = true;
-  let killAt = Infinity;
-  let recoveredAt = Infinity;
-  let notLeader = 0;
-  let grantsBefore = 0;
-  const otherErrors: string[] = [];
+  const probe: Probe = {
+    running: true,
+    killAt: Infinity,
+    recoveredAt: Infinity,
+    notLeader: 0,
+    grantsBefore: 0,
+    otherErrors: [],
+  };
   try {
-    const sessions = await Promise.all(
-      Array.from({ length: CLIENTS }, async (_, i) => {
-        const res = await call(
-          server.url,
-          'POST',
-          '/v1/sessions',
-          {},
-          {
-            ownerId: `fo-${i}`,
-            ttlMillis: 20_000,
-          },
-        );
-        if (res.status !== 201) throw new Error(`session: ${res.status}`);
-        return res.body.sessionId as string;
-      }),
-    );
-    const loops = sessions.map(async (sessionId, i) => {
-      const owner = `fo-${i}`;
-      const key = `bench:failover:${i}`;
-      while (running) {
-        const sentAt = performance.now();
-        const res = await call(
-          server.url,
-          'POST',
-          `/v1/locks/${key}/acquire`,
-          {
-            'x-owner-id': owner,
-          },
-          { sessionId, ttlMillis: 20_000 },
-        );
-        if (res.status === 200) {
-          if (sentAt > killAt && recoveredAt === Infinity) recoveredAt = performance.now();
-          if (sentAt < killAt) grantsBefore++;
-          await call(server.url, 'DELETE', `/v1/locks/${key}?sessionId=${sessionId}`, {
-            'x-owner-id': owner,
-            'x-fencing-token': res.body.fencingToken as string,
-            'x-grant-proof': res.body.grantProof as string,
-          });
-        } else if (res.status === 503 && res.body?.code === 'NOT_LEADER') {
-          notLeader++;
-          await sleep(10);
-        } else {
-          otherErrors.push(`${res.status} ${JSON.stringify(res.body)}`);
-          await sleep(10);
-        }
-      }
-    });
+    const sessions = await openSessions(server.url);
+    const loops = sessions.map((sessionId, i) => acquireLoop(server.url, sessionId, i, probe));
     await sleep(WARM_MS);
     const leader = await cluster.leader();
-    killAt = performance.now();
+    probe.killAt = performance.now();
     await leader.kill();
-    const election = electionTime(cluster, killAt);
-    const giveUp = killAt + GIVE_UP_MS;
-    while (recoveredAt === Infinity && performance.now() < giveUp) await sleep(5);
+    const election = electionTime(cluster, probe.killAt);
+    const giveUp = probe.killAt + GIVE_UP_MS;
+    while (probe.recoveredAt === Infinity && performance.now() < giveUp) await sleep(5);
     const electionMs = await election;
     await sleep(300);
-    running = false;
+    probe.running = false;
     await Promise.all(loops);
     return {
       mode,
-      windowMs: recoveredAt - killAt,
+      windowMs: probe.recoveredAt - probe.killAt,
       electionMs,
-      notLeader,
-      otherErrors,
-      grantsBefore,
+      notLeader: probe.notLeader,
+      otherErrors: probe.otherErrors,
+      grantsBefore: probe.grantsBefore,
     };
   } finally {
-    running = false;
+    probe.running = false;
     await server.stop();
     await cluster.stop();
+  }
+}
+
+/** One session per client. */
+function openSessions(url: string): Promise<string[]> {
+  return Promise.all(
+    Array.from({ length: CLIENTS }, async (_, i) => {
+      const res = await call(
+        url,
+        'POST',
+        '/v1/sessions',
+        {},
+        {
+          ownerId: `fo-${i}`,
+          ttlMillis: 20_000,
+        },
+      );
+      if (res.status !== 201) throw new Error(`session: ${res.status}`);
+      return res.body.sessionId as string;
+    }),
+  );
+}
+
+/** Client i acquires and releases its own key until the run ends, counting what it is told. */
+async function acquireLoop(url: string, sessionId: string, i: number, probe: Probe): Promise<void> {
+  const owner = `fo-${i}`;
+  const key = `bench:failover:${i}`;
+  while (probe.running) {
+    const sentAt = performance.now();
+    const res = await call(
+      url,
+      'POST',
+      `/v1/locks/${key}/acquire`,
+      {
+        'x-owner-id': owner,
+      },
+      { sessionId, ttlMillis: 20_000 },
+    );
+    if (res.status === 200) {
+      if (sentAt > probe.killAt && probe.recoveredAt === Infinity)
+        probe.recoveredAt = performance.now();
+      if (sentAt < probe.killAt) probe.grantsBefore++;
+      await call(url, 'DELETE', `/v1/locks/${key}?sessionId=${sessionId}`, {
+        'x-owner-id': owner,
+        'x-fencing-token': res.body.fencingToken as string,
+        'x-grant-proof': res.body.grantProof as string,
+      });
+    } else if (res.status === 503 && res.body?.code === 'NOT_LEADER') {
+      probe.notLeader++;
+      await sleep(10);
+    } else {
+      probe.otherErrors.push(`${res.status} ${JSON.stringify(res.body)}`);
+      await sleep(10);
+    }
   }
 }
 

@@ -45,6 +45,19 @@ async function inBatches(
 export async function seedPaydb(c: Client, size: SeedSize): Promise<void> {
   const n = size.payouts;
   const accounts = accountsFor(n);
+  await seedAccounts(c, accounts);
+  await seedPayouts(c, size, accounts);
+  await seedTransitions(c, size);
+  await seedPostings(c, size);
+  // The cached balances, once, from the ledger just written.
+  await c.query(`
+    UPDATE account a SET balance_minor = s.total, fence = CASE WHEN a.kind = 'CUSTOMER' THEN 1000 + ${n} ELSE 0 END
+      FROM (SELECT account_id, sum(amount_minor) AS total FROM ledger_entry GROUP BY account_id) s
+     WHERE s.account_id = a.account_id`);
+}
+
+/** The funding and clearing accounts, and each customer's opening balance. */
+async function seedAccounts(c: Client, accounts: number): Promise<void> {
   await c.query(`
     INSERT INTO account (account_id, kind, currency) VALUES ('funding-EUR', 'FUNDING', 'EUR'),
       ('clearing-EUR', 'CLEARING', 'EUR');
@@ -57,6 +70,10 @@ export async function seedPaydb(c: Client, size: SeedSize): Promise<void> {
              CASE leg WHEN 0 THEN 'c-' || a ELSE 'funding-EUR' END, 'OPENING_BALANCE',
              now() - interval '400 days'
         FROM generate_series(1, ${accounts}) a, generate_series(0, 1) leg ORDER BY a, leg;`);
+}
+
+async function seedPayouts(c: Client, size: SeedSize, accounts: number): Promise<void> {
+  const n = size.payouts;
   await inBatches(
     c,
     size,
@@ -69,6 +86,10 @@ export async function seedPaydb(c: Client, size: SeedSize): Promise<void> {
            t + interval '20 ms', t + interval '2 s', t + interval '2 s'
       FROM generate_series(${from}, ${to}) i, LATERAL (SELECT ${CREATED('i', n)} AS t) x`,
   );
+}
+
+/** PENDING → CLAIMED → RAIL_SUBMITTED → the payout's terminal state. */
+async function seedTransitions(c: Client, size: SeedSize): Promise<void> {
   const steps = [
     ['PENDING', 'CLAIMED', 'CLAIM', '10 ms'],
     ['CLAIMED', 'RAIL_SUBMITTED', 'SUBMIT', '20 ms'],
@@ -95,6 +116,11 @@ export async function seedPaydb(c: Client, size: SeedSize): Promise<void> {
       FROM generate_series(${lo}, ${hi}) i JOIN payout p ON p.payout_id = ${PAYOUT_ID('i')}
      ORDER BY i`,
   );
+}
+
+/** The POSTED payouts' ledger groups, and the idempotency records of their claims and posts. */
+async function seedPostings(c: Client, size: SeedSize): Promise<void> {
+  const n = size.payouts;
   await inBatches(
     c,
     size,
@@ -122,11 +148,6 @@ export async function seedPaydb(c: Client, size: SeedSize): Promise<void> {
            200, '{}', ${CREATED('i', n)}
       FROM generate_series(${lo}, ${hi}) i, unnest(ARRAY['claim', 'post']) op`,
   );
-  // The cached balances, once, from the ledger just written.
-  await c.query(`
-    UPDATE account a SET balance_minor = s.total, fence = CASE WHEN a.kind = 'CUSTOMER' THEN 1000 + ${n} ELSE 0 END
-      FROM (SELECT account_id, sum(amount_minor) AS total FROM ledger_entry GROUP BY account_id) s
-     WHERE s.account_id = a.account_id`);
 }
 
 /** One rail attempt per payout, with its outcome. */
