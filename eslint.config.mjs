@@ -120,6 +120,28 @@ export default tseslint.config(
     },
   },
   {
+    // The environment is read once, by config code, into a validated class (CONTRIBUTING.md).
+    files: ['apps/*/src/**/*.ts', 'libs/*/src/**/*.ts'],
+    ignores: [
+      '**/*.spec.ts',
+      '**/config.ts',
+      'libs/config/**',
+      'libs/testing/**',
+      // The harness is a test tool: where the repository and its build are, its children's PATH.
+      'apps/harness/**',
+    ],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'process',
+          property: 'env',
+          message: "Only config code reads process.env: add the setting to the app's config class.",
+        },
+      ],
+    },
+  },
+  {
     // A function longer than this does more than one thing: split it into named steps.
     // Tests are exempt, and so are the migrations (their DDL is fixed once released).
     files: [

@@ -5,9 +5,9 @@ import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { initializeInBackground } from '@dlock/persistence';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, readRailProxyConfig, type RailProxyConfig } from './config';
-import { HighWaterModule } from './fence-floor/high-water.module';
+import { HighWaterModule } from './high-water/high-water.module';
 import { ProxydbReadiness } from './readiness';
-import { SubmissionsModule } from './submissions.module';
+import { SubmissionsModule } from './submission/submission.module';
 
 /** proxydb through TypeORM (global): raw SQL only, no entities, migrations run out of band. */
 const proxydb = TypeOrmModule.forRootAsync({

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { railClientRef } from '@dlock/payout-contract';
 import { migratedDatabase } from '@dlock/testing';
-import { SubmissionRepository } from '../src/submission.repository';
-import type { StoredResponse } from '../src/idempotency.repository';
-import type { SubmissionRequest } from '../src/submission.types';
+import { SubmissionRepository } from '../src/submission/persistence/submission.repository';
+import type { StoredResponse } from '../src/submission/persistence/idempotency.repository';
+import type { SubmissionRequest } from '../src/submission/domain/submission.types';
 
 /**
  * Fence point (c)'s guards one statement at a time, in this process against a

@@ -1,17 +1,8 @@
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { AlwaysReady, HealthModule, ObservabilityModule } from '@dlock/observability';
-import { AdminController } from './admin.controller';
 import { RAIL_STUB_CONFIG, readRailStubConfig } from './config';
-import { RailController } from './rail.controller';
-import { RailStubService } from './rail.service';
-
-/** The rail simulator: submissions and look-ups, and the admin knobs the harness turns. */
-@Module({
-  controllers: [RailController, AdminController],
-  providers: [RailStubService],
-})
-export class RailModule {}
+import { RailModule } from './rail/rail.module';
 
 /** The rail stub as one importable module, around its validated config. */
 @Module({})

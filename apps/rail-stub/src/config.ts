@@ -9,7 +9,7 @@ import {
   validateEnv,
   type EnvSource,
 } from '@dlock/config';
-import { FAILURE_MODES, type FailureMode } from './fault-plan';
+import { FAILURE_MODES, type FailureMode } from './rail/domain/fault-plan';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

@@ -11,16 +11,16 @@ import { counter } from '@dlock/metrics';
 import type { Counter } from 'prom-client';
 import { formatInstant } from '@dlock/lock-api';
 import type { RailLookup } from '@dlock/payout-contract';
-import { RAIL_STUB_CONFIG, type RailStubConfig } from './config';
-import type { SubmitBody } from './dto';
+import { RAIL_STUB_CONFIG, type RailStubConfig } from '../../config';
+import type { SubmitBody } from '../http/dto';
 import {
   FaultPlan,
   type Fate,
   type FaultSettings,
   type RejectStatus,
   type ScriptedFate,
-} from './fault-plan';
-import { Journal, type TransferRecord } from './journal';
+} from '../domain/fault-plan';
+import { Journal, type TransferRecord } from '../persistence/journal';
 
 /** What the controller must do with the connection once the fate has played out. */
 export type SubmitReply =

@@ -7,13 +7,13 @@ import {
   refuseShortBudget,
   type RequestDeadline,
 } from '@dlock/http-contract';
-import { RAIL_DEADLINE_MARGIN_MS, RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
+import { RAIL_DEADLINE_MARGIN_MS, RAIL_PROXY_CONFIG, type RailProxyConfig } from '../../config';
 import {
   classifyAnswer,
   classifyFailure,
   type RailAnswer,
   type RailTransfer,
-} from './rail-outcome';
+} from '../domain/rail-outcome';
 
 export type ConnectResult =
   { ok: true; connection: RailConnection } | { ok: false; reason: string };

@@ -4,7 +4,7 @@ import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger'
 import { ApiOperatorHeader, Operation, schemaRef } from '@dlock/http-contract';
 import { FenceFloorBody, parseFloorRequest } from '@dlock/payout-contract/fence-floor';
 import type { HighWaterFloorResponse } from '@dlock/payout-contract';
-import { HighWaterFloorService } from './high-water-floor.service';
+import { HighWaterFloorService } from '../service/high-water-floor.service';
 
 /**
  * Operator/reconciler only (docs/operations.md, "Revocation fencing"): raises

@@ -1,5 +1,5 @@
 import { DlockError, formatFencingToken, isErrorCode } from '@dlock/lock-api';
-import type { StoredResponse } from './idempotency.repository';
+import type { StoredResponse } from '../persistence/idempotency.repository';
 import type { AmbiguityReason } from './rail-outcome';
 import type { SubmissionRecord, SubmissionRequest } from './submission.types';
 

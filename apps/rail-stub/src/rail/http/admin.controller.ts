@@ -1,9 +1,9 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { INSTANT, wireSchema } from '@dlock/http-contract';
-import { FAILURE_MODES, SCRIPTED_FATES } from './fault-plan';
+import { FAILURE_MODES, SCRIPTED_FATES } from '../domain/fault-plan';
 import { FaultsPatch } from './dto';
-import { RailStubService, type StubStats } from './rail.service';
+import { RailStubService, type StubStats } from '../service/rail.service';
 
 const COUNT = { type: 'integer', minimum: 0 } as const;
 const RATE = { type: 'number', minimum: 0, maximum: 1 } as const;

@@ -15,8 +15,8 @@ import {
   payoutLockKey,
   PAYOUT_INSTRUCTION_TYPE,
 } from '@dlock/payout-contract';
-import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
-import type { SubmissionRequest } from './submission.types';
+import { RAIL_PROXY_CONFIG, type RailProxyConfig } from '../../config';
+import type { SubmissionRequest } from '../domain/submission.types';
 
 /**
  * Fence point (c)'s first questions, before any intent is written

@@ -18,8 +18,8 @@ import {
   type SubmissionsResponse,
   type SubmitResponse,
 } from '@dlock/payout-contract';
-import { SubmissionService } from './submission.service';
-import type { SubmissionRecord } from './submission.types';
+import { SubmissionService } from '../service/submission.service';
+import type { SubmissionRecord } from '../domain/submission.types';
 
 function view(r: SubmissionRecord): SubmissionView {
   return {

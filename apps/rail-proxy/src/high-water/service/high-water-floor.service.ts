@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { FenceFloorAudit, type FloorCommand } from '@dlock/payout-contract/fence-floor';
 import type { HighWaterFloorResponse } from '@dlock/payout-contract';
-import { HighWaterFloorRepository } from './high-water-floor.repository';
+import { HighWaterFloorRepository } from '../persistence/high-water-floor.repository';
 
 /**
  * Raises an account's high-water mark so a revoked holder's token is refused

@@ -9,7 +9,7 @@ import {
 } from '@dlock/http-contract';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { HighWaterList } from '@dlock/payout-contract';
-import { HighWaterListRepository } from './high-water-list.repository';
+import { HighWaterListRepository } from '../persistence/high-water-list.repository';
 
 /**
  * Every account's durable high-water mark, for the operator console to set

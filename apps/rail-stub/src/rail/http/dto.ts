@@ -13,7 +13,12 @@ import {
   Min,
 } from 'class-validator';
 import { IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
-import { FAILURE_MODES, SCRIPTED_FATES, type FailureMode, type ScriptedFate } from './fault-plan';
+import {
+  FAILURE_MODES,
+  SCRIPTED_FATES,
+  type FailureMode,
+  type ScriptedFate,
+} from '../domain/fault-plan';
 
 export const CLIENT_REF_PATTERN = /^[\x21-\x7e]{1,128}$/;
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
-import { sqlRows } from './sql';
+import { sqlRows } from '../../sql';
 import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
 import { parseFencingToken } from '@dlock/lock-api';
 import { type RailOutcome } from '@dlock/payout-contract';
 import type { StoredResponse } from './idempotency.repository';
-import type { SubmissionRecord, SubmissionRequest } from './submission.types';
+import type { SubmissionRecord, SubmissionRequest } from '../domain/submission.types';
 
 interface SubmissionRow {
   submission_id: string;

@@ -4,7 +4,7 @@ import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagg
 import { ApiContractErrors, INSTANT, schemaRef, wireSchema } from '@dlock/http-contract';
 import { payoutSchemaRef, type RailLookup } from '@dlock/payout-contract';
 import { LookupQuery, SubmitBody } from './dto';
-import { REJECT_WORDS, RailStubService, type SubmitReply } from './rail.service';
+import { REJECT_WORDS, RailStubService, type SubmitReply } from '../service/rail.service';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 

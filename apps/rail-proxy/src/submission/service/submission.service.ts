@@ -6,15 +6,15 @@ import { DlockError, formatFencingToken, formatInstant } from '@dlock/lock-api';
 import type { RequestDeadline } from '@dlock/http-contract';
 import { SafetyEvents } from '@dlock/observability';
 import type { SubmitResponse } from '@dlock/payout-contract';
-import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
+import { RAIL_PROXY_CONFIG, type RailProxyConfig } from '../../config';
 import {
   IdempotencyRepository,
   type IdempotencyRecord,
   type StoredResponse,
-} from './idempotency.repository';
-import { RailProxyMetrics } from './metrics';
-import { RailClient, type RailConnection } from './rail-client';
-import { requestHash } from './request-hash';
+} from '../persistence/idempotency.repository';
+import { RailProxyMetrics } from '../../metrics';
+import { RailClient, type RailConnection } from '../clients/rail-client';
+import { requestHash } from '../domain/request-hash';
 import {
   duplicateSubmissionError,
   fencedOutError,
@@ -25,10 +25,10 @@ import {
   replayedError,
   storedError,
   type AmbiguousReason,
-} from './submission.errors';
+} from '../domain/submission.errors';
 import { SubmissionProofs } from './submission-proofs';
-import { SubmissionRepository } from './submission.repository';
-import type { SubmissionRecord, SubmissionRequest } from './submission.types';
+import { SubmissionRepository } from '../persistence/submission.repository';
+import type { SubmissionRecord, SubmissionRequest } from '../domain/submission.types';
 
 type Admission =
   | { kind: 'admitted'; intent: SubmissionRecord; connection: RailConnection }

@@ -1,0 +1,22 @@
+import { Module } from '@nestjs/common';
+import { IdempotencyRepository } from './persistence/idempotency.repository';
+import { RailProxyMetrics } from '../metrics';
+import { RailClient } from './clients/rail-client';
+import { SubmissionProofs } from './service/submission-proofs';
+import { SubmissionRepository } from './persistence/submission.repository';
+import { SubmissionService } from './service/submission.service';
+import { SubmissionsController } from './http/submissions.controller';
+
+/** Submissions: one per payout, intent recorded before the rail call (docs/rail.md). */
+@Module({
+  controllers: [SubmissionsController],
+  providers: [
+    RailProxyMetrics,
+    RailClient,
+    SubmissionRepository,
+    IdempotencyRepository,
+    SubmissionService,
+    SubmissionProofs,
+  ],
+})
+export class SubmissionsModule {}
