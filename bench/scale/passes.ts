@@ -11,10 +11,10 @@ import type { DatabaseName } from '../../migrations';
 import type { Db } from '../../apps/payment-resource/src/persistence/db';
 import { IdempotencyRepository } from '../../apps/payment-resource/src/persistence/idempotency.repository';
 import { PayoutRepository } from '../../apps/payment-resource/src/persistence/payout.repository';
-import type { ReadOnlyDb } from '../../apps/reconciler/src/db/read-only-db';
-import { CheckCursors } from '../../apps/reconciler/src/detective/check-cursors';
-import { CheckQueries } from '../../apps/reconciler/src/detective/check-queries';
-import { duePayouts } from '../../apps/reconciler/src/detective/rail-sweep-queries';
+import type { ReadOnlyDb } from '../../apps/reconciler/src/persistence/read-only-db';
+import { CheckCursors } from '../../apps/reconciler/src/detective/persistence/check-cursors';
+import { CheckQueries } from '../../apps/reconciler/src/detective/persistence/check-queries';
+import { duePayouts } from '../../apps/reconciler/src/detective/persistence/rail-sweep-queries';
 
 export interface Statement {
   db: DatabaseName;

@@ -4,21 +4,21 @@ import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { LockClientModule } from '@dlock/lock-nest';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RECONCILER_CONFIG, readReconcilerConfig, type ReconcilerConfig } from './config';
-import { ReadOnlyDb, type DbName } from './db/read-only-db';
-import { ReconcilerReadiness } from './db/readiness';
-import { LOCKDB, PAYDB, PROXYDB } from './db/tokens';
-import { AuditChainService } from './detective/audit-chain.service';
-import { DetectiveService } from './detective/detective.service';
-import { RailSweepService } from './detective/rail-sweep.service';
-import { RevocationFencingService } from './fencing/revocation-fencing.service';
-import { TokenSourceCheck } from './fencing/token-source.service';
+import { ReadOnlyDb, type DbName } from './persistence/read-only-db';
+import { ReconcilerReadiness } from './persistence/readiness';
+import { LOCKDB, PAYDB, PROXYDB } from './persistence/tokens';
+import { AuditChainService } from './detective/service/audit-chain.service';
+import { DetectiveService } from './detective/service/detective.service';
+import { RailSweepService } from './detective/service/rail-sweep.service';
+import { RevocationFencingService } from './fencing/service/revocation-fencing.service';
+import { TokenSourceCheck } from './fencing/service/token-source.service';
 import { ReportController } from './http/report.controller';
 import { ReconcilerLoops } from './loops';
 import { ReconcilerMetrics } from './metrics';
 import { PaymentResourceClient, RailLookupClient, RailProxyClient } from '@dlock/payout-contract';
-import { RevocationsClient } from './peers/revocations.client';
-import { PAYMENT_RESOURCE, PayoutResolver } from './resolution/payout-resolver';
-import { RAIL_LOOKUP, ResolutionService } from './resolution/resolution.service';
+import { RevocationsClient } from './fencing/clients/revocations.client';
+import { PAYMENT_RESOURCE, PayoutResolver } from './resolution/service/payout-resolver';
+import { RAIL_LOOKUP, ResolutionService } from './resolution/service/resolution.service';
 
 function readOnlyDb(config: ReconcilerConfig, name: DbName, url: string): ReadOnlyDb {
   return new ReadOnlyDb({

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { counter, gauge, histogram } from '@dlock/metrics';
 import { AUDIT_CHAIN_NAMES } from '@dlock/persistence';
-import { CHECK_NAMES } from './detective/check-names';
+import { CHECK_NAMES } from './detective/domain/check-names';
 
 export const RESOLUTION_RESULTS = [
   'acked',

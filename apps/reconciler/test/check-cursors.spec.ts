@@ -10,8 +10,8 @@ import {
   waitFor,
   withClient,
 } from '@dlock/testing';
-import { ReadOnlyDb } from '../src/db/read-only-db';
-import { CheckCursors } from '../src/detective/check-cursors';
+import { ReadOnlyDb } from '../src/persistence/read-only-db';
+import { CheckCursors } from '../src/detective/persistence/check-cursors';
 
 /**
  * The detective's cursors survive a restart when kept in a file

@@ -18,7 +18,7 @@ import {
   type RunningApp,
   testTokenProvider,
 } from '@dlock/testing';
-import { ReadOnlyDb } from '../src/db/read-only-db';
+import { ReadOnlyDb } from '../src/persistence/read-only-db';
 
 /**
  * The reconciler as a real process against a real lock-server, payment-resource

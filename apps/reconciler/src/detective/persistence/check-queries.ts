@@ -1,4 +1,4 @@
-import type { ReadOnlyDb } from '../db/read-only-db';
+import type { ReadOnlyDb } from '../../persistence/read-only-db';
 
 /** What one check found: how many offending entities, and (a capped sample of) which. */
 export interface Finding {

@@ -2,15 +2,15 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { formatInstant } from '@dlock/lock-api';
 import { railClientRef } from '@dlock/payout-contract';
 import { RAIL_SWEEP_FINDINGS, SafetyEvents } from '@dlock/observability';
-import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
-import type { ReadOnlyDb } from '../db/read-only-db';
-import { PAYDB } from '../db/tokens';
-import { ReconcilerMetrics } from '../metrics';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
+import type { ReadOnlyDb } from '../../persistence/read-only-db';
+import { PAYDB } from '../../persistence/tokens';
+import { ReconcilerMetrics } from '../../metrics';
 import type { RailLookupClient } from '@dlock/payout-contract';
-import { RAIL_LOOKUP } from '../resolution/resolution.service';
-import { OFFENDERS_MAX } from './check-queries';
-import { OpenFindings, type TerminalPayout } from './rail-sweep-findings';
-import { duePayouts, type SweepCursor } from './rail-sweep-queries';
+import { RAIL_LOOKUP } from '../../resolution/service/resolution.service';
+import { OFFENDERS_MAX } from '../persistence/check-queries';
+import { OpenFindings, type TerminalPayout } from '../domain/rail-sweep-findings';
+import { duePayouts, type SweepCursor } from '../persistence/rail-sweep-queries';
 
 /** Open findings kept in memory; each was counted and logged when found. */
 const OPEN_FINDINGS_MAX = 10_000;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { ReadOnlyDb } from '../db/read-only-db';
+import type { ReadOnlyDb } from '../../persistence/read-only-db';
 import { CheckQueries, OFFENDERS_MAX, type Finding } from './check-queries';
 
 const SNAPSHOT_VERSION = 1;

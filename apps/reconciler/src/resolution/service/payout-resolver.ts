@@ -1,16 +1,16 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DlockError, FencedOutError, LockLostError, ContentionError } from '@dlock/lock-api';
 import type { LockHandle } from '@dlock/lock-client';
-import type { ReadOnlyDb } from '../db/read-only-db';
-import { PROXYDB } from '../db/tokens';
-import type { ResolutionResult } from '../metrics';
+import type { ReadOnlyDb } from '../../persistence/read-only-db';
+import { PROXYDB } from '../../persistence/tokens';
+import type { ResolutionResult } from '../../metrics';
 import {
   PaymentResourceClient,
   payoutLockKey,
   type PayoutRecord,
   type RailLookup,
 } from '@dlock/payout-contract';
-import { evidenceText, type Verdict } from './evidence';
+import { evidenceText, type Verdict } from '../domain/evidence';
 import { LockSessionKeeper } from '@dlock/lock-nest';
 
 export const PAYMENT_RESOURCE = Symbol('PAYMENT_RESOURCE');

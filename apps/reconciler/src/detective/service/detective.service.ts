@@ -1,15 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { formatInstant } from '@dlock/lock-api';
 import { SafetyEvents } from '@dlock/observability';
-import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
-import type { ReadOnlyDb } from '../db/read-only-db';
-import { PAYDB, PROXYDB } from '../db/tokens';
-import { ReconcilerMetrics } from '../metrics';
-import { CHECK_INVARIANT, CHECK_NAMES, type CheckName } from './check-names';
-import { CheckCursors } from './check-cursors';
-import { readStateFile, writeStateFile } from './state-file';
-import { CheckQueries, OFFENDERS_MAX, type Finding } from './check-queries';
-import { TokenWatermarks, type Guard } from './token-watermarks';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
+import type { ReadOnlyDb } from '../../persistence/read-only-db';
+import { PAYDB, PROXYDB } from '../../persistence/tokens';
+import { ReconcilerMetrics } from '../../metrics';
+import { CHECK_INVARIANT, CHECK_NAMES, type CheckName } from '../domain/check-names';
+import { CheckCursors } from '../persistence/check-cursors';
+import { readStateFile, writeStateFile } from '../persistence/state-file';
+import { CheckQueries, OFFENDERS_MAX, type Finding } from '../persistence/check-queries';
+import { TokenWatermarks, type Guard } from '../domain/token-watermarks';
 
 export interface CheckResult {
   check: CheckName;

@@ -1,5 +1,5 @@
-import type { ReadOnlyDb } from '../db/read-only-db';
-import type { TerminalPayout, TerminalState } from './rail-sweep-findings';
+import type { ReadOnlyDb } from '../../persistence/read-only-db';
+import type { TerminalPayout, TerminalState } from '../domain/rail-sweep-findings';
 
 /** A place in the sweep's order: (terminal time, payout id), exclusive. */
 export interface SweepCursor {

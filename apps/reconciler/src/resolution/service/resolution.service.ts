@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { formatInstant } from '@dlock/lock-api';
-import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
-import { ReconcilerMetrics, RESOLUTION_RESULTS, type ResolutionResult } from '../metrics';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
+import { ReconcilerMetrics, RESOLUTION_RESULTS, type ResolutionResult } from '../../metrics';
 import type { PaymentResourceClient, PayoutRecord, RailLookupClient } from '@dlock/payout-contract';
-import { attemptEndedAt, classify, type Verdict } from './evidence';
+import { attemptEndedAt, classify, type Verdict } from '../domain/evidence';
 import { PAYMENT_RESOURCE, PayoutResolver } from './payout-resolver';
 
 export const RAIL_LOOKUP = Symbol('RAIL_LOOKUP');

@@ -9,11 +9,11 @@ import {
   type ChainCheckpoint,
   type ChainSpec,
 } from '@dlock/persistence';
-import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
-import type { ReadOnlyDb } from '../db/read-only-db';
-import { LOCKDB, PAYDB, PROXYDB } from '../db/tokens';
-import { ReconcilerMetrics } from '../metrics';
-import { readStateFile, writeStateFile } from './state-file';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
+import type { ReadOnlyDb } from '../../persistence/read-only-db';
+import { LOCKDB, PAYDB, PROXYDB } from '../../persistence/tokens';
+import { ReconcilerMetrics } from '../../metrics';
+import { readStateFile, writeStateFile } from '../persistence/state-file';
 
 /** What one chain's verification found: the links that held, and its first break. */
 export interface AuditOutcome {

@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SafetyEvents } from '@dlock/observability';
-import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
-import type { ReadOnlyDb } from '../db/read-only-db';
-import { PAYDB, PROXYDB } from '../db/tokens';
-import { ReconcilerMetrics } from '../metrics';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
+import type { ReadOnlyDb } from '../../persistence/read-only-db';
+import { PAYDB, PROXYDB } from '../../persistence/tokens';
+import { ReconcilerMetrics } from '../../metrics';
 import { LockSessionKeeper } from '@dlock/lock-nest';
 
 export type ProbeResult = 'ok' | 'behind' | 'contended';

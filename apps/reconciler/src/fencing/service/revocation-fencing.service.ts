@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
-import { ReconcilerMetrics } from '../metrics';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
+import { ReconcilerMetrics } from '../../metrics';
 import { PaymentResourceClient, RailProxyClient, payoutAccountOf } from '@dlock/payout-contract';
-import { RevocationsClient, type Revocation } from '../peers/revocations.client';
-import { PAYMENT_RESOURCE } from '../resolution/payout-resolver';
-import { advanceCursor, type Handled } from './revocation-cursor';
+import { RevocationsClient, type Revocation } from '../clients/revocations.client';
+import { PAYMENT_RESOURCE } from '../../resolution/service/payout-resolver';
+import { advanceCursor, type Handled } from '../domain/revocation-cursor';
 
 /** Revocations fetched per request to the lock-server. */
 const PAGE_LIMIT = 100;
