@@ -104,6 +104,8 @@ describe('three lock-server replicas on pg', () => {
         (f.kind === 'clock-skew' && f.what.startsWith('lock-server')),
     );
     expect(replicaFaults.length).toBeGreaterThan(0);
+    // The faults bit: some replica answered 5xx or not at all while one was in force.
+    expect(result.replicas.some((r) => r.errors > 0)).toBe(true);
     expect(result.faults.filter((f) => f.failed)).toEqual([]);
     expect(summarize(result.invariants)).toEqual([]);
     expect(linearizabilityLine(result.linearizability)).toMatch(/^linearizability: ok/);

@@ -47,7 +47,7 @@ export function whyNotApplicable(kind: FaultKind, sys: DlockSystem, pg: PgServer
     case 'postgres-restart':
       return sys.opts.backend === 'pg' && pg.canRestart
         ? null
-        : 'needs a PostgreSQL the harness owns, on the pg backend (not the shared test server)';
+        : 'needs the pg backend on a PostgreSQL the harness owns (not the shared test server)';
     case 'etcd-leader-kill':
     case 'etcd-leader-pause':
       return etcdMembers >= 3 ? null : 'needs an etcd cluster of three members';
@@ -90,7 +90,8 @@ export function selectKinds(
   const refused = leftOut.filter((l) => named.includes(l.kind));
   if (refused.length > 0)
     throw new Error(`--nemesis: ${refused.map((l) => `${l.kind} (${l.why})`).join('; ')}`);
-  return { kinds: named, leftOut: leftOut.filter((l) => !named.includes(l.kind)) };
+  // Kinds not named were not asked for: nothing to explain.
+  return { kinds: named, leftOut: [] };
 }
 
 /** `all` or known kinds, comma-separated; anything else is refused. */

@@ -100,7 +100,9 @@ function faultSection(r: SoakResult): string[] {
     '| --- | --- | --- | --- |',
   );
   for (const f of r.faults) {
-    const what = f.failed ? `**FAILED**: ${f.what}` : f.what;
+    // A split's label has a `|` of its own: escaped, or it would end the cell.
+    const text = f.what.replaceAll('|', '\\|');
+    const what = f.failed ? `**FAILED**: ${text}` : text;
     lines.push(
       `| +${(f.atMs / 1000).toFixed(1)} s | ${(f.durationMs / 1000).toFixed(1)} s | ${f.kind} | ${what} |`,
     );
