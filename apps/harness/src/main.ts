@@ -21,6 +21,7 @@ import {
   type ScenarioResult,
 } from './scenarios';
 import { soakReport } from './soak/report';
+import { parseNemesis } from './soak/faults';
 import { runSoak, soakViolations } from './soak/soak';
 import type { Backend } from './system';
 
@@ -39,7 +40,12 @@ options:
   --scale short|full  scenario size (default full)
   --minutes M         soak length (default 10)
   --out FILE          soak report path (default bench/reports/soak-<backend>.md)
-  --lock-history FILE save every lock-server call the recorder saw (JSON lines; scenarios, soak)
+  --lock-history FILE save every lock-server call the recorders saw (JSON lines; scenarios, soak)
+  --replicas N        lock-server replicas, executors bound round-robin (default 3 for the
+                      soak, 1 for scenarios)
+  --nemesis KINDS     soak fault kinds: all (default: every kind this system can suffer; the
+                      rest are listed with the reason) or a comma-separated list, e.g.
+                      lock-replica-kill,lock-replica-partition,etcd-partition,clock-skew
 exit status: 0 when every check passed, 1 when any failed, 2 on bad usage.`;
 
 class UsageError extends Error {}
@@ -79,10 +85,16 @@ async function runScenarios(
     scale: Scale;
     control: boolean;
     lockHistory?: string;
+    replicas?: number;
   },
 ): Promise<boolean> {
   let ok = true;
-  const h = await startHarness({ ...o, etcdMembers: o.backend === 'etcd' ? 3 : undefined, log });
+  const h = await startHarness({
+    ...o,
+    etcdMembers: o.backend === 'etcd' ? 3 : undefined,
+    lockReplicas: o.replicas ?? 1,
+    log,
+  });
   stopOnInterrupt.add(h.stop);
   try {
     for (const s of scenarios) {
@@ -92,7 +104,7 @@ async function runScenarios(
       printResult(r);
       ok &&= r.passed;
     }
-    if (o.lockHistory) await saveLockHistory(o.lockHistory, h.sys.recorder.calls);
+    if (o.lockHistory) await saveLockHistory(o.lockHistory, h.sys.lockHistory().calls);
   } finally {
     stopOnInterrupt.delete(h.stop);
     await h.stop();
@@ -170,6 +182,8 @@ async function soak(o: {
   minutes: number;
   lockHistory?: string;
   out?: string;
+  replicas?: number;
+  nemesis?: string;
 }): Promise<number> {
   const result = await runSoak({
     ...o,
@@ -186,6 +200,23 @@ async function soak(o: {
   return soakViolations(result) === 0 ? 0 : 1;
 }
 
+/** `--replicas` (at least 1) and `--nemesis` (known kinds), checked before anything starts. */
+function replicaArgs(
+  rawReplicas: string | undefined,
+  nemesis: string | undefined,
+): { replicas?: number; nemesis?: string } {
+  const replicas = rawReplicas === undefined ? undefined : intArg('replicas', rawReplicas, 1);
+  if (replicas === 0) throw new UsageError('--replicas must be at least 1');
+  if (nemesis !== undefined) {
+    try {
+      parseNemesis(nemesis);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  return { replicas, nemesis };
+}
+
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
@@ -198,6 +229,8 @@ async function main(argv: string[]): Promise<number> {
       minutes: { type: 'string' },
       out: { type: 'string' },
       'lock-history': { type: 'string' },
+      replicas: { type: 'string' },
+      nemesis: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -220,6 +253,7 @@ async function main(argv: string[]): Promise<number> {
   const scenario = scenarioById(command);
   const known = ['all', 'control', 'negative-control', 'lin-control', 'soak'];
   const lockHistory = values['lock-history'];
+  const { replicas, nemesis } = replicaArgs(values.replicas, values.nemesis);
   if (!scenario && !known.includes(command)) throw new UsageError(`unknown command "${command}"`);
 
   const workDir = path.join(repoRoot(), '.tmp', `harness-cli-${process.pid}`);
@@ -237,13 +271,15 @@ async function main(argv: string[]): Promise<number> {
   });
   try {
     const base = { pg, workDir, backend, seed, scale };
-    if (command === 'soak') return await soak({ ...base, minutes, lockHistory, out: values.out });
+    if (command === 'soak') {
+      return await soak({ ...base, minutes, lockHistory, out: values.out, replicas, nemesis });
+    }
     if (command === 'control' || command === 'negative-control') {
       return (await negativeControl(base)) ? 0 : 1;
     }
     if (command === 'lin-control') return (await linearizabilityControls(base)) ? 0 : 1;
     const list = scenario ? [scenario] : SCENARIOS;
-    const o = { ...base, control: command === 'all', lockHistory };
+    const o = { ...base, control: command === 'all', lockHistory, replicas };
     return (await runScenarios(list, o)) ? 0 : 1;
   } finally {
     await cleanup();

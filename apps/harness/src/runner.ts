@@ -8,21 +8,23 @@ import type { Scale, Scenario, ScenarioContext, ScenarioResult } from './scenari
 import { DlockSystem, type Backend, type SystemOptions } from './system';
 
 /**
- * The linearizability checker over every lock-server call the system's
- * recorder has seen so far (docs/harness.md, "Linearizability").
+ * The linearizability checker over every lock-server call the replicas'
+ * recorders have seen so far, merged into one timeline (docs/harness.md,
+ * "Linearizability", "Replicas").
  */
 export function checkLockHistory(sys: DlockSystem): Promise<LinearizabilityReport> {
-  return checkRecordedLockHistory(sys.recorder);
+  return checkRecordedLockHistory(sys.lockHistory());
 }
 
 /** The invariant checkers over everything a system has recorded so far. */
 export function checkSystem(sys: DlockSystem, watch: FenceWatch): Promise<InvariantReport> {
+  const history = sys.lockHistory();
   return checkInvariants({
     paydbUrl: sys.paydbUrl,
     proxydbUrl: sys.proxydbUrl,
     railStubUrl: sys.railStub.url,
-    grants: sys.recorder.grants,
-    revocations: sys.recorder.revocations,
+    grants: history.grants,
+    revocations: history.revocations,
     fenceWatchViolations: watch.violations,
   });
 }

@@ -2,9 +2,12 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { startEtcdCluster, TcpProxy, type EtcdCluster } from '@dlock/testing';
 import { AppProcess } from './infra/app-process';
-import { LockRecorder } from './infra/lock-recorder';
+import { mergeLockHistories, type RecordedLockHistory } from './infra/lock-history';
+import type { LockRecorder } from './infra/lock-recorder';
 import { createMigratedDatabase, type PgServer } from './infra/postgres';
-import { freePort, lockServerProofs, registerAudience, registerProofSource } from '@dlock/testing';
+import { freePort } from '@dlock/testing';
+import { startLockFront, startLockReplicas, type LockReplica } from './lock-replicas';
+import { SystemNet } from './nemesis/system-net';
 
 /**
  * Timing of a harness system. Short on purpose (scenarios must run in
@@ -50,6 +53,13 @@ export interface SystemOptions {
   reconciler?: boolean;
   railSeed?: number;
   timing?: Timing;
+  /** Lock-server processes on the one backend, each with its recorder and fault proxy (default 1). */
+  lockReplicas?: number;
+  /**
+   * Give the replicas, etcd members and the lock database addresses and cgroups
+   * of their own, for partitions (where a PacketFilter can run; `netUnavailable` says why not).
+   */
+  partitions?: boolean;
 }
 
 /**
@@ -65,14 +75,23 @@ export class DlockSystem {
   readonly executors = new Map<string, AppProcess>();
   /** Apps that were replaced keep their event counts here. */
   private readonly retired: AppProcess[] = [];
-  lockServer!: AppProcess;
+  /** Every lock-server replica; executors are bound to one each, round-robin. */
+  readonly lockReplicas: LockReplica[] = [];
+  /** Their processes, from their start on (a boot that fails halfway still stops them). */
+  private lockServers: AppProcess[] = [];
   payment!: AppProcess;
   railProxy!: AppProcess;
   railStub!: AppProcess;
   reconciler: AppProcess | null = null;
-  recorder!: LockRecorder;
-  lockNet!: TcpProxy;
   railNet!: TcpProxy;
+  /** Addresses and cgroups for partitions, when asked for and possible. */
+  net: SystemNet | null = null;
+  /** Why `net` is null although partitions were asked for. */
+  netUnavailable = '';
+  /** The pg lock database's front on an address of its own (with `net`). */
+  lockdbFront: TcpProxy | null = null;
+  /** Which replica each executor owner is bound to. */
+  private readonly replicaOf = new Map<string, number>();
   etcd: EtcdCluster | null = null;
   lockdbUrl = '';
   paydbUrl = '';
@@ -83,6 +102,34 @@ export class DlockSystem {
   private constructor(readonly opts: SystemOptions) {
     this.timing = opts.timing ?? FAST_TIMING;
     this.fencing = opts.fencing ?? true;
+  }
+
+  /** Replica 0: the lock-server existing scenarios, the reconciler and the console talk to. */
+  get lockServer(): AppProcess {
+    return this.lockReplicas[0].server;
+  }
+
+  get recorder(): LockRecorder {
+    return this.lockReplicas[0].recorder;
+  }
+
+  get lockNet(): TcpProxy {
+    return this.lockReplicas[0].net;
+  }
+
+  /** Every replica's grants, releases, revocations and calls as one timeline. */
+  lockHistory(): RecordedLockHistory {
+    return mergeLockHistories(this.lockReplicas.map((r) => r.recorder));
+  }
+
+  /** The replica `ownerId`'s executor is bound to (bound at its first start, round-robin). */
+  replicaFor(ownerId: string): LockReplica {
+    let i = this.replicaOf.get(ownerId);
+    if (i === undefined) {
+      i = this.replicaOf.size % this.lockReplicas.length;
+      this.replicaOf.set(ownerId, i);
+    }
+    return this.lockReplicas[i];
   }
 
   static async start(opts: SystemOptions): Promise<DlockSystem> {
@@ -99,13 +146,15 @@ export class DlockSystem {
   private async boot(): Promise<void> {
     const { label, pg, workDir } = this.opts;
     mkdirSync(workDir, { recursive: true });
+    if (this.opts.partitions) ({ net: this.net, why: this.netUnavailable } = SystemNet.tryOpen());
     const prefix = `h_${label.replace(/[^a-z0-9]/gi, '').toLowerCase()}`;
     [this.paydbUrl, this.proxydbUrl] = await Promise.all([
       createMigratedDatabase(pg, 'paydb', prefix),
       createMigratedDatabase(pg, 'proxydb', prefix),
     ]);
     await this.startFirstApps(await this.lockBackendEnv(prefix));
-    await this.startLockFront();
+    for (const [index, server] of this.lockServers.entries())
+      this.lockReplicas.push({ index, server, ...(await startLockFront(server)) });
     this.railNet = await TcpProxy.start({ target: { port: this.railStub.port } });
     this.railProxy = await AppProcess.start('rail-proxy', {
       ...HARNESS_ENV,
@@ -128,25 +177,42 @@ export class DlockSystem {
     };
     if (this.opts.backend === 'pg') {
       this.lockdbUrl = await createMigratedDatabase(pg, 'lockdb', prefix);
-      lockEnv.LOCKDB_URL = this.lockdbUrl;
+      lockEnv.LOCKDB_URL = await this.lockdbUrlForReplicas();
     } else {
+      const net = this.net;
+      const hosts = net?.etcdHosts(this.opts.etcdMembers ?? 1);
       this.etcd = await startEtcdCluster({
         members: this.opts.etcdMembers ?? 1,
         label: `harness-${label}`,
         dataRoot: path.join(workDir, 'etcd'),
+        hosts,
+        onSpawn: net && hosts ? (name, pid) => net.joinEtcd(name, pid, hosts) : undefined,
       });
       lockEnv.ETCD_ENDPOINTS = this.etcd.endpoints.join(',');
     }
     return lockEnv;
   }
 
-  /** The apps that need no other app: lock-server, rail stub and payment-resource, at once. */
+  /** The lock database as the replicas reach it: through its front when partitions are on. */
+  private async lockdbUrlForReplicas(): Promise<string> {
+    if (!this.net) return this.lockdbUrl;
+    const url = new URL(this.lockdbUrl);
+    this.lockdbFront = await TcpProxy.start({
+      target: { host: url.hostname, port: Number(url.port) },
+      listenHost: this.net.lockdbAddress,
+    });
+    url.hostname = this.net.lockdbAddress;
+    url.port = String(this.lockdbFront.port);
+    return url.toString();
+  }
+
+  /** The apps that need no other app: lock-server replicas, rail stub and payment-resource, at once. */
   private async startFirstApps(lockEnv: Record<string, string>): Promise<void> {
     const { label, workDir } = this.opts;
     const t = this.timing;
     const stubPort = await freePort();
-    const [lockServer, railStub, payment] = await Promise.all([
-      AppProcess.start('lock-server', lockEnv),
+    const [replicas, railStub, payment] = await Promise.all([
+      startLockReplicas(this.opts.lockReplicas ?? 1, lockEnv, this.net),
       AppProcess.start(
         'rail-stub',
         {
@@ -164,20 +230,9 @@ export class DlockSystem {
         PAYMENT_FENCING_ENABLED: String(this.fencing),
       }),
     ]);
-    this.lockServer = lockServer;
+    this.lockServers = replicas;
     this.railStub = railStub;
     this.payment = payment;
-  }
-
-  /** The recorder and the faultable link in front of the lock-server. */
-  private async startLockFront(): Promise<void> {
-    this.recorder = await LockRecorder.start(this.lockServer.port);
-    this.lockNet = await TcpProxy.start({ target: { port: this.recorder.port } });
-    // Both stand in front of the lock-server: a request through them is addressed to it.
-    registerAudience(this.recorder.url, 'lock-server');
-    registerAudience(this.lockNet.url, 'lock-server');
-    registerProofSource(this.recorder.url, lockServerProofs);
-    registerProofSource(this.lockNet.url, lockServerProofs);
   }
 
   private async startReconciler(): Promise<void> {
@@ -203,7 +258,7 @@ export class DlockSystem {
     return {
       DLOCK_HARNESS: '1',
       OWNER_ID: ownerId,
-      LOCK_SERVER_URL: this.lockNet.url,
+      LOCK_SERVER_URL: this.replicaFor(ownerId).net.url,
       PAYMENT_RESOURCE_URL: this.payment.url,
       RAIL_PROXY_URL: this.railProxy.url,
       LOCK_SESSION_TTL_MS: String(t.sessionTtlMs),
@@ -246,7 +301,13 @@ export class DlockSystem {
 
   /** Every app process ever started by this system, live or not. */
   allApps(): AppProcess[] {
-    const live = [this.lockServer, this.payment, this.railProxy, this.railStub, this.reconciler];
+    const live = [
+      ...this.lockServers,
+      this.payment,
+      this.railProxy,
+      this.railStub,
+      this.reconciler,
+    ];
     return [
       ...live.filter((p): p is AppProcess => !!p),
       ...this.executors.values(),
@@ -266,9 +327,13 @@ export class DlockSystem {
   async stop(): Promise<void> {
     const apps = this.allApps().filter((p) => p.running());
     await Promise.all(apps.map((p) => p.kill()));
-    await this.lockNet?.close().catch(() => undefined);
+    for (const r of this.lockReplicas) {
+      await r.net.close().catch(() => undefined);
+      await r.recorder.close().catch(() => undefined);
+    }
     await this.railNet?.close().catch(() => undefined);
-    await this.recorder?.close().catch(() => undefined);
+    await this.lockdbFront?.close().catch(() => undefined);
     await this.etcd?.stop().catch(() => undefined);
+    this.net?.close();
   }
 }

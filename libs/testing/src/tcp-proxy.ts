@@ -38,28 +38,35 @@ export class TcpProxy {
     private readonly server: net.Server,
     readonly port: number,
     readonly target: { host: string; port: number },
+    readonly host: string,
   ) {}
 
-  /** Listens on 127.0.0.1 (a free port unless `listenPort`) and forwards to `target`. */
+  /**
+   * Listens on `listenHost` (default 127.0.0.1; another loopback address gives it
+   * an address of its own a packet filter can cut) and a free port unless
+   * `listenPort`, and forwards to `target`.
+   */
   static async start(options: {
     target: { host?: string; port: number };
     listenPort?: number;
+    listenHost?: string;
   }): Promise<TcpProxy> {
+    const host = options.listenHost ?? '127.0.0.1';
     const target = { host: options.target.host ?? '127.0.0.1', port: options.target.port };
     const ref: { proxy?: TcpProxy } = {};
     const server = net.createServer({ allowHalfOpen: true }, (client) => ref.proxy?.accept(client));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.listenPort ?? 0, '127.0.0.1', () => resolve());
+      server.listen(options.listenPort ?? 0, host, () => resolve());
     });
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : 0;
-    ref.proxy = new TcpProxy(server, port, target);
+    ref.proxy = new TcpProxy(server, port, target, host);
     return ref.proxy;
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `http://${this.host}:${this.port}`;
   }
 
   get stats(): TcpProxyStats {

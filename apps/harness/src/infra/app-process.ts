@@ -28,14 +28,17 @@ export class AppProcess {
     readonly app: string,
     readonly port: number,
     private env: Record<string, string>,
+    /** Called with the pid of every spawn, restarts included (a partition's cgroup). */
+    private readonly onSpawn?: (pid: number) => void,
   ) {}
 
   static async start(
     app: string,
     env: Record<string, string>,
-    opts: { name?: string; port?: number; wait?: boolean } = {},
+    opts: { name?: string; port?: number; wait?: boolean; onSpawn?: (pid: number) => void } = {},
   ): Promise<AppProcess> {
-    const p = new AppProcess(opts.name ?? app, app, opts.port ?? (await freePort()), env);
+    const port = opts.port ?? (await freePort());
+    const p = new AppProcess(opts.name ?? app, app, port, env, opts.onSpawn);
     await p.launch(opts.wait ?? true);
     return p;
   }
@@ -121,6 +124,7 @@ export class AppProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.proc = proc;
+    if (proc.pid !== undefined) this.onSpawn?.(proc.pid);
     this.starts++;
     this.partial = '';
     proc.stdout?.on('data', (chunk: Buffer) => this.keep(chunk));

@@ -1,8 +1,11 @@
 import { pick } from '@dlock/prng';
+import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LIBFAKETIME } from '../nemesis/clocks';
 import type { PgServer } from '../infra/postgres';
 import type { DlockSystem } from '../system';
 import { setStubFaults } from '../scenarios/helpers';
+import { clockSkew, etcdPartition, replicaKill, replicaPartition } from './replica-faults';
 
 export const FAULT_KINDS = [
   'executor-pause',
@@ -16,6 +19,10 @@ export const FAULT_KINDS = [
   'lock-net-reset',
   'lock-net-blackhole',
   'rail-net-blackhole',
+  'lock-replica-kill',
+  'lock-replica-partition',
+  'etcd-partition',
+  'clock-skew',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -26,21 +33,77 @@ export interface PlannedFault {
   durationMs: number;
   /** Which executor, for executor faults (index into the sorted owner ids). */
   target: number;
+  /** Which shape, offset or sign, for partitions and clock faults. */
+  variant: number;
 }
 
-/** The kinds this system can suffer (PostgreSQL restart needs a server the harness owns, etc.). */
+/**
+ * Why this system cannot suffer `kind`, or null when it can (PostgreSQL
+ * restart needs a server the harness owns, partitions a PacketFilter, etc.).
+ */
+export function whyNotApplicable(kind: FaultKind, sys: DlockSystem, pg: PgServer): string | null {
+  const etcdMembers = sys.etcd?.members.length ?? 0;
+  switch (kind) {
+    case 'postgres-restart':
+      return sys.opts.backend === 'pg' && pg.canRestart
+        ? null
+        : 'needs the pg backend on a PostgreSQL the harness owns (not the shared test server)';
+    case 'etcd-leader-kill':
+    case 'etcd-leader-pause':
+      return etcdMembers >= 3 ? null : 'needs an etcd cluster of three members';
+    case 'lock-replica-kill':
+      return sys.lockReplicas.length >= 2 ? null : 'needs two lock-server replicas or more';
+    case 'lock-replica-partition':
+      return sys.net ? null : sys.netUnavailable || 'partitions are off';
+    case 'etcd-partition':
+      if (etcdMembers < 3) return 'needs an etcd cluster of three members';
+      return sys.net ? null : sys.netUnavailable || 'partitions are off';
+    case 'clock-skew':
+      return existsSync(LIBFAKETIME)
+        ? null
+        : `${LIBFAKETIME} is missing (apt-get install faketime)`;
+    default:
+      return null;
+  }
+}
+
 export function applicableKinds(sys: DlockSystem, pg: PgServer): FaultKind[] {
-  return FAULT_KINDS.filter((k) => {
-    switch (k) {
-      case 'postgres-restart':
-        return sys.opts.backend === 'pg' && pg.canRestart;
-      case 'etcd-leader-kill':
-      case 'etcd-leader-pause':
-        return (sys.etcd?.members.length ?? 0) >= 3;
-      default:
-        return true;
-    }
+  return FAULT_KINDS.filter((k) => whyNotApplicable(k, sys, pg) === null);
+}
+
+/**
+ * The kinds `--nemesis` names (`all`, or a comma-separated list): `all` leaves
+ * out what this system cannot suffer and says why; a named kind it cannot
+ * suffer is an error, never skipped.
+ */
+export function selectKinds(
+  nemesis: string,
+  sys: DlockSystem,
+  pg: PgServer,
+): { kinds: FaultKind[]; leftOut: Array<{ kind: FaultKind; why: string }> } {
+  const leftOut = FAULT_KINDS.flatMap((kind) => {
+    const why = whyNotApplicable(kind, sys, pg);
+    return why === null ? [] : [{ kind, why }];
   });
+  if (nemesis === 'all') return { kinds: applicableKinds(sys, pg), leftOut };
+  const named = parseNemesis(nemesis);
+  const refused = leftOut.filter((l) => named.includes(l.kind));
+  if (refused.length > 0)
+    throw new Error(`--nemesis: ${refused.map((l) => `${l.kind} (${l.why})`).join('; ')}`);
+  // Kinds not named were not asked for: nothing to explain.
+  return { kinds: named, leftOut: [] };
+}
+
+/** `all` or known kinds, comma-separated; anything else is refused. */
+export function parseNemesis(nemesis: string): FaultKind[] {
+  if (nemesis === 'all') return [...FAULT_KINDS];
+  const named = nemesis.split(',').map((k) => k.trim());
+  const unknown = named.filter((k) => !(FAULT_KINDS as readonly string[]).includes(k));
+  if (unknown.length > 0 || named.length === 0)
+    throw new Error(
+      `--nemesis: unknown kind(s) ${unknown.join(', ')}; known: all, ${FAULT_KINDS.join(', ')}`,
+    );
+  return named as FaultKind[];
 }
 
 export function planFault(random: () => number, kinds: readonly FaultKind[]): PlannedFault {
@@ -49,6 +112,7 @@ export function planFault(random: () => number, kinds: readonly FaultKind[]): Pl
     kind,
     durationMs: 1_000 + Math.floor(random() * 3_000),
     target: Math.floor(random() * 1_000),
+    variant: Math.floor(random() * 1_000_000),
   };
 }
 
@@ -83,6 +147,14 @@ export async function inject(
     case 'lock-net-blackhole':
     case 'rail-net-blackhole':
       return networkFault(sys, f.kind, f.durationMs);
+    case 'lock-replica-kill':
+      return replicaKill(sys, f);
+    case 'lock-replica-partition':
+      return replicaPartition(sys, f);
+    case 'etcd-partition':
+      return etcdPartition(sys, f);
+    case 'clock-skew':
+      return clockSkew(sys, f);
   }
 }
 

@@ -17,7 +17,8 @@ export function soakReport(r: SoakResult, note = ''): string {
     );
   }
   lines.push(
-    `Command: \`npm run harness -- soak --seed ${o.seed} --minutes ${o.minutes} --backend ${o.backend}\``,
+    `Command: \`npm run harness -- soak --seed ${o.seed} --minutes ${o.minutes} --backend ${o.backend} ` +
+      `--replicas ${o.replicas ?? 1} --nemesis ${o.nemesis ?? 'all'}\``,
   );
   lines.push('');
   lines.push(`| | |`);
@@ -32,23 +33,14 @@ export function soakReport(r: SoakResult, note = ''): string {
   lines.push(`| rail transfers (S2 lookup) | ${r.railTransfers} |`);
   lines.push(`| lock grants recorded | ${r.grants} |`);
   lines.push(`| **invariant violations** | **${r.invariants.total}** |`);
+  lines.push(`| **faults that could not be applied** | **${r.faultFailures}** |`);
   lines.push(`| lock-server calls recorded | ${r.linearizability.calls} |`);
   lines.push(
     `| **linearizability of the lock-server** | **${r.linearizability.verdict}** (below) |`,
   );
   lines.push('');
-  lines.push('## Faults injected');
-  lines.push('');
-  lines.push(`| kind | count |`);
-  lines.push(`| --- | --- |`);
-  for (const [k, n] of Object.entries(r.faultsByKind).sort()) lines.push(`| ${k} | ${n} |`);
-  lines.push('');
-  lines.push('<details><summary>schedule</summary>');
-  lines.push('');
-  for (const f of r.faults) lines.push(`- +${(f.atMs / 1000).toFixed(1)} s: ${f.what}`);
-  lines.push('');
-  lines.push('</details>');
-  lines.push('');
+  lines.push(...replicaSection(r));
+  lines.push(...faultSection(r));
   lines.push(...safetySection(r));
   lines.push('## Invariants (INV-01..08)');
   lines.push('');
@@ -77,6 +69,46 @@ function linearizabilitySection(l: LinearizabilityReport): string[] {
     '```',
     '',
   ];
+}
+
+/** Grants and errors per lock-server replica, from each one's recorder. */
+function replicaSection(r: SoakResult): string[] {
+  const lines = ['## Lock-server replicas', ''];
+  lines.push(
+    'Executors are bound to one replica each, round-robin; the checkers read every replica’s recorder as one timeline. ' +
+      'Errors are calls answered 5xx or never answered (a replica killed, cut or reset).',
+  );
+  lines.push('', '| replica | grants | errors | starts |', '| --- | --- | --- | --- |');
+  for (const x of r.replicas) lines.push(`| ${x.name} | ${x.grants} | ${x.errors} | ${x.starts} |`);
+  lines.push('');
+  return lines;
+}
+
+/** The kinds drawn from (and left out, with why), counts, and the timeline. */
+function faultSection(r: SoakResult): string[] {
+  const lines = ['## Faults injected', ''];
+  lines.push(`Kinds drawn from: ${r.nemesis.kinds.join(', ') || 'none'}.`, '');
+  for (const l of r.nemesis.leftOut) lines.push(`- left out ${l.kind}: ${l.why}`);
+  if (r.nemesis.leftOut.length > 0) lines.push('');
+  lines.push(`| kind | count |`, `| --- | --- |`);
+  for (const [k, n] of Object.entries(r.faultsByKind).sort()) lines.push(`| ${k} | ${n} |`);
+  lines.push(
+    '',
+    '### Timeline',
+    '',
+    '| start | duration | kind | what |',
+    '| --- | --- | --- | --- |',
+  );
+  for (const f of r.faults) {
+    // A split's label has a `|` of its own: escaped, or it would end the cell.
+    const text = f.what.replaceAll('|', '\\|');
+    const what = f.failed ? `**FAILED**: ${text}` : text;
+    lines.push(
+      `| +${(f.atMs / 1000).toFixed(1)} s | ${(f.durationMs / 1000).toFixed(1)} s | ${f.kind} | ${what} |`,
+    );
+  }
+  lines.push('');
+  return lines;
 }
 
 /** Safety events from the process logs, and how the ambiguous payouts ended. */

@@ -8,7 +8,7 @@ import { withPg } from '../infra/postgres';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkLockHistory, checkSystem, startHarness } from '../runner';
 import type { Backend, DlockSystem } from '../system';
-import { applicableKinds, inject, planFault, type FaultKind } from './faults';
+import { inject, planFault, selectKinds, type FaultKind, type PlannedFault } from './faults';
 
 export interface SoakOptions {
   seed: number;
@@ -23,8 +23,32 @@ export interface SoakOptions {
   log?: (m: string) => void;
   /** Aborts the fault phase early (Ctrl-C): the run still heals, drains and checks. */
   signal?: AbortSignal;
-  /** Where to save every lock-server call the recorder saw (JSON lines), if anywhere. */
+  /** Where to save every lock-server call the recorders saw (JSON lines), if anywhere. */
   lockHistoryOut?: string;
+  /** Lock-server replicas (default 3), executors bound to them round-robin. */
+  replicas?: number;
+  /** `all` (default: every kind this system can suffer) or a comma-separated list of kinds. */
+  nemesis?: string;
+}
+
+/** One fault of the run's timeline; a failed one fails the run. */
+export interface SoakFault {
+  atMs: number;
+  kind: FaultKind;
+  what: string;
+  durationMs: number;
+  failed?: boolean;
+}
+
+/** One lock-server replica's share of the run. */
+export interface ReplicaStats {
+  replica: number;
+  name: string;
+  /** Grants its recorder saw. */
+  grants: number;
+  /** Calls answered 5xx, or never answered (the replica died, was cut or reset). */
+  errors: number;
+  starts: number;
 }
 
 export interface SoakResult {
@@ -34,8 +58,13 @@ export interface SoakResult {
   drainMs: number;
   payoutsCreated: number;
   payoutsByState: Record<string, number>;
-  faults: Array<{ atMs: number; kind: FaultKind; what: string }>;
+  faults: SoakFault[];
   faultsByKind: Record<string, number>;
+  /** Faults that could not be applied or healed: each fails the run. */
+  faultFailures: number;
+  /** The kinds drawn from, and those left out with the reason. */
+  nemesis: { kinds: FaultKind[]; leftOut: Array<{ kind: FaultKind; why: string }> };
+  replicas: ReplicaStats[];
   safetyEvents: Record<string, number>;
   ambiguous: {
     total: number;
@@ -80,6 +109,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     label: `soak${o.backend}`,
     backend: o.backend,
     etcdMembers: o.backend === 'etcd' ? 3 : undefined,
+    lockReplicas: o.replicas ?? 3,
+    // Partitions where a PacketFilter can run; elsewhere their kinds are left out, with the reason.
+    partitions: true,
     pg: o.pg,
     workDir: o.workDir,
     seed: o.seed,
@@ -96,9 +128,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       payoutsPerAccount: 0,
       openingMinor: 1_000_000_000,
     });
+    const nemesis = selectKinds(o.nemesis ?? 'all', sys, o.pg);
+    for (const l of nemesis.leftOut) log(`nemesis leaves out ${l.kind}: ${l.why}`);
     const nExec = o.executors ?? 3;
     for (let i = 0; i < nExec; i++) await sys.startExecutor(`soak-w${i + 1}`);
-    const phase = await faultPhase(sys, o, fx.accountIds, log);
+    const phase = await faultPhase(sys, o, nemesis.kinds, fx.accountIds, log);
     const drainMs = await healAndDrain(sys);
     await sys.stopExecutors();
     // The lock history first: it is saved and judged even if a later check fails.
@@ -106,8 +140,6 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await h.ctx.watch.trySample();
     const invariants = await checkSystem(sys, h.ctx.watch);
     const all = sys.eventCounts();
-    const faultsByKind: Record<string, number> = {};
-    for (const f of phase.faults) faultsByKind[f.kind] = (faultsByKind[f.kind] ?? 0) + 1;
     return {
       options: {
         seed: o.seed,
@@ -117,12 +149,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         executors: nExec,
         accounts: fx.accountIds.length,
         inflowPerSecond: o.inflowPerSecond ?? 4,
+        replicas: sys.lockReplicas.length,
+        nemesis: o.nemesis ?? 'all',
       },
       startedAt,
       ...phase,
+      ...faultSummary(phase.faults),
+      nemesis,
+      replicas: replicaStats(sys),
       drainMs,
       payoutsByState: invariants.facts.payoutsByState,
-      faultsByKind,
       safetyEvents: Object.fromEntries(SAFETY_EVENTS.map((e) => [e, all[e] ?? 0])),
       ambiguous: await ambiguousPayouts(sys.paydbUrl),
       invariants,
@@ -143,21 +179,19 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
 async function faultPhase(
   sys: DlockSystem,
   o: SoakOptions,
+  kinds: readonly FaultKind[],
   accountIds: readonly string[],
   log: (m: string) => void,
 ): Promise<Pick<SoakResult, 'faults' | 'payoutsCreated' | 'durationMs'>> {
-  const random = mulberry32(o.seed);
   const inflowRandom = mulberry32(o.seed ^ 0x9e3779b9);
   const t0 = performance.now();
-  const faults: SoakResult['faults'] = [];
+  const faults: SoakFault[] = [];
   let created = 0;
-  let endAt = t0 + o.minutes * 60_000;
-  o.signal?.addEventListener('abort', () => (endAt = performance.now()));
-  const kinds = applicableKinds(sys, o.pg);
-  const state = { etcdKills: 0 };
+  const clock = { t0, endAt: t0 + o.minutes * 60_000 };
+  o.signal?.addEventListener('abort', () => (clock.endAt = performance.now()));
   const inflow = async () => {
     const perSecond = o.inflowPerSecond ?? 4;
-    while (performance.now() < endAt) {
+    while (performance.now() < clock.endAt) {
       const accounts = Array.from(
         { length: perSecond },
         () => accountIds[Math.floor(inflowRandom() * accountIds.length)],
@@ -172,35 +206,89 @@ async function faultPhase(
       await sleep(1_000);
     }
   };
-  const chaos = async () => {
-    await sleep(3_000);
-    while (performance.now() < endAt - 5_000) {
-      const planned = planFault(random, kinds);
-      const at = Math.round(performance.now() - t0);
-      try {
-        const what = await inject(sys, o.pg, planned, state);
-        if (what) {
-          faults.push({ atMs: at, kind: planned.kind, what });
-          log(`soak +${(at / 1000).toFixed(0)}s ${what}`);
-        }
-      } catch (err) {
-        faults.push({
-          atMs: at,
-          kind: planned.kind,
-          what: `injection failed: ${(err as Error).message}`,
-        });
-      }
-      await sleep(2_000 + Math.floor(random() * 4_000));
-    }
-  };
-  await Promise.all([inflow(), chaos()]);
+  const chaosRun = chaos(sys, o, kinds, clock, faults, log);
+  await Promise.all([inflow(), chaosRun]);
   return { faults, payoutsCreated: created, durationMs: Math.round(performance.now() - t0) };
+}
+
+/** The seeded schedule: one fault at a time, each healed before the next, into `faults`. */
+async function chaos(
+  sys: DlockSystem,
+  o: SoakOptions,
+  kinds: readonly FaultKind[],
+  clock: { t0: number; endAt: number },
+  faults: SoakFault[],
+  log: (m: string) => void,
+): Promise<void> {
+  const random = mulberry32(o.seed);
+  const state = { etcdKills: 0 };
+  await sleep(3_000);
+  while (kinds.length > 0 && performance.now() < clock.endAt - 5_000) {
+    const planned = planFault(random, kinds);
+    const f = await injectTimed(sys, o.pg, planned, state, clock.t0);
+    if (f) {
+      faults.push(f);
+      const at = `soak +${(f.atMs / 1000).toFixed(0)}s`;
+      if (f.failed) log(`${at} FAULT FAILED (${f.kind}): ${f.what}`);
+      else log(`${at} ${f.what}`);
+    }
+    await sleep(2_000 + Math.floor(random() * 4_000));
+  }
+}
+
+/** One fault with its start and length; null when it did not apply (a second etcd kill). */
+async function injectTimed(
+  sys: DlockSystem,
+  pg: PgServer,
+  planned: PlannedFault,
+  state: { etcdKills: number },
+  t0: number,
+): Promise<SoakFault | null> {
+  const start = performance.now();
+  const atMs = Math.round(start - t0);
+  const base = { atMs, kind: planned.kind };
+  try {
+    const what = await inject(sys, pg, planned, state);
+    const durationMs = Math.round(performance.now() - start);
+    return what ? { ...base, what, durationMs } : null;
+  } catch (err) {
+    const durationMs = Math.round(performance.now() - start);
+    return {
+      ...base,
+      what: `injection failed: ${(err as Error).message}`,
+      durationMs,
+      failed: true,
+    };
+  }
+}
+
+function faultSummary(
+  faults: readonly SoakFault[],
+): Pick<SoakResult, 'faultsByKind' | 'faultFailures'> {
+  const faultsByKind: Record<string, number> = {};
+  for (const f of faults) faultsByKind[f.kind] = (faultsByKind[f.kind] ?? 0) + 1;
+  return { faultsByKind, faultFailures: faults.filter((f) => f.failed).length };
+}
+
+/** Grants and errors per replica, from its own recorder. */
+export function replicaStats(sys: DlockSystem): ReplicaStats[] {
+  return sys.lockReplicas.map((r) => ({
+    replica: r.index,
+    name: r.server.name,
+    grants: r.recorder.grants.length,
+    errors: r.recorder.calls.filter(
+      (c) => c.outcome === 'lost' || (c.outcome === 'answered' && (c.status ?? 0) >= 500),
+    ).length,
+    starts: r.server.starts,
+  }));
 }
 
 /** Heals every fault, makes sure every executor runs, and lets the backlog drain (up to 120 s). */
 async function healAndDrain(sys: DlockSystem): Promise<number> {
-  sys.lockNet.setFault({ kind: 'none' });
+  for (const r of sys.lockReplicas) r.net.setFault({ kind: 'none' });
   sys.railNet.setFault({ kind: 'none' });
+  sys.net?.filter.heal();
+  for (const r of sys.lockReplicas) if (!r.server.running()) await r.server.restart();
   for (const p of sys.executors.values()) if (!p.running()) await p.restart();
   const d0 = performance.now();
   const drainDeadline = d0 + 120_000;
@@ -226,11 +314,12 @@ async function checkHistory(
   out: string | undefined,
   log: (m: string) => void,
 ): Promise<LinearizabilityReport> {
+  const { calls } = sys.lockHistory();
   if (out) {
-    await writeLockHistory(out, sys.recorder.calls);
-    log(`${sys.recorder.calls.length} lock-server calls written to ${out}`);
+    await writeLockHistory(out, calls);
+    log(`${calls.length} lock-server calls written to ${out}`);
   }
-  log(`checking the linearizability of ${sys.recorder.calls.length} lock-server calls`);
+  log(`checking the linearizability of ${calls.length} lock-server calls (every replica)`);
   const report = await checkLockHistory(sys);
   log(`linearizability ${report.verdict}, checked in ${(report.durationMs / 1000).toFixed(1)} s`);
   return report;
@@ -256,8 +345,12 @@ async function ambiguousPayouts(paydbUrl: string): Promise<SoakResult['ambiguous
   });
 }
 
-/** Invariant violations, plus one per key or session whose history is not linearizable. */
+/**
+ * Invariant violations, plus one per key or session whose history is not
+ * linearizable, plus one per fault that could not be applied (a run that
+ * did not suffer its faults proves nothing).
+ */
 export function soakViolations(r: SoakResult): number {
   const invariants = INVARIANTS.reduce((n, id) => n + r.invariants.violations[id].length, 0);
-  return invariants + r.linearizability.violations.length;
+  return invariants + r.linearizability.violations.length + r.faultFailures;
 }
