@@ -50,12 +50,18 @@ const GROUPS = [
   },
   {
     name: 'rail-guards',
-    mutate: ['apps/rail-proxy/src/sql.ts', 'apps/rail-proxy/src/submission/persistence/submission.repository.ts'],
+    mutate: [
+      'apps/rail-proxy/src/sql.ts',
+      'apps/rail-proxy/src/submission/persistence/submission.repository.ts',
+    ],
     tests: ['apps/rail-proxy/src/**/*.spec.ts', 'apps/rail-proxy/test/**/*.spec.ts'],
   },
   {
     name: 'rail-call',
-    mutate: ['apps/rail-proxy/src/submission/clients/rail-client.ts', 'apps/rail-proxy/src/submission/domain/rail-outcome.ts'],
+    mutate: [
+      'apps/rail-proxy/src/submission/clients/rail-client.ts',
+      'apps/rail-proxy/src/submission/domain/rail-outcome.ts',
+    ],
     tests: ['apps/rail-proxy/src/**/*.spec.ts', 'apps/rail-proxy/test/**/*.spec.ts'],
   },
   {
