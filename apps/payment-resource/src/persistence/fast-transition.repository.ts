@@ -174,6 +174,14 @@ function fastStatement(
     t.funded === true || t.movement !== undefined
       ? ` AND a.xmin = ${$(seen.account.version)}::xid`
       : '';
+  // P2 from PENDING: the locked account's balance less what its other payouts hold.
+  const funds =
+    t.funded === true
+      ? `,
+         funded AS MATERIALIZED (
+           SELECT 1 FROM fenced acc, pinned pin
+            WHERE ${AVAILABLE('acc', 'pin.payout_id')} >= pin.amount_minor)`
+      : '';
   const checks = `fenced AS MATERIALIZED (
            SELECT a.account_id, a.balance_minor FROM account a
             WHERE a.account_id = ${account} AND ${ADMITS('$1', token, continuation)}${pinAccount}
@@ -182,14 +190,7 @@ function fastStatement(
            SELECT p.payout_id, p.amount_minor FROM payout p ${PINNED_JOIN(operation, key, token)}
             WHERE p.payout_id = $1 AND p.account_id IN (SELECT account_id FROM fenced)
               AND p.xmin = ${version}::xid AND i.operation IS NULL
-              FOR UPDATE OF p)${
-                t.funded === true
-                  ? `,
-         funded AS MATERIALIZED (
-           SELECT 1 FROM fenced acc, pinned pin
-            WHERE ${AVAILABLE('acc', 'pin.payout_id')} >= pin.amount_minor)`
-                  : ''
-              }`;
+              FOR UPDATE OF p)${funds}`;
   const fenceOf = `a.account_id IN (SELECT account_id FROM fenced)`;
   let writes: string;
   if (t.movement === undefined) {

@@ -265,7 +265,8 @@ export class FencedWriter {
    * if nothing read has changed (FastTransitionRepository.apply). Null: nothing
    * was written; the transactional path then runs and answers whatever stopped
    * this one (no such payout, another account, a replay, fenced out, a
-   * transition not allowed, a payout that moved meanwhile).
+   * transition not allowed, a payout or pinned account that moved meanwhile,
+   * a claim the account cannot fund).
    */
   private async tryFast<T extends object>(
     cmd: FencedCommand & { accountId: string },
