@@ -38,6 +38,19 @@ function fromRow(r: AccountRow): Account {
 
 const COLUMNS = `account_id, kind, currency, balance_minor, fence, version, updated_at`;
 
+/**
+ * What the account row `account` can still pay (A-09): its balance less the
+ * payouts that may still leave it (claimed, at the rail, or ambiguous), the
+ * payout `exceptPayoutId` (an SQL expression) excepted. As of the statement's
+ * snapshot for the payouts, of the row given for the balance.
+ */
+export const AVAILABLE = (account: string, exceptPayoutId: string): string =>
+  `${account}.balance_minor - COALESCE(
+     (SELECT sum(o.amount_minor) FROM payout o
+       WHERE o.account_id = ${account}.account_id AND o.payout_id <> ${exceptPayoutId}
+         AND o.state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS')),
+     0)::bigint`;
+
 @Injectable()
 export class AccountRepository {
   async find(db: Db, accountId: string): Promise<Account | null> {
@@ -67,12 +80,7 @@ export class AccountRepository {
    */
   async availableMinor(tx: Db, accountId: string, exceptPayoutId: string): Promise<number> {
     const rows: { available: string }[] = await tx.query(
-      `SELECT a.balance_minor - COALESCE(
-                (SELECT sum(p.amount_minor) FROM payout p
-                  WHERE p.account_id = a.account_id AND p.payout_id <> $2
-                    AND p.state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS')),
-                0)::bigint AS available
-         FROM account a WHERE a.account_id = $1`,
+      `SELECT ${AVAILABLE('a', '$2')} AS available FROM account a WHERE a.account_id = $1`,
       [accountId, exceptPayoutId],
     );
     assert.equal(rows.length, 1, `account ${accountId} vanished`);

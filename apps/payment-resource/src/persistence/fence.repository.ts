@@ -42,10 +42,17 @@ export const ADMITS = (payoutId: string, token: string, continuation: string): s
   `(a.fence < ${token}::bigint
     OR (${continuation}::boolean AND a.fence = ${token}::bigint AND a.fence_payout_id = ${payoutId}::uuid))`;
 
-/** The SET list of an admitted write's fence advance on the account `a`. */
-export const ADVANCE_SET = (payoutId: string, token: string): string =>
-  `fence = ${token}::bigint, fence_payout_id = ${payoutId}::uuid, version = a.version + 1,
-   updated_at = date_trunc('milliseconds', clock_timestamp())`;
+/**
+ * The SET list of an admitted write's fence advance on the account `a`. With
+ * `balanceDelta`, the same update also moves the balance by it (a row is
+ * updated once per statement), counted as the two updates they would be apart.
+ */
+export const ADVANCE_SET = (payoutId: string, token: string, balanceDelta?: string): string =>
+  `fence = ${token}::bigint, fence_payout_id = ${payoutId}::uuid, ${
+    balanceDelta === undefined
+      ? 'version = a.version + 1'
+      : `balance_minor = a.balance_minor + ${balanceDelta}, version = a.version + 2`
+  }, updated_at = date_trunc('milliseconds', clock_timestamp())`;
 
 /**
  * Enforcement point (a): the conditional fence advance (docs/payment-resource.md step 5). It is

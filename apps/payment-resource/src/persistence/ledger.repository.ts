@@ -9,6 +9,70 @@ export interface LedgerEntry extends Leg {
   txnGroupId: string;
 }
 
+/** What a movement's legs record besides their accounts and amounts. */
+export interface MovementMeta {
+  kind: 'OPENING_BALANCE' | 'PAYOUT' | 'DEPOSIT';
+  payoutId?: string;
+  fence?: bigint;
+  /** The movement's id when the caller names it (a deposit's id); new otherwise. */
+  txnGroupId?: string;
+}
+
+/**
+ * The SET list that moves account `a`'s balance by `d.delta`, the sum of the
+ * legs just written to it (the `deltas` CTE of movementCtes).
+ */
+export const BALANCE_SET = `balance_minor = a.balance_minor + d.delta, version = a.version + 1,
+  updated_at = date_trunc('milliseconds', clock_timestamp())`;
+
+/**
+ * The CTEs of one movement, parameters from `first`: `entries`, the insert of
+ * its legs (ids chosen by newEntries, so an answer can name them before the
+ * statement runs), and `deltas`, what they add up to per account. With
+ * `after`, the name of an earlier CTE, the legs are written only when that
+ * CTE has a row: both of them or neither.
+ */
+export function movementCtes(
+  entries: readonly LedgerEntry[],
+  meta: MovementMeta,
+  first: number,
+  after?: string,
+): { ctes: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const rows = entries.map((e, i) => {
+    params.push(
+      e.entryId,
+      e.txnGroupId,
+      e.accountId,
+      e.amountMinor,
+      e.counterpartyAccountId,
+      meta.payoutId ?? null,
+      meta.fence?.toString() ?? null,
+      meta.kind,
+    );
+    const at = first + i * 8;
+    return `($${at}::uuid, $${at + 1}::uuid, $${at + 2}, $${at + 3}::bigint, $${at + 4}, $${at + 5}::uuid, $${at + 6}::bigint, $${at + 7})`;
+  });
+  const values = `VALUES ${rows.join(', ')}`;
+  const source =
+    after === undefined
+      ? values
+      : `SELECT v.* FROM (${values}) v WHERE EXISTS (SELECT 1 FROM ${after})`;
+  const ctes = `entries AS (
+           INSERT INTO ledger_entry
+             (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, payout_id, fence, kind)
+           ${source}
+           RETURNING account_id, amount_minor),
+         deltas AS (SELECT account_id, sum(amount_minor) AS delta FROM entries GROUP BY account_id)`;
+  return { ctes, params };
+}
+
+/** A movement's legs as entries: new ids, one group (the one `meta` names, or a new one). */
+export function newEntries(legs: readonly Leg[], meta: MovementMeta): LedgerEntry[] {
+  const txnGroupId = meta.txnGroupId ?? randomUUID();
+  return legs.map((leg) => ({ ...leg, entryId: randomUUID(), txnGroupId }));
+}
+
 @Injectable()
 export class LedgerRepository {
   /**
@@ -20,49 +84,21 @@ export class LedgerRepository {
   async post(
     tx: Db,
     legs: readonly Leg[],
-    meta: {
-      kind: 'OPENING_BALANCE' | 'PAYOUT' | 'DEPOSIT';
-      payoutId?: string;
-      fence?: bigint;
-      /** The movement's id when the caller names it (a deposit's id); new otherwise. */
-      txnGroupId?: string;
-    },
+    meta: MovementMeta,
   ): Promise<{
     entries: LedgerEntry[];
     balances: Map<string, { balanceMinor: number; currency: string }>;
   }> {
-    const txnGroupId = meta.txnGroupId ?? randomUUID();
-    const entries = legs.map((leg) => ({ ...leg, entryId: randomUUID(), txnGroupId }));
-    const values: unknown[] = [];
-    const rows = entries.map((e, i) => {
-      values.push(
-        e.entryId,
-        txnGroupId,
-        e.accountId,
-        e.amountMinor,
-        e.counterpartyAccountId,
-        meta.payoutId ?? null,
-        meta.fence?.toString() ?? null,
-        meta.kind,
-      );
-      const at = i * 8;
-      return `($${at + 1}::uuid, $${at + 2}::uuid, $${at + 3}, $${at + 4}::bigint, $${at + 5}, $${at + 6}::uuid, $${at + 7}::bigint, $${at + 8})`;
-    });
+    const entries = newEntries(legs, meta);
+    const { ctes, params } = movementCtes(entries, meta, 1);
     const moved = updatedRows<{ account_id: string; balance_minor: string; currency: string }>(
       await tx.query(
-        `WITH entries AS (
-           INSERT INTO ledger_entry
-             (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, payout_id, fence, kind)
-           VALUES ${rows.join(', ')}
-           RETURNING account_id, amount_minor),
-         deltas AS (SELECT account_id, sum(amount_minor) AS delta FROM entries GROUP BY account_id)
-         UPDATE account a
-            SET balance_minor = a.balance_minor + d.delta, version = a.version + 1,
-                updated_at = date_trunc('milliseconds', clock_timestamp())
+        `WITH ${ctes}
+         UPDATE account a SET ${BALANCE_SET}
            FROM deltas d
           WHERE a.account_id = d.account_id
           RETURNING a.account_id, a.balance_minor, a.currency`,
-        values,
+        params,
       ),
     );
     const accounts = new Set(entries.map((e) => e.accountId));

@@ -14,7 +14,11 @@ import { SafetyEvents } from '@dlock/observability';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
 import { PaymentMetrics, type WriteOperation, type WriteResult } from '../metrics';
 import type { Db } from '../persistence/db';
-import { FastTransitionRepository } from '../persistence/fast-transition.repository';
+import {
+  FastTransitionRepository,
+  type FastTransition,
+  type FastWritten,
+} from '../persistence/fast-transition.repository';
 import { FenceRepository, type FenceRequest } from '../persistence/fence.repository';
 import {
   PayoutRepository,
@@ -62,6 +66,8 @@ export interface FenceContext {
   fence: bigint;
   /** The payout as found: row-locked by the transaction, or read unlocked by the fast path. */
   payout: Payout;
+  /** Fast path only: the account as read with the payout. */
+  account?: { balanceMinor: number; currency: string };
   /**
    * The stored row of an outcome, for a work whose last statement records its
    * answer itself (one round trip fewer); it then says so in `recorded`.
@@ -78,14 +84,21 @@ export type WriteOutcome<T extends object = object> = (
   recorded?: boolean;
 };
 
-/** A transition with its answer, built from the payout as found, before the statement that records both. */
-export interface AnsweredTransition<T extends object> {
+/**
+ * A transition with its answer, built from the payout as found, before the
+ * statement that records both. `funded` and `movement` (FastTransition) are
+ * for the fast path's statement only.
+ */
+export interface AnsweredTransition<T extends object> extends FastTransition {
   /** The payout's update, the state it moves to included. */
   patch: PayoutPatch;
   log: TransitionLogEntry;
   outcome: { kind: 'ok'; body: T };
-  /** After the statement: checks the row it returned against the answer, counts the transition. */
-  committed(updated: Payout): void;
+  /**
+   * After the statement: checks the row it returned (and, from the fast path,
+   * the account's balance after it) against the answer, counts the transition.
+   */
+  committed(updated: Payout, balanceMinor?: number): void;
 }
 
 /**
@@ -115,7 +128,7 @@ class Replay extends Error {
  *   pins the payout and finds an earlier answer to this request → the work →
  *   store the response → COMMIT.
  * A fenced-out or rejected request rolls back whole: nothing changes.
- * A write given a FastWork (P6) first tries the same in one statement without
+ * A write given a FastWork (P2, P3, P6) first tries the same in one statement without
  * a transaction, and runs the above only when that statement wrote nothing.
  */
 @Injectable()
@@ -252,7 +265,8 @@ export class FencedWriter {
    * if nothing read has changed (FastTransitionRepository.apply). Null: nothing
    * was written; the transactional path then runs and answers whatever stopped
    * this one (no such payout, another account, a replay, fenced out, a
-   * transition not allowed, a payout that moved meanwhile).
+   * transition not allowed, a payout or pinned account that moved meanwhile,
+   * a claim the account cannot fund).
    */
   private async tryFast<T extends object>(
     cmd: FencedCommand & { accountId: string },
@@ -274,12 +288,13 @@ export class FencedWriter {
       // An admitted write sets the account's fence to its token.
       fence: cmd.token,
       payout: seen.payout,
+      account: seen.account,
       answer: (o) => answerOf(cmd, scope, o),
     };
     const transition = fast(ctx);
     if (transition === null || !fits()) return null;
     const answer = ctx.answer(transition.outcome);
-    let written: { payout: Payout; fence: bigint } | null;
+    let written: FastWritten | null;
     try {
       written = await this.fastWrites.apply(db, fenceRequest(cmd), seen, transition, answer);
     } catch (err) {
@@ -289,7 +304,7 @@ export class FencedWriter {
     }
     if (written === null) return null;
     assert.equal(written.fence, cmd.token, 'an admitted write sets the fence to its token');
-    transition.committed(written.payout);
+    transition.committed(written.payout, written.balanceMinor);
     return transition.outcome.body;
   }
 

@@ -31,7 +31,7 @@ import { transition, type PayoutEvent } from '../domain/transition-table';
 import { PaymentMetrics } from '../metrics';
 import { AccountRepository } from '../persistence/account.repository';
 import type { Db } from '../persistence/db';
-import { LedgerRepository } from '../persistence/ledger.repository';
+import { LedgerRepository, newEntries, type LedgerEntry } from '../persistence/ledger.repository';
 import type { Answer } from '../persistence/idempotency.repository';
 import {
   PayoutRepository,
@@ -86,7 +86,12 @@ export class PayoutCommands {
     @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
   ) {}
 
-  /** P2 — claim a payout (docs/payment-resource.md#endpoints). */
+  /**
+   * P2 — claim a payout (docs/payment-resource.md#endpoints). A claim the
+   * payout as read allows first tries the one-statement fast path, which
+   * checks the funds itself and writes nothing when they fall short; the
+   * transactional path then commits the FAILED transition and its answer.
+   */
   claim(payoutId: string, grant: Grant, body: ClaimRequest): Promise<ClaimResponse> {
     return this.writer.run<ClaimResponse>(
       this.command('claim', 'claim', payoutId, grant, body, false),
@@ -109,23 +114,14 @@ export class PayoutCommands {
               kind: 'committed-error',
               error: insufficientFunds(payout, to, availableMinor),
             }
-          : this.ok({
-              payoutId,
-              state: to,
-              claimToken: formatFencingToken(grant.token),
-              accountFence: formatFencingToken(ctx.fence),
-              attemptCount,
-              idempotencyKey: grant.idempotencyKey,
-            });
+          : this.ok(claimBody(ctx, grant, to));
         const { updated, answered } = await this.apply(
           tx,
           payout,
           event,
           grant,
           {
-            claimedBy: grant.ownerId,
-            incrementAttempts: true,
-            stampClaimedAt: true,
+            ...claimPatch(grant),
             ...(insufficient ? { failureReason: 'INSUFFICIENT_FUNDS', stampSettledAt: true } : {}),
           },
           { answer: ctx.answer(outcome) },
@@ -137,7 +133,33 @@ export class PayoutCommands {
         );
         return { ...outcome, recorded: answered };
       },
+      (ctx) =>
+        ctx.payout.state === body.expectedState && transition(ctx.payout.state, 'CLAIM').allowed
+          ? this.fastClaim(ctx, grant)
+          : null,
     );
+  }
+
+  /** P2's CLAIM for the fast path: funds are checked by its statement, from PENDING only (as above). */
+  private fastClaim(ctx: FenceContext, grant: Grant): AnsweredTransition<ClaimResponse> {
+    const before = ctx.payout;
+    const to = this.next(before, 'CLAIM');
+    const body = claimBody(ctx, grant, to);
+    const patch = claimPatch(grant);
+    return {
+      patch: { ...patch, state: to, tokenStamp: grant.token },
+      log: logEntry(before, 'CLAIM', grant, patch, undefined),
+      outcome: { kind: 'ok', body },
+      funded: before.state === 'PENDING',
+      committed: (updated) => {
+        this.metrics.transitionsTotal.inc({ to_state: to });
+        assert.deepEqual(
+          [updated.state, updated.attemptCount],
+          [body.state, body.attemptCount],
+          'the recorded answer must describe the committed row',
+        );
+      },
+    };
   }
 
   /**
@@ -186,7 +208,9 @@ export class PayoutCommands {
   /**
    * P3: both ledger legs, both balances and the state change, in one
    * transaction (INV-03). The clearing balance is the last row touched, so its
-   * row lock is held only from that update to the commit.
+   * row lock is held only from that update to the commit. A post the payout
+   * as read allows, to a clearing account known to exist, first tries the
+   * one-statement fast path, which books the same in the same lock order.
    */
   async post(payoutId: string, grant: Grant, body: PostRequest): Promise<PostResponse> {
     let created: string | undefined;
@@ -196,20 +220,12 @@ export class PayoutCommands {
         const payout = ctx.payout;
         this.allowed(payout, 'POST', grant);
         this.sameSubmission(payout, body.submissionId);
-        const clearing = clearingAccountFor(
-          payout.currency,
-          payoutId,
-          this.config.PAYMENT_CLEARING_SHARDS,
-        );
+        const clearing = this.clearingFor(payout);
         if (!this.knownClearing.has(clearing)) {
           await this.accounts.ensureSystem(tx, clearing, 'CLEARING', payout.currency);
           created = clearing;
         }
-        const { updated } = await this.apply(tx, payout, 'POST', grant, {
-          submissionId: body.submissionId,
-          railReference: body.railReference,
-          stampSettledAt: true,
-        });
+        const { updated } = await this.apply(tx, payout, 'POST', grant, postPatch(body));
         // Last: the shared clearing row stays locked only from here to the commit.
         const { entries, balances } = await this.ledger.post(
           tx,
@@ -219,25 +235,66 @@ export class PayoutCommands {
         const account = balances.get(ctx.accountId);
         assert.ok(account);
         assert.equal(account.currency, payout.currency, 'payout currency must match its account');
-        const balanceMinor = account.balanceMinor;
         this.metrics.ledgerPostingsTotal.inc();
-        return this.ok({
-          payoutId,
-          state: updated.state,
-          entries: entries.map((e) => ({
-            entryId: e.entryId,
-            accountId: e.accountId,
-            direction: directionOf(e.amountMinor),
-            amountMinor: Math.abs(e.amountMinor),
-            fence: formatFencingToken(grant.token),
-          })),
-          balanceMinor,
-        });
+        return this.ok(postBody(payoutId, updated.state, entries, account.balanceMinor, grant));
       },
+      (ctx) => this.fastPost(ctx, grant, body),
     );
     // Committed: the clearing account exists for good (accounts are never deleted).
     if (created !== undefined) this.knownClearing.add(created);
     return answer;
+  }
+
+  /**
+   * P3 for the fast path, or null for the transactional one: a post the table
+   * refuses, another submission, a clearing account not yet known to exist, or
+   * an account in another currency. Its statement pins the account as read, so
+   * the balance after is the one read less the amount.
+   */
+  private fastPost(
+    ctx: FenceContext,
+    grant: Grant,
+    body: PostRequest,
+  ): AnsweredTransition<PostResponse> | null {
+    const before = ctx.payout;
+    const clearing = this.clearingFor(before);
+    if (
+      !transition(before.state, 'POST').allowed ||
+      otherSubmission(before, body.submissionId) ||
+      !this.knownClearing.has(clearing) ||
+      ctx.account?.currency !== before.currency
+    ) {
+      return null;
+    }
+    const to = this.next(before, 'POST');
+    const meta = { kind: 'PAYOUT' as const, payoutId: before.payoutId, fence: grant.token };
+    const entries = newEntries(balancedPair(ctx.accountId, clearing, before.amountMinor), meta);
+    const balanceMinor = ctx.account.balanceMinor - before.amountMinor;
+    const patch = postPatch(body);
+    return {
+      patch: { ...patch, state: to, tokenStamp: grant.token },
+      log: logEntry(before, 'POST', grant, patch, undefined),
+      outcome: { kind: 'ok', body: postBody(before.payoutId, to, entries, balanceMinor, grant) },
+      movement: { entries, meta },
+      committed: (updated, balanceAfter) => {
+        this.metrics.transitionsTotal.inc({ to_state: to });
+        this.metrics.ledgerPostingsTotal.inc();
+        assert.deepEqual(
+          [updated.state, balanceAfter],
+          [to, balanceMinor],
+          'the recorded answer must describe the committed rows',
+        );
+      },
+    };
+  }
+
+  /** The clearing account (shard) that takes this payout's credit leg. */
+  private clearingFor(payout: Payout): string {
+    return clearingAccountFor(
+      payout.currency,
+      payout.payoutId,
+      this.config.PAYMENT_CLEARING_SHARDS,
+    );
   }
 
   /** P8: the reconciler's only way out of RAIL_AMBIGUOUS, on the rail's evidence. */
@@ -616,4 +673,52 @@ function insufficientFunds(
       },
     },
   );
+}
+
+/** What a claim writes besides the state (and, funds short, the failure). */
+function claimPatch(grant: Grant): Omit<PayoutPatch, 'state'> {
+  return { claimedBy: grant.ownerId, incrementAttempts: true, stampClaimedAt: true };
+}
+
+/** P2's 200 body, from the payout as found and the state it moves to. */
+function claimBody(ctx: FenceContext, grant: Grant, to: PayoutState): ClaimResponse {
+  return {
+    payoutId: ctx.payout.payoutId,
+    state: to,
+    claimToken: formatFencingToken(grant.token),
+    accountFence: formatFencingToken(ctx.fence),
+    attemptCount: ctx.payout.attemptCount + 1,
+    idempotencyKey: grant.idempotencyKey,
+  };
+}
+
+/** What a post writes besides the state. */
+function postPatch(body: PostRequest): Omit<PayoutPatch, 'state'> {
+  return {
+    submissionId: body.submissionId,
+    railReference: body.railReference,
+    stampSettledAt: true,
+  };
+}
+
+/** P3's 200 body: the legs as booked and the account's balance after them. */
+function postBody(
+  payoutId: string,
+  state: PayoutState,
+  entries: readonly LedgerEntry[],
+  balanceMinor: number,
+  grant: Grant,
+): PostResponse {
+  return {
+    payoutId,
+    state,
+    entries: entries.map((e) => ({
+      entryId: e.entryId,
+      accountId: e.accountId,
+      direction: directionOf(e.amountMinor),
+      amountMinor: Math.abs(e.amountMinor),
+      fence: formatFencingToken(grant.token),
+    })),
+    balanceMinor,
+  };
 }
