@@ -29,9 +29,14 @@ const common = {
   // Kills what a test file started and left running, also when it failed (test/environment.js).
   testEnvironment: '<rootDir>/test/environment.js',
   rootDir: __dirname,
-  // A running `npm run test:mutation` keeps copies of the repository there, and
-  // `npm run pack:libs` assembles the packages there (scripts/packages.js).
-  modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/', '<rootDir>/.tmp/packages/'],
+  // A running `npm run test:mutation` keeps copies of the repository there, `npm run pack:libs`
+  // assembles the packages there (scripts/packages.js), and `npm run bench:compare` keeps the
+  // other commit's checkout there (scripts/bench-compare.mjs).
+  modulePathIgnorePatterns: [
+    '<rootDir>/.stryker-tmp/',
+    '<rootDir>/.tmp/packages/',
+    '<rootDir>/.tmp/compare-',
+  ],
 };
 
 module.exports = {
