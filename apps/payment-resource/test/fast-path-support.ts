@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { withClient } from '@dlock/testing';
+import { OWNER_A } from './support';
 
 /**
  * What the fast-path specs share (docs/payment-resource.md, "The one-statement
@@ -92,4 +93,21 @@ export async function payoutRows(dbUrl: string, payoutId: string) {
       answers: await q(`SELECT * FROM idempotency_record WHERE payout_id = $1`),
     };
   });
+}
+
+/** The 409 FENCED_OUT envelope a fenced write of OWNER_A answers on `accountId`. */
+export function fencedOutEnvelope(accountId: string, presented: string, highest: string) {
+  return {
+    code: 'FENCED_OUT',
+    message: expect.any(String),
+    retrySafe: false,
+    details: {
+      presentedToken: presented,
+      highestToken: highest,
+      resourceType: 'account',
+      resourceId: accountId,
+      ownerId: OWNER_A,
+    },
+    traceId: expect.any(String),
+  };
 }

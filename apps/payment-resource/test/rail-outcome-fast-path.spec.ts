@@ -6,6 +6,7 @@ import {
   payoutRows,
   statementsDuring,
   withAccountLocked,
+  fencedOutEnvelope,
 } from './fast-path-support';
 import {
   OWNER_A,
@@ -112,19 +113,7 @@ describe('P6 rail-outcome: the one-statement fast path', () => {
     const fencedBefore = metricValue(await metricsText(h.base), metric);
     const res = await write(h.base, 'rail-outcome', payoutId, 29n, bodies.submitted());
     expect(res.status).toBe(409);
-    expect(res.body).toEqual({
-      code: 'FENCED_OUT',
-      message: expect.any(String),
-      retrySafe: false,
-      details: {
-        presentedToken: '29',
-        highestToken: '30',
-        resourceType: 'account',
-        resourceId: accountId,
-        ownerId: OWNER_A,
-      },
-      traceId: expect.any(String),
-    });
+    expect(res.body).toEqual(fencedOutEnvelope(accountId, '29', '30'));
     expect(await snapshot(h.dbUrl)).toEqual(before);
     expect(metricValue(await metricsText(h.base), metric)).toBe(fencedBefore + 1);
   });
