@@ -158,10 +158,12 @@ export function cachedBearer(subject: string, audience: string): Promise<string>
   return value;
 }
 
-/** An SDK token provider for `subject` (lock-server audience by default), minted once. */
+/**
+ * An SDK token provider for `subject` (lock-server audience by default),
+ * minted again after half its lifetime so that a long bench keeps working.
+ */
 export function testTokenProvider(subject: string, audience = 'lock-server'): TokenProvider {
-  let token: Promise<string> | undefined;
-  return () => (token ??= testIssuer().then((issuer) => issuer.mint(subject, audience)));
+  return () => cachedBearer(subject, audience).then((bearer) => bearer.slice('Bearer '.length));
 }
 
 /**
