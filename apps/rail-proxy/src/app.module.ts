@@ -1,36 +1,26 @@
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
-import { initializeInBackground } from '@dlock/persistence';
+import { DatabaseModule } from '@dlock/persistence';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, readRailProxyConfig, type RailProxyConfig } from './config';
 import { HighWaterModule } from './high-water/high-water.module';
 import { ProxydbReadiness } from './readiness';
 import { SubmissionsModule } from './submission/submission.module';
 
-/** proxydb through TypeORM (global): raw SQL only, no entities, migrations run out of band. */
-const proxydb = TypeOrmModule.forRootAsync({
+/** proxydb (global): raw SQL only, no entities, migrations run out of band (libs/persistence). */
+const proxydb = DatabaseModule.forRootAsync({
   inject: [RAIL_PROXY_CONFIG],
+  // With proxydb down at boot the proxy listens unready and keeps connecting.
   useFactory: (config: RailProxyConfig) => ({
-    type: 'postgres',
+    database: 'proxydb',
     url: config.PROXYDB_URL,
-    synchronize: false,
-    migrationsRun: false,
-    entities: [],
+    applicationName: 'rail-proxy',
+    poolMax: config.PROXYDB_POOL_MAX,
+    connectTimeoutMs: 2_000,
+    // A hung statement must not hold an account's high-water row forever.
+    statementTimeoutMs: 5_000,
     logging: ['error'],
-    // Connected in the background (dataSourceFactory): with proxydb down at boot the proxy listens unready.
-    manualInitialization: true,
-    extra: {
-      max: config.PROXYDB_POOL_MAX,
-      connectionTimeoutMillis: 2_000,
-      // A hung statement must not hold an account's high-water row forever.
-      statement_timeout: 5_000,
-      application_name: 'rail-proxy',
-    },
   }),
-  dataSourceFactory: async (options) =>
-    initializeInBackground(new DataSource(options!), { database: 'proxydb' }),
 });
 
 /** rail-proxy as one importable module: its validated config, proxydb, then one module per bounded context. */

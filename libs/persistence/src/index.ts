@@ -4,3 +4,4 @@ export * from './audit-chain';
 export * from './audit-verify';
 export * from './fenced-update';
 export * from './audit-since';
+export * from './database.module';

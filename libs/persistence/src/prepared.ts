@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig, QueryResult } from 'pg';
 import { QueryFailedError, type EntityManager, type ObjectLiteral } from 'typeorm';
-import { masterPool } from './pool';
+import { hasRecordedPool, poolOf } from './pool';
 
 /**
  * One statement as a named prepared statement: PostgreSQL parses and plans it
@@ -31,7 +31,7 @@ function statementName(sql: string): string {
 
 /**
  * One prepared statement on the manager's own connection (its transaction,
- * when it has one) or on TypeORM's pool, answering its result. TypeORM still
+ * when it has one) or on TypeORM's pool (poolOf), answering its result. TypeORM still
  * owns the connections and the transactions; this replaces only its per-call
  * wrapper. A failure is a QueryFailedError, as from TypeORM.
  */
@@ -40,9 +40,24 @@ export async function runPrepared(
   sql: string,
   params: readonly unknown[] = [],
 ): Promise<QueryResult> {
-  const client: Pool | PoolClient = manager.queryRunner
-    ? ((await manager.queryRunner.connect()) as PoolClient)
-    : masterPool(manager.connection);
+  if (manager.queryRunner) {
+    return run((await manager.queryRunner.connect()) as PoolClient, sql, params);
+  }
+  if (hasRecordedPool(manager.connection)) return run(poolOf(manager.connection), sql, params);
+  // A DataSource made outside dlock (an app's own TypeOrmModule): a runner of its own.
+  const runner = manager.connection.createQueryRunner();
+  try {
+    return await run((await runner.connect()) as PoolClient, sql, params);
+  } finally {
+    await runner.release();
+  }
+}
+
+async function run(
+  client: Pool | PoolClient,
+  sql: string,
+  params: readonly unknown[],
+): Promise<QueryResult> {
   try {
     return await client.query(preparedStatement(sql, params));
   } catch (err) {

@@ -1,12 +1,16 @@
 import { Logger } from '@nestjs/common';
-import type { Pool } from 'pg';
+import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
-import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
-import { masterPool } from './pool';
+import { connectionConfig, poolOf } from './pool';
 
 // In a file of their own so the fencing helpers (fenced-update.ts, prepared.ts) load without Nest:
 // the published @dlock/persistence package is only those (docs/extending.md).
-export { DatabaseNotConnectedError, masterPool } from './pool';
+export {
+  DatabaseNotConnectedError,
+  postgresDataSource,
+  poolOf,
+  type DatabaseOptions,
+} from './pool';
 
 export interface BackgroundInitOptions {
   /** For the log line: paydb, proxydb, lockdb. */
@@ -39,11 +43,9 @@ export async function initializeInBackground(
       if (stopped.has(ds)) await ds.destroy();
       else logger.log({ event: 'database_connected', database: opts.database }, 'connected');
     } catch (err) {
-      // A half-made pool (connected, then a setup query failed) is ended, not leaked.
-      const driver = ds.driver as PostgresDriver;
-      const half = driver.master as Pool | undefined;
-      driver.master = undefined;
-      await half?.end().catch(() => undefined);
+      // A half-made pool (connected, then a setup query failed) is ended, not leaked;
+      // the driver says "not connected" when there is none.
+      await ds.driver.disconnect().catch(() => undefined);
       logger.warn(
         { event: 'database_unreachable', database: opts.database, retryInMs: delayMs, err },
         `cannot connect yet; retrying in ${delayMs} ms`,
@@ -69,9 +71,9 @@ export async function closeDataSource(ds: DataSource): Promise<void> {
  * requests failed to get a connection.
  */
 export async function probeNewConnection(ds: DataSource, timeoutMs = 2_000): Promise<void> {
-  const pool = masterPool(ds) as Pool & { options: Record<string, unknown>; Client: PgClientClass };
-  const client = new pool.Client({
-    ...pool.options,
+  poolOf(ds); // not connected yet: DatabaseNotConnectedError, as a request would get
+  const client = new Client({
+    ...connectionConfig(ds),
     connectionTimeoutMillis: timeoutMs,
     query_timeout: timeoutMs,
   });
@@ -83,10 +85,3 @@ export async function probeNewConnection(ds: DataSource, timeoutMs = 2_000): Pro
     await client.end().catch(() => undefined);
   }
 }
-
-type PgClientClass = new (options: Record<string, unknown>) => {
-  connect(): Promise<void>;
-  query(sql: string): Promise<unknown>;
-  end(): Promise<void>;
-  on(event: 'error', listener: (err: Error) => void): void;
-};

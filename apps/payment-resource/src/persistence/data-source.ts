@@ -1,29 +1,29 @@
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
+import type { DataSource } from 'typeorm';
+import { postgresDataSource, type DatabaseOptions } from '@dlock/persistence';
 
 export interface PaydbOptions {
   url: string;
   poolMax: number;
   statementTimeoutMs: number;
   /** Only the fixture CLI's --migrate passes these. */
-  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-  migrations?: Function[];
+  migrations?: DatabaseOptions['migrations'];
 }
 
-/** TypeORM owns the pool, transactions and migrations; the schema is never synchronised. */
-export function paydbDataSource(options: PaydbOptions): DataSource {
-  return new DataSource({
-    type: 'postgres',
+/** paydb's settings for postgresDataSource (libs/persistence): the service, the fixture CLI and tests. */
+export function paydbSettings(options: PaydbOptions): DatabaseOptions {
+  return {
+    database: 'paydb',
     url: options.url,
-    synchronize: false,
-    migrationsRun: false,
-    migrations: options.migrations ?? [],
+    applicationName: 'payment-resource',
+    poolMax: options.poolMax,
+    connectTimeoutMs: 5_000,
+    statementTimeoutMs: options.statementTimeoutMs,
     logging: ['error'],
-    extra: {
-      max: options.poolMax,
-      statement_timeout: options.statementTimeoutMs,
-      connectionTimeoutMillis: 5_000,
-      application_name: 'payment-resource',
-    },
-  });
+    migrations: options.migrations,
+  };
+}
+
+export function paydbDataSource(options: PaydbOptions): DataSource {
+  return postgresDataSource(paydbSettings(options));
 }

@@ -1,5 +1,5 @@
-import { DataSource } from 'typeorm';
-import { probeNewConnection } from '@dlock/persistence';
+import type { DataSource } from 'typeorm';
+import { postgresDataSource, probeNewConnection } from '@dlock/persistence';
 import { withDbRetries } from './db-retry';
 
 export type DbName = 'lockdb' | 'paydb' | 'proxydb';
@@ -58,29 +58,22 @@ export class ReadOnlyDb {
 
   private async initialize(): Promise<DataSource> {
     const o = this.options;
-    const ds = new DataSource({
-      type: 'postgres',
+    const ds = postgresDataSource({
+      database: o.name,
       url: o.url,
-      synchronize: false,
-      migrationsRun: false,
-      migrations: [],
-      entities: [],
-      installExtensions: false,
+      applicationName: 'reconciler',
+      poolMax: o.poolMax,
+      connectTimeoutMs: o.connectTimeoutMs,
+      statementTimeoutMs: o.statementTimeoutMs,
+      readOnly: true,
       // Failures surface as structured check_failed / resolution_failed events instead.
       logging: false,
-      extra: {
-        max: o.poolMax,
-        connectionTimeoutMillis: o.connectTimeoutMs,
-        statement_timeout: o.statementTimeoutMs,
-        application_name: 'reconciler',
-        options: '-c default_transaction_read_only=on',
-      },
     });
     try {
       await ds.initialize();
     } catch (err) {
       // A half-made pool has no live connections; end it so nothing leaks across tries.
-      await (ds.driver as { master?: { end(): Promise<void> } }).master?.end().catch(() => {});
+      await ds.driver.disconnect().catch(() => undefined);
       throw err;
     }
     this.dataSource = ds;

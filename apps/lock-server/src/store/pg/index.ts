@@ -1,7 +1,6 @@
 import assert from 'node:assert';
 import type { Provider } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import { initializeInBackground } from '@dlock/persistence';
+import { initializeInBackground, postgresDataSource } from '@dlock/persistence';
 import type { LockServerConfig } from '../../config';
 import { LockStore, SessionRegistry } from '../lock-store.port';
 import { RevocationLog } from '../revocation-log.port';
@@ -32,21 +31,17 @@ export function pgStoreProviders(config: LockServerConfig): Provider[] {
     {
       provide: PgDatabase,
       useFactory: async (): Promise<PgDatabase> => {
-        const ds = new DataSource({
-          type: 'postgres',
+        assert(config.LOCKDB_URL, 'LOCKDB_URL is required for LOCK_BACKEND=pg (config.ts)');
+        const ds = postgresDataSource({
+          database: 'lockdb',
           url: config.LOCKDB_URL,
-          synchronize: false,
-          migrationsRun: false,
-          logging: false,
           applicationName: 'dlock-lock-server',
-          extra: {
-            max: config.LOCKDB_POOL_MAX,
-            connectionTimeoutMillis: config.LOCKDB_CONNECT_TIMEOUT_MS,
-            statement_timeout: config.LOCKDB_STATEMENT_TIMEOUT_MS,
-            // Client-side cap in case the server never answers (a partitioned socket).
-            query_timeout: config.LOCKDB_STATEMENT_TIMEOUT_MS + 500,
-            idleTimeoutMillis: 30_000,
-          },
+          poolMax: config.LOCKDB_POOL_MAX,
+          connectTimeoutMs: config.LOCKDB_CONNECT_TIMEOUT_MS,
+          statementTimeoutMs: config.LOCKDB_STATEMENT_TIMEOUT_MS,
+          // Client-side cap in case the server never answers (a partitioned socket).
+          queryTimeoutMs: config.LOCKDB_STATEMENT_TIMEOUT_MS + 500,
+          idleTimeoutMs: 30_000,
         });
         // With lockdb down at boot the server listens unready (NOT_LEADER) and keeps connecting.
         await initializeInBackground(ds, { database: 'lockdb' });

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
 import { QueryFailedError, type DataSource } from 'typeorm';
 import { DlockError } from '@dlock/lock-api';
-import { masterPool, preparedStatement, probeNewConnection } from '@dlock/persistence';
+import { poolOf, preparedStatement, probeNewConnection } from '@dlock/persistence';
 import type { LockServerConfig } from '../../config';
 import { isUnavailable } from './pg-errors';
 import { GRACE_SQL, PROBE_SQL, REAP_SESSIONS_SQL } from './sql';
@@ -99,7 +99,7 @@ export class PgDatabase {
   }
 
   private get pool(): Pool {
-    return masterPool(this.ds);
+    return poolOf(this.ds);
   }
 
   private assertWritable(rows: { in_recovery: boolean; read_only: boolean }[]): void {
