@@ -16,10 +16,13 @@ export default {
   timeoutFactor: 2,
   disableTypeChecks: '{apps,libs,migrations,test}/**/*.ts',
   ignorePatterns: ['dist', '.dlock', '.tmp', 'bench/reports', 'reports', '.stryker-tmp'],
-  reporters: ['json', 'clear-text', 'progress'],
-  // A re-check of some mutants (scripts/mutation.mjs --recheck-timeouts) writes beside the group's result.
-  jsonReporter: {
-    fileName: process.env.DLOCK_MUTATION_RESULT ?? `bench/reports/mutation/${group.name}.json`,
-  },
+  // Stryker's incremental mode (bench/reports/mutation.md, "How to run it"): the group's committed
+  // result is Stryker's own incremental file, so a run measures only the mutants whose code or
+  // tests changed, `--mutate <file>:<lines>` re-measures a piece and keeps every other answer, and
+  // `--force` re-runs what is in scope. bench/reports/mutation.md is built from these files.
+  incremental: true,
+  incrementalFile: `bench/reports/mutation/${group.name}.json`,
+  reporters: ['html', 'clear-text', 'progress'],
+  htmlReporter: { fileName: `reports/mutation/${group.name}.html` },
   mutate: group.mutate,
 };

@@ -183,7 +183,7 @@ export function writeMutationReport(root, resultFiles, groups = []) {
   const text = [
     '# Mutation testing of the safety-critical files',
     '',
-    `Measured ${new Date().toISOString().slice(0, 10)} on ${machine()}.`,
+    `Report rebuilt ${new Date().toISOString().slice(0, 10)} on ${machine()}; each group below says when it was measured.`,
     `Command: \`npm run test:mutation\`, which runs the groups of \`stryker/groups.cjs\` one after the other. The results below took ${
       minutes > 0
         ? `${minutes.toFixed(1)} min of runs in all (whole groups, timeout re-checks and pieces)`

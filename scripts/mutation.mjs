@@ -16,7 +16,7 @@ import path from 'node:path';
 import pg from 'pg';
 import globalSetup from '../test/global-setup.mjs';
 import globalTeardown from '../test/global-teardown.mjs';
-import { changedSince, writeMutationReport } from './mutation-report.mjs';
+import { writeMutationReport } from './mutation-report.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const JANITOR_EVERY_MS = 60_000;
@@ -63,135 +63,65 @@ async function dropOldDatabases(adminUrl) {
   }
 }
 
-function runStryker(group, extraArgs = [], extraEnv = {}) {
+function runStryker(group, extraArgs = []) {
   return new Promise((resolve) => {
     const bin = path.join(root, 'node_modules', '.bin', 'stryker');
     const child = spawn(bin, ['run', 'stryker.config.mjs', ...extraArgs], {
       cwd: root,
       stdio: 'inherit',
-      env: { ...process.env, DLOCK_MUTATION_GROUP: group, ...extraEnv },
+      env: { ...process.env, DLOCK_MUTATION_GROUP: group },
     });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 }
 
-/** One group's run; its result keeps the duration, for the report. */
-async function runGroup(group) {
+/**
+ * One Stryker run of a group in incremental mode (stryker.config.mjs): Stryker itself merges
+ * the new answers into the group's result and keeps every mutant outside `--mutate`. Notes
+ * what was run in the result's meta file, for the report; a failed run notes nothing.
+ */
+async function runGroup(group, args, note) {
   const started = Date.now();
-  const code = await runStryker(group);
-  const result = path.join(root, resultFileOf(group));
-  // Only this run's result: a failed run must not report an older one.
-  if (existsSync(result) && statSync(result).mtimeMs >= started) {
-    const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-    writeFileSync(
-      result.replace(/\.json$/, '.meta.json'),
-      JSON.stringify({ group, minutes, finishedAt: new Date().toISOString() }),
-    );
-  }
+  const code = await runStryker(group, args);
+  const resultPath = path.join(root, resultFileOf(group));
+  if (!existsSync(resultPath) || statSync(resultPath).mtimeMs < started) return code || 1;
+  const metaPath = resultPath.replace(/\.json$/, '.meta.json');
+  const meta = existsSync(metaPath) ? JSON.parse(readFileSync(metaPath, 'utf8')) : { group };
+  const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+  writeFileSync(
+    metaPath,
+    JSON.stringify(note(meta, { minutes, finishedAt: new Date().toISOString() })),
+  );
   return code;
 }
 
-const mutantKey = (file, m) =>
-  `${file}:${m.location.start.line}:${m.location.start.column}:${m.mutatorName}:${m.replacement ?? ''}`;
+/** The whole group; unchanged mutants keep their answers. */
+const wholeGroup = (group) => runGroup(group, [], (_meta, run) => ({ group, ...run }));
 
-/** Re-runs the lines of a group's timed-out mutants and merges the new statuses into its result. */
-async function recheckGroup(group) {
+/** `file` or `file:from-to`: re-measured (--force), every other answer kept. */
+const piece = (group, spec) =>
+  runGroup(group, ['--mutate', spec, '--force'], (meta, run) => ({
+    ...meta,
+    refreshed: [...(meta.refreshed ?? []).filter((r) => r.file !== spec), { file: spec, ...run }],
+  }));
+
+/** The lines whose mutants timed out (a slow test on a loaded machine looks like a hung one), again. */
+function recheckTimeouts(group) {
   const resultPath = path.join(root, resultFileOf(group));
   if (!existsSync(resultPath)) return 0;
-  const result = JSON.parse(readFileSync(resultPath, 'utf8'));
   const ranges = new Set();
-  for (const [file, { mutants }] of Object.entries(result.files)) {
-    for (const m of mutants.filter((x) => x.status === 'Timeout')) {
+  let mutants = 0;
+  for (const [file, entry] of Object.entries(JSON.parse(readFileSync(resultPath, 'utf8')).files)) {
+    for (const m of entry.mutants.filter((x) => x.status === 'Timeout')) {
       ranges.add(`${file}:${m.location.start.line}-${m.location.end.line}`);
+      mutants += 1;
     }
   }
   if (ranges.size === 0) return 0;
-  const started = Date.now();
-  const recheckFile = resultFileOf(group).replace(/\.json$/, '.recheck.json');
-  const code = await runStryker(group, ['--mutate', [...ranges].join(',')], {
-    DLOCK_MUTATION_RESULT: recheckFile,
-  });
-  const recheckPath = path.join(root, recheckFile);
-  if (!existsSync(recheckPath) || statSync(recheckPath).mtimeMs < started) return code || 1;
-  const fresh = new Map();
-  for (const [file, { mutants }] of Object.entries(
-    JSON.parse(readFileSync(recheckPath, 'utf8')).files,
-  )) {
-    for (const m of mutants) fresh.set(mutantKey(file, m), m);
-  }
-  let replaced = 0;
-  for (const [file, entry] of Object.entries(result.files)) {
-    entry.mutants = entry.mutants.map((m) => {
-      const again = fresh.get(mutantKey(file, m));
-      if (!again) return m;
-      replaced += 1;
-      return {
-        ...m,
-        status: again.status,
-        statusReason: again.statusReason,
-        killedBy: again.killedBy,
-      };
-    });
-  }
-  writeFileSync(resultPath, JSON.stringify(result));
-  const metaPath = resultPath.replace(/\.json$/, '.meta.json');
-  const meta = existsSync(metaPath) ? JSON.parse(readFileSync(metaPath, 'utf8')) : { group };
-  meta.recheck = {
-    lines: ranges.size,
-    mutants: replaced,
-    minutes: ((Date.now() - started) / 60_000).toFixed(1),
-    finishedAt: new Date().toISOString(),
-  };
-  writeFileSync(metaPath, JSON.stringify(meta));
-  return code;
-}
-
-/** `file` or `file:from-to`, as `--only=` takes it. */
-function parseOnly(spec) {
-  const m = /^(.*):(\d+)-(\d+)$/.exec(spec);
-  return m ? { file: m[1], from: Number(m[2]), to: Number(m[3]) } : { file: spec };
-}
-
-/**
- * A piece's answers can only be merged with answers about the same code: after
- * the file changed, the mutants kept from before point at lines that moved.
- */
-function changedSinceResult(group, file) {
-  const resultPath = path.join(root, resultFileOf(group));
-  if (!existsSync(resultPath)) return false;
-  return changedSince(root, file, JSON.parse(readFileSync(resultPath, 'utf8')).files[file]?.source);
-}
-
-/** Re-runs one file of a group (or some of its lines) and replaces those mutants in the group's result. */
-async function refreshFile(group, spec) {
-  const { file, from, to } = parseOnly(spec);
-  // As Stryker reads a range: only mutants wholly inside it are run again.
-  const inRange = (m) =>
-    from === undefined || (m.location.start.line >= from && m.location.end.line <= to);
-  const resultPath = path.join(root, resultFileOf(group));
-  const started = Date.now();
-  const partFile = resultFileOf(group).replace(/\.json$/, '.part.json');
-  const code = await runStryker(group, ['--mutate', spec], { DLOCK_MUTATION_RESULT: partFile });
-  const partPath = path.join(root, partFile);
-  if (!existsSync(partPath) || statSync(partPath).mtimeMs < started) return code || 1;
-  const part = JSON.parse(readFileSync(partPath, 'utf8'));
-  const result = existsSync(resultPath) ? JSON.parse(readFileSync(resultPath, 'utf8')) : part;
-  const kept = (result.files[file]?.mutants ?? []).filter((m) => !inRange(m));
-  const fresh = part.files[file] ?? { ...result.files[file], mutants: [] };
-  result.files[file] = { ...fresh, mutants: [...kept, ...fresh.mutants] };
-  writeFileSync(resultPath, JSON.stringify(result));
-  const metaPath = resultPath.replace(/\.json$/, '.meta.json');
-  const meta = existsSync(metaPath) ? JSON.parse(readFileSync(metaPath, 'utf8')) : { group };
-  meta.refreshed = [
-    ...(meta.refreshed ?? []).filter((r) => r.file !== spec),
-    {
-      file: spec,
-      minutes: ((Date.now() - started) / 60_000).toFixed(1),
-      finishedAt: new Date().toISOString(),
-    },
-  ];
-  writeFileSync(metaPath, JSON.stringify(meta));
-  return code;
+  return runGroup(group, ['--mutate', [...ranges].join(','), '--force'], (meta, run) => ({
+    ...meta,
+    recheck: { lines: ranges.size, mutants, ...run },
+  }));
 }
 
 /** The report over every group that has a result. */
@@ -213,14 +143,6 @@ async function main() {
     report();
     return 0;
   }
-  const piece = only === undefined ? undefined : parseOnly(only);
-  const stale = named.filter((g) => piece?.from !== undefined && changedSinceResult(g, piece.file));
-  if (stale.length > 0) {
-    console.error(
-      `${piece.file} changed since the ${stale.join(', ')} result was measured: measure it whole (--only=${piece.file}) before measuring pieces of it`,
-    );
-    return 2;
-  }
   await globalSetup();
   const janitor = setInterval(
     () => void dropOldDatabases(process.env.DLOCK_TEST_PG_URL),
@@ -229,7 +151,7 @@ async function main() {
   let failed = 0;
   try {
     for (const group of named.length > 0 ? named : GROUPS.map((g) => g.name)) {
-      const run = only ? refreshFile(group, only) : recheck ? recheckGroup(group) : runGroup(group);
+      const run = only ? piece(group, only) : recheck ? recheckTimeouts(group) : wholeGroup(group);
       if ((await run) !== 0) failed += 1;
     }
   } finally {
