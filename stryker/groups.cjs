@@ -66,19 +66,19 @@ const GROUPS = [
   },
   {
     name: 'lock-pg-sql',
-    mutate: ['apps/lock-server/src/store/pg/sql.ts'],
+    mutate: ['apps/lock-server/src/locks/persistence/pg/sql.ts'],
     tests: ['apps/lock-server/test/conformance/*.spec.ts', 'apps/lock-server/test/pg/*.spec.ts'],
     env: { LOCK_TEST_BACKEND: 'pg' },
   },
   {
     name: 'lock-pg-store',
-    mutate: ['apps/lock-server/src/store/pg/pg-lock.store.ts'],
+    mutate: ['apps/lock-server/src/locks/persistence/pg/pg-lock.store.ts'],
     tests: ['apps/lock-server/test/conformance/*.spec.ts', 'apps/lock-server/test/pg/*.spec.ts'],
     env: { LOCK_TEST_BACKEND: 'pg' },
   },
   {
     name: 'lock-etcd-store',
-    mutate: ['apps/lock-server/src/store/etcd/etcd-lock-store.ts'],
+    mutate: ['apps/lock-server/src/locks/persistence/etcd/etcd-lock.store.ts'],
     tests: ['apps/lock-server/test/conformance/*.spec.ts', 'apps/lock-server/test/etcd/*.spec.ts'],
     env: { LOCK_TEST_BACKEND: 'etcd' },
   },

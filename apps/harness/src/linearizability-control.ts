@@ -7,7 +7,7 @@ import {
 import { lockWorkout } from './scenarios/lock-workout';
 import type { DlockSystem } from './system';
 
-/** LOCK_SERVER_BROKEN's modes (apps/lock-server/src/store/broken-lock.store.ts). */
+/** LOCK_SERVER_BROKEN's modes (apps/lock-server/src/locks/persistence/broken-lock.store.ts). */
 export const BROKEN_MODES = [
   'release-ignores-token',
   'acquire-ignores-holder',

@@ -7,11 +7,11 @@ import { DeadlineGuard } from '@dlock/http-contract';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, readLockServerConfig } from './config';
 import { IdentityThrottlerGuard } from './http/identity-throttler.guard';
-import { LocksModule } from './modules/locks.module';
-import { RevocationsModule } from './modules/revocations.module';
-import { SessionsModule } from './modules/sessions.module';
+import { LocksModule } from './locks/locks.module';
+import { RevocationsModule } from './revocations/revocations.module';
+import { SessionsModule } from './sessions/sessions.module';
 import { LockBackendReadiness } from './readiness';
-import { StoreModule } from './store/store.factory';
+import { StoreModule } from './locks/persistence/store.factory';
 
 /** The per-grant path: acquire, renew, release, heartbeat (see ObservabilityOptions.untracedRoutes). */
 const HOT_ROUTES: RouteInfo[] = [

@@ -15,8 +15,8 @@ import {
   SESSION_TTL_MAX_MS,
   SESSION_TTL_MIN_MS,
 } from '@dlock/lock-api';
-import { BROKEN_MODES } from './store/broken-lock.store';
-import { readEtcdConfig, type EtcdStoreConfig } from './store/etcd/etcd-config';
+import { BROKEN_MODES } from './locks/persistence/broken-lock.store';
+import { readEtcdConfig, type EtcdStoreConfig } from './locks/persistence/etcd/etcd-config';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const LOCK_BACKENDS = ['pg', 'etcd'] as const;

@@ -5,7 +5,7 @@ import { serveHttpApp } from '@dlock/http-contract';
 import { serviceAuthOptions } from '@dlock/identity';
 import { LockServerModule } from './app.module';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
-import { GrantProofs } from './core/grant-proofs';
+import { GrantProofs } from './locks/service/grant-proofs';
 
 async function main(): Promise<void> {
   // A bad environment rejects here, naming every offending variable.

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
 import { ReadinessCheck } from '@dlock/observability';
-import { LockStore } from './store/lock-store.port';
+import { LockStore } from './locks/persistence/lock-store.port';
 
 /** Ready when the backend can decide a grant (database writable / etcd has a leader). */
 @Injectable()

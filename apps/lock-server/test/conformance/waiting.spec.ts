@@ -1,5 +1,5 @@
 import { http, waitFor } from '@dlock/testing';
-import { LockStore } from '../../src/store/lock-store.port';
+import { LockStore } from '../../src/locks/persistence/lock-store.port';
 import { BACKENDS } from '../support/backends';
 import { LockApi } from '../support/lock-client';
 

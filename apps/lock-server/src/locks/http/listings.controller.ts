@@ -2,8 +2,8 @@ import { Controller, Get, Query } from '@nestjs/common';
 import { formatFencingToken, type LockListDto, type SessionListDto } from '@dlock/lock-api';
 import { ApiReadLimitQuery, Operation, parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { LockStore, SessionRegistry } from '../store/lock-store.port';
-import { LOCK_LIST_SCHEMA, SESSION_LIST_SCHEMA } from './views';
+import { LockStore, SessionRegistry } from '../persistence/lock-store.port';
+import { LOCK_LIST_SCHEMA, SESSION_LIST_SCHEMA } from '../../http/views';
 
 const QUERY = { limit: READ_LIMIT };
 

@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
+import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
 import {
   SessionRegistry,
   type HeartbeatResult,
   type OpenedSession,
-} from '../store/lock-store.port';
-import { LockService } from './lock.service';
+} from '../../locks/persistence/lock-store.port';
+import { LockService } from '../../locks/service/lock.service';
 import { SessionOwners } from './session-owners';
 
 /**

@@ -4,7 +4,7 @@ import type { Pool } from 'pg';
 import { QueryFailedError, type DataSource } from 'typeorm';
 import { DlockError } from '@dlock/lock-api';
 import { poolOf, preparedStatement, probeNewConnection } from '@dlock/persistence';
-import type { LockServerConfig } from '../../config';
+import type { LockServerConfig } from '../../../config';
 import { isUnavailable } from './pg-errors';
 import { GRACE_SQL, PROBE_SQL, REAP_SESSIONS_SQL } from './sql';
 

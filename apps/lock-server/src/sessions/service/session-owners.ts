@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ForbiddenError } from '@dlock/identity';
-import { SessionRegistry } from '../store/lock-store.port';
+import { SessionRegistry } from '../../locks/persistence/lock-store.port';
 
 /** Sessions whose owner this process remembers; beyond it the memo starts over (bounded memory). */
 const OWNERS_REMEMBERED_MAX = 100_000;

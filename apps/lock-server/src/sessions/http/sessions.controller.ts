@@ -19,10 +19,10 @@ import {
   ownerIdHeader,
 } from '@dlock/http-contract';
 import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
-import { SessionService } from '../core/session.service';
-import { OpenSessionBody } from './dto';
-import { parseSessionId } from './params';
-import { HEARTBEAT_SCHEMA, heartbeatView, SESSION_SCHEMA, sessionView } from './views';
+import { SessionService } from '../service/session.service';
+import { OpenSessionBody } from '../../http/dto';
+import { parseSessionId } from '../../http/params';
+import { HEARTBEAT_SCHEMA, heartbeatView, SESSION_SCHEMA, sessionView } from '../../http/views';
 
 const SESSION_PARAM = ApiParam({ name: 'sessionId', schema: { type: 'string', format: 'uuid' } });
 

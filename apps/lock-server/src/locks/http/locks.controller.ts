@@ -25,10 +25,10 @@ import {
   type RequestDeadline,
   Operation,
 } from '@dlock/http-contract';
-import { LockService } from '../core/lock.service';
-import { RevokeService } from '../core/revoke.service';
-import { AcquireBody, ReleaseBody, ReleaseQuery, RenewBody, RevokeBody } from './dto';
-import { parseLockKey } from './params';
+import { LockService } from '../service/lock.service';
+import { RevokeService } from '../../revocations/service/revoke.service';
+import { AcquireBody, ReleaseBody, ReleaseQuery, RenewBody, RevokeBody } from '../../http/dto';
+import { parseLockKey } from '../../http/params';
 import {
   grantView,
   LOCK_GRANT_SCHEMA,
@@ -38,7 +38,7 @@ import {
   REVOCATION_REQUEST_SCHEMA,
   revocationRequestView,
   REVOKE_OUTCOME_SCHEMA,
-} from './views';
+} from '../../http/views';
 
 /** Kept back from the caller's deadline when bounding a server-side wait. */
 const ACQUIRE_DEADLINE_MARGIN_MS = 200;

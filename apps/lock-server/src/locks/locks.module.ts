@@ -1,13 +1,13 @@
 import { Module } from '@nestjs/common';
 import { AuthPolicy, policyFile } from '@dlock/identity';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
-import { GrantProofs } from '../core/grant-proofs';
-import { LockService } from '../core/lock.service';
-import { RevocationFloors } from '../core/revocation-floors';
-import { RevokeService } from '../core/revoke.service';
-import { SessionOwners } from '../core/session-owners';
-import { LockListingController } from '../http/listings.controller';
-import { LocksController } from '../http/locks.controller';
+import { GrantProofs } from './service/grant-proofs';
+import { LockService } from './service/lock.service';
+import { RevocationFloors } from '../revocations/service/revocation-floors';
+import { RevokeService } from '../revocations/service/revoke.service';
+import { SessionOwners } from '../sessions/service/session-owners';
+import { LockListingController } from './http/listings.controller';
+import { LocksController } from './http/locks.controller';
 
 /**
  * Locks: acquire, renew, release, read and force-revoke, each grant with its

@@ -1,8 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DlockError, formatInstant, type FencingToken, type LockOutcome } from '@dlock/lock-api';
 import { AuthPolicy, ForbiddenError } from '@dlock/identity';
-import { RevocationRequests, type RevocationRequest } from '../store/revocation-requests.port';
-import { LockService } from './lock.service';
+import {
+  RevocationRequests,
+  type RevocationRequest,
+} from '../../locks/persistence/revocation-requests.port';
+import { LockService } from '../../locks/service/lock.service';
 
 export interface RevokeCommand {
   key: string;

@@ -8,10 +8,10 @@ import {
   ValidationError,
 } from '@dlock/lock-api';
 import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
-import { RevokeService } from '../core/revoke.service';
-import { RevocationLog } from '../store/revocation-log.port';
-import { parseRequestId } from './params';
-import { outcomeView, REVOKE_APPROVAL_SCHEMA } from './views';
+import { RevokeService } from '../service/revoke.service';
+import { RevocationLog } from '../../locks/persistence/revocation-log.port';
+import { parseRequestId } from '../../http/params';
+import { outcomeView, REVOKE_APPROVAL_SCHEMA } from '../../http/views';
 import {
   ApiContractErrors,
   CallerIdentity,

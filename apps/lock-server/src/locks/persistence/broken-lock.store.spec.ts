@@ -1,7 +1,7 @@
 import { EnvError } from '@dlock/config';
 import { LockLostError, type FencingToken, type LockGrant } from '@dlock/lock-api';
 import { testAuthEnv } from '@dlock/testing';
-import { readLockServerConfig } from '../config';
+import { readLockServerConfig } from '../../config';
 import { BrokenLockStore } from './broken-lock.store';
 import {
   LockStore,

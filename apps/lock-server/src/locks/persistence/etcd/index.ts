@@ -1,14 +1,14 @@
 import type { Provider } from '@nestjs/common';
 import { LockStore, SessionRegistry } from '../lock-store.port';
 import { RevocationLog } from '../revocation-log.port';
-import type { LockServerConfig } from '../../config';
+import type { LockServerConfig } from '../../../config';
 import type { EtcdBackendSettings, EtcdStoreConfig } from './etcd-config';
 import { EtcdGateway } from './etcd-gateway';
-import { EtcdLockStore } from './etcd-lock-store';
-import { EtcdRevocationLog } from './etcd-revocation-log';
+import { EtcdLockStore } from './etcd-lock.store';
+import { EtcdRevocationLog } from './etcd-revocation.log';
 import { EtcdRevocationRequests } from './etcd-revocation-requests';
 import { RevocationRequests } from '../revocation-requests.port';
-import { EtcdSessionRegistry } from './etcd-session-registry';
+import { EtcdSessionRegistry } from './etcd-session.registry';
 import { EtcdSessionWatch } from './etcd-session-watch';
 
 export {
@@ -18,8 +18,8 @@ export {
   type EtcdStoreConfig,
 } from './etcd-config';
 export { EtcdGateway } from './etcd-gateway';
-export { EtcdLockStore } from './etcd-lock-store';
-export { EtcdSessionRegistry } from './etcd-session-registry';
+export { EtcdLockStore } from './etcd-lock.store';
+export { EtcdSessionRegistry } from './etcd-session.registry';
 
 /** The pg defaults of LOCK_NOT_LEADER_RETRY_AFTER_MS and LOCK_SESSION_RETENTION_MS (config.ts). */
 const SHARED_DEFAULTS = { notLeaderRetryAfterMs: 1_000, sessionRetentionMs: 3_600_000 };

@@ -7,7 +7,7 @@ import {
   RailProxyClient,
   type RaiseResult,
 } from '@dlock/payout-contract';
-import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
+import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
 
 /** What each fence point did with a revocation's floor: `failed` is left to the reconciler. */
 export type GuardFloor = RaiseResult | 'failed';

@@ -12,12 +12,12 @@ import {
 } from '@dlock/lock-api';
 import { AuthPolicy } from '@dlock/identity';
 import { SafetyEvents } from '@dlock/observability';
-import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
-import { LockStore, type AcquireResult } from '../store/lock-store.port';
+import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
+import { LockStore, type AcquireResult } from '../persistence/lock-store.port';
 import { GrantProofs } from './grant-proofs';
-import { RevocationFloors, type GuardFloors } from './revocation-floors';
-import { LockMetrics } from './metrics';
-import { SessionOwners } from './session-owners';
+import { RevocationFloors, type GuardFloors } from '../../revocations/service/revocation-floors';
+import { LockMetrics } from '../../metrics';
+import { SessionOwners } from '../../sessions/service/session-owners';
 import { Waiters } from './waiters';
 
 /** A grant and the lock-server's signature over it (docs/security.md, "Signed grants"). */

@@ -1,7 +1,7 @@
 import assert from 'node:assert';
 import type { Provider } from '@nestjs/common';
 import { initializeInBackground, postgresDataSource } from '@dlock/persistence';
-import type { LockServerConfig } from '../../config';
+import type { LockServerConfig } from '../../../config';
 import { LockStore, SessionRegistry } from '../lock-store.port';
 import { RevocationLog } from '../revocation-log.port';
 import { PgDatabase } from './pg-database';

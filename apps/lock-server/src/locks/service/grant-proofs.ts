@@ -10,7 +10,7 @@ import {
   type LockGrant,
 } from '@dlock/lock-api';
 import { ForbiddenError, ProofVerifier, SigningKeyRing } from '@dlock/identity';
-import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
+import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
 
 /**
  * Signs every grant this server issues, and checks the proofs callers bring

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { RevocationsController } from '../http/revocations.controller';
-import { LocksModule } from './locks.module';
+import { RevocationsController } from './http/revocations.controller';
+import { LocksModule } from '../locks/locks.module';
 
 /**
  * Revocations: the audit log of grants taken from a holder, read by the

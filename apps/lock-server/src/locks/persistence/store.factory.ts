@@ -1,5 +1,5 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
-import type { LockServerConfig } from '../config';
+import type { LockServerConfig } from '../../config';
 import { BrokenLockStore, type BrokenMode } from './broken-lock.store';
 import { etcdStoreProviders } from './etcd';
 import { LockStore, SessionRegistry } from './lock-store.port';
