@@ -6,7 +6,7 @@ import {
   UnauthenticatedError,
   type VerifiedIdentity,
 } from '@dlock/identity';
-import type { ConsoleConfig } from '../config';
+import type { ConsoleConfig } from '../../config';
 import type { ConsoleSession, SessionStore } from './sessions';
 
 /**

@@ -7,9 +7,9 @@ import {
   type RefusalKind,
 } from '@dlock/http-contract';
 import type { DlockError } from '@dlock/lock-api';
-import type { ConsoleConfig } from '../config';
-import { sameSecret, SessionStore, type ConsoleSession } from './sessions';
-import { PersonVerifier } from './person-verifier';
+import type { ConsoleConfig } from '../../config';
+import { sameSecret, SessionStore, type ConsoleSession } from '../service/sessions';
+import { PersonVerifier } from '../service/person-verifier';
 
 export const SESSION_COOKIE = 'dlock_console_session';
 export const CSRF_HEADER = 'x-csrf-token';
