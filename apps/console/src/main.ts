@@ -25,8 +25,8 @@ async function main(): Promise<void> {
       name: 'console',
       // People with a session, not services with bearer tokens (docs/console.md, "Signing in").
       auth: 'people: sessions the app gates itself',
-      // Before anything else, the body included: a foreign Host or Origin, no session, or no
-      // anti-CSRF token is refused before any work.
+      // Where a service authenticates, before the body is read or any route runs: a foreign
+      // Host or Origin, no session, or no anti-CSRF token is refused at no cost.
       beforeBody: (app) => gate.install(app),
       bodyLimitBytes: 16 * 1024,
       staticDir: STATIC_DIR,
