@@ -85,15 +85,15 @@ const GROUPS = [
   {
     name: 'executor',
     mutate: [
-      'apps/executor/src/execution/payout-execution.service.ts',
-      'apps/executor/src/execution/hop-answers.ts',
-      'apps/executor/src/execution/refused-payouts.ts',
+      'apps/executor/src/execution/service/payout-execution.service.ts',
+      'apps/executor/src/execution/domain/hop-answers.ts',
+      'apps/executor/src/execution/domain/refused-payouts.ts',
     ],
     tests: ['apps/executor/src/**/*.spec.ts'],
   },
   {
     name: 'recovery',
-    mutate: ['apps/executor/src/execution/recovery.ts'],
+    mutate: ['apps/executor/src/execution/domain/recovery.ts'],
     tests: ['apps/executor/src/**/*.spec.ts'],
   },
 ];

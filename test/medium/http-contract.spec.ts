@@ -3,9 +3,11 @@ import { gzipSync } from 'node:zlib';
 import { Body, Controller, Get, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
 import { IsString, MaxLength } from 'class-validator';
 import { LoggerModule } from 'nestjs-pino';
 import { DlockError } from '@dlock/lock-api';
+import { ForbiddenError } from '@dlock/identity';
 import { FencingTokenParam, Operation, applyHttpContract } from '@dlock/http-contract';
 import { http, registerAudience, testBearer, testRequestAuth } from '@dlock/testing';
 
@@ -286,4 +288,62 @@ describe('HTTP contract (envelope on every non-2xx)', () => {
       socket.write(Buffer.from(text, 'latin1'));
     });
   }
+});
+
+describe("HTTP contract for an app that gates people's sessions itself (the console)", () => {
+  let app: NestExpressApplication;
+  let base: string;
+  /** What each request's body was when the app's gate saw it. */
+  const bodiesAtGate: unknown[] = [];
+
+  beforeAll(async () => {
+    app = await NestFactory.create<NestExpressApplication>(ProbeModule, {
+      bodyParser: false,
+      logger: false,
+    });
+    applyHttpContract(app, 'people: sessions the app gates itself', {
+      beforeBody: (created) =>
+        created.use((req: Request, _res: Response, next: NextFunction) => {
+          bodiesAtGate.push(req.body);
+          if (req.headers['x-session'] === 'ok') return next();
+          next(new ForbiddenError('sign in first', { reason: 'session' }));
+        }),
+      bodyLimitBytes: 1_024,
+    });
+    await app.listen(0, '127.0.0.1');
+    const address = app.getHttpServer().address();
+    base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  });
+  afterAll(() => app.close());
+
+  it("runs the gate before the body is read: a refused request's malformed body is never parsed", async () => {
+    const res = await http('POST', `${base}/v1/echo`, {
+      rawBody: '{not json',
+      noAuth: true,
+      noProof: true,
+    });
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ code: 'FORBIDDEN', details: { reason: 'session' } });
+    expect(bodiesAtGate.at(-1)).toBeUndefined();
+  });
+
+  it('asks for no bearer token and no policy once the gate lets a request in', async () => {
+    const res = await http('GET', `${base}/v1/contended`, {
+      headers: { 'x-session': 'ok' },
+      noAuth: true,
+      noProof: true,
+    });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ code: 'LOCK_CONTENDED' });
+  });
+
+  it("refuses a body over the app's own limit", async () => {
+    const res = await http('POST', `${base}/v1/echo`, {
+      headers: { 'x-session': 'ok', 'x-fencing-token': '1' },
+      rawBody: JSON.stringify({ name: 'x'.repeat(2_000) }),
+      noAuth: true,
+      noProof: true,
+    });
+    expect(res.status).toBe(413);
+  });
 });

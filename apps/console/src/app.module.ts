@@ -1,41 +1,33 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { AlwaysReady, HealthModule, ObservabilityModule } from '@dlock/observability';
-import { ConsolePeers } from './clients/console-peers';
-import { CONSOLE_CONFIG, type ConsoleConfig } from './config';
-import { ConsoleController } from './http/console.controller';
-import { SessionController } from './http/session.controller';
-import { PersonVerifier } from './auth/person-verifier';
-import { SessionStore } from './auth/sessions';
-import { PendingRevocations } from './service/revocation-requests';
-import { ActionsService } from './service/actions.service';
-import { EventFeed } from './service/event-feed';
-import { OverviewService } from './service/overview.service';
-import { SafetyEventPoller } from './service/safety-event-poller';
+import { ActionsModule } from './actions/actions.module';
+import { CONSOLE_CONFIG, readConsoleConfig } from './config';
+import { ConsolePeersModule } from './console-peers';
+import { EventsModule } from './events/events.module';
+import { OverviewModule } from './overview/overview.module';
+import { SessionsModule } from './sessions/sessions.module';
 
+/** The console as one importable module: its validated config, then one module per page area. */
 @Module({})
 export class ConsoleModule {
-  static forRoot(config: ConsoleConfig): DynamicModule {
-    const sessions = new SessionStore(config.CONSOLE_SESSIONS_MAX, config.CONSOLE_SESSION_MAX_MS);
+  static async forRoot(options: AppConfigOptions = {}): Promise<DynamicModule> {
+    const { module: config, config: values } = await AppConfigModule.forRoot(
+      CONSOLE_CONFIG,
+      readConsoleConfig,
+      options,
+    );
     return {
       module: ConsoleModule,
       imports: [
-        ObservabilityModule.forRoot({ app: 'console', logLevel: config.LOG_LEVEL }),
+        config,
+        ObservabilityModule.forRoot({ app: 'console', logLevel: values.LOG_LEVEL }),
         HealthModule.register(AlwaysReady),
-      ],
-      controllers: [ConsoleController, SessionController],
-      providers: [
-        { provide: CONSOLE_CONFIG, useValue: config },
-        { provide: ConsolePeers, useValue: new ConsolePeers(config) },
-        { provide: SessionStore, useValue: sessions },
-        { provide: PersonVerifier, useValue: new PersonVerifier(config, sessions) },
-        { provide: PendingRevocations, useValue: new PendingRevocations() },
-        {
-          provide: EventFeed,
-          useValue: new EventFeed(config.CONSOLE_EVENT_BUFFER, config.CONSOLE_SSE_CLIENTS_MAX),
-        },
-        OverviewService,
-        ActionsService,
-        SafetyEventPoller,
+        ConsolePeersModule,
+        SessionsModule,
+        OverviewModule,
+        ActionsModule,
+        EventsModule,
       ],
     };
   }

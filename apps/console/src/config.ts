@@ -80,7 +80,7 @@ export type ConsoleConfig = ConsoleEnv & {
 export const CONSOLE_CONFIG = Symbol('CONSOLE_CONFIG');
 
 /** Reads and validates the environment once; a bad value throws EnvError naming the variable. */
-export function readConsoleConfig(source: EnvSource = process.env): ConsoleConfig {
+export function readConsoleConfig(source: EnvSource): ConsoleConfig {
   const raw = validateEnv(ConsoleEnv, source);
   const executors = raw.EXECUTOR_URLS.split(',')
     .map((u) => u.trim())

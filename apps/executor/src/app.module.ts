@@ -5,12 +5,12 @@ import { LockClientModule } from '@dlock/lock-nest';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, readExecutorConfig, type ExecutorConfig } from './config';
-import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './execution/lease';
-import { AttemptHooks, NoAttemptHooks } from './execution/attempt-hooks';
-import { PayoutExecutionService } from './execution/payout-execution.service';
+import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './execution/domain/lease';
+import { AttemptHooks, NoAttemptHooks } from './execution/domain/attempt-hooks.port';
+import { PayoutExecutionService } from './execution/service/payout-execution.service';
 import { HarnessAttemptHooks } from './harness/harness-attempt-hooks';
 import { ExecutorMetrics } from './metrics';
-import { PayoutPollingLoop } from './polling/payout-polling.loop';
+import { PayoutPollingLoop } from './polling/service/payout-polling.loop';
 import { LockSessionReadiness } from './readiness';
 
 /** Payout execution: the polling loop and one attempt per payout, through the two services' clients. */

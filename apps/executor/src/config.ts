@@ -18,7 +18,7 @@ import {
   SESSION_TTL_MIN_MS,
 } from '@dlock/lock-api';
 import { ACCOUNT_ID_RULE, isAccountId } from '@dlock/payout-contract';
-import { submitBudgetMs } from './execution/lease';
+import { submitBudgetMs } from './execution/domain/lease';
 
 /** Where the harness may make a worker SIGKILL itself (DLOCK_HARNESS=1 only). */
 export const CRASH_POINTS = [

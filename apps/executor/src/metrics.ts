@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { counter, gauge, histogram } from '@dlock/metrics';
-import { ATTEMPT_RESULTS } from './execution/execution-outcome';
+import { ATTEMPT_RESULTS } from './execution/domain/execution-outcome';
 
 /** The four pinned labels of payout_execute_seconds (docs/operations.md). */
 export const EXECUTE_LABELS = ['posted', 'failed', 'abandoned', 'ambiguous'] as const;

@@ -28,13 +28,32 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /**
  * Who may call: verifiers of service tokens and of the people a delegating
- * caller acts for, and the authorisation policy, or (only the rail stub, which
- * stands in for a bank outside this system) nobody is asked (docs/security.md).
+ * caller acts for, and the authorisation policy; or (only the rail stub, which
+ * stands in for a bank outside this system) nobody is asked (docs/security.md);
+ * or (only the console) people signed in to the app itself, whose gate the app
+ * installs in `beforeBody` (docs/console.md, "Signing in").
  */
-export type RequestAuth = AuthGate | 'open: external rail simulator';
+export type RequestAuth =
+  AuthGate | 'open: external rail simulator' | 'people: sessions the app gates itself';
+
+/** What an app adds to the wire conventions; every field may be left out. */
+export interface ContractHooks {
+  /**
+   * Middleware that runs where a service authenticates: after the request's
+   * trace and deadline are read, before its body is (an app gating its own
+   * sessions refuses there, at no cost).
+   */
+  beforeBody?: (app: NestExpressApplication) => void;
+  /** Largest request body; BODY_LIMIT_BYTES unless the app's bodies are smaller. */
+  bodyLimitBytes?: number;
+}
 
 /** Applies the wire conventions of docs/contract.md to an express-backed Nest app. */
-export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth): void {
+export function applyHttpContract(
+  app: NestExpressApplication,
+  auth: RequestAuth,
+  hooks: ContractHooks = {},
+): void {
   const logger = new Logger('http');
   app.disable('x-powered-by');
   // Every response is a fresh API answer; express would hash each body for an ETag nobody revalidates.
@@ -52,12 +71,14 @@ export function applyHttpContract(app: NestExpressApplication, auth: RequestAuth
       next(err);
     }
   });
-  if (auth !== 'open: external rail simulator') {
+  if (typeof auth !== 'string') {
     authenticateRequests(app, auth);
     app.useGlobalGuards(new OperationGuard(auth.policy));
   }
+  hooks.beforeBody?.(app);
+  const limit = hooks.bodyLimitBytes ?? BODY_LIMIT_BYTES;
   // inflate: false: a Content-Encoding other than identity is 415, never decoded (README, Wire conventions).
-  app.use(text({ type: () => true, limit: BODY_LIMIT_BYTES, inflate: false }));
+  app.use(text({ type: () => true, limit, inflate: false }));
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const raw: unknown = req.body;
     if (typeof raw !== 'string' || raw.trim() === '') {
@@ -118,17 +139,33 @@ function answerUnparsableRequests(server: Server): void {
   });
 }
 
-export interface ServeOptions {
+/** What an app adds to the `listening` log line once its port is known. */
+export interface ListeningNote {
+  fields?: Record<string, unknown>;
+  /** Replaces `<name> listening on http://127.0.0.1:<port>`. */
+  message?: string;
+}
+
+export interface ServeOptions extends ContractHooks {
   port: number;
   host?: string;
   /** Also the audience a token sent to this service must name. */
   name: string;
-  auth: AuthOptions | 'open: external rail simulator';
+  auth: AuthOptions | 'open: external rail simulator' | 'people: sessions the app gates itself';
   /** The public keys this service signs with, served at /.well-known/jwks.json. */
   publicKeys?: () => object;
+  /** Files served as they are (a page and its scripts), `index.html` at `/`. */
+  staticDir?: string;
+  /** Runs once the port is known (PORT=0 learns it at listen), before `listening` is logged. */
+  afterListen?: (app: INestApplication, port: number) => ListeningNote | void;
 }
 
 function requestAuth(options: ServeOptions): RequestAuth {
+  if (options.auth === 'people: sessions the app gates itself') {
+    // Without its gate such an app would answer anyone.
+    if (options.beforeBody === undefined) throw new Error(`${options.name}: no session gate`);
+    return options.auth;
+  }
   if (typeof options.auth === 'string') return options.auth;
   const { policyFile: file, operator, ...verifier } = options.auth;
   return {
@@ -157,19 +194,27 @@ export async function serveHttpApp(
   const options = typeof serve === 'function' ? serve(app) : serve;
   app.useLogger(app.get(PinoLogger));
   // The policy is read and checked before the app serves anything: a bad one stops the service.
-  applyHttpContract(app, requestAuth(options));
+  applyHttpContract(app, requestAuth(options), options);
   if (options.publicKeys) servePublicKeys(app, options.publicKeys);
-  serveOpenApiDocument(app, {
-    name: options.name,
-    authenticated: typeof options.auth !== 'string',
-    publishesKeys: options.publicKeys !== undefined,
-  });
+  if (options.staticDir) app.useStaticAssets(options.staticDir, { index: 'index.html' });
+  // A page for people serves no service API, so it has no OpenAPI document (docs/console.md).
+  if (options.auth !== 'people: sessions the app gates itself') {
+    serveOpenApiDocument(app, {
+      name: options.name,
+      authenticated: typeof options.auth !== 'string',
+      publishesKeys: options.publicKeys !== undefined,
+    });
+  }
   app.enableShutdownHooks();
   await app.listen(options.port, options.host ?? '0.0.0.0');
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : options.port;
+  const note = options.afterListen?.(app, port) ?? {};
   app
     .get(PinoLogger)
-    .log({ event: 'listening', port }, `${options.name} listening on http://127.0.0.1:${port}`);
+    .log(
+      { event: 'listening', port, ...note.fields },
+      note.message ?? `${options.name} listening on http://127.0.0.1:${port}`,
+    );
   return app;
 }

@@ -1,5 +1,5 @@
 import { readExecutorConfig } from '../config';
-import type { AttemptPoint } from '../execution/attempt-hooks';
+import type { AttemptPoint } from '../execution/domain/attempt-hooks.port';
 import { HarnessAttemptHooks } from './harness-attempt-hooks';
 
 // The harness's crash and pause points (UC-03, UC-04) in-process: the kill is

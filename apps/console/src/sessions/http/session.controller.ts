@@ -4,10 +4,10 @@ import { TOKEN_BYTES_MAX, UnauthenticatedError, type VerifiedIdentity } from '@d
 import { recordAuthRefusal } from '@dlock/http-contract';
 import { ValidationError } from '@dlock/lock-api';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
-import { ConsolePeers } from '../clients/console-peers';
-import { PersonVerifier } from '../auth/person-verifier';
-import { SESSION_COOKIE, type ConsoleRequest } from '../auth/request-guard';
-import { SessionStore, type ConsoleSession } from '../auth/sessions';
+import { ConsolePeers } from '../../console-peers';
+import { PersonVerifier } from '../service/person-verifier';
+import { SESSION_COOKIE, type ConsoleRequest } from './request-guard';
+import { SessionStore, type ConsoleSession } from '../service/sessions';
 
 export class SignInBody {
   /** The person's token (audience `console`); absent when a proxy signs people in. */

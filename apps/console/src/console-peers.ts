@@ -1,3 +1,4 @@
+import { Global, Module } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileTokenProvider, ForbiddenError, type TokenProvider } from '@dlock/identity';
@@ -7,8 +8,8 @@ import { LockClient, LockServerReadClient } from '@dlock/lock-client';
 import { OWNER_ID_MAX_LENGTH } from '@dlock/lock-api';
 import { SafetyEventsClient } from '@dlock/observability';
 import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
-import type { ConsoleConfig } from '../config';
-import type { Actor } from '../auth/sessions';
+import { CONSOLE_CONFIG, type ConsoleConfig } from './config';
+import type { Actor } from './sessions/service/sessions';
 
 /** The services the console reads and acts through; nothing else (docs/console.md). */
 export type ServiceName = 'lock-server' | 'payment-resource' | 'rail-proxy';
@@ -167,3 +168,17 @@ export class ConsolePeers {
     this.rail.close();
   }
 }
+
+/** The console's one set of peers, shared by every feature (app-wide, so global). */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: ConsolePeers,
+      inject: [CONSOLE_CONFIG],
+      useFactory: (config: ConsoleConfig) => new ConsolePeers(config),
+    },
+  ],
+  exports: [ConsolePeers],
+})
+export class ConsolePeersModule {}

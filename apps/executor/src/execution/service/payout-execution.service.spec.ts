@@ -20,10 +20,10 @@ import type {
   PayoutView,
   RailProxyClient,
 } from '@dlock/payout-contract';
-import { readExecutorConfig } from '../config';
-import { ExecutorMetrics } from '../metrics';
-import { AttemptHooks, type AttemptPoint } from './attempt-hooks';
-import type { ProxyRecord } from './recovery';
+import { readExecutorConfig } from '../../config';
+import { ExecutorMetrics } from '../../metrics';
+import { AttemptHooks, type AttemptPoint } from '../domain/attempt-hooks.port';
+import type { ProxyRecord } from '../domain/recovery';
 import { MAX_STEPS_PER_ATTEMPT, PayoutExecutionService } from './payout-execution.service';
 
 const AUTH = {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { Request } from 'express';
 import {
   operatorVerifierOptions,
@@ -5,7 +6,7 @@ import {
   UnauthenticatedError,
   type VerifiedIdentity,
 } from '@dlock/identity';
-import type { ConsoleConfig } from '../config';
+import type { ConsoleConfig } from '../../config';
 import type { ConsoleSession, SessionStore } from './sessions';
 
 /**
@@ -66,4 +67,17 @@ export class PersonVerifier {
     if (typeof raw !== 'string') return undefined;
     return raw.startsWith('Bearer ') ? raw.slice('Bearer '.length) : raw;
   }
+}
+
+/**
+ * Says at boot that nobody can sign in yet: the keys people's tokens are
+ * checked with are a file that does not exist (fail closed, docs/console.md).
+ */
+export function warnWithoutJwks(
+  config: ConsoleConfig,
+  log: { warn(fields: object, message: string): void },
+): void {
+  const jwks = config.AUTH_OPERATOR_JWKS ?? config.AUTH_JWKS;
+  if (!/^https?:\/\//.test(jwks) && !existsSync(jwks))
+    log.warn({ jwks }, `no JWKS at ${jwks} yet: nobody can sign in until it exists`);
 }

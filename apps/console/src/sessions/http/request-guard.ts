@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import { Logger, type INestApplication } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { ForbiddenError, UnauthenticatedError } from '@dlock/identity';
 import {
@@ -7,8 +7,9 @@ import {
   type RefusalKind,
 } from '@dlock/http-contract';
 import type { DlockError } from '@dlock/lock-api';
-import { sameSecret, type ConsoleSession, type SessionStore } from './sessions';
-import type { PersonVerifier } from './person-verifier';
+import type { ConsoleConfig } from '../../config';
+import { sameSecret, SessionStore, type ConsoleSession } from '../service/sessions';
+import { PersonVerifier } from '../service/person-verifier';
 
 export const SESSION_COOKIE = 'dlock_console_session';
 export const CSRF_HEADER = 'x-csrf-token';
@@ -139,5 +140,25 @@ export function sessionGate(store: SessionStore, persons: PersonVerifier) {
       },
       (err: unknown) => next(err),
     );
+  };
+}
+
+/**
+ * The console's gate (docs/console.md, "Signing in"): the Host and Origin
+ * guard, then the session gate, installed before the body is read. The Host
+ * names are those of the configured port until `listeningOn` gives the one
+ * listened on (PORT=0 learns it at listen).
+ */
+export function gateRequests(config: ConsoleConfig) {
+  let hosts = allowedHosts(config.allowedHosts, config.CONSOLE_HOST, config.PORT);
+  return {
+    install(app: INestApplication): void {
+      app.use(hostAndOriginGuard(() => hosts));
+      app.use(sessionGate(app.get(SessionStore), app.get(PersonVerifier)));
+    },
+    listeningOn(port: number): ReadonlySet<string> {
+      hosts = allowedHosts(config.allowedHosts, config.CONSOLE_HOST, port);
+      return hosts;
+    },
   };
 }

@@ -5,10 +5,10 @@ import {
   type OnApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
-import { ConsolePeers } from '../clients/console-peers';
-import { CONSOLE_CONFIG, type ConsoleConfig } from '../config';
+import { ConsolePeers } from '../../console-peers';
+import { CONSOLE_CONFIG, type ConsoleConfig } from '../../config';
 import { EventFeed } from './event-feed';
-import { describeFailure } from './failures';
+import { describeFailure } from '../../failures';
 
 /** Events asked for per service per poll. */
 const PAGE_LIMIT = 100;

@@ -10,17 +10,17 @@ import { DlockError } from '@dlock/lock-api';
 import type { LockSession } from '@dlock/lock-client';
 import { LockSessionKeeper } from '@dlock/lock-nest';
 import { inRootSpan } from '@dlock/tracing';
-import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
+import { EXECUTOR_CONFIG, type ExecutorConfig } from '../../config';
 import {
   PaymentResourceClient,
   RailProxyClient,
   type PayoutState,
   type PayoutSummary,
 } from '@dlock/payout-contract';
-import type { AttemptResult } from '../execution/execution-outcome';
-import { PayoutExecutionService } from '../execution/payout-execution.service';
-import { ExecutorMetrics } from '../metrics';
-import { backlogAgeSeconds, lanesByAccount, shuffled, stopController } from './lanes';
+import type { AttemptResult } from '../../execution/domain/execution-outcome';
+import { PayoutExecutionService } from '../../execution/service/payout-execution.service';
+import { ExecutorMetrics } from '../../metrics';
+import { backlogAgeSeconds, lanesByAccount, shuffled, stopController } from '../domain/lanes';
 
 /**
  * States a dead worker can leave a payout in, polled for recovery by state.

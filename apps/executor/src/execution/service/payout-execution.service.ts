@@ -9,7 +9,7 @@ import {
 } from '@dlock/lock-api';
 import type { LockHandle, LockSession } from '@dlock/lock-client';
 import { SafetyEvents } from '@dlock/observability';
-import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
+import { EXECUTOR_CONFIG, type ExecutorConfig } from '../../config';
 import {
   PaymentResourceClient,
   payoutLockKey,
@@ -17,10 +17,10 @@ import {
   type PayoutSummary,
   type PayoutView,
 } from '@dlock/payout-contract';
-import { ExecutorMetrics, type InvalidHop, type Step } from '../metrics';
-import { AttemptHooks } from './attempt-hooks';
-import type { Ack, AttemptStep } from './attempt-step';
-import { attemptLabel, executeLabel, type AttemptResult } from './execution-outcome';
+import { ExecutorMetrics, type InvalidHop, type Step } from '../../metrics';
+import { AttemptHooks } from '../domain/attempt-hooks.port';
+import type { Ack, AttemptStep } from '../domain/attempt-step';
+import { attemptLabel, executeLabel, type AttemptResult } from '../domain/execution-outcome';
 import {
   afterAckedRefused,
   afterClaimRefused,
@@ -28,9 +28,9 @@ import {
   classifyFailure,
   isRefusedAsInvalid,
   RefusedByPaymentResource,
-} from './hop-answers';
-import { firstStep, stepForState, stepFromRecords } from './recovery';
-import { RefusedPayouts } from './refused-payouts';
+} from '../domain/hop-answers';
+import { firstStep, stepForState, stepFromRecords } from '../domain/recovery';
+import { RefusedPayouts } from '../domain/refused-payouts';
 
 /** Everything one attempt needs; the grant is captured once from the handle and never re-read. */
 interface Attempt {

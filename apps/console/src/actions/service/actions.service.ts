@@ -6,8 +6,8 @@ import {
   type ResolveRequest,
   type TransitionResult,
 } from '@dlock/payout-contract';
-import { ConsolePeers } from '../clients/console-peers';
-import type { Actor } from '../auth/sessions';
+import { ConsolePeers } from '../../console-peers';
+import type { Actor } from '../../sessions/service/sessions';
 import {
   isRevocationRequest,
   PendingRevocations,

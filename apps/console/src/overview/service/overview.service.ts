@@ -2,10 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { DlockError } from '@dlock/lock-api';
 import type { LockListDto, SessionListDto } from '@dlock/lock-api';
 import type { PayoutPage, PayoutStats, SubmissionsResponse } from '@dlock/payout-contract';
-import { ConsolePeers, type ServiceName } from '../clients/console-peers';
-import { joinFences, type FenceRow } from './fences';
-import { describeFailure } from './failures';
-import { PendingRevocations, type RevocationRequestAnswer } from './revocation-requests';
+import { ConsolePeers, type ServiceName } from '../../console-peers';
+import { joinFences, type FenceRow } from '../domain/fences';
+import { describeFailure } from '../../failures';
+import {
+  PendingRevocations,
+  type RevocationRequestAnswer,
+} from '../../actions/service/revocation-requests';
 
 /** A panel's data, or why its service could not give it (the page shows that instead). */
 export type Section<T> = { ok: true; data: T } | { ok: false; service: string; error: string };

@@ -1,34 +1,23 @@
-import { Body, Controller, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { DlockError } from '@dlock/lock-api';
-import { ActionsService } from '../service/actions.service';
 import { EventFeed } from '../service/event-feed';
-import { OverviewService, type Overview } from '../service/overview.service';
-import { SignedIn } from '../auth/signed-in';
-import { SessionStore, type ConsoleSession } from '../auth/sessions';
-import { AbandonActionBody, ApproveActionBody, ResolveActionBody, RevokeActionBody } from './dto';
+import { SignedIn } from '../../sessions/http/signed-in';
+import { SessionStore, type ConsoleSession } from '../../sessions/service/sessions';
 
 /** Keeps idle proxies from closing the stream; a comment line, ignored by EventSource. */
 const SSE_KEEPALIVE_MS = 15_000;
 
 /**
- * The page's JSON and its event stream, for the person signed in (the session
- * gate refuses everything here without a session, and every POST without its
- * anti-CSRF token). Parses and maps; the services hold the rules.
+ * The page's safety feed, for the person signed in (the session gate refuses
+ * it without a session). Streams what the poller hands the feed.
  */
 @Controller('api')
-export class ConsoleController {
+export class EventsController {
   constructor(
-    private readonly overviewService: OverviewService,
-    private readonly actions: ActionsService,
     private readonly feed: EventFeed,
     private readonly sessions: SessionStore,
   ) {}
-
-  @Get('overview')
-  overview(): Promise<Overview> {
-    return this.overviewService.overview();
-  }
 
   /**
    * Server-sent events: first the events kept so far and each service's
@@ -64,30 +53,5 @@ export class ConsoleController {
       res.end();
     }, SSE_KEEPALIVE_MS);
     req.on('close', stop);
-  }
-
-  @Post('actions/revoke')
-  @HttpCode(200)
-  revoke(@SignedIn() actor: ConsoleSession, @Body() body: RevokeActionBody) {
-    return this.actions.revoke(actor, body.key, body.reason, body.expectedToken);
-  }
-
-  @Post('actions/approve')
-  @HttpCode(200)
-  approve(@SignedIn() actor: ConsoleSession, @Body() body: ApproveActionBody) {
-    return this.actions.approve(actor, body.requestId);
-  }
-
-  @Post('actions/abandon')
-  @HttpCode(200)
-  abandon(@SignedIn() actor: ConsoleSession, @Body() body: AbandonActionBody) {
-    return this.actions.abandon(actor, body.payoutId, body.reason);
-  }
-
-  @Post('actions/resolve')
-  @HttpCode(200)
-  resolve(@SignedIn() actor: ConsoleSession, @Body() body: ResolveActionBody) {
-    const { payoutId, ...verdict } = body;
-    return this.actions.resolve(actor, payoutId, verdict);
   }
 }

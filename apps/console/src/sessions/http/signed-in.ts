@@ -1,7 +1,7 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import { UnauthenticatedError } from '@dlock/identity';
 import type { ConsoleRequest } from './request-guard';
-import type { ConsoleSession } from './sessions';
+import type { ConsoleSession } from '../service/sessions';
 
 /**
  * Route parameter: the session of the person at the keyboard. The session
