@@ -35,16 +35,16 @@ const GROUPS = [
   {
     name: 'payment-domain',
     mutate: [
-      'apps/payment-resource/src/domain/transition-table.ts',
-      'apps/payment-resource/src/domain/ledger.ts',
+      'apps/payment-resource/src/payouts/domain/transition-table.ts',
+      'apps/payment-resource/src/ledger/domain/ledger.ts',
     ],
     tests: ['apps/payment-resource/src/**/*.spec.ts', 'apps/payment-resource/test/**/*.spec.ts'],
   },
   {
     name: 'payment-guards',
     mutate: [
-      'apps/payment-resource/src/persistence/fence.repository.ts',
-      'apps/payment-resource/src/persistence/ledger.repository.ts',
+      'apps/payment-resource/src/payouts/persistence/fence.repository.ts',
+      'apps/payment-resource/src/ledger/persistence/ledger.repository.ts',
     ],
     tests: ['apps/payment-resource/src/**/*.spec.ts', 'apps/payment-resource/test/**/*.spec.ts'],
   },

@@ -9,8 +9,8 @@ import {
 } from '@dlock/persistence';
 import type { DatabaseName } from '../../migrations';
 import type { Db } from '../../apps/payment-resource/src/persistence/db';
-import { IdempotencyRepository } from '../../apps/payment-resource/src/persistence/idempotency.repository';
-import { PayoutRepository } from '../../apps/payment-resource/src/persistence/payout.repository';
+import { IdempotencyRepository } from '../../apps/payment-resource/src/payouts/persistence/idempotency.repository';
+import { PayoutRepository } from '../../apps/payment-resource/src/payouts/persistence/payout.repository';
 import type { ReadOnlyDb } from '../../apps/reconciler/src/persistence/read-only-db';
 import { CheckCursors } from '../../apps/reconciler/src/detective/persistence/check-cursors';
 import { CheckQueries } from '../../apps/reconciler/src/detective/persistence/check-queries';

@@ -13,7 +13,7 @@ import {
   withTriggersOff,
   type NodeRun,
 } from '@dlock/testing';
-import { PayoutRepository } from '../../apps/payment-resource/src/persistence/payout.repository';
+import { PayoutRepository } from '../../apps/payment-resource/src/payouts/persistence/payout.repository';
 
 /**
  * Reads that cost the live work, not the history (docs/scale.md), against real

@@ -4,11 +4,11 @@ import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PAYMENT_CONFIG, readPaymentConfig } from './config';
 import { FenceFloorModule } from './fence-floor/fence-floor.module';
-import { LedgerModule } from './persistence/ledger.module';
+import { LedgerModule } from './ledger/ledger.module';
 import { PaydbModule } from './persistence/paydb.module';
-import { PaydbReadiness } from './persistence/readiness';
-import { AccountsModule } from './service/accounts.module';
-import { PayoutsModule } from './service/payouts.module';
+import { PaydbReadiness } from './readiness';
+import { AccountsModule } from './accounts/accounts.module';
+import { PayoutsModule } from './payouts/payouts.module';
 
 /**
  * The executor's writes on every payout, served without the per-request logger

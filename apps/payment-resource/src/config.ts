@@ -10,7 +10,7 @@ import {
   type EnvSource,
 } from '@dlock/config';
 import { AuthEnv } from '@dlock/identity';
-import { CLEARING_SHARDS_MAX } from './domain/ledger';
+import { CLEARING_SHARDS_MAX } from './ledger/domain/ledger';
 
 export const PAYMENT_CONFIG = Symbol('PAYMENT_CONFIG');
 

@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { PaydbModule } from '../persistence/paydb.module';
-import { FenceFloorController } from './fence-floor.controller';
-import { FenceFloorRepository } from './fence-floor.repository';
-import { FenceFloorService } from './fence-floor.service';
+import { FenceFloorController } from './http/fence-floor.controller';
+import { FenceFloorRepository } from './persistence/fence-floor.repository';
+import { FenceFloorService } from './service/fence-floor.service';
 
 /** Revocation fencing: an account's floor raised by the reconciler (docs/operations.md). */
 @Module({

@@ -1,7 +1,7 @@
 import { DlockError, ValidationError } from '@dlock/lock-api';
 import { isAccountId, isPayoutState, type PayoutState } from '@dlock/payout-contract';
 import { UUID_PATTERN } from '../persistence/db';
-import { decodeCursor, type Cursor } from '../service/cursor';
+import { decodeCursor, type Cursor } from '../payouts/domain/cursor';
 
 /** A malformed id names no payout: 404, the same as an unknown one. */
 export function payoutIdParam(raw: string): string {

@@ -12,12 +12,12 @@ import {
   PayoutStats,
 } from '@dlock/payout-contract';
 import { preparedManager } from '@dlock/persistence';
-import { AccountRepository } from '../persistence/account.repository';
-import { LedgerRepository } from '../persistence/ledger.repository';
+import { AccountRepository } from '../../ledger/persistence/account.repository';
+import { LedgerRepository } from '../../ledger/persistence/ledger.repository';
 import { PayoutRepository, type Payout } from '../persistence/payout.repository';
-import type { Db } from '../persistence/db';
+import type { Db } from '../../persistence/db';
 import { TransitionLogRepository } from '../persistence/transition-log.repository';
-import { encodeCursor, type Cursor } from './cursor';
+import { encodeCursor, type Cursor } from '../domain/cursor';
 
 const RAIL_OUTCOME_OF: Record<string, string> = {
   RAIL_SUBMITTED: 'SUBMITTED',

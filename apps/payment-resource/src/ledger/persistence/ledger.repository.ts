@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { Leg } from '../domain/ledger';
-import { toMinor, updatedRows, type Db } from './db';
+import { toMinor, updatedRows, type Db } from '../../persistence/db';
 
 export interface LedgerEntry extends Leg {
   entryId: string;

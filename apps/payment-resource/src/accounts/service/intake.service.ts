@@ -13,13 +13,13 @@ import {
   type DepositResponse,
 } from '@dlock/payout-contract';
 import { preparedManager } from '@dlock/persistence';
-import { balancedPair, fundingAccountId } from '../domain/ledger';
-import { AccountRepository, type Account } from '../persistence/account.repository';
-import type { Db } from '../persistence/db';
+import { balancedPair, fundingAccountId } from '../../ledger/domain/ledger';
+import { AccountRepository, type Account } from '../../ledger/persistence/account.repository';
+import type { Db } from '../../persistence/db';
 import { IntakeRepository, type IntakeKey } from '../persistence/intake.repository';
-import { LedgerRepository } from '../persistence/ledger.repository';
-import { PayoutRepository } from '../persistence/payout.repository';
-import { requestHash } from './canonical';
+import { LedgerRepository } from '../../ledger/persistence/ledger.repository';
+import { PayoutRepository } from '../../payouts/persistence/payout.repository';
+import { requestHash } from '../../payouts/domain/canonical';
 
 export interface IntakeAnswer<T> {
   statusCode: number;

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FencingToken } from '@dlock/lock-api';
 import { SigningKeyRing } from '@dlock/identity';
 import { instructionClaims, PAYOUT_INSTRUCTION_TYPE } from '@dlock/payout-contract';
-import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
+import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
 import type { Payout } from '../persistence/payout.repository';
 
 /**

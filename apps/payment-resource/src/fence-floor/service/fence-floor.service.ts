@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { DlockError } from '@dlock/lock-api';
 import { FenceFloorAudit, type FloorCommand } from '@dlock/payout-contract/fence-floor';
 import type { AccountFloorResponse } from '@dlock/payout-contract';
-import { FenceFloorRepository } from './fence-floor.repository';
+import { FenceFloorRepository } from '../persistence/fence-floor.repository';
 
 /**
  * Raises an account's fence to a floor so that a revoked holder is fenced out

@@ -4,7 +4,7 @@ import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger'
 import { ApiContractErrors, ApiOperatorHeader, Operation, schemaRef } from '@dlock/http-contract';
 import { FenceFloorBody, parseFloorRequest } from '@dlock/payout-contract/fence-floor';
 import type { AccountFloorResponse } from '@dlock/payout-contract';
-import { FenceFloorService } from './fence-floor.service';
+import { FenceFloorService } from '../service/fence-floor.service';
 
 /**
  * Operator/reconciler only (docs/operations.md, "Revocation fencing"): never

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
-import { AccountRepository } from './account.repository';
-import { LedgerRepository } from './ledger.repository';
-import { PaydbModule } from './paydb.module';
+import { AccountRepository } from './persistence/account.repository';
+import { LedgerRepository } from './persistence/ledger.repository';
+import { PaydbModule } from '../persistence/paydb.module';
 
 /** Accounts and their double-entry ledger (docs/payment-resource.md): shared by payouts and intake. */
 @Module({

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import type { PayoutRecord, PayoutState } from '@dlock/payout-contract';
-import { toBigintOrNull, toMinor, updatedRows, type Db } from './db';
+import { toBigintOrNull, toMinor, updatedRows, type Db } from '../../persistence/db';
 import {
   answerInsert,
   type Answer,

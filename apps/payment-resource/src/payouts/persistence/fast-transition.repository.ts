@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
-import { AVAILABLE } from './account.repository';
-import { toBigint, toMinor, type Db } from './db';
+import { AVAILABLE } from '../../ledger/persistence/account.repository';
+import { toBigint, toMinor, type Db } from '../../persistence/db';
 import { ADMITS, ADVANCE_SET, type FenceRequest } from './fence.repository';
 import type { Answer, IdempotencyScope } from './idempotency.repository';
 import {
@@ -9,7 +9,7 @@ import {
   movementCtes,
   type LedgerEntry,
   type MovementMeta,
-} from './ledger.repository';
+} from '../../ledger/persistence/ledger.repository';
 import {
   fromRow,
   PAYOUT_COLUMNS,

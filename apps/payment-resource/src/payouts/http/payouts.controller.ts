@@ -32,7 +32,12 @@ import {
 import { PayoutCommands } from '../service/payout-commands.service';
 import { PayoutQueries } from '../service/payout-queries.service';
 import { AbandonBody, ClaimBody, PostBody, RailOutcomeBody, ResolveBody } from './dto';
-import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, parseListQuery, payoutIdParam } from './params';
+import {
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  parseListQuery,
+  payoutIdParam,
+} from '../../http/params';
 
 const PAYOUT_PARAM = ApiParam({ name: 'payoutId', schema: { type: 'string', format: 'uuid' } });
 

@@ -11,9 +11,9 @@ import {
 } from '@dlock/http-contract';
 import { preparedManager } from '@dlock/persistence';
 import { SafetyEvents } from '@dlock/observability';
-import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
-import { PaymentMetrics, type WriteOperation, type WriteResult } from '../metrics';
-import type { Db } from '../persistence/db';
+import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
+import { PaymentMetrics, type WriteOperation, type WriteResult } from '../../metrics';
+import type { Db } from '../../persistence/db';
 import {
   FastTransitionRepository,
   type FastTransition,

@@ -11,7 +11,7 @@ import {
 import { ProofVerifier } from '@dlock/identity';
 import { SafetyEvents } from '@dlock/observability';
 import { payoutAccountOf } from '@dlock/payout-contract';
-import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
+import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
 
 /** The part of a fenced write the proof speaks to. */
 export interface ProvenWrite {

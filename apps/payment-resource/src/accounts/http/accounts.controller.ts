@@ -2,8 +2,8 @@ import { Controller, Get, Param } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ApiContractErrors, schemaRef } from '@dlock/http-contract';
 import type { AccountView } from '@dlock/payout-contract';
-import { PayoutQueries } from '../service/payout-queries.service';
-import { accountIdParam } from './params';
+import { PayoutQueries } from '../../payouts/service/payout-queries.service';
+import { accountIdParam } from '../../http/params';
 import { Operation } from '@dlock/http-contract';
 
 @ApiTags('accounts')

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { PayoutState } from '@dlock/payout-contract';
 import type { PayoutEvent } from '../domain/transition-table';
-import { toBigintOrNull, type Db } from './db';
+import { toBigintOrNull, type Db } from '../../persistence/db';
 
 export interface TransitionRecord {
   payoutId: string;

@@ -25,13 +25,17 @@ import type {
 } from '@dlock/payout-contract';
 import { SafetyEvents } from '@dlock/observability';
 import { preparedManager } from '@dlock/persistence';
-import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
-import { balancedPair, clearingAccountFor, directionOf } from '../domain/ledger';
+import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
+import { balancedPair, clearingAccountFor, directionOf } from '../../ledger/domain/ledger';
 import { transition, type PayoutEvent } from '../domain/transition-table';
-import { PaymentMetrics } from '../metrics';
-import { AccountRepository } from '../persistence/account.repository';
-import type { Db } from '../persistence/db';
-import { LedgerRepository, newEntries, type LedgerEntry } from '../persistence/ledger.repository';
+import { PaymentMetrics } from '../../metrics';
+import { AccountRepository } from '../../ledger/persistence/account.repository';
+import type { Db } from '../../persistence/db';
+import {
+  LedgerRepository,
+  newEntries,
+  type LedgerEntry,
+} from '../../ledger/persistence/ledger.repository';
 import type { Answer } from '../persistence/idempotency.repository';
 import {
   PayoutRepository,
@@ -47,7 +51,7 @@ import {
   type WriteOutcome,
 } from './fenced-writer';
 import { InstructionSigner } from './instruction-signer';
-import { requestHash } from './canonical';
+import { requestHash } from '../domain/canonical';
 import { asUnavailable } from './paydb-errors';
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
-import { toBigint, toMinor, type Db } from './db';
+import { toBigint, toMinor, type Db } from '../../persistence/db';
 
 export type AccountKind = 'CUSTOMER' | 'CLEARING' | 'FUNDING';
 
