@@ -189,14 +189,17 @@ async function measure(
   return rows;
 }
 
-/** Baseline, each layer off alone, then all of them off; ROUNDS times, interleaved. */
+/**
+ * Each layer off alone, then all of them off, each right after a baseline of its own (A B
+ * pairs, the same re-warm before both); ROUNDS times, interleaved.
+ */
 async function ablation(env: Env, service: string): Promise<Row[]> {
   const layers = SERVICE_LAYERS[service] ?? [];
   const variants = [
-    { name: 'baseline', off: [] as readonly string[] },
-    ...layers.map((l) => ({ name: l, off: [l] })),
+    ...layers.map((l) => ({ name: l, off: [l] as readonly string[] })),
     ...(layers.length > 1 ? [{ name: 'all', off: layers }] : []),
-  ];
+  ].flatMap((v) => [{ name: 'baseline', off: [] as readonly string[], pair: v.name }, v]);
+  if (variants.length === 0) variants.push({ name: 'baseline', off: [], pair: '' });
   const { svc, batch, stop } = await launch(env, service, {});
   const rows: Row[] = [];
   try {
@@ -207,7 +210,9 @@ async function ablation(env: Env, service: string): Promise<Row[]> {
         await svc.set(v.off);
         await runBatch(batch, REWARM);
         await svc.instrument(true);
-        rows.push(...(await measure(svc, batch, service, v.name, round)));
+        const measured = await measure(svc, batch, service, v.name, round);
+        const pair = 'pair' in v ? v.pair : undefined;
+        rows.push(...measured.map((r) => (pair ? { ...r, pairedWith: pair } : r)));
       }
     }
   } finally {

@@ -7,6 +7,8 @@ export interface Row {
   phase: string;
   variant: string;
   round: number;
+  /** A baseline measured right before this variant, in the same round (ablation pairs). */
+  pairedWith?: string;
   /** CPU time (user + system) of the service per request. */
   cpuUs: number;
   /** Instructions the service executed per request (callgrind), V8's compilers left out; or null. */
@@ -52,16 +54,26 @@ function value(rows: Row[], metric: Metric, service: string, phase: string, vari
   );
 }
 
-/** A layer's cost: baseline minus the variant without it, paired per round, median. */
+/**
+ * A layer's cost: the baseline measured right before the variant (its pair, same round) minus
+ * the variant without the layer, median over rounds. An own-process variant has no pair: the
+ * round's first baseline stands in.
+ */
 function cost(rows: Row[], metric: Metric, service: string, phase: string, variant: string) {
-  const at = (v: string, round: number) =>
-    rows.find(
-      (r) => r.service === service && r.phase === phase && r.variant === v && r.round === round,
+  const baselineOf = (r: Row) => {
+    const bases = rows.filter(
+      (b) =>
+        b.service === service &&
+        b.phase === phase &&
+        b.variant === 'baseline' &&
+        b.round === r.round,
     );
+    return bases.find((b) => b.pairedWith === variant) ?? bases[0];
+  };
   const deltas: number[] = [];
   for (const r of rows) {
     if (r.service !== service || r.phase !== phase || r.variant !== variant) continue;
-    const base = at('baseline', r.round);
+    const base = baselineOf(r);
     if (base) deltas.push(metric(base) - metric(r));
   }
   return median(deltas);
@@ -202,7 +214,7 @@ function header(input: ReportInput): string[] {
     `- unit: ${unit}; ${input.n} requests per measurement, one in flight, kept-alive connection; ${input.rounds} round(s) of every variant, interleaved in one process; ${input.warmup} warm-up requests at start and ${input.rewarm} iterations after every layer switch`,
     input.callgrind
       ? "- method: the service runs under `valgrind --tool=callgrind --instr-atstart=no`, the warm-ups run uninstrumented, and `callgrind_control -z` / `-d` around each measurement give the instructions the process executed, all threads, user space only (the kernel side of a syscall is not counted), divided by the requests. The instructions of V8's compilers (parser, bytecode generator, TurboFan, deoptimiser) are counted apart and left out: TurboFan still optimises long after the warm-up and its bursts land in one measurement and not the next (a forced full GC before each measurement made it worse: it threw optimised code away). A major GC lands in some measurements and not in others, so each figure is the median of the rounds. Instruction counts do not depend on what else runs on the machine. The bench's own calls wait 50 times their hop budget (X-Request-Deadline-Ms says so), since a service under callgrind runs about that much slower."
-      : "- method: the service's own CPU time (process.cpuUsage, user + system) before and after each measurement, divided by the requests; the median of the rounds, and each layer's cost as the median of its per-round difference to the baseline of the same round. Less load-sensitive than wall time, not insensitive: compare within one report.",
+      : "- method: the service's own CPU time (process.cpuUsage, user + system) before and after each measurement, divided by the requests; the median of the rounds, and each layer's cost as the median over rounds of its difference to a baseline measured right before it (A B pairs, both after the same re-warm), so drift within a round does not land in every layer. Less load-sensitive than wall time, not insensitive: compare within one report.",
     '- a layer\'s cost is the baseline minus the same requests with that layer taken out (ablate.ts says how); "own process" variants start a process of their own and are compared with the baseline of the main one',
     '',
   ];
