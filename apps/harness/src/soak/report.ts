@@ -92,20 +92,40 @@ function faultSection(r: SoakResult): string[] {
   if (r.nemesis.leftOut.length > 0) lines.push('');
   lines.push(`| kind | count |`, `| --- | --- |`);
   for (const [k, n] of Object.entries(r.faultsByKind).sort()) lines.push(`| ${k} | ${n} |`);
+  lines.push('', ...replicaFaultTable(r));
   lines.push(
-    '',
     '### Timeline',
     '',
-    '| start | duration | kind | what |',
-    '| --- | --- | --- | --- |',
+    '| start | duration | kind | replica | what |',
+    '| --- | --- | --- | --- | --- |',
   );
   for (const f of r.faults) {
     // A split's label has a `|` of its own: escaped, or it would end the cell.
     const text = f.what.replaceAll('|', '\\|');
     const what = f.failed ? `**FAILED**: ${text}` : text;
     lines.push(
-      `| +${(f.atMs / 1000).toFixed(1)} s | ${(f.durationMs / 1000).toFixed(1)} s | ${f.kind} | ${what} |`,
+      `| +${(f.atMs / 1000).toFixed(1)} s | ${(f.durationMs / 1000).toFixed(1)} s | ${f.kind} | ` +
+        `${f.replica ?? ''} | ${what} |`,
     );
+  }
+  lines.push('');
+  return lines;
+}
+
+/** The faults that act on one replica, counted per replica and kind (which the seed drew). */
+function replicaFaultTable(r: SoakResult): string[] {
+  const byReplica = r.faultsByReplica;
+  const kinds = [...new Set(Object.values(byReplica).flatMap((m) => Object.keys(m)))].sort();
+  if (kinds.length === 0) return [];
+  const lines = [
+    'Faults that act on one lock-server replica, per replica:',
+    '',
+    `| replica | ${kinds.join(' | ')} |`,
+    `| --- | ${kinds.map(() => '---').join(' | ')} |`,
+  ];
+  for (const x of r.replicas) {
+    const m = byReplica[x.replica] ?? {};
+    lines.push(`| ${x.name} | ${kinds.map((k) => m[k] ?? 0).join(' | ')} |`);
   }
   lines.push('');
   return lines;

@@ -8,7 +8,14 @@ import { withPg } from '../infra/postgres';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkLockHistory, checkSystem, startHarness } from '../runner';
 import type { Backend, DlockSystem } from '../system';
-import { inject, planFault, selectKinds, type FaultKind, type PlannedFault } from './faults';
+import {
+  faultReplica,
+  inject,
+  planFault,
+  selectKinds,
+  type FaultKind,
+  type PlannedFault,
+} from './faults';
 
 export interface SoakOptions {
   seed: number;
@@ -37,6 +44,8 @@ export interface SoakFault {
   kind: FaultKind;
   what: string;
   durationMs: number;
+  /** The lock-server replica it acted on, for the kinds that act on one (see `faultReplica`). */
+  replica?: number;
   failed?: boolean;
 }
 
@@ -60,6 +69,8 @@ export interface SoakResult {
   payoutsByState: Record<string, number>;
   faults: SoakFault[];
   faultsByKind: Record<string, number>;
+  /** Faults per replica they acted on, by kind (`{ 0: { 'lock-net-reset': 2 } }`). */
+  faultsByReplica: Record<number, Record<string, number>>;
   /** Faults that could not be applied or healed: each fails the run. */
   faultFailures: number;
   /** The kinds drawn from, and those left out with the reason. */
@@ -246,7 +257,8 @@ async function injectTimed(
 ): Promise<SoakFault | null> {
   const start = performance.now();
   const atMs = Math.round(start - t0);
-  const base = { atMs, kind: planned.kind };
+  const replica = faultReplica(planned, sys.lockReplicas.length);
+  const base = { atMs, kind: planned.kind, ...(replica === undefined ? {} : { replica }) };
   try {
     const what = await inject(sys, pg, planned, state);
     const durationMs = Math.round(performance.now() - start);
@@ -262,12 +274,18 @@ async function injectTimed(
   }
 }
 
-function faultSummary(
+export function faultSummary(
   faults: readonly SoakFault[],
-): Pick<SoakResult, 'faultsByKind' | 'faultFailures'> {
+): Pick<SoakResult, 'faultsByKind' | 'faultsByReplica' | 'faultFailures'> {
   const faultsByKind: Record<string, number> = {};
-  for (const f of faults) faultsByKind[f.kind] = (faultsByKind[f.kind] ?? 0) + 1;
-  return { faultsByKind, faultFailures: faults.filter((f) => f.failed).length };
+  const faultsByReplica: Record<number, Record<string, number>> = {};
+  for (const f of faults) {
+    faultsByKind[f.kind] = (faultsByKind[f.kind] ?? 0) + 1;
+    if (f.replica === undefined) continue;
+    const byKind = (faultsByReplica[f.replica] ??= {});
+    byKind[f.kind] = (byKind[f.kind] ?? 0) + 1;
+  }
+  return { faultsByKind, faultsByReplica, faultFailures: faults.filter((f) => f.failed).length };
 }
 
 /** Grants and errors per replica, from its own recorder. */
