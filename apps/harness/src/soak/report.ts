@@ -2,8 +2,11 @@ import { INVARIANTS } from '../checkers/invariants';
 import { describeLinearizability, type LinearizabilityReport } from '../checkers/linearizability';
 import type { SoakResult } from './soak';
 
-/** The soak report, as markdown (printed and written to bench/reports/soak-<backend>.md). */
-export function soakReport(r: SoakResult, note = ''): string {
+/**
+ * The soak report, as markdown (printed and written to bench/reports/soak-<backend>.md);
+ * `picture` is the file name of its timeline SVG, written beside it.
+ */
+export function soakReport(r: SoakResult, note = '', picture = ''): string {
   const o = r.options;
   const posted = r.payoutsByState.POSTED ?? 0;
   const lines: string[] = [];
@@ -39,6 +42,7 @@ export function soakReport(r: SoakResult, note = ''): string {
     `| **linearizability of the lock-server** | **${r.linearizability.verdict}** (below) |`,
   );
   lines.push('');
+  if (picture) lines.push(...pictureSection(r, picture));
   lines.push(...replicaSection(r));
   lines.push(...faultSection(r));
   lines.push(...safetySection(r));
@@ -67,6 +71,22 @@ function linearizabilitySection(l: LinearizabilityReport): string[] {
     '```',
     ...describeLinearizability(l),
     '```',
+    '',
+  ];
+}
+
+/** The timeline picture and how to read it (./timeline-svg.ts). */
+function pictureSection(r: SoakResult, picture: string): string[] {
+  return [
+    '## Timeline',
+    '',
+    `![soak timeline: faults, payouts, grants per replica, fenced writes, violations](${picture})`,
+    '',
+    'Grey bands: the faults, one lane per kind (the digit is the replica it acted on). ' +
+      'Pink ticks: fenced-out writes. Red marks: violations ' +
+      `(${r.timeline.violations.length} here). Lines: payouts POSTED and grants per replica, ` +
+      'per second, averaged over the buckets the axis names. The dashed line is where the ' +
+      'faults stopped and the backlog drained.',
     '',
   ];
 }

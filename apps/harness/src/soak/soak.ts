@@ -16,6 +16,7 @@ import {
   type FaultKind,
   type PlannedFault,
 } from './faults';
+import type { SoakTimeline } from './timeline-svg';
 
 export interface SoakOptions {
   seed: number;
@@ -89,6 +90,8 @@ export interface SoakResult {
   linearizability: LinearizabilityReport;
   railTransfers: number;
   grants: number;
+  /** What the report's timeline picture draws (./timeline-svg.ts). */
+  timeline: SoakTimeline;
 }
 
 const SAFETY_EVENTS = [
@@ -143,9 +146,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     for (const l of nemesis.leftOut) log(`nemesis leaves out ${l.kind}: ${l.why}`);
     const nExec = o.executors ?? 3;
     for (let i = 0; i < nExec; i++) await sys.startExecutor(`soak-w${i + 1}`);
-    const phase = await faultPhase(sys, o, nemesis.kinds, fx.accountIds, log);
+    const { clock, ...phase } = await faultPhase(sys, o, nemesis.kinds, fx.accountIds, log);
     const drainMs = await healAndDrain(sys);
     await sys.stopExecutors();
+    const timeline = await collectTimeline(sys, clock, phase);
     // The lock history first: it is saved and judged even if a later check fails.
     const linearizability = await checkHistory(sys, o.lockHistoryOut, log);
     await h.ctx.watch.trySample();
@@ -176,6 +180,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       linearizability,
       railTransfers: invariants.facts.railTransfers,
       grants: invariants.facts.grants,
+      timeline: {
+        ...timeline,
+        violations: timelineViolations(phase.faults, invariants, linearizability),
+      },
     };
   } finally {
     await h.stop();
@@ -193,9 +201,10 @@ async function faultPhase(
   kinds: readonly FaultKind[],
   accountIds: readonly string[],
   log: (m: string) => void,
-): Promise<Pick<SoakResult, 'faults' | 'payoutsCreated' | 'durationMs'>> {
+): Promise<Pick<SoakResult, 'faults' | 'payoutsCreated' | 'durationMs'> & { clock: PhaseClock }> {
   const inflowRandom = mulberry32(o.seed ^ 0x9e3779b9);
   const t0 = performance.now();
+  const t0Wall = Date.now();
   const faults: SoakFault[] = [];
   let created = 0;
   const clock = { t0, endAt: t0 + o.minutes * 60_000 };
@@ -219,7 +228,12 @@ async function faultPhase(
   };
   const chaosRun = chaos(sys, o, kinds, clock, faults, log);
   await Promise.all([inflow(), chaosRun]);
-  return { faults, payoutsCreated: created, durationMs: Math.round(performance.now() - t0) };
+  return {
+    faults,
+    payoutsCreated: created,
+    durationMs: Math.round(performance.now() - t0),
+    clock: { t0, t0Wall },
+  };
 }
 
 /** The seeded schedule: one fault at a time, each healed before the next, into `faults`. */
@@ -286,6 +300,73 @@ export function faultSummary(
     byKind[f.kind] = (byKind[f.kind] ?? 0) + 1;
   }
   return { faultsByKind, faultsByReplica, faultFailures: faults.filter((f) => f.failed).length };
+}
+
+/** When the fault phase started: performance.now() (recorders, logs) and wall clock (databases). */
+interface PhaseClock {
+  t0: number;
+  t0Wall: number;
+}
+
+/**
+ * The picture's counters, per second from the start of the fault phase to
+ * the end of the drain: POSTED transitions (paydb's own timestamps, one
+ * machine so one clock), grants per replica (each recorder) and fenced-out
+ * writes (every process log).
+ */
+async function collectTimeline(
+  sys: DlockSystem,
+  clock: PhaseClock,
+  phase: Pick<SoakResult, 'faults' | 'durationMs'>,
+): Promise<Omit<SoakTimeline, 'violations'>> {
+  const durationMs = Math.round(performance.now() - clock.t0);
+  const seconds = Math.ceil(durationMs / 1_000);
+  const perSecond = (times: readonly number[]) => {
+    const out = new Array<number>(seconds).fill(0);
+    for (const ms of times) {
+      const s = Math.floor((ms - clock.t0) / 1_000);
+      if (s >= 0 && s < seconds) out[s]++;
+    }
+    return out;
+  };
+  const posted = await withPg(sys.paydbUrl, (c) =>
+    c.query<{ s: number; n: number }>(
+      `SELECT floor((extract(epoch FROM created_at) * 1000 - $1) / 1000)::int AS s, count(*)::int AS n
+         FROM payout_transition WHERE to_state = 'POSTED' GROUP BY 1`,
+      [clock.t0Wall],
+    ),
+  );
+  const postedPerSecond = new Array<number>(seconds).fill(0);
+  for (const row of posted.rows) if (row.s >= 0 && row.s < seconds) postedPerSecond[row.s] = row.n;
+  return {
+    durationMs,
+    faultPhaseMs: phase.durationMs,
+    faults: phase.faults,
+    postedPerSecond,
+    grantsPerSecond: sys.lockReplicas.map((r) => ({
+      name: r.server.name,
+      perSecond: perSecond(r.recorder.grants.map((g) => g.grantedAt)),
+    })),
+    fencedAtMs: sys
+      .allApps()
+      .flatMap((p) => p.fencedAt.map((at) => Math.round(at - clock.t0)))
+      .sort((a, b) => a - b),
+  };
+}
+
+/** Failed faults at their time; invariant and linearizability violations carry none. */
+function timelineViolations(
+  faults: readonly SoakFault[],
+  invariants: InvariantReport,
+  lin: LinearizabilityReport,
+): SoakTimeline['violations'] {
+  return [
+    ...faults.filter((f) => f.failed).map((f) => ({ atMs: f.atMs, label: `${f.kind}: ${f.what}` })),
+    ...INVARIANTS.flatMap((id) =>
+      invariants.violations[id].map((v) => ({ atMs: null, label: `${id}: ${v}` })),
+    ),
+    ...lin.violations.map((v) => ({ atMs: null, label: `not linearizable: ${v.partition}` })),
+  ];
 }
 
 /** Grants and errors per replica, from its own recorder. */
