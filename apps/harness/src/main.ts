@@ -23,6 +23,7 @@ import {
 import { soakReport } from './soak/report';
 import { parseNemesis } from './soak/faults';
 import { runSoak, soakViolations } from './soak/soak';
+import { timelineSvg } from './soak/timeline-svg';
 import type { Backend } from './system';
 
 const USAGE = `usage: npm run harness -- <command> [options]
@@ -191,12 +192,15 @@ async function soak(o: {
     signal: interrupt.signal,
     lockHistoryOut: o.lockHistory,
   });
-  const report = soakReport(result);
-  console.log(report);
   const out = o.out ?? path.join(repoRoot(), 'bench', 'reports', `soak-${o.backend}.md`);
+  // The picture sits beside the report, which links it by name.
+  const svg = `${out.replace(/\.md$/, '')}.svg`;
+  const report = soakReport(result, '', path.basename(svg));
+  console.log(report);
   mkdirSync(path.dirname(out), { recursive: true });
   writeFileSync(out, report);
-  log(`report written to ${out}`);
+  writeFileSync(svg, timelineSvg(result.timeline));
+  log(`report written to ${out}, its timeline to ${svg}`);
   return soakViolations(result) === 0 ? 0 : 1;
 }
 

@@ -1,9 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { appMain } from './repo';
 import { freePort, registerAudience, spawnGroup, testAppAuthEnv } from '@dlock/testing';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const OUTPUT_KEEP_CHARS = 200_000;
+/** Fenced-out times kept for the soak's timeline picture; beyond it the count still grows. */
+const FENCED_AT_KEEP = 100_000;
 /**
  * A Nest app alone takes ~15 s to answer /health/live on the shared 2-core
  * machine under load, and the harness starts three at once: 30 s was missed.
@@ -21,6 +24,8 @@ export class AppProcess {
   private partial = '';
   private exited: Promise<void> = Promise.resolve();
   readonly events = new Map<string, number>();
+  /** performance.now() of each `fenced_out` line read (the soak's timeline draws them). */
+  readonly fencedAt: number[] = [];
   starts = 0;
 
   private constructor(
@@ -167,6 +172,8 @@ export class AppProcess {
       // fenced_out also by guard: fenced_out:account / fenced_out:rail / fenced_out:ledger.
       const r = /"resource":"([a-z]+)"/.exec(line);
       if (m[1] === 'fenced_out' && r) this.bump(`fenced_out:${r[1]}`);
+      if (m[1] === 'fenced_out' && this.fencedAt.length < FENCED_AT_KEEP)
+        this.fencedAt.push(performance.now());
     }
   }
 }

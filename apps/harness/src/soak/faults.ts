@@ -106,6 +106,25 @@ export function parseNemesis(nemesis: string): FaultKind[] {
   return named as FaultKind[];
 }
 
+/** The kinds that act on one lock-server replica, chosen by the fault's seeded `target`. */
+const REPLICA_KINDS: ReadonlySet<FaultKind> = new Set<FaultKind>([
+  'lock-server-restart',
+  'lock-net-latency',
+  'lock-net-reset',
+  'lock-net-blackhole',
+  'lock-replica-kill',
+  'lock-replica-partition',
+]);
+
+/**
+ * The replica a fault acts on, or undefined for a kind that acts on none.
+ * Pure: the same seed draws the same replica, and one replica is always 0.
+ */
+export function faultReplica(f: PlannedFault, replicas: number): number | undefined {
+  if (!REPLICA_KINDS.has(f.kind) || replicas < 1) return undefined;
+  return f.target % replicas;
+}
+
 export function planFault(random: () => number, kinds: readonly FaultKind[]): PlannedFault {
   const kind = pick(random, kinds);
   return {
@@ -130,11 +149,13 @@ export async function inject(
     case 'executor-pause':
     case 'executor-kill':
       return executorFault(sys, f);
-    case 'lock-server-restart':
-      await sys.lockServer.kill();
+    case 'lock-server-restart': {
+      const server = sys.lockReplicas[faultReplica(f, sys.lockReplicas.length)!].server;
+      await server.kill();
       await sleep(f.durationMs);
-      await sys.lockServer.restart();
-      return `lock-server SIGKILL, restarted after ${f.durationMs} ms`;
+      await server.restart();
+      return `${server.name} SIGKILL, restarted after ${f.durationMs} ms`;
+    }
     case 'postgres-restart':
       await pg.restart(f.durationMs);
       return `PostgreSQL restarted (${f.durationMs} ms down)`;
@@ -146,7 +167,7 @@ export async function inject(
     case 'lock-net-reset':
     case 'lock-net-blackhole':
     case 'rail-net-blackhole':
-      return networkFault(sys, f.kind, f.durationMs);
+      return networkFault(sys, f.kind, f);
     case 'lock-replica-kill':
       return replicaKill(sys, f);
     case 'lock-replica-partition':
@@ -201,7 +222,10 @@ async function etcdLeaderFault(
   return `etcd leader ${leader.name} SIGSTOP ${f.durationMs} ms`;
 }
 
-/** Rail failures, or a fault on the worker→lock-server or proxy→rail link, for a while. */
+/**
+ * Rail failures, or a fault on the worker→lock-server link of the replica the
+ * seed drew (the executors bound to it feel it) or on proxy→rail, for a while.
+ */
 async function networkFault(
   sys: DlockSystem,
   kind: Extract<
@@ -212,8 +236,11 @@ async function networkFault(
     | 'lock-net-blackhole'
     | 'rail-net-blackhole'
   >,
-  durationMs: number,
+  f: PlannedFault,
 ): Promise<string> {
+  const { durationMs } = f;
+  const replica = sys.lockReplicas[faultReplica(f, sys.lockReplicas.length) ?? 0];
+  const to = sys.lockReplicas.length === 1 ? 'lock-server' : replica.server.name;
   switch (kind) {
     case 'rail-timeouts':
       await setStubFaults(sys, { failureRate: 0.3, failureMode: 'mixed', failureAcceptRate: 0.5 });
@@ -221,16 +248,16 @@ async function networkFault(
       await setStubFaults(sys, { failureRate: 0 });
       return `rail failure rate 0.3 (mixed) for ${durationMs * 2} ms`;
     case 'lock-net-latency':
-      sys.lockNet.setFault({ kind: 'latency', ms: 200 + (durationMs % 400) });
+      replica.net.setFault({ kind: 'latency', ms: 200 + (durationMs % 400) });
       await sleep(durationMs * 2);
-      sys.lockNet.setFault({ kind: 'none' });
-      return `worker→lock-server latency for ${durationMs * 2} ms`;
+      replica.net.setFault({ kind: 'none' });
+      return `worker→${to} latency for ${durationMs * 2} ms`;
     case 'lock-net-reset':
     case 'lock-net-blackhole':
-      sys.lockNet.setFault({ kind: kind === 'lock-net-reset' ? 'reset' : 'blackhole' });
+      replica.net.setFault({ kind: kind === 'lock-net-reset' ? 'reset' : 'blackhole' });
       await sleep(durationMs);
-      sys.lockNet.setFault({ kind: 'none' });
-      return `worker→lock-server ${kind.slice(9)} for ${durationMs} ms`;
+      replica.net.setFault({ kind: 'none' });
+      return `worker→${to} ${kind.slice(9)} for ${durationMs} ms`;
     case 'rail-net-blackhole':
       sys.railNet.setFault({ kind: 'blackhole' });
       await sleep(durationMs);

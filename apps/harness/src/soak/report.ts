@@ -2,8 +2,11 @@ import { INVARIANTS } from '../checkers/invariants';
 import { describeLinearizability, type LinearizabilityReport } from '../checkers/linearizability';
 import type { SoakResult } from './soak';
 
-/** The soak report, as markdown (printed and written to bench/reports/soak-<backend>.md). */
-export function soakReport(r: SoakResult, note = ''): string {
+/**
+ * The soak report, as markdown (printed and written to bench/reports/soak-<backend>.md);
+ * `picture` is the file name of its timeline SVG, written beside it.
+ */
+export function soakReport(r: SoakResult, note = '', picture = ''): string {
   const o = r.options;
   const posted = r.payoutsByState.POSTED ?? 0;
   const lines: string[] = [];
@@ -39,6 +42,7 @@ export function soakReport(r: SoakResult, note = ''): string {
     `| **linearizability of the lock-server** | **${r.linearizability.verdict}** (below) |`,
   );
   lines.push('');
+  if (picture) lines.push(...pictureSection(r, picture));
   lines.push(...replicaSection(r));
   lines.push(...faultSection(r));
   lines.push(...safetySection(r));
@@ -71,6 +75,22 @@ function linearizabilitySection(l: LinearizabilityReport): string[] {
   ];
 }
 
+/** The timeline picture and how to read it (./timeline-svg.ts). */
+function pictureSection(r: SoakResult, picture: string): string[] {
+  return [
+    '## Timeline',
+    '',
+    `![soak timeline: faults, payouts, grants per replica, fenced writes, violations](${picture})`,
+    '',
+    'Grey bands: the faults, one lane per kind (the digit is the replica it acted on). ' +
+      'Pink ticks: fenced-out writes. Red marks: violations ' +
+      `(${r.timeline.violations.length} here). Lines: payouts POSTED and grants per replica, ` +
+      'per second, averaged over the buckets the axis names. The dashed line is where the ' +
+      'faults stopped and the backlog drained.',
+    '',
+  ];
+}
+
 /** Grants and errors per lock-server replica, from each one's recorder. */
 function replicaSection(r: SoakResult): string[] {
   const lines = ['## Lock-server replicas', ''];
@@ -92,20 +112,40 @@ function faultSection(r: SoakResult): string[] {
   if (r.nemesis.leftOut.length > 0) lines.push('');
   lines.push(`| kind | count |`, `| --- | --- |`);
   for (const [k, n] of Object.entries(r.faultsByKind).sort()) lines.push(`| ${k} | ${n} |`);
+  lines.push('', ...replicaFaultTable(r));
   lines.push(
-    '',
     '### Timeline',
     '',
-    '| start | duration | kind | what |',
-    '| --- | --- | --- | --- |',
+    '| start | duration | kind | replica | what |',
+    '| --- | --- | --- | --- | --- |',
   );
   for (const f of r.faults) {
     // A split's label has a `|` of its own: escaped, or it would end the cell.
     const text = f.what.replaceAll('|', '\\|');
     const what = f.failed ? `**FAILED**: ${text}` : text;
     lines.push(
-      `| +${(f.atMs / 1000).toFixed(1)} s | ${(f.durationMs / 1000).toFixed(1)} s | ${f.kind} | ${what} |`,
+      `| +${(f.atMs / 1000).toFixed(1)} s | ${(f.durationMs / 1000).toFixed(1)} s | ${f.kind} | ` +
+        `${f.replica ?? ''} | ${what} |`,
     );
+  }
+  lines.push('');
+  return lines;
+}
+
+/** The faults that act on one replica, counted per replica and kind (which the seed drew). */
+function replicaFaultTable(r: SoakResult): string[] {
+  const byReplica = r.faultsByReplica;
+  const kinds = [...new Set(Object.values(byReplica).flatMap((m) => Object.keys(m)))].sort();
+  if (kinds.length === 0) return [];
+  const lines = [
+    'Faults that act on one lock-server replica, per replica:',
+    '',
+    `| replica | ${kinds.join(' | ')} |`,
+    `| --- | ${kinds.map(() => '---').join(' | ')} |`,
+  ];
+  for (const x of r.replicas) {
+    const m = byReplica[x.replica] ?? {};
+    lines.push(`| ${x.name} | ${kinds.map((k) => m[k] ?? 0).join(' | ')} |`);
   }
   lines.push('');
   return lines;

@@ -8,7 +8,15 @@ import { withPg } from '../infra/postgres';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkLockHistory, checkSystem, startHarness } from '../runner';
 import type { Backend, DlockSystem } from '../system';
-import { inject, planFault, selectKinds, type FaultKind, type PlannedFault } from './faults';
+import {
+  faultReplica,
+  inject,
+  planFault,
+  selectKinds,
+  type FaultKind,
+  type PlannedFault,
+} from './faults';
+import type { SoakTimeline } from './timeline-svg';
 
 export interface SoakOptions {
   seed: number;
@@ -37,6 +45,8 @@ export interface SoakFault {
   kind: FaultKind;
   what: string;
   durationMs: number;
+  /** The lock-server replica it acted on, for the kinds that act on one (see `faultReplica`). */
+  replica?: number;
   failed?: boolean;
 }
 
@@ -60,6 +70,8 @@ export interface SoakResult {
   payoutsByState: Record<string, number>;
   faults: SoakFault[];
   faultsByKind: Record<string, number>;
+  /** Faults per replica they acted on, by kind (`{ 0: { 'lock-net-reset': 2 } }`). */
+  faultsByReplica: Record<number, Record<string, number>>;
   /** Faults that could not be applied or healed: each fails the run. */
   faultFailures: number;
   /** The kinds drawn from, and those left out with the reason. */
@@ -78,6 +90,8 @@ export interface SoakResult {
   linearizability: LinearizabilityReport;
   railTransfers: number;
   grants: number;
+  /** What the report's timeline picture draws (./timeline-svg.ts). */
+  timeline: SoakTimeline;
 }
 
 const SAFETY_EVENTS = [
@@ -132,9 +146,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     for (const l of nemesis.leftOut) log(`nemesis leaves out ${l.kind}: ${l.why}`);
     const nExec = o.executors ?? 3;
     for (let i = 0; i < nExec; i++) await sys.startExecutor(`soak-w${i + 1}`);
-    const phase = await faultPhase(sys, o, nemesis.kinds, fx.accountIds, log);
+    const { clock, ...phase } = await faultPhase(sys, o, nemesis.kinds, fx.accountIds, log);
     const drainMs = await healAndDrain(sys);
     await sys.stopExecutors();
+    const timeline = await collectTimeline(sys, clock, phase);
     // The lock history first: it is saved and judged even if a later check fails.
     const linearizability = await checkHistory(sys, o.lockHistoryOut, log);
     await h.ctx.watch.trySample();
@@ -165,6 +180,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       linearizability,
       railTransfers: invariants.facts.railTransfers,
       grants: invariants.facts.grants,
+      timeline: {
+        ...timeline,
+        violations: timelineViolations(phase.faults, invariants, linearizability),
+      },
     };
   } finally {
     await h.stop();
@@ -182,9 +201,10 @@ async function faultPhase(
   kinds: readonly FaultKind[],
   accountIds: readonly string[],
   log: (m: string) => void,
-): Promise<Pick<SoakResult, 'faults' | 'payoutsCreated' | 'durationMs'>> {
+): Promise<Pick<SoakResult, 'faults' | 'payoutsCreated' | 'durationMs'> & { clock: PhaseClock }> {
   const inflowRandom = mulberry32(o.seed ^ 0x9e3779b9);
   const t0 = performance.now();
+  const t0Wall = Date.now();
   const faults: SoakFault[] = [];
   let created = 0;
   const clock = { t0, endAt: t0 + o.minutes * 60_000 };
@@ -208,7 +228,12 @@ async function faultPhase(
   };
   const chaosRun = chaos(sys, o, kinds, clock, faults, log);
   await Promise.all([inflow(), chaosRun]);
-  return { faults, payoutsCreated: created, durationMs: Math.round(performance.now() - t0) };
+  return {
+    faults,
+    payoutsCreated: created,
+    durationMs: Math.round(performance.now() - t0),
+    clock: { t0, t0Wall },
+  };
 }
 
 /** The seeded schedule: one fault at a time, each healed before the next, into `faults`. */
@@ -246,7 +271,8 @@ async function injectTimed(
 ): Promise<SoakFault | null> {
   const start = performance.now();
   const atMs = Math.round(start - t0);
-  const base = { atMs, kind: planned.kind };
+  const replica = faultReplica(planned, sys.lockReplicas.length);
+  const base = { atMs, kind: planned.kind, ...(replica === undefined ? {} : { replica }) };
   try {
     const what = await inject(sys, pg, planned, state);
     const durationMs = Math.round(performance.now() - start);
@@ -262,12 +288,85 @@ async function injectTimed(
   }
 }
 
-function faultSummary(
+export function faultSummary(
   faults: readonly SoakFault[],
-): Pick<SoakResult, 'faultsByKind' | 'faultFailures'> {
+): Pick<SoakResult, 'faultsByKind' | 'faultsByReplica' | 'faultFailures'> {
   const faultsByKind: Record<string, number> = {};
-  for (const f of faults) faultsByKind[f.kind] = (faultsByKind[f.kind] ?? 0) + 1;
-  return { faultsByKind, faultFailures: faults.filter((f) => f.failed).length };
+  const faultsByReplica: Record<number, Record<string, number>> = {};
+  for (const f of faults) {
+    faultsByKind[f.kind] = (faultsByKind[f.kind] ?? 0) + 1;
+    if (f.replica === undefined) continue;
+    const byKind = (faultsByReplica[f.replica] ??= {});
+    byKind[f.kind] = (byKind[f.kind] ?? 0) + 1;
+  }
+  return { faultsByKind, faultsByReplica, faultFailures: faults.filter((f) => f.failed).length };
+}
+
+/** When the fault phase started: performance.now() (recorders, logs) and wall clock (databases). */
+interface PhaseClock {
+  t0: number;
+  t0Wall: number;
+}
+
+/**
+ * The picture's counters, per second from the start of the fault phase to
+ * the end of the drain: POSTED transitions (paydb's own timestamps, one
+ * machine so one clock), grants per replica (each recorder) and fenced-out
+ * writes (every process log).
+ */
+async function collectTimeline(
+  sys: DlockSystem,
+  clock: PhaseClock,
+  phase: Pick<SoakResult, 'faults' | 'durationMs'>,
+): Promise<Omit<SoakTimeline, 'violations'>> {
+  const durationMs = Math.round(performance.now() - clock.t0);
+  const seconds = Math.ceil(durationMs / 1_000);
+  const perSecond = (times: readonly number[]) => {
+    const out = new Array<number>(seconds).fill(0);
+    for (const ms of times) {
+      const s = Math.floor((ms - clock.t0) / 1_000);
+      if (s >= 0 && s < seconds) out[s]++;
+    }
+    return out;
+  };
+  const posted = await withPg(sys.paydbUrl, (c) =>
+    c.query<{ s: number; n: number }>(
+      `SELECT floor((extract(epoch FROM created_at) * 1000 - $1) / 1000)::int AS s, count(*)::int AS n
+         FROM payout_transition WHERE to_state = 'POSTED' GROUP BY 1`,
+      [clock.t0Wall],
+    ),
+  );
+  const postedPerSecond = new Array<number>(seconds).fill(0);
+  for (const row of posted.rows) if (row.s >= 0 && row.s < seconds) postedPerSecond[row.s] = row.n;
+  return {
+    durationMs,
+    faultPhaseMs: phase.durationMs,
+    faults: phase.faults,
+    postedPerSecond,
+    grantsPerSecond: sys.lockReplicas.map((r) => ({
+      name: r.server.name,
+      perSecond: perSecond(r.recorder.grants.map((g) => g.grantedAt)),
+    })),
+    fencedAtMs: sys
+      .allApps()
+      .flatMap((p) => p.fencedAt.map((at) => Math.round(at - clock.t0)))
+      .sort((a, b) => a - b),
+  };
+}
+
+/** Failed faults at their time; invariant and linearizability violations carry none. */
+function timelineViolations(
+  faults: readonly SoakFault[],
+  invariants: InvariantReport,
+  lin: LinearizabilityReport,
+): SoakTimeline['violations'] {
+  return [
+    ...faults.filter((f) => f.failed).map((f) => ({ atMs: f.atMs, label: `${f.kind}: ${f.what}` })),
+    ...INVARIANTS.flatMap((id) =>
+      invariants.violations[id].map((v) => ({ atMs: null, label: `${id}: ${v}` })),
+    ),
+    ...lin.violations.map((v) => ({ atMs: null, label: `not linearizable: ${v.partition}` })),
+  ];
 }
 
 /** Grants and errors per replica, from its own recorder. */
