@@ -1,5 +1,5 @@
 import { mulberry32 } from '@dlock/prng';
-import { faultReplica, planFault, type FaultKind } from './faults';
+import { faultReplica, leaderStallMs, planFault, type FaultKind } from './faults';
 import { faultSummary, type SoakFault } from './soak';
 
 /**
@@ -49,5 +49,14 @@ describe('faults on any replica', () => {
       0: { 'lock-server-restart': 1 },
       2: { 'lock-net-reset': 2 },
     });
+  });
+});
+
+describe('an etcd leader stall', () => {
+  it('stays below the session TTL by the margin, whatever the seed drew', () => {
+    expect(leaderStallMs(4_000, 3_000)).toBe(2_000);
+    expect(leaderStallMs(3_190, 3_000)).toBe(2_000);
+    expect(leaderStallMs(1_500, 3_000)).toBe(1_500);
+    expect(leaderStallMs(4_000, 10_000)).toBe(4_000);
   });
 });
