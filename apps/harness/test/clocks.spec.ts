@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   DEV_POLICY_PATH,
   http,
@@ -24,6 +25,8 @@ const LEASE_MS = 1_500;
 let dir: string;
 let skewed: RunningApp;
 let slow: RunningApp;
+/** When the half-speed replica was spawned: its clock runs at half rate from its start. */
+let slowSpawnedMs: number;
 let skewClock: FakeClock;
 
 beforeAll(async () => {
@@ -32,6 +35,7 @@ beforeAll(async () => {
   skewClock = new FakeClock(path.join(dir, 'skewed'), { kind: 'skew', offsetMs: HOUR_MS });
   const slowClock = new FakeClock(path.join(dir, 'slow'), { kind: 'rate', factor: 0.5 });
   const env = { AUTH_POLICY: DEV_POLICY_PATH, LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb };
+  slowSpawnedMs = Date.now();
   [skewed, slow] = await Promise.all([
     spawnApp('lock-server', { ...env, ...skewClock.env() }),
     spawnApp('lock-server', { ...env, ...slowClock.env() }),
@@ -99,7 +103,9 @@ async function acquire(
 
 test('the faked clocks really differ from the true one', async () => {
   expect((await replicaNowMs(skewed)) - Date.now()).toBeGreaterThan(HOUR_MS - 60_000);
-  // A clock at half speed since its start: behind by half of the time it has run.
+  // A clock at half speed since its start: behind by half of the time it has run. On a fast
+  // machine the replica has run for less than the lag asked for: wait until it has run 4 s.
+  await sleep(Math.max(0, slowSpawnedMs + 4_000 - Date.now()));
   expect(Date.now() - (await replicaNowMs(slow))).toBeGreaterThan(1_000);
 });
 

@@ -11,7 +11,7 @@ export const PAYOUT_EVENTS = [
   'RAIL_ACKED', // P6 outcome=ACKED
   'RAIL_REJECTED', // P6 outcome=REJECTED
   'RAIL_AMBIGUOUS', // P6 outcome=AMBIGUOUS
-  'POST', // P3
+  'POST', // P3: the ledger posting of an acked payout
   'RESOLVE_ACKED', // P8 resolution=ACKED (reconciler, rail evidence)
   'RESOLVE_NOT_FOUND', // P8 resolution=NOT_FOUND (reconciler, rail evidence)
   'ABANDON', // P7 on a payout nothing has touched yet
