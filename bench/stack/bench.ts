@@ -195,11 +195,14 @@ async function measure(
  */
 async function ablation(env: Env, service: string): Promise<Row[]> {
   const layers = SERVICE_LAYERS[service] ?? [];
-  const variants = [
-    ...layers.map((l) => ({ name: l, off: [l] as readonly string[] })),
+  type Variant = { name: string; off: readonly string[]; pairedWith?: string };
+  const ablated: Variant[] = [
+    ...layers.map((l) => ({ name: l, off: [l] })),
     ...(layers.length > 1 ? [{ name: 'all', off: layers }] : []),
-  ].flatMap((v) => [{ name: 'baseline', off: [] as readonly string[], pair: v.name }, v]);
-  if (variants.length === 0) variants.push({ name: 'baseline', off: [], pair: '' });
+  ];
+  const variants: Variant[] = ablated.length
+    ? ablated.flatMap((v) => [{ name: 'baseline', off: [], pairedWith: v.name }, v])
+    : [{ name: 'baseline', off: [] }];
   const { svc, batch, stop } = await launch(env, service, {});
   const rows: Row[] = [];
   try {
@@ -211,8 +214,7 @@ async function ablation(env: Env, service: string): Promise<Row[]> {
         await runBatch(batch, REWARM);
         await svc.instrument(true);
         const measured = await measure(svc, batch, service, v.name, round);
-        const pair = 'pair' in v ? v.pair : undefined;
-        rows.push(...measured.map((r) => (pair ? { ...r, pairedWith: pair } : r)));
+        rows.push(...measured.map((r) => ({ ...r, pairedWith: v.pairedWith })));
       }
     }
   } finally {
