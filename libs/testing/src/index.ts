@@ -9,4 +9,4 @@ export * from './paydb-fixtures';
 export * from './unaccepting-port';
 export * from './identity';
 export * from './proofs';
-export { portListening } from './port-owner';
+export { listenerOwners, portListening } from './port-owner';

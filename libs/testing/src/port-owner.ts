@@ -11,13 +11,7 @@ import { readFile, readdir, readlink } from 'node:fs/promises';
 export async function listensOn(pid: number, port: number): Promise<boolean> {
   const inodes = await listenerInodes(port);
   if (inodes === undefined) return true;
-  const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
-  for (const fd of fds) {
-    const link = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
-    const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
-    if (inode !== undefined && inodes.has(inode)) return true;
-  }
-  return false;
+  return holdsAny(pid, inodes);
 }
 
 const TCP_LISTEN = '0A';
@@ -42,4 +36,35 @@ async function listenerInodes(port: number): Promise<Set<string> | undefined> {
 export async function portListening(port: number): Promise<boolean> {
   const inodes = await listenerInodes(port);
   return inodes === undefined || inodes.size > 0;
+}
+
+/**
+ * Who holds the socket listening on TCP `port`: each owner's pid, state letter and command
+ * (Linux /proc; empty where it cannot tell). What a "port still in use" failure names, so a
+ * leftover says whether it is a live process, a zombie or somebody else's.
+ */
+export async function listenerOwners(port: number): Promise<string[]> {
+  const inodes = await listenerInodes(port);
+  if (inodes === undefined || inodes.size === 0) return [];
+  const owners: string[] = [];
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (!(await holdsAny(pid, inodes))) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const state = stat.charAt(stat.lastIndexOf(')') + 2) || '?';
+    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    owners.push(`${pid} ${state} ${cmd.split('\0').join(' ').trim()}`);
+  }
+  return owners.length > 0 ? owners : [`no process holds inode ${[...inodes].join(',')}`];
+}
+
+async function holdsAny(pid: number, inodes: Set<string>): Promise<boolean> {
+  const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
+  for (const fd of fds) {
+    const link = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
+    if (inode !== undefined && inodes.has(inode)) return true;
+  }
+  return false;
 }
