@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // `npm run lint`: eslint and prettier side by side (each mostly uses one core;
 // together they take as long as eslint alone). Fails when either fails; their
-// output is printed whole, one after the other.
+// output is printed whole, one after the other. `--build` runs the build
+// (scripts/build.js) beside them too: `npm test` does, and the three take
+// about as long as eslint alone.
 'use strict';
 const { spawn } = require('node:child_process');
 const path = require('node:path');
@@ -21,9 +23,13 @@ function run(cmd, args) {
 }
 
 (async () => {
+  const build = process.argv.includes('--build')
+    ? [run(process.execPath, [path.join(__dirname, 'build.js')])]
+    : [];
   const results = await Promise.all([
     run(bin('eslint'), ['.', '--max-warnings', '0']),
     run(bin('prettier'), ['--check', '.']),
+    ...build,
   ]);
   for (const r of results) process.stdout.write(r.out);
   process.exitCode = results.every((r) => r.code === 0) ? 0 : 1;

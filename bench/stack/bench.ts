@@ -250,7 +250,7 @@ async function single(
 async function measureService(env: Env, service: string): Promise<Row[]> {
   if (service === 'floor') {
     const rows: Row[] = [];
-    for (const floor of ['http', 'express', 'nest']) {
+    for (const floor of ['http', 'express', 'nest', 'fastify', 'nest-fastify']) {
       rows.push(...(await single(env, 'floor', 'floor', floor, { BENCH_FLOOR: floor })));
     }
     return rows;

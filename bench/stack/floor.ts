@@ -5,7 +5,10 @@
  *   http     node:http, the body read by hand, JSON.parse, JSON.stringify
  *   express  the same through express 5: router, express.text(), res.json
  *   nest     the same through Nest on express: a controller with @Body()
- * What the real rail stub costs beyond `nest` is the project's own stack.
+ *   fastify       the same through fastify 5: its router, JSON parser and serializer
+ *   nest-fastify  the same controller through Nest on fastify (@nestjs/platform-fastify)
+ * What the real rail stub costs beyond `nest` is the project's own stack; the
+ * two fastify rows say what the HTTP platform itself costs (bench/reports/stack-cost.md).
  */
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
@@ -13,6 +16,8 @@ import http from 'node:http';
 import { Body, Controller, Get, HttpCode, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import Fastify from 'fastify';
 import express, { text, type NextFunction, type Request, type Response } from 'express';
 
 const PORT = Number(process.env.PORT ?? 0);
@@ -93,12 +98,34 @@ async function bareNest(): Promise<void> {
   await app.listen(PORT, '127.0.0.1');
 }
 
+function bareFastify(): void {
+  const app = Fastify({ logger: false, bodyLimit: LIMIT });
+  app.get('/health/live', () => ({ status: 'ok' }));
+  app.post('/submit', (req) => answer(req.body as { clientRef?: unknown }));
+  void app.listen({ port: PORT, host: '127.0.0.1' });
+}
+
+async function nestOnFastify(): Promise<void> {
+  const app = await NestFactory.create<NestFastifyApplication>(
+    FloorModule,
+    new FastifyAdapter({ bodyLimit: LIMIT }),
+    { logger: false },
+  );
+  await app.listen(PORT, '127.0.0.1');
+}
+
 switch (process.env.BENCH_FLOOR) {
   case 'http':
     bareHttp();
     break;
   case 'express':
     bareExpress();
+    break;
+  case 'fastify':
+    bareFastify();
+    break;
+  case 'nest-fastify':
+    void nestOnFastify();
     break;
   default:
     void bareNest();

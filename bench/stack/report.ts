@@ -174,6 +174,8 @@ function floorTable(input: ReportInput, metric: Metric): string[] {
     `| node:http, body read by hand, JSON.parse/stringify | ${cell('floor', 'http')} |`,
     `| express 5: router, express.text(), res.json | ${cell('floor', 'express')} |`,
     `| Nest 11 on express: a controller with @Body() | ${cell('floor', 'nest')} |`,
+    `| fastify 5: its router, JSON parser and serializer | ${cell('floor', 'fastify')} |`,
+    `| Nest 11 on fastify: the same controller | ${cell('floor', 'nest-fastify')} |`,
     `| the real rail stub, every layer of this project off ('all') | ${cell('rail-stub', 'all')} |`,
     `| the real rail stub (baseline) | ${cell('rail-stub', 'baseline')} |`,
   ];
