@@ -115,7 +115,8 @@ describe('every protected call carries the explicit token of its grant', () => {
       });
       const session = await client.openSession();
       const handles: LockHandle[] = [];
-      const a = await session.acquire('payout:a', { ttlMs: 1_000 });
+      // a is renewed and released at once: a lease long enough for a starved machine.
+      const a = await session.acquire('payout:a', { ttlMs: 10_000 });
       const b = (await session.tryAcquire('payout:b', { ttlMs: 5_000 }))!;
       const c = (await session.tryAcquire('payout:c'))!;
       handles.push(a, b, c);

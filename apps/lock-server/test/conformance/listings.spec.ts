@@ -6,6 +6,7 @@ import type { RunningLockServer } from '../support/in-process';
 import { LockApi, TOKEN, TRACE_ID } from '../support/lock-client';
 
 const TTL_MS = 20_000;
+const LONG_TTL_MS = 60_000;
 
 /** A lease or TTL read back: an integer, positive, never more than it was granted. */
 const remainingOf = (ttlMs: number) => ({
@@ -97,20 +98,27 @@ describe.each(BACKENDS)('console listings GET /v1/locks, GET /v1/sessions [$name
   });
 
   it('lists more locks than one etcd transaction may check, in key order', async () => {
-    const sid = await api.session('owner-many', TTL_MS);
-    const keys = Array.from({ length: 70 }, (_, i) => `many:${String(i).padStart(2, '0')}`);
-    const grants = await Promise.all(keys.map((k) => api.acquire(k, sid, 'owner-many')));
-    expect(grants.map((g) => g.status)).toEqual(keys.map(() => 200));
-    const all = await locks('?limit=500');
-    expect(all.body.truncated).toBe(false);
-    expect(all.body.locks.map((l: { key: string }) => l.key)).toEqual(keys);
-    expect(all.body.locks.map((l: { token: string }) => l.token)).toEqual(
-      grants.map((g) => g.body.fencingToken),
-    );
-    const page = await locks('?limit=65');
-    expect(page.body.locks).toEqual(all.body.locks.slice(0, 65).map(() => expect.anything()));
-    expect(page.body.truncated).toBe(true);
-    expect((await api.closeSession(sid, 'owner-many')).status).toBe(204);
+    // Session and leases outlive seventy acquires on a starved machine.
+    const sid = await api.session('owner-many', LONG_TTL_MS);
+    try {
+      const keys = Array.from({ length: 70 }, (_, i) => `many:${String(i).padStart(2, '0')}`);
+      const grants = await Promise.all(
+        keys.map((k) => api.acquireForFixture(k, sid, 'owner-many', { ttlMillis: LONG_TTL_MS })),
+      );
+      expect(grants.map((g) => g.status)).toEqual(keys.map(() => 200));
+      const all = await locks('?limit=500');
+      expect(all.body.truncated).toBe(false);
+      expect(all.body.locks.map((l: { key: string }) => l.key)).toEqual(keys);
+      expect(all.body.locks.map((l: { token: string }) => l.token)).toEqual(
+        grants.map((g) => g.body.fencingToken),
+      );
+      const page = await locks('?limit=65');
+      expect(page.body.locks).toEqual(all.body.locks.slice(0, 65).map(() => expect.anything()));
+      expect(page.body.truncated).toBe(true);
+    } finally {
+      // Also after a failure: the next tests list every live session and lock.
+      expect((await api.closeSession(sid, 'owner-many')).status).toBe(204);
+    }
   });
 
   it('lists live sessions by id with owner, TTL, TTL left and live locks held', async () => {

@@ -107,7 +107,9 @@ export async function startWorkload(
           await sleep(50);
         }
       } else if (res.status === 409 && res.body?.code === 'LOCK_CONTENDED') {
-        await sleep(1 + Math.random() * 4);
+        // Long enough that a dozen contenders do not starve the holder's release of CPU on a
+        // loaded machine, short enough that the lock rarely sits free.
+        await sleep(5 + Math.random() * 15);
       } else {
         fail('acquire', res);
         await sleep(20);

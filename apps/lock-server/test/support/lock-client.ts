@@ -1,6 +1,7 @@
 import { http, sleep, type HttpResult } from '@dlock/testing';
 
-const SESSION_TRIES = 5;
+/** Tries of a fixture's call that keeps meeting a retry-safe 503 (etcd busy on a loaded machine). */
+const FIXTURE_TRIES = 5;
 
 /**
  * Thin L1-L8 calls for tests: no retries, no interpretation. A call on a
@@ -31,11 +32,29 @@ export class LockApi {
    * session is set-up, not the behaviour under test (L1 has its own tests).
    */
   async session(ownerId: string, ttlMillis?: number): Promise<string> {
+    const res = await this.fixtureCall(() => this.openSession(ownerId, ttlMillis));
+    if (res.status === 201) return res.body.sessionId as string;
+    throw new Error(`open session: ${res.status} ${res.text}`);
+  }
+
+  /**
+   * An acquire a test sets up with (the behaviour under test is elsewhere, a listing say): a
+   * retry-safe 503 is tried again a few times, as the SDK does; the last answer is returned.
+   */
+  acquireForFixture(
+    key: string,
+    sessionId: string,
+    ownerId: string,
+    opts: { ttlMillis?: number } = {},
+  ): Promise<HttpResult> {
+    return this.fixtureCall(() => this.acquire(key, sessionId, ownerId, opts));
+  }
+
+  private async fixtureCall(call: () => Promise<HttpResult>): Promise<HttpResult> {
     for (let attempt = 1; ; attempt++) {
-      const res = await this.openSession(ownerId, ttlMillis);
-      if (res.status === 201) return res.body.sessionId as string;
-      if (res.status !== 503 || res.body?.retrySafe !== true || attempt >= SESSION_TRIES)
-        throw new Error(`open session: ${res.status} ${res.text}`);
+      const res = await call();
+      if (res.status !== 503 || res.body?.retrySafe !== true || attempt >= FIXTURE_TRIES)
+        return res;
       await sleep(Math.min(1_000, Number(res.body.retryAfterMillis ?? 200)));
     }
   }
