@@ -1,4 +1,5 @@
 import { DlockError, formatFencingToken, isErrorCode } from '@dlock/lock-api';
+import { databaseFailure } from '@dlock/http-contract';
 import type { StoredResponse } from '../persistence/idempotency.repository';
 import type { AmbiguityReason } from './rail-outcome';
 import type { SubmissionRecord, SubmissionRequest } from './submission.types';
@@ -50,6 +51,16 @@ export function railUnavailableError(
     retryAfterMillis,
     details: { reason, cause },
   });
+}
+
+/**
+ * How loudly an intent that could not be committed is logged. No connection to proxydb could
+ * be had ('not-sent', libs/http-contract/src/db-errors.ts): nothing was written, the caller is
+ * told to retry, and the global filter treats the same failure as an expected 503, so a warning.
+ * Anything else (a statement that failed, a connection lost mid-transaction) is an error.
+ */
+export function intentFailureLevel(err: unknown): 'warn' | 'error' {
+  return databaseFailure(err) === 'not-sent' ? 'warn' : 'error';
 }
 
 export type AmbiguousReason =

@@ -19,6 +19,7 @@ import {
   duplicateSubmissionError,
   fencedOutError,
   idempotencyConflictError,
+  intentFailureLevel,
   railAmbiguousError,
   railRejectedError,
   railUnavailableError,
@@ -135,7 +136,7 @@ export class SubmissionService {
     } catch (err) {
       connection?.abandon();
       if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => undefined);
-      this.logger.error(
+      this.logger[intentFailureLevel(err)](
         { err, payoutId: req.payoutId, traceId: req.traceId },
         'intent not committed',
       );
