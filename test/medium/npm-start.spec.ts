@@ -66,12 +66,8 @@ function npmStart(): StartRun {
 const printed = (run: StartRun, line: RegExp) => printedWithin(run, line, READY_WITHIN_MS);
 
 async function leftovers(run: StartRun) {
-  // Each port still listening with its holders (pid, state, command): a failure says who.
-  const listening: string[] = [];
-  for (const port of runPorts()) {
-    if (await portListening(port))
-      listening.push(`${port}: ${(await listenerOwners(port)).join('; ')}`);
-  }
+  const listening: number[] = [];
+  for (const port of runPorts()) if (await portListening(port)) listening.push(port);
   return { processes: processesOf(run).map((p) => `${p.pid} ${p.cmd}`), listening };
 }
 
@@ -83,9 +79,14 @@ async function expectAllGone(run: StartRun, since: number): Promise<void> {
     last = await leftovers(run);
   }
   if (last.processes.length + last.listening.length > 0) {
-    // The supervisor's own account of the stop (a member that outlived SIGKILL says so there).
+    // Each port still listening with its holders (pid, state, command), read once, and the
+    // supervisor's own account of the stop (a member that outlived SIGKILL says so there).
+    const holders = await Promise.all(
+      last.listening.map(async (port) => `${port}: ${(await listenerOwners(port)).join('; ')}`),
+    );
+    const left = { processes: last.processes, listening: holders };
     throw new Error(
-      `left after the stop: ${JSON.stringify(last, null, 2)}\n--- output:\n${run.output()}`,
+      `left after the stop: ${JSON.stringify(left, null, 2)}\n--- output:\n${run.output()}`,
     );
   }
 }
