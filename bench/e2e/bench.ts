@@ -18,6 +18,9 @@
  *     memory; base only when its dist/ is given), BENCH_ROUNDS times; medians and spread
  *   BENCH_EXTRA_DISTS=main=/tmp/main/dist BENCH_TRACES_MEMORY=0 ...   # more builds (export off)
  *     in the same interleaved rounds, after base; the memory variant left out
+ *   BENCH_HISTORY_PAYOUTS=2000000 BENCH_TRACES_MEMORY=0 ...   # adds a 'history' variant:
+ *     the same build on databases seeded once with that many payouts of history
+ *     (bench/scale/seed.ts, docs/scale.md), interleaved with the empty ones
  *   BENCH_RAW=0 ...   # leaves out the raw payout baseline (raw-payout.ts): the SQL of one
  *     payout, recorded from the services, replayed by a lean client at each configuration's
  *     lanes, once per round; e2e payouts/s is reported as a share of it
@@ -25,6 +28,7 @@
  * Starts its own embedded PostgreSQL (under .tmp/), its own etcd (Debian's
  * etcd-server) and every process; stops them all at the end.
  */
+import assert from 'node:assert/strict';
 import { spawn, execSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -39,6 +43,7 @@ import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { TEST_POLICY_PATH, testAppAuthEnv } from '../../libs/testing/src/identity';
 import { loadGate, reportWithLoad } from '../load-gate';
+import { seedHistory } from '../scale/history';
 import { replayLane, sessionOf, templates, type Lane, type Template } from './raw-payout';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -61,6 +66,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const BASE_DIST = process.env.BENCH_BASE_DIST;
 /** The raw payout baseline (raw-payout.ts); BENCH_RAW=0 leaves it out. */
 const RAW = process.env.BENCH_RAW !== '0';
+/** Payouts of history the 'history' variant runs on (0: no such variant). */
+const HISTORY_PAYOUTS = Number(process.env.BENCH_HISTORY_PAYOUTS ?? 0);
 /** Payouts recorded, each on an account of its own; the last one (warmest) is replayed. */
 const RAW_RECORDED = 4;
 
@@ -69,6 +76,8 @@ interface Variant {
   name: string;
   dist: string;
   env: Record<string, string>;
+  /** Runs on the one set of databases seeded with history (Pg.history), not on empty ones. */
+  history?: true;
 }
 
 /** This build as deployed by default: trace ids propagate, nothing is exported. */
@@ -92,6 +101,7 @@ const VARIANTS: Variant[] = [
       return { name, dist: path.resolve(dist), env: { OTEL_TRACES_EXPORTER: 'none' } };
     }),
   TRACES_OFF,
+  ...(HISTORY_PAYOUTS > 0 ? [{ ...TRACES_OFF, name: 'history', history: true as const }] : []),
   ...(TRACES_MEMORY
     ? [
         {
@@ -197,6 +207,8 @@ function machineTicks(): { busy: number; total: number } {
 
 interface Pg {
   admin: string;
+  /** The databases seeded with HISTORY_PAYOUTS payouts, shared by every run on them. */
+  history?: Record<DatabaseName, string>;
   stop(): Promise<void>;
 }
 
@@ -205,7 +217,11 @@ async function startPostgres(): Promise<Pg> {
   const pg = await startEmbeddedPostgres({
     dir: path.join(ROOT, '.tmp', `bench-e2e-pg-${process.pid}`),
     fsync: true,
-    settings: PG_STATEMENTS ? ['shared_preload_libraries=pg_stat_statements'] : [],
+    settings: [
+      ...(PG_STATEMENTS ? ['shared_preload_libraries=pg_stat_statements'] : []),
+      // Seeding the history takes an advisory lock per rail attempt in one batch (bench/scale/seed.ts).
+      ...(HISTORY_PAYOUTS > 0 ? ['max_locks_per_transaction=1024'] : []),
+    ],
   });
   if (PG_STATEMENTS) {
     const c = new Client({ connectionString: pg.adminUrl });
@@ -358,12 +374,9 @@ async function startStack(
   variant?: Variant,
   record?: string,
 ): Promise<Stack> {
-  const suffix = `${backend}_${randomUUID().slice(0, 6)}`;
-  const [lockdb, paydb, proxydb] = await Promise.all([
-    database(pg, 'lockdb', suffix),
-    database(pg, 'paydb', suffix),
-    database(pg, 'proxydb', suffix),
-  ]);
+  const { lockdb, paydb, proxydb } = variant?.history
+    ? historyOf(pg)
+    : await freshDatabases(pg, `${backend}_${randomUUID().slice(0, 6)}`);
   const journal = path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-stub-')), 'journal.jsonl');
   const lockEnv: Record<string, string> =
     backend === 'pg'
@@ -415,6 +428,34 @@ async function startStack(
   };
 }
 
+async function freshDatabases(pg: Pg, suffix: string): Promise<Record<DatabaseName, string>> {
+  const [lockdb, paydb, proxydb] = await Promise.all([
+    database(pg, 'lockdb', suffix),
+    database(pg, 'paydb', suffix),
+    database(pg, 'proxydb', suffix),
+  ]);
+  return { lockdb, paydb, proxydb };
+}
+
+function historyOf(pg: Pg): Record<DatabaseName, string> {
+  assert(pg.history, 'a history variant runs only after the history is seeded');
+  return pg.history;
+}
+
+/**
+ * HISTORY_PAYOUTS payouts of history, seeded once (seedHistory) and shared by
+ * every run of the history variant: each run adds only its own accounts and
+ * payouts, a few thousand beside millions.
+ */
+async function seedHistoryDatabases(pg: Pg): Promise<Record<DatabaseName, string>> {
+  const urls = await freshDatabases(pg, 'history');
+  const started = Date.now();
+  console.log(`[bench] seeding ${HISTORY_PAYOUTS} payouts of history`);
+  await seedHistory(urls, { payouts: HISTORY_PAYOUTS, batch: 50_000 });
+  console.log(`[bench] history seeded in ${Math.round((Date.now() - started) / 1000)} s`);
+  return urls;
+}
+
 /** Accounts with opening balances and PENDING payouts, as the fixtures make them (one transaction). */
 async function seed(paydb: string, accounts: string[], payouts: number): Promise<void> {
   const c = new Client({ connectionString: paydb });
@@ -460,12 +501,14 @@ async function seed(paydb: string, accounts: string[], payouts: number): Promise
   }
 }
 
-async function countByState(paydb: string): Promise<Record<string, number>> {
+/** The run's payouts by state: its accounts' only (payout_by_account_state), whatever history lies beside them. */
+async function countByState(paydb: string, accounts: string[]): Promise<Record<string, number>> {
   const c = new Client({ connectionString: paydb });
   await c.connect();
   try {
     const res = await c.query<{ state: string; n: string }>(
-      `SELECT state, count(*) AS n FROM payout GROUP BY state`,
+      `SELECT state, count(*) AS n FROM payout WHERE account_id = ANY($1::text[]) GROUP BY state`,
+      [accounts],
     );
     return Object.fromEntries(res.rows.map((r) => [r.state, Number(r.n)]));
   } finally {
@@ -615,20 +658,18 @@ async function measure(
     { length: cfg.accounts },
     (_, i) => `bench-${randomUUID().slice(0, 6)}-${i}`,
   );
-  const before = await countByState(s.paydb);
-  const postedBefore = before.POSTED ?? 0;
   const apps = [s.lockServer, s.payments, s.proxy, s.stub, ...executors];
   const cpuBefore = cpuByComponent(apps);
   const ticksBefore = machineTicks();
   if (PG_STATEMENTS) await statementStats(s.pgAdmin, 0);
   const started = performance.now();
   await seed(s.paydb, accounts, payouts);
-  const { states, loadAvgMax } = await untilPosted(s.paydb, postedBefore + payouts, started);
+  const { states, loadAvgMax } = await untilPosted(s.paydb, accounts, payouts, started);
   const seconds = (performance.now() - started) / 1000;
   const ticksAfter = machineTicks();
   const cpuAfter = cpuByComponent(apps);
   const loadAvg1 = os.loadavg()[0];
-  const done = (states.POSTED ?? 0) - postedBefore;
+  const done = states.POSTED ?? 0;
   const cpu = cpuUse(cpuBefore, cpuAfter, { before: ticksBefore, after: ticksAfter }, done);
   if (PG_STATEMENTS) await statementStats(s.pgAdmin, done);
   if (!(await ledgerHolds(s.paydb))) throw new Error('INV-03 broken after the run');
@@ -652,13 +693,14 @@ async function measure(
 /** Polls paydb until `posted` payouts are POSTED or the run times out; the highest load seen. */
 async function untilPosted(
   paydb: string,
+  accounts: string[],
   posted: number,
   started: number,
 ): Promise<{ states: Record<string, number>; loadAvgMax: number }> {
   let loadAvgMax = 0;
   let states: Record<string, number>;
   for (;;) {
-    states = await countByState(paydb);
+    states = await countByState(paydb, accounts);
     loadAvgMax = Math.max(loadAvgMax, os.loadavg()[0]);
     if ((states.POSTED ?? 0) >= posted) break;
     if (performance.now() - started > RUN_TIMEOUT_MS) break;
@@ -812,11 +854,13 @@ function tracingCost(results: RunResult[]): string[] {
     });
   }
   return [
-    '## Tracing cost (docs/tracing.md)',
+    '## Variants side by side (tracing: docs/tracing.md; history: docs/scale.md)',
     '',
-    `Variants run in turn on fresh stacks, interleaved within each of ${ROUNDS} round(s): ${VARIANTS.map(
+    `Variants run in turn, each on a fresh stack of processes (and fresh databases, except the history variant's), interleaved within each of ${ROUNDS} round(s): ${VARIANTS.map(
       (v) =>
         `${v.name} (${v.dist === path.join(ROOT, 'dist') ? 'this build' : v.dist}${
+          v.history ? `, on ${HISTORY_PAYOUTS} payouts of history` : ''
+        }${
           Object.keys(v.env).length
             ? `, ${Object.entries(v.env)
                 .map(([k, val]) => `${k}=${val}`)
@@ -1022,6 +1066,7 @@ async function main(): Promise<void> {
   const pg = await startPostgres();
   const c: Collected = { results: [], rawResults: [], raw: null, latency: [], notes: [] };
   try {
+    if (HISTORY_PAYOUTS > 0) pg.history = await seedHistoryDatabases(pg);
     if (RAW) c.raw = await recordPayouts(pg);
     for (const backend of BACKENDS) await measureBackend(pg, backend, c);
   } finally {
@@ -1112,6 +1157,7 @@ function reportHeader(tookSeconds: number): string[] {
     `BENCH_CLEARING_SHARDS=${CLEARING_SHARDS}`,
     `BENCH_LATENCY_PAYOUTS=${LATENCY_PAYOUTS}`,
     `BENCH_ROUNDS=${ROUNDS}`,
+    ...(HISTORY_PAYOUTS > 0 ? [`BENCH_HISTORY_PAYOUTS=${HISTORY_PAYOUTS}`] : []),
     ...(BASE_DIST ? [`BENCH_BASE_DIST=${BASE_DIST}`] : []),
     ...(EXTRA_DISTS ? [`BENCH_EXTRA_DISTS=${EXTRA_DISTS}`] : []),
     ...(TRACES_MEMORY ? [] : ['BENCH_TRACES_MEMORY=0']),

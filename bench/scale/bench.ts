@@ -19,7 +19,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { loadGate, markNoisy, loadLine } from '../load-gate';
-import { seedLockdb, seedPaydb, seedProxydb, type SeedSize } from './seed';
+import { seedHistory, withClient } from './history';
 import { PASSES, type Recorder, type Statement } from './passes';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -55,32 +55,6 @@ async function databases(adminUrl: string, side: string): Promise<Urls> {
     paydb: await migrated(adminUrl, `${side}_paydb`, 'paydb'),
     proxydb: await migrated(adminUrl, `${side}_proxydb`, 'proxydb'),
   };
-}
-
-async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T> {
-  const c = new Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
-
-async function seed(urls: Urls): Promise<void> {
-  const size: SeedSize = { payouts: PAYOUTS, batch: BATCH };
-  await withClient(urls.paydb, (c) => seedPaydb(c, size));
-  await withClient(urls.proxydb, (c) => seedProxydb(c, size));
-  await withClient(urls.lockdb, (c) => seedLockdb(c, size));
-  for (const url of Object.values(urls)) await withClient(url, (c) => c.query('VACUUM ANALYZE'));
-  const rows = await withClient(urls.paydb, (c) =>
-    c.query<{ t: string; n: string }>(
-      `SELECT 'payout' AS t, count(*)::text AS n FROM payout
-       UNION ALL SELECT 'payout_transition', count(*)::text FROM payout_transition
-       UNION ALL SELECT 'ledger_entry', count(*)::text FROM ledger_entry`,
-    ),
-  );
-  console.log(`[bench] history: ${rows.rows.map((r) => `${r.t} ${r.n}`).join(', ')}`);
 }
 
 /** A pass's statements, recorded as they run, each with the database it ran on. */
@@ -153,7 +127,7 @@ async function main(): Promise<void> {
     const empty = await databases(pg.adminUrl, 'empty');
     const history = await databases(pg.adminUrl, 'history');
     console.log(`[bench] seeding ${PAYOUTS} payouts (batches of ${BATCH})`);
-    await seed(history);
+    await seedHistory(history, { payouts: PAYOUTS, batch: BATCH });
     const onEmpty = await timePasses(empty);
     const onHistory = await timePasses(history);
     console.log(

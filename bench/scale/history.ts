@@ -1,0 +1,47 @@
+import { Client } from 'pg';
+import type { DatabaseName } from '../../migrations';
+import type { Db } from '../../apps/payment-resource/src/persistence/db';
+import { PayoutRepository } from '../../apps/payment-resource/src/payouts/persistence/payout.repository';
+import { seedLockdb, seedPaydb, seedProxydb, type SeedSize } from './seed';
+
+/**
+ * A year of history in migrated lockdb, paydb and proxydb (seed.ts), made
+ * ready to be read as production would find it: analysed, and the payout
+ * counts folded as the first console or /metrics poll would (docs/scale.md,
+ * "The payout counts"). Used by `bench:scale` and by `bench:e2e`'s history
+ * variant (BENCH_HISTORY_PAYOUTS).
+ */
+export async function seedHistory(
+  urls: Record<DatabaseName, string>,
+  size: SeedSize,
+): Promise<void> {
+  await withClient(urls.paydb, (c) => seedPaydb(c, size));
+  await withClient(urls.proxydb, (c) => seedProxydb(c, size));
+  await withClient(urls.lockdb, (c) => seedLockdb(c, size));
+  await withClient(urls.paydb, (c) => new PayoutRepository().stats(asDb(c), 3600, 60));
+  for (const url of Object.values(urls)) await withClient(url, (c) => c.query('VACUUM ANALYZE'));
+  const rows = await withClient(urls.paydb, (c) =>
+    c.query<{ t: string; n: string }>(
+      `SELECT 'payout' AS t, count(*)::text AS n FROM payout
+       UNION ALL SELECT 'payout_transition', count(*)::text FROM payout_transition
+       UNION ALL SELECT 'ledger_entry', count(*)::text FROM ledger_entry`,
+    ),
+  );
+  console.log(`[bench] history: ${rows.rows.map((r) => `${r.t} ${r.n}`).join(', ')}`);
+}
+
+/** payment-resource's Db (an EntityManager's query) over one pg client. */
+const asDb = (c: Client): Db =>
+  ({
+    query: async (sql: string, params?: unknown[]) => (await c.query(sql, params)).rows,
+  }) as never;
+
+export async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
