@@ -31,7 +31,7 @@
 import assert from 'node:assert/strict';
 import { spawn, execSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -424,6 +424,7 @@ async function startStack(
     proxy,
     async stop() {
       await Promise.all([lockServer, payments, stub, proxy].map((a) => a.stop()));
+      rmSync(path.dirname(journal), { recursive: true, force: true });
     },
   };
 }
@@ -929,6 +930,7 @@ async function recordPayouts(pg: Pg): Promise<RawSetup> {
       ).rows,
   );
   const template = templates(file, payouts).at(-1)!;
+  rmSync(path.dirname(file), { recursive: true, force: true });
   return {
     template,
     urls: { lockdb: s.lockdb, paydb: s.paydb, proxydb: s.proxydb },
