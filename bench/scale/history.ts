@@ -15,9 +15,13 @@ export async function seedHistory(
   urls: Record<DatabaseName, string>,
   size: SeedSize,
 ): Promise<void> {
-  await withClient(urls.paydb, (c) => seedPaydb(c, size));
-  await withClient(urls.proxydb, (c) => seedProxydb(c, size));
-  await withClient(urls.lockdb, (c) => seedLockdb(c, size));
+  // paydb is most of the work; proxydb and lockdb beside it use the second core.
+  await Promise.all([
+    withClient(urls.paydb, (c) => seedPaydb(c, size)),
+    withClient(urls.proxydb, (c) => seedProxydb(c, size)).then(() =>
+      withClient(urls.lockdb, (c) => seedLockdb(c, size)),
+    ),
+  ]);
   await withClient(urls.paydb, (c) => new PayoutRepository().stats(asDb(c), 3600, 60));
   for (const url of Object.values(urls)) await withClient(url, (c) => c.query('VACUUM ANALYZE'));
   const rows = await withClient(urls.paydb, (c) =>
