@@ -27,14 +27,19 @@ import { ScrapedSeries, type Target } from './support/scraped-series';
  * answers after 15 s) but its seed is one whose calls in this run hold none of its injected
  * faults, each of which is by design a RAIL_AMBIGUOUS and rightly a DlockRailAmbiguous.
  *
- * What the replay covers, and what one minute cannot: every rule's expression is evaluated
+ * The run holds a minute of the reconciler's work in 36 s: its loops wait half their default
+ * delays (docs/reconciler.md, "Configuration"), so it makes at least the resolution, detective,
+ * sweep and fencing passes a minute of `npm start` makes, and twelve scrapes see them, as
+ * twelve scrapes 5 s apart would.
+ *
+ * What the replay covers, and what a short run cannot: every rule's expression is evaluated
  * at every scrape (its group interval set to the scrape interval). A rule without `for:` fails
  * the test the first time it holds; a rule with one (1 to 15 min shipped, longer than the run)
- * gets `for: 30s`, so a condition that holds for six scrapes in a row fails the test while one
- * slow scrape on the loaded machine does not. That is stricter than the shipped rules: a run
- * that passes cannot fire them. Timestamps the services export (`*_timestamp_seconds`) are
+ * gets a `for:` of six scrapes, so a condition that holds for six scrapes in a row fails the test
+ * while one slow scrape on the loaded machine does not. That is stricter than the shipped rules:
+ * a run that passes cannot fire them. Timestamps the services export (`*_timestamp_seconds`) are
  * replayed relative to the first scrape, as promtool's clock starts at 0, so `time() - …`
- * staleness is evaluated as Prometheus would. The windows (`[5m]` .. `[1h]`) hold the run's minute
+ * staleness is evaluated as Prometheus would. The windows (`[5m]` .. `[1h]`) hold the run's 36 s
  * only: a slow leak that needs longer to cross a threshold, and DlockEtcdNoLeader and
  * DlockEtcdLeaderChurn (npm start runs the pg lock backend, no etcd) are out of reach here.
  * Series start at the first scrape after `[dlock] up.`, when every process answers ready.
@@ -45,11 +50,22 @@ import { ScrapedSeries, type Target } from './support/scraped-series';
  */
 jest.setTimeout(420_000);
 
-const OBSERVE_MS = 60_000;
+const OBSERVE_MS = 36_000;
 /** PostgreSQL's word for the autovacuum worker a fast shutdown ends (the stop's, not a fault). */
 const AUTOVACUUM_AT_SHUTDOWN =
   /FATAL: +terminating autovacuum process due to administrator command$/;
-const SCRAPE_EVERY_S = 5;
+const SCRAPE_EVERY_S = 3;
+/** Prometheus's default scrape timeout: a round of scrapes takes at most this long. */
+const SCRAPE_TIMEOUT_MS = 10_000;
+/** The reconciler's loop delays in this run, as a share of their defaults. */
+const RECONCILER_PACE = 0.5;
+/** The reconciler's loops and their default delays (apps/reconciler/src/config.ts). */
+const RECONCILER_LOOPS_MS = {
+  RECONCILER_INTERVAL_MS: 10_000,
+  RECONCILER_CHECK_INTERVAL_MS: 30_000,
+  RECONCILER_SWEEP_INTERVAL_MS: 30_000,
+  RECONCILER_FENCING_INTERVAL_MS: 2_000,
+};
 const EXECUTORS = 3;
 /** The rail calls this run makes, with room: seed and feed (5/s) for about 3 minutes. */
 const RAIL_CALLS = 1_200;
@@ -110,13 +126,19 @@ beforeAll(async () => {
     DLOCK_EXECUTORS: String(EXECUTORS),
     DLOCK_SEED_PAYOUTS: String(SEED_PAYOUTS),
     RAIL_STUB_SEED: String(stubSeed),
+    // Every process of the run inherits these; only the reconciler reads them.
+    ...Object.fromEntries(
+      Object.entries(RECONCILER_LOOPS_MS).map(([name, ms]) => [
+        name,
+        String(Math.round(ms * RECONCILER_PACE)),
+      ]),
+    ),
   });
   await printed(started, /\[dlock\] up\./, 180_000);
   const until = Date.now() + OBSERVE_MS;
   while (Date.now() < until) {
     const round = Date.now();
-    // Prometheus's default scrape timeout.
-    await series.scrapeRound(targets(), 10_000);
+    await series.scrapeRound(targets(), SCRAPE_TIMEOUT_MS);
     await sleep(Math.max(0, round + SCRAPE_EVERY_S * 1_000 - Date.now()));
   }
   await readFeeds();
@@ -140,7 +162,7 @@ afterAll(() => {
 type Obj = Record<string, any>;
 
 /** A `for:` the run can hold: six scrapes (the shipped ones are 1 to 15 min). */
-const FOR_IN_RUN = '30s';
+const FOR_IN_RUN = `${6 * SCRAPE_EVERY_S}s`;
 
 /** The shipped rules, evaluated at every scrape, a `for:` shortened to FOR_IN_RUN. */
 function rulesUnderTest(): Obj {
@@ -208,9 +230,10 @@ function replay(
   }
 }
 
-describe('a healthy system, scraped for a minute', () => {
+describe("a healthy system, scraped through a minute of the reconciler's passes", () => {
   it('was scraped every few seconds, every target up from `[dlock] up.` to the end, never two scrapes missed', () => {
-    const expected = Math.floor(OBSERVE_MS / 1_000 / SCRAPE_EVERY_S) - 2;
+    // Every round on time but what one scrape timeout (a starved machine) can cost.
+    const expected = Math.floor((OBSERVE_MS - SCRAPE_TIMEOUT_MS) / 1_000 / SCRAPE_EVERY_S);
     expect(series.rounds).toBeGreaterThanOrEqual(expected);
     // One scrape past its 10 s timeout on a starved machine is what Prometheus would record too
     // (DlockTargetDown waits 5 minutes, deploy/prometheus/alerts.yml); two in a row is a target
@@ -225,6 +248,27 @@ describe('a healthy system, scraped for a minute', () => {
         : [];
     });
     expect(down).toEqual([]);
+  });
+
+  it("saw a minute's reconciler passes: resolution, detective checks and rail sweep ran again while scraped", () => {
+    // What the paced loops are for: the alerts judged passes made during the scrapes.
+    const passes = (loop: string) => {
+      const counts = (series.seen.get('reconciler') ?? []).map(
+        (e) =>
+          e.samples.find(
+            (s) => s.name === 'reconciler_pass_seconds_count' && s.labels.loop === loop,
+          )?.value ?? 0,
+      );
+      return counts.length === 0 ? 0 : counts[counts.length - 1] - counts[0];
+    };
+    const made = {
+      resolution: passes('resolution'),
+      checks: passes('checks'),
+      sweep: passes('rail_sweep'),
+    };
+    expect(made.resolution).toBeGreaterThanOrEqual(2);
+    expect(made.checks).toBeGreaterThanOrEqual(1);
+    expect(made.sweep).toBeGreaterThanOrEqual(1);
   });
 
   it('raises none of the shipped alerts (promtool test rules over the scraped series)', () => {
