@@ -102,18 +102,18 @@ describe('the demo keeps paying: sustained flow with the feed running (issue 18)
     apps.push(lockServer, payments, stub);
     const proxy = await spawnApp('rail-proxy', { PROXYDB_URL: proxydb, RAIL_STUB_URL: stub.url });
     apps.push(proxy);
-    for (const ownerId of ['executor-1', 'executor-2']) {
-      apps.push(
-        await spawnApp('executor', {
-          OWNER_ID: ownerId,
-          LOCK_SERVER_URL: lockServer.url,
-          PAYMENT_RESOURCE_URL: payments.url,
-          RAIL_PROXY_URL: proxy.url,
-          EXECUTOR_POLL_INTERVAL_MS: '200',
-        }),
-      );
-    }
-    const seeded = await run(
+    // The executors and the seed at once: no payout exists before the feed starts in the test.
+    const executors = ['executor-1', 'executor-2'].map(async (ownerId) => {
+      const app = await spawnApp('executor', {
+        OWNER_ID: ownerId,
+        LOCK_SERVER_URL: lockServer.url,
+        PAYMENT_RESOURCE_URL: payments.url,
+        RAIL_PROXY_URL: proxy.url,
+        EXECUTOR_POLL_INTERVAL_MS: '200',
+      });
+      apps.push(app);
+    });
+    const seeded = run(
       process.execPath,
       [
         CLI,
@@ -127,7 +127,8 @@ describe('the demo keeps paying: sustained flow with the feed running (issue 18)
       ],
       { env: { PATH: process.env.PATH ?? '', PAYDB_URL: paydb }, timeout: 60_000 },
     );
-    expect(JSON.parse(seeded.stdout)).toMatchObject({ skipped: false, accounts: ACCOUNTS });
+    const [seed] = await Promise.all([seeded, ...executors]);
+    expect(JSON.parse(seed.stdout)).toMatchObject({ skipped: false, accounts: ACCOUNTS });
   });
 
   afterAll(async () => {
