@@ -38,7 +38,11 @@ let s: Services;
 const running: RunningApp[] = [];
 
 beforeAll(async () => {
-  s = await startServices();
+  // A contended acquire waits the lock-server's retryAfterMillis, capped at 1 s by default
+  // (docs/lock-server.md, "PostgreSQL backend: design choices"): capped lower here, the held-lock
+  // test sees its two attempts of five acquires in a quarter of the time. Only the lock-server
+  // reads it, and no other test here contends.
+  s = await startServices({ LOCK_CONTENDED_RETRY_AFTER_MAX_MS: '250' });
 });
 
 afterEach(async () => {
