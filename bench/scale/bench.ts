@@ -11,6 +11,7 @@
  *   npm run build && BENCH_SCALE_PAYOUTS=200000 npm run bench:scale
  *   BENCH_SCALE_PLANS=0 (no plans) BENCH_SCALE_REPEAT=5 BENCH_SCALE_BATCH=50000
  */
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -18,7 +19,7 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
-import { loadGate, markNoisy, loadLine } from '../load-gate';
+import { loadGate, reportWithLoad } from '../load-gate';
 import { seedHistory, withClient } from './history';
 import { PASSES, type Recorder, type Statement } from './passes';
 
@@ -27,6 +28,7 @@ const PAYOUTS = Number(process.env.BENCH_SCALE_PAYOUTS ?? 2_000_000);
 const BATCH = Number(process.env.BENCH_SCALE_BATCH ?? 50_000);
 const REPEAT = Number(process.env.BENCH_SCALE_REPEAT ?? 5);
 const PLANS = process.env.BENCH_SCALE_PLANS !== '0';
+const REPORT = path.join(ROOT, process.env.BENCH_REPORT ?? 'bench/reports/scale.md');
 
 type Urls = Record<DatabaseName, string>;
 
@@ -116,6 +118,40 @@ async function plans(urls: Urls, seen: Statement[]): Promise<string[]> {
   return out;
 }
 
+/** The report: what ran where, the passes' medians on both copies, and the plans on the history. */
+async function report(
+  empty: Urls,
+  history: Urls,
+  seeded: string,
+  seedSeconds: number,
+): Promise<string[]> {
+  const cpu = os.cpus()[0]?.model ?? 'unknown';
+  const onEmpty = await timePasses(empty);
+  const onHistory = await timePasses(history);
+  const lines = [
+    '# Periodic and per-request reads on a year of history (docs/scale.md)',
+    '',
+    `- machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}; embedded PostgreSQL, defaults`,
+    `- command: \`npm run build && BENCH_SCALE_PAYOUTS=${PAYOUTS} BENCH_SCALE_REPEAT=${REPEAT} npm run bench:scale\``,
+    `- history: ${seeded} (seeded in ${seedSeconds} s, set-based, the tables' triggers on)`,
+    `- each pass is the services' own code; the median of ${REPEAT} runs, 1 for the passes that read the whole history on purpose`,
+    '',
+    `| pass | empty (ms) | ${PAYOUTS} payouts of history (ms) |`,
+    '| --- | ---: | ---: |',
+    ...PASSES.map(
+      (p) =>
+        `| ${p.name} | ${onEmpty.get(p.name)!.ms.toFixed(1)} | ${onHistory.get(p.name)!.ms.toFixed(1)} |`,
+    ),
+    '',
+  ];
+  if (!PLANS) return lines;
+  for (const pass of PASSES) {
+    lines.push(`## ${pass.name}`, '', '```');
+    lines.push(...(await plans(history, onHistory.get(pass.name)!.seen)), '```', '');
+  }
+  return lines;
+}
+
 async function main(): Promise<void> {
   const gate = loadGate('bench:scale');
   // The seals take an advisory lock per rail attempt: a batch holds one per row until it commits.
@@ -127,23 +163,13 @@ async function main(): Promise<void> {
     const empty = await databases(pg.adminUrl, 'empty');
     const history = await databases(pg.adminUrl, 'history');
     console.log(`[bench] seeding ${PAYOUTS} payouts (batches of ${BATCH})`);
-    await seedHistory(history, { payouts: PAYOUTS, batch: BATCH });
-    const onEmpty = await timePasses(empty);
-    const onHistory = await timePasses(history);
-    console.log(
-      `\n| pass | empty (ms) | ${PAYOUTS} payouts of history (ms) |\n| --- | ---: | ---: |`,
-    );
-    for (const pass of PASSES) {
-      const [e, h] = [onEmpty.get(pass.name)!.ms, onHistory.get(pass.name)!.ms];
-      console.log(`| ${pass.name} | ${e.toFixed(1)} | ${h.toFixed(1)} |`);
-    }
-    if (PLANS) {
-      for (const pass of PASSES) {
-        console.log(`\n### ${pass.name}\n`);
-        for (const plan of await plans(history, onHistory.get(pass.name)!.seen)) console.log(plan);
-      }
-    }
-    console.log(`\n${markNoisy(gate, loadLine(gate))} (${os.cpus().length} CPUs)`);
+    const started = Date.now();
+    const seeded = await seedHistory(history, { payouts: PAYOUTS, batch: BATCH });
+    const lines = await report(empty, history, seeded, Math.round((Date.now() - started) / 1000));
+    const text = `${reportWithLoad(gate, lines.join('\n'))}\n`;
+    console.log(text);
+    writeFileSync(REPORT, text);
+    console.log(`[bench] wrote ${path.relative(ROOT, REPORT)}`);
   } finally {
     await pg.stop();
   }

@@ -14,7 +14,7 @@ import { seedLockdb, seedPaydb, seedProxydb, type SeedSize } from './seed';
 export async function seedHistory(
   urls: Record<DatabaseName, string>,
   size: SeedSize,
-): Promise<void> {
+): Promise<string> {
   // paydb is most of the work; proxydb and lockdb beside it use the second core.
   await Promise.all([
     withClient(urls.paydb, (c) => seedPaydb(c, size)),
@@ -26,12 +26,15 @@ export async function seedHistory(
   for (const url of Object.values(urls)) await withClient(url, (c) => c.query('VACUUM ANALYZE'));
   const rows = await withClient(urls.paydb, (c) =>
     c.query<{ t: string; n: string }>(
-      `SELECT 'payout' AS t, count(*)::text AS n FROM payout
-       UNION ALL SELECT 'payout_transition', count(*)::text FROM payout_transition
-       UNION ALL SELECT 'ledger_entry', count(*)::text FROM ledger_entry`,
+      `SELECT 'payouts' AS t, count(*)::text AS n FROM payout
+       UNION ALL SELECT 'transitions', count(*)::text FROM payout_transition
+       UNION ALL SELECT 'ledger entries', count(*)::text FROM ledger_entry
+       UNION ALL SELECT 'idempotency records', count(*)::text FROM idempotency_record`,
     ),
   );
-  console.log(`[bench] history: ${rows.rows.map((r) => `${r.t} ${r.n}`).join(', ')}`);
+  const seeded = rows.rows.map((r) => `${r.t} ${r.n}`).join(', ');
+  console.log(`[bench] history: ${seeded}`);
+  return seeded;
 }
 
 /** payment-resource's Db (an EntityManager's query) over one pg client. */
