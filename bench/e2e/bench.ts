@@ -40,6 +40,7 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
+import { rowId } from '../../libs/persistence/src/row-id';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { TEST_POLICY_PATH, testAppAuthEnv } from '../../libs/testing/src/identity';
 import { loadGate, reportWithLoad } from '../load-gate';
@@ -477,7 +478,7 @@ async function seed(paydb: string, accounts: string[], payouts: number): Promise
         `INSERT INTO ledger_entry (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, kind)
          VALUES ($1, $3, 'funding-EUR', -$4::bigint, $2, 'OPENING_BALANCE'),
                 ($5, $3, $2, $4::bigint, 'funding-EUR', 'OPENING_BALANCE')`,
-        [randomUUID(), a, randomUUID(), balance, randomUUID()],
+        [rowId(), a, rowId(), balance, rowId()],
       );
       await c.query(`UPDATE account SET balance_minor = balance_minor + $1 WHERE account_id = $2`, [
         balance,
@@ -489,7 +490,7 @@ async function seed(paydb: string, accounts: string[], payouts: number): Promise
       [balance * accounts.length],
     );
     await c.query('COMMIT');
-    const ids = Array.from({ length: payouts }, () => randomUUID());
+    const ids = Array.from({ length: payouts }, () => rowId());
     const owners = ids.map((_, i) => accounts[i % accounts.length]);
     await c.query(
       `INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref)

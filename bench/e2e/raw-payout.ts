@@ -12,9 +12,9 @@
  * answered (fencing tokens, ids, versions, times) by what it answers now. The
  * replay counts as done only when its payouts reach POSTED.
  */
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Client, type QueryResult } from 'pg';
+import { rowId } from '../../libs/persistence/src/row-id';
 
 export interface Recorded {
   t: number;
@@ -140,7 +140,7 @@ class Substitution {
     if (this.t.shared.has(u)) return u;
     let mapped = this.ids.get(k);
     if (mapped === undefined) {
-      mapped = randomUUID();
+      mapped = rowId();
       this.ids.set(k, mapped);
     }
     return mapped;

@@ -19,14 +19,25 @@ const YEAR_S = 365 * DAY_S;
 /** Customer accounts: one per 100 payouts, at least 100. */
 export const accountsFor = (payouts: number) => Math.max(100, Math.floor(payouts / 100));
 
+/** The seed's "now", fixed once, so ids and times computed from it agree across statements. */
+const NOW_MS = Date.now();
+/** Unix milliseconds of payout `i`'s creation: spread over the past year, the newest a day old. */
+const CREATED_MS = (i: string, n: number) =>
+  `(${NOW_MS} - (${DAY_S} + (${n} - ${i})::double precision * ${YEAR_S / n}) * 1000)::bigint`;
+/** Payout `i`'s creation time: all of it history, none of it live. */
+const CREATED = (i: string, n: number) => `to_timestamp(${CREATED_MS(i, n)} / 1000.0)`;
+/**
+ * The id of the row named by `salt`, made at `ms`: time-ordered, laid out as
+ * the services' rowId (libs/persistence/src/row-id.ts) lays out theirs, the
+ * random bits drawn from md5 so that every step finds the same id again.
+ */
+const TIME_ID = (ms: string, salt: string) =>
+  `(lpad(to_hex(${ms}), 12, '0') || '7' || substr(md5(${salt}), 1, 3) || '8' || substr(md5(${salt}), 4, 15))::uuid`;
 /** The expression of payout `i`'s id (also its rail client ref's suffix). */
-const PAYOUT_ID = (i: string) => `md5('payout-' || ${i})::uuid`;
+const PAYOUT_ID = (i: string, n: number) => TIME_ID(CREATED_MS(i, n), `'payout-' || ${i}`);
 /** Its terminal state: 2 % FAILED, 1 % ABANDONED, the rest POSTED. */
 const STATE = (i: string) =>
   `CASE WHEN ${i} % 50 = 7 THEN 'FAILED' WHEN ${i} % 100 = 13 THEN 'ABANDONED' ELSE 'POSTED' END`;
-/** Spread over the past year, the newest a day old: all of it history, none of it live. */
-const CREATED = (i: string, n: number) =>
-  `now() - make_interval(secs => ${DAY_S} + (${n} - ${i})::double precision * ${YEAR_S / n})`;
 
 async function inBatches(
   c: Client,
@@ -81,8 +92,8 @@ async function seedPayouts(c: Client, size: SeedSize, accounts: number): Promise
     (from, to) => `
     INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref,
                         state, attempt_count, created_at, claimed_at, submitted_at, settled_at, updated_at)
-    SELECT ${PAYOUT_ID('i')}, 'c-' || (i % ${accounts} + 1), 100 + i % 900, 'EUR', 'ben-' || i,
-           'po-' || ${PAYOUT_ID('i')}::text, ${STATE('i')}, 1, t, t + interval '10 ms',
+    SELECT ${PAYOUT_ID('i', n)}, 'c-' || (i % ${accounts} + 1), 100 + i % 900, 'EUR', 'ben-' || i,
+           'po-' || ${PAYOUT_ID('i', n)}::text, ${STATE('i')}, 1, t, t + interval '10 ms',
            t + interval '20 ms', t + interval '2 s', t + interval '2 s'
       FROM generate_series(${from}, ${to}) i, LATERAL (SELECT ${CREATED('i', n)} AS t) x`,
   );
@@ -90,6 +101,7 @@ async function seedPayouts(c: Client, size: SeedSize, accounts: number): Promise
 
 /** PENDING → CLAIMED → RAIL_SUBMITTED → the payout's terminal state. */
 async function seedTransitions(c: Client, size: SeedSize): Promise<void> {
+  const n = size.payouts;
   const steps = [
     ['PENDING', 'CLAIMED', 'CLAIM', '10 ms'],
     ['CLAIMED', 'RAIL_SUBMITTED', 'SUBMIT', '20 ms'],
@@ -102,7 +114,7 @@ async function seedTransitions(c: Client, size: SeedSize): Promise<void> {
       (lo, hi) => `
       INSERT INTO payout_transition (payout_id, from_state, to_state, event, actor, token, created_at)
       SELECT p.payout_id, '${from}', '${to}', '${event}', 'bench', 1000 + i, p.created_at + interval '${after}'
-        FROM generate_series(${lo}, ${hi}) i JOIN payout p ON p.payout_id = ${PAYOUT_ID('i')}
+        FROM generate_series(${lo}, ${hi}) i JOIN payout p ON p.payout_id = ${PAYOUT_ID('i', n)}
        ORDER BY i`,
     );
   }
@@ -113,7 +125,7 @@ async function seedTransitions(c: Client, size: SeedSize): Promise<void> {
     (lo, hi) => `
     INSERT INTO payout_transition (payout_id, from_state, to_state, event, actor, token, created_at)
     SELECT p.payout_id, 'RAIL_SUBMITTED', p.state, 'SETTLE', 'bench', 1000 + i, p.settled_at
-      FROM generate_series(${lo}, ${hi}) i JOIN payout p ON p.payout_id = ${PAYOUT_ID('i')}
+      FROM generate_series(${lo}, ${hi}) i JOIN payout p ON p.payout_id = ${PAYOUT_ID('i', n)}
      ORDER BY i`,
   );
 }
@@ -128,12 +140,13 @@ async function seedPostings(c: Client, size: SeedSize): Promise<void> {
     (lo, hi) => `
     INSERT INTO ledger_entry (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id,
                               payout_id, fence, kind, created_at)
-    SELECT md5('post-' || i || '-' || leg)::uuid, md5('post-' || i)::uuid,
+    SELECT ${TIME_ID(`${CREATED_MS('i', n)} + 2000`, `'post-' || i || '-' || leg`)},
+           ${TIME_ID(`${CREATED_MS('i', n)} + 2000`, `'post-' || i`)},
            CASE leg WHEN 0 THEN p.account_id ELSE 'clearing-EUR' END,
            CASE leg WHEN 0 THEN -p.amount_minor ELSE p.amount_minor END,
            CASE leg WHEN 0 THEN 'clearing-EUR' ELSE p.account_id END,
            p.payout_id, 1000 + i, 'PAYOUT', p.settled_at
-      FROM generate_series(${lo}, ${hi}) i JOIN payout p ON p.payout_id = ${PAYOUT_ID('i')},
+      FROM generate_series(${lo}, ${hi}) i JOIN payout p ON p.payout_id = ${PAYOUT_ID('i', n)},
            generate_series(0, 1) leg
      WHERE p.state = 'POSTED' ORDER BY i, leg`,
   );
@@ -144,7 +157,7 @@ async function seedPostings(c: Client, size: SeedSize): Promise<void> {
     (lo, hi) => `
     INSERT INTO idempotency_record (operation, idempotency_key, token, request_hash, payout_id,
                                     status_code, response_body, created_at)
-    SELECT op, 'payout-' || ${PAYOUT_ID('i')}::text, 1000 + i, md5(op || i), ${PAYOUT_ID('i')},
+    SELECT op, 'payout-' || ${PAYOUT_ID('i', n)}::text, 1000 + i, md5(op || i), ${PAYOUT_ID('i', n)},
            200, '{}', ${CREATED('i', n)}
       FROM generate_series(${lo}, ${hi}) i, unnest(ARRAY['claim', 'post']) op`,
   );
@@ -162,8 +175,8 @@ export async function seedProxydb(c: Client, size: SeedSize): Promise<void> {
     INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
                                  idempotency_key, client_ref, amount_minor, currency, beneficiary_ref,
                                  outcome, rail_reference, error_code, highest_token_seen, created_at, resolved_at)
-    SELECT md5('sub-' || i)::uuid, ${PAYOUT_ID('i')}, 'c-' || (i % ${accounts} + 1), 1000 + i, 'bench',
-           'payout-' || ${PAYOUT_ID('i')}::text, 'po-' || ${PAYOUT_ID('i')}::text, 100 + i % 900, 'EUR',
+    SELECT ${TIME_ID(`${CREATED_MS('i', n)} + 20`, `'sub-' || i`)}, ${PAYOUT_ID('i', n)}, 'c-' || (i % ${accounts} + 1), 1000 + i, 'bench',
+           'payout-' || ${PAYOUT_ID('i', n)}::text, 'po-' || ${PAYOUT_ID('i', n)}::text, 100 + i % 900, 'EUR',
            'ben-' || i, o.outcome, CASE o.outcome WHEN 'ACKED' THEN 'rr-' || i END,
            CASE o.outcome WHEN 'REJECTED' THEN 'DECLINED' END, 1000 + i,
            t + interval '20 ms', t + interval '1 s'

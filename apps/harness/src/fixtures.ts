@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { railClientRef } from '@dlock/payout-contract';
+import { rowId } from '@dlock/persistence';
 import type { Client } from 'pg';
 import { withPg } from './infra/postgres';
 
@@ -86,11 +87,11 @@ async function openAccount(c: Client, accountId: string, openingMinor: number): 
     accountId,
     CURRENCY,
   ]);
-  const group = randomUUID();
+  const group = rowId();
   await c.query(
     `INSERT INTO ledger_entry (entry_id, txn_group_id, account_id, amount_minor, counterparty_account_id, kind)
      VALUES ($1, $3, $4, -$2::bigint, $5, 'OPENING_BALANCE'), ($6, $3, $5, $2::bigint, $4, 'OPENING_BALANCE')`,
-    [randomUUID(), openingMinor, group, funding, accountId, randomUUID()],
+    [rowId(), openingMinor, group, funding, accountId, rowId()],
   );
   await c.query(
     `UPDATE account SET balance_minor = balance_minor + CASE WHEN account_id = $1 THEN -$3::bigint ELSE $3::bigint END
@@ -100,7 +101,7 @@ async function openAccount(c: Client, accountId: string, openingMinor: number): 
 }
 
 async function addPayout(c: Client, accountId: string, amountMinor: number): Promise<string> {
-  const payoutId = randomUUID();
+  const payoutId = rowId();
   await c.query(
     `INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref)
      VALUES ($1, $2, $3, $4, $5, $6)`,

@@ -159,6 +159,28 @@ describe('POST /v1/accounts/{accountId}/deposits', () => {
 });
 
 describe('POST /v1/payouts', () => {
+  it('gives payouts time-ordered ids: a later payout sorts after an earlier one in PostgreSQL (docs/scale.md, "Row ids")', async () => {
+    const accountId = await openAccount();
+    const body = { accountId, amountMinor: 10, currency: 'EUR', beneficiaryRef: 'ben-order' };
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const created = await post('/v1/payouts', body, randomUUID());
+      expect(created.status).toBe(201);
+      ids.push(created.body.payoutId as string);
+      await new Promise((resolve) => setTimeout(resolve, 2)); // the next id's millisecond is later
+    }
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab]/);
+    const ordered = await withClient(h.dbUrl, async (c) =>
+      (
+        await c.query<{ payout_id: string }>(
+          'SELECT payout_id FROM payout WHERE account_id = $1 ORDER BY payout_id',
+          [accountId],
+        )
+      ).rows.map((r) => r.payout_id),
+    );
+    expect(ordered).toEqual(ids);
+  });
+
   it('creates a PENDING payout with the derived rail reference, once per key', async () => {
     const accountId = await openAccount();
     const key = randomUUID();

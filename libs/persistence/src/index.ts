@@ -5,3 +5,4 @@ export * from './audit-verify';
 export * from './fenced-update';
 export * from './audit-since';
 export * from './database.module';
+export * from './row-id';

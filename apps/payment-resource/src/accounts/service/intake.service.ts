@@ -12,7 +12,7 @@ import {
   type DepositRequest,
   type DepositResponse,
 } from '@dlock/payout-contract';
-import { preparedManager } from '@dlock/persistence';
+import { preparedManager, rowId } from '@dlock/persistence';
 import { balancedPair, fundingAccountId } from '../../ledger/domain/ledger';
 import { AccountRepository, type Account } from '../../ledger/persistence/account.repository';
 import type { Db } from '../../persistence/db';
@@ -77,7 +77,7 @@ export class IntakeService {
     req: DepositRequest,
   ): Promise<IntakeAnswer<DepositResponse>> {
     const key: IntakeKey = { operation: 'deposit', idempotencyKey };
-    const depositId = randomUUID();
+    const depositId = rowId();
     return this.once(key, accountId, req, depositId, async (tx) => {
       const account = await this.customer(tx, accountId, req.currency);
       const funding = fundingAccountId(account.currency);
@@ -104,7 +104,7 @@ export class IntakeService {
     req: CreatePayoutRequest,
   ): Promise<IntakeAnswer<CreatedPayout>> {
     const key: IntakeKey = { operation: 'create_payout', idempotencyKey };
-    const payoutId = randomUUID();
+    const payoutId = rowId();
     return this.once(key, '', req, payoutId, async (tx) => {
       const account = await this.customer(tx, req.accountId, req.currency);
       const payout = {

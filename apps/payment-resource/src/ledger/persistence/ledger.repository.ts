@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { rowId } from '@dlock/persistence';
 import type { Leg } from '../domain/ledger';
 import { toMinor, updatedRows, type Db } from '../../persistence/db';
 
@@ -69,8 +69,8 @@ export function movementCtes(
 
 /** A movement's legs as entries: new ids, one group (the one `meta` names, or a new one). */
 export function newEntries(legs: readonly Leg[], meta: MovementMeta): LedgerEntry[] {
-  const txnGroupId = meta.txnGroupId ?? randomUUID();
-  return legs.map((leg) => ({ ...leg, entryId: randomUUID(), txnGroupId }));
+  const txnGroupId = meta.txnGroupId ?? rowId();
+  return legs.map((leg) => ({ ...leg, entryId: rowId(), txnGroupId }));
 }
 
 @Injectable()

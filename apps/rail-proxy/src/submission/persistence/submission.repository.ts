@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import { sqlRows } from '../../sql';
-import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
 import { parseFencingToken } from '@dlock/lock-api';
+import { rowId } from '@dlock/persistence';
 import { type RailOutcome } from '@dlock/payout-contract';
 import type { StoredResponse } from './idempotency.repository';
 import type { SubmissionRecord, SubmissionRequest } from '../domain/submission.types';
@@ -254,7 +254,7 @@ export class SubmissionRepository {
 /** $1..$10 of both inserts: a fresh submission id and the request as presented. */
 function requestColumns(req: SubmissionRequest): unknown[] {
   return [
-    randomUUID(),
+    rowId(),
     req.payoutId,
     req.accountId,
     req.presentedToken.toString(),
