@@ -113,7 +113,9 @@ export const CheckQueries = {
           WHERE outcome IS DISTINCT FROM 'FENCED' AND outcome IS DISTINCT FROM 'WITHDRAWN'
             AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
             AND ($2::timestamptz IS NULL OR (created_at, submission_id) > ($2::timestamptz, $3::uuid))
-          ORDER BY created_at, submission_id
+          -- The table's columns, not the text ones of the same names above: ordered by the
+          -- index, each chunk reads its own rows, never all those after the cursor.
+          ORDER BY rail_submission.created_at, rail_submission.submission_id
           LIMIT $4`,
         [graceMs, after?.createdAt ?? null, after?.submissionId ?? null, TOKEN_MATCH_CHUNK],
         signal,

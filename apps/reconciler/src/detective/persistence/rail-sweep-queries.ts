@@ -39,7 +39,7 @@ export async function duePayouts(
                  THEN t >= now() - make_interval(secs => $2::double precision / 1000)
                  ELSE (t, payout_id) > ($3::timestamptz, $4::uuid) END
         AND ($5::timestamptz IS NULL OR (t, payout_id) <= ($5::timestamptz, $6::uuid))
-      ORDER BY t, payout_id
+      ORDER BY t, p.payout_id -- the uuid the cursor compares, not the text selected
       LIMIT $7`,
     [
       q.settleMs,

@@ -5,13 +5,15 @@ import { tokenFromDb } from './rows';
 /**
  * lock_revocation in floor order. A floor is a nextval taken inside the
  * revoke statement, so a revocation can commit after one with a higher floor
- * was read: readers re-read recent ones (docs/reconciler.md).
+ * was read: readers re-read recent ones (docs/reconciler.md). The order is
+ * the table's bigint column's: the selected text of the same name sorts '10'
+ * before '9'.
  */
 const LIST_REVOCATIONS_SQL = `
 SELECT revocation_id::text AS revocation_id, lock_key, revoked_token::text AS revoked_token,
        new_token_floor::text AS new_token_floor, operator, reason, revoked_at
 FROM lock_revocation WHERE new_token_floor > $1::bigint
-ORDER BY new_token_floor LIMIT $2::int`;
+ORDER BY lock_revocation.new_token_floor LIMIT $2::int`;
 
 interface RevocationRow {
   revocation_id: string;
