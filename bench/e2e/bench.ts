@@ -46,6 +46,7 @@ import { TEST_POLICY_PATH, testAppAuthEnv } from '../../libs/testing/src/identit
 import { loadGate, reportWithLoad } from '../load-gate';
 import { seedHistory } from '../scale/history';
 import { replayLane, sessionOf, templates, type Lane, type Template } from './raw-payout';
+import { machineLine } from '../lock-server/etcd-common';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** BENCH_REPORT=bench/reports/tracing.md writes a focused run elsewhere than the full report. */
@@ -1152,7 +1153,6 @@ const COMPONENTS = [
 ];
 
 function reportHeader(tookSeconds: number): string[] {
-  const cpu = os.cpus()[0]?.model ?? 'unknown';
   const envShown = [
     `BENCH_PAYOUTS=${PAYOUTS}`,
     `BENCH_BACKENDS=${BACKENDS.join(',')}`,
@@ -1169,7 +1169,7 @@ function reportHeader(tookSeconds: number): string[] {
   return [
     '# End-to-end payout benchmark',
     '',
-    `Machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}. Everything on this one machine: embedded PostgreSQL (fsync on, defaults), etcd 3.4 (one member), lock-server, payment-resource, rail-proxy, rail-stub and the executors, each its own Node process, LOG_LEVEL=warn.`,
+    `Machine: ${machineLine()}. Everything on this one machine: embedded PostgreSQL (fsync on, defaults), etcd 3.4 (one member), lock-server, payment-resource, rail-proxy, rail-stub and the executors, each its own Node process, LOG_LEVEL=warn.`,
     '',
     `Command: \`npm run build && ${envShown} node dist/bench/e2e/bench.js\` (took ${tookSeconds} s; every BENCH_ variable in effect is shown).`,
     '',

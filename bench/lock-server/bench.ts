@@ -30,7 +30,7 @@ import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { preparedStatement } from '../../libs/persistence/src/prepared';
 import { cachedBearer } from '../../libs/testing/src/identity';
-import { startLockServerProcess } from './etcd-common';
+import { startLockServerProcess, machineLine } from './etcd-common';
 import {
   ACQUIRE_SQL,
   OPEN_SESSION_SQL,
@@ -524,7 +524,6 @@ function report(results: Result[], seconds: number): string {
     results.find((r) => r.scenario === 'distinct keys' && r.workers === 1 && r.side === side);
   const p50Alone =
     (alone('lock-server')?.acquireP50 ?? NaN) / (alone('raw SQL')?.acquireP50 ?? NaN);
-  const cpu = os.cpus()[0]?.model ?? 'unknown';
   return [
     '# Lock-server benchmark (PostgreSQL backend)',
     '',
@@ -535,7 +534,7 @@ function report(results: Result[], seconds: number): string {
     `Concurrency ${GOAL_WORKERS} on distinct keys runs ${ROUNDS} alternating round(s); the goal uses their medians.`,
     '',
     `- command: \`npm run build && npm run bench:lock\`${process.env.BENCH_DURATION_MS ? ` (BENCH_DURATION_MS=${process.env.BENCH_DURATION_MS})` : ''}${process.env.BENCH_ROUNDS ? ` (BENCH_ROUNDS=${ROUNDS})` : ''}`,
-    `- machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB memory, Node ${process.version}, ${os.platform()} ${os.release()}`,
+    `- machine: ${machineLine()}`,
     `- PostgreSQL: embedded-postgres (fsync on, defaults) on the same machine; lock-server pool ${POOL_MAX ?? 'default (LOCKDB_POOL_MAX 20)'}, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'}; raw SQL: one connection per worker, the same named prepared statements as the lock-server`,
     '- clients: lock-server side one kept-alive HTTP/1.1 connection per worker (a minimal client), raw SQL side one pg connection per worker',
     `- the load generator, the lock-server and PostgreSQL share the same CPUs with whatever else runs; 1-min load average at the start ${startLoad.toFixed(1)}, at the end ${os.loadavg()[0].toFixed(1)} (per row: the load column)`,

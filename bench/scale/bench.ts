@@ -12,7 +12,6 @@
  *   BENCH_SCALE_PLANS=0 (no plans) BENCH_SCALE_REPEAT=5 BENCH_SCALE_BATCH=50000
  */
 import { writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import 'reflect-metadata';
@@ -22,6 +21,7 @@ import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres'
 import { loadGate, reportWithLoad } from '../load-gate';
 import { seedHistory, withClient } from './history';
 import { PASSES, type Recorder, type Statement } from './passes';
+import { machineLine } from '../lock-server/etcd-common';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const PAYOUTS = Number(process.env.BENCH_SCALE_PAYOUTS ?? 2_000_000);
@@ -125,13 +125,12 @@ async function report(
   seeded: string,
   seedSeconds: number,
 ): Promise<string[]> {
-  const cpu = os.cpus()[0]?.model ?? 'unknown';
   const onEmpty = await timePasses(empty);
   const onHistory = await timePasses(history);
   const lines = [
     '# Periodic and per-request reads on a year of history (docs/scale.md)',
     '',
-    `- machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}; embedded PostgreSQL, defaults`,
+    `- machine: ${machineLine()}; embedded PostgreSQL, defaults`,
     `- command: \`npm run build && BENCH_SCALE_PAYOUTS=${PAYOUTS} BENCH_SCALE_REPEAT=${REPEAT} npm run bench:scale\``,
     `- history: ${seeded} (seeded in ${seedSeconds} s, set-based, the tables' triggers on)`,
     `- each pass is the services' own code; the median of ${REPEAT} runs, 1 for the passes that read the whole history on purpose`,

@@ -1,6 +1,6 @@
 /** bench/reports/stack-cost.md from the stack bench's rows (bench.ts). */
-import os from 'node:os';
 import { LAYERS, STATIC_VARIANTS } from './layers';
+import { machineLine } from '../lock-server/etcd-common';
 
 export interface Row {
   service: string;
@@ -203,14 +203,13 @@ function beforeAfter(input: ReportInput, metric: Metric): string[] {
 }
 
 function header(input: ReportInput): string[] {
-  const cpu = os.cpus()[0]?.model ?? 'unknown';
   const unit = input.callgrind
     ? 'instructions (k = thousands) per request'
     : 'µs of CPU per request';
   return [
     '# What each layer of the request stack costs (issue 28)',
     '',
-    `- machine: ${os.cpus().length} CPUs (nproc) ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`,
+    `- machine: ${machineLine()}`,
     `- command: \`npm run build && ${input.env.join(' ')} npm run bench:stack\` (${input.seconds} s)`,
     `- load average (1, 5, 15 min): before ${input.loadBefore.map((l) => l.toFixed(1)).join(', ')}; after ${input.loadAfter.map((l) => l.toFixed(1)).join(', ')}`,
     `- unit: ${unit}; ${input.n} requests per measurement, one in flight, kept-alive connection; ${input.rounds} round(s) of every variant, interleaved in one process; ${input.warmup} warm-up requests at start and ${input.rewarm} iterations after every layer switch`,
