@@ -19,7 +19,8 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { loadGate, reportWithLoad } from '../load-gate';
-import { seedHistory, withClient } from './history';
+import { withClient } from '../../libs/testing/src/postgres';
+import { seedHistory } from './history';
 import { PASSES, type Recorder, type Statement } from './passes';
 import { machineLine } from '../lock-server/etcd-common';
 

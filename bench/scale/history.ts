@@ -1,7 +1,8 @@
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import type { DatabaseName } from '../../migrations';
 import type { Db } from '../../apps/payment-resource/src/persistence/db';
 import { PayoutRepository } from '../../apps/payment-resource/src/payouts/persistence/payout.repository';
+import { withClient } from '../../libs/testing/src/postgres';
 import { seedLockdb, seedPaydb, seedProxydb, type SeedSize } from './seed';
 
 /**
@@ -42,13 +43,3 @@ const asDb = (c: Client): Db =>
   ({
     query: async (sql: string, params?: unknown[]) => (await c.query(sql, params)).rows,
   }) as never;
-
-export async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T> {
-  const c = new Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
