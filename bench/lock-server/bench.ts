@@ -9,6 +9,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
  *   BENCH_DURATION_MS=2000 npm run bench:lock      # shorter
  *   BENCH_ROUNDS=1 npm run bench:lock              # one round at concurrency 64 (default 3)
  *
+ * A third side, the HTTP floor (floor-server.ts: node:http, no framework, the
+ * same statements and a signed proof per grant), runs beside them at
+ * concurrency 1 and 64: what any HTTP lock-server could reach on this machine.
+ * BENCH_FLOOR=0 leaves it out.
+ *
  * Starts its own embedded PostgreSQL (under .tmp/) and lock-server process.
  * Both load generators are lean and keep their connections: the HTTP side
  * uses one kept-alive socket per worker with a minimal HTTP/1.1 client (what
@@ -53,6 +58,8 @@ const LEASE_MS = 30_000;
 /** Unset: the lock-server's own default (LOCKDB_POOL_MAX, 20). */
 const POOL_MAX = process.env.BENCH_LOCKDB_POOL_MAX;
 const REPORT = path.join(ROOT, 'bench', 'reports', 'lock-server-pg.md');
+const WITH_FLOOR = process.env.BENCH_FLOOR !== '0';
+const FLOOR_MAIN = path.join(__dirname, 'floor-server.js');
 const NOTES_MARKER = '<!-- notes: kept when the bench rewrites this report -->';
 
 interface Postgres {
@@ -102,12 +109,15 @@ interface LockServer {
   stop(): Promise<void>;
 }
 
-async function startLockServer(dbUrl: string): Promise<LockServer> {
-  const server = await startLockServerProcess({
-    LOCK_BACKEND: 'pg',
-    LOCKDB_URL: dbUrl,
-    ...(POOL_MAX ? { LOCKDB_POOL_MAX: POOL_MAX } : {}),
-  });
+async function startLockServer(dbUrl: string, main?: string): Promise<LockServer> {
+  const server = await startLockServerProcess(
+    {
+      LOCK_BACKEND: 'pg',
+      LOCKDB_URL: dbUrl,
+      ...(POOL_MAX ? { LOCKDB_POOL_MAX: POOL_MAX } : {}),
+    },
+    main,
+  );
   return { url: server.url, pid: server.proc.pid ?? 0, stop: server.stop };
 }
 
@@ -278,7 +288,7 @@ class Connections {
 
 /** One side's acquire/release, so both sides run the same loop. */
 interface Side {
-  name: 'lock-server' | 'raw SQL';
+  name: 'lock-server' | 'raw SQL' | 'HTTP floor';
   prepare(workers: number): Promise<void>;
   session(owner: string): Promise<string>;
   /** Resolves with the token when granted, null when contended. */
@@ -287,7 +297,7 @@ interface Side {
   finish(): Promise<void>;
 }
 
-function httpSide(base: string): Side {
+function httpSide(base: string, name: 'lock-server' | 'HTTP floor' = 'lock-server'): Side {
   const connections = new Connections(base);
   // Each worker's token, minted when its session opens and sent on every call (docs/security.md).
   const tokens = new Map<string, string>();
@@ -295,7 +305,7 @@ function httpSide(base: string): Side {
   // Each grant's proof, sent back with its release (docs/security.md, "Signed grants").
   const proofs = new Map<string, string>();
   return {
-    name: 'lock-server',
+    name,
     prepare: async () => undefined,
     async session(owner) {
       tokens.set(owner, await cachedBearer(owner, 'lock-server'));
@@ -437,7 +447,7 @@ async function run(
   const stopAt = measureFrom + DURATION_MS;
   let pairs = 0;
   let allPairs = 0;
-  const tag = `${side.name === 'raw SQL' ? 'sql' : 'http'}-${scenario.replace(/[^a-z0-9]/gi, '')}-${Math.round(start)}`;
+  const tag = `${side.name.replace(/[^a-z]/gi, '')}-${scenario.replace(/[^a-z0-9]/gi, '')}-${Math.round(start)}`;
   const cpuBefore = cpuSnapshot(probe);
   await Promise.all(
     sessions.map(async (session, i) => {
@@ -502,6 +512,26 @@ function keptNotes(): string[] {
 
 const startLoad = os.loadavg()[0];
 
+/** The floor's rows beside the goal: how far the same work over bare node:http gets. */
+function floorLines(
+  servers: Result[],
+  raws: Result[],
+  floors: Result[],
+  alone: (side: string) => Result | undefined,
+): string[] {
+  if (floors.length === 0) return [];
+  const pc = (n: number) => `${(n * 100).toFixed(0)} %`;
+  const ofRaw = floors.map((s, i) => s.pairsPerSec / raws[i].pairsPerSec);
+  const serverOfFloor = servers.map((s, i) => s.pairsPerSec / floors[i].pairsPerSec);
+  const p50 = alone('HTTP floor')?.acquireP50 ?? NaN;
+  const rawP50 = alone('raw SQL')?.acquireP50 ?? NaN;
+  return [
+    `- the HTTP floor (bench/lock-server/floor-server.ts: node:http, no framework, the same statements, a signed proof per grant) / raw SQL pairs/s, per round: ${ofRaw.map(pc).join(', ')}; median ${pc(median(ofRaw))}: the share any HTTP lock-server could reach on this machine`,
+    `- the lock-server / the HTTP floor, per round: ${serverOfFloor.map(pc).join(', ')}; median ${pc(median(serverOfFloor))}; server CPU per pair, medians: lock-server ${median(servers.map((r) => r.serverCpuMs)).toFixed(2)} ms, floor ${median(floors.map((r) => r.serverCpuMs)).toFixed(2)} ms`,
+    `- the floor's acquire p50 at concurrency 1: ${p50.toFixed(2)} ms, ${(p50 / rawP50).toFixed(2)} × raw SQL's`,
+  ];
+}
+
 function report(results: Result[], seconds: number): string {
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '-');
   const rows = results.map(
@@ -550,6 +580,7 @@ function report(results: Result[], seconds: number): string {
     '',
     `- lock-server / raw SQL pairs/s, per round: ${ratios.map((r) => `${(r * 100).toFixed(0)} %`).join(', ')}; median ${(ratio * 100).toFixed(0)} % (goal >= ${RAW_SHARE_GOAL * 100} %): ${ratio >= RAW_SHARE_GOAL ? 'met' : 'NOT met'}`,
     `- acquire p50 at concurrency 1: ${f(alone('lock-server')?.acquireP50 ?? NaN)} ms, ${f(p50Alone)} × raw SQL's ${f(alone('raw SQL')?.acquireP50 ?? NaN)} ms (goal within ${ALONE_P50_GOAL} ×): ${p50Alone <= ALONE_P50_GOAL ? 'met' : 'NOT met'}`,
+    ...floorLines(servers, raws, atGoal('HTTP floor'), alone),
     `- lock-server acquire p99, median of rounds: ${f(p99)} ms (goal < 20 ms): ${p99 < 20 ? 'met' : 'NOT met'}; raw SQL itself: ${f(rawP99)} ms`,
     `- a closed loop of ${GOAL_WORKERS} workers keeps ${GOAL_WORKERS} pairs in flight, so its mean pair time is ${GOAL_WORKERS} / pairs/s: ${f((GOAL_WORKERS / serverPairs) * 1000)} ms at the lock-server's median ${serverPairs.toFixed(0)} pairs/s. A p99 acquire under 20 ms needs a mean pair well under 40 ms, i.e. more than ${(GOAL_WORKERS / 0.04).toFixed(0)} pairs/s; raw SQL reached at most ${Math.max(...raws.map((r) => r.pairsPerSec)).toFixed(0)} here`,
     '',
@@ -564,12 +595,16 @@ async function main(): Promise<void> {
   console.log('[bench] starting embedded PostgreSQL and the lock-server ...');
   const pg = await startPostgres();
   let server: LockServer | null = null;
+  let floor: LockServer | null = null;
   try {
     server = await startLockServer(pg.url);
+    floor = WITH_FLOOR ? await startLockServer(pg.url, FLOOR_MAIN) : null;
     const results: Result[] = [];
     const sides = [httpSide(server.url), sqlSide(pg.url)];
+    if (floor) sides.push(httpSide(floor.url, 'HTTP floor'));
+    const pids = { 'lock-server': server.pid, 'HTTP floor': floor?.pid ?? null, 'raw SQL': null };
     const probeFor = (side: Side): CpuProbe => ({
-      serverPid: side.name === 'lock-server' ? server!.pid : null,
+      serverPid: pids[side.name],
       postmasterPid: () => pg.postmasterPid(),
     });
     const runRow = async (side: Side, scenario: string, workers: number, key: string | null) => {
@@ -587,13 +622,16 @@ async function main(): Promise<void> {
         for (const side of sides) await runRow(side, scenario, workers, null);
       }
     }
-    for (const side of sides) await runRow(side, 'one key', CONTENDERS, 'bench:hot');
+    // The floor has no server-side wait: it is measured on distinct keys only.
+    for (const side of sides.filter((s) => s.name !== 'HTTP floor'))
+      await runRow(side, 'one key', CONTENDERS, 'bench:hot');
     const text = report(results, (performance.now() - began) / 1000);
     mkdirSync(path.dirname(REPORT), { recursive: true });
     writeFileSync(REPORT, reportWithLoad(gate, text));
     console.log(text);
     console.log(`[bench] report written to ${path.relative(ROOT, REPORT)}`);
   } finally {
+    await floor?.stop();
     await server?.stop();
     await pg.stop();
   }

@@ -57,12 +57,15 @@ export function startEtcdLockServer(
   });
 }
 
-/** The built lock-server with the given backend settings, ready when /health/ready says so. */
+/**
+ * The built lock-server with the given backend settings (or another built
+ * entry point answering the same routes: `main`), ready when /health/ready says so.
+ */
 export async function startLockServerProcess(
   env: Record<string, string>,
+  main = path.join(ROOT, 'dist', 'apps', 'lock-server', 'main.js'),
 ): Promise<LockServerProcess> {
   const port = await freePort();
-  const main = path.join(ROOT, 'dist', 'apps', 'lock-server', 'main.js');
   const proc = spawn(process.execPath, [main], {
     env: {
       PATH: process.env.PATH ?? '',
