@@ -2,6 +2,7 @@
 // processes over real HTTP). One embedded PostgreSQL serves every test file;
 // each file creates its own databases on it (libs/testing).
 'use strict';
+const { testWorkers } = require('./test/workers');
 const swc = [
   '@swc/jest',
   {
@@ -40,10 +41,9 @@ const common = {
 };
 
 module.exports = {
-  // Two workers on CI's two cores. Three measured faster on a quiet machine (jest 422-475 s
-  // against 522 s) but two such runs side by side (six files on two cores, load 15) starve the
-  // etcd tests past their deadlines (CONTRIBUTING.md, "Before a change lands").
-  maxWorkers: 2,
+  // One file more than the cores when this run has the machine to itself, half the cores beside
+  // another dlock test run (test/workers.js says why).
+  maxWorkers: testWorkers(),
   testTimeout: 60_000,
   testSequencer: '<rootDir>/test/sequencer.js',
   globalSetup: '<rootDir>/test/global-setup.mjs',

@@ -1,4 +1,5 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
+import workers from './workers.js';
 
 /** Kills the process groups a worker that died before its file ended left behind (libs/testing/src/children.ts). */
 function killLeftGroups() {
@@ -15,6 +16,7 @@ function killLeftGroups() {
 }
 
 export default async function globalTeardown() {
+  workers.forgetThisRun();
   killLeftGroups();
   const scratch = process.env.DLOCK_TEST_SCRATCH_DIR;
   if (scratch) rmSync(scratch, { recursive: true, force: true });
