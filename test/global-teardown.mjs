@@ -19,7 +19,12 @@ export default async function globalTeardown() {
   workers.forgetThisRun();
   killLeftGroups();
   const scratch = process.env.DLOCK_TEST_SCRATCH_DIR;
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
+  if (scratch) {
+    rmSync(scratch, { recursive: true, force: true });
+    // A one-worker run runs its files in this process: a late callback of one of them can
+    // still write there before jest exits (test/workers.js).
+    process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
+  }
   const state = globalThis.__DLOCK_PG__;
   if (!state) return;
   await state.pg.stop().catch(() => undefined);
