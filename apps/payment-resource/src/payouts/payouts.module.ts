@@ -14,6 +14,7 @@ import { GrantCheck } from './service/grant-check';
 import { InstructionSigner } from './service/instruction-signer';
 import { PayoutCommands } from './service/payout-commands.service';
 import { PayoutQueries } from './service/payout-queries.service';
+import { SeenPayouts } from './service/seen-payouts';
 
 /** Payouts: the fenced writes of the executor and their reads (docs/payment-resource.md). */
 @Module({
@@ -32,6 +33,7 @@ import { PayoutQueries } from './service/payout-queries.service';
     InstructionSigner,
     PayoutCommands,
     PayoutQueries,
+    SeenPayouts,
   ],
   exports: [PayoutRepository, PayoutQueries, InstructionSigner],
 })

@@ -48,6 +48,8 @@ export interface FastWritten {
   payout: Payout;
   fence: bigint;
   balanceMinor: number;
+  /** Both rows as the statement left them, to pin on the payout's next fast write (SeenPayouts). */
+  seen: SeenPayout;
 }
 
 /**
@@ -136,19 +138,32 @@ export class FastTransitionRepository {
     answer: Answer,
   ): Promise<FastWritten | null> {
     const { sql, params } = fastStatement(req, seen, transition, answer);
-    const rows: (PayoutRow & { account_fence: string; account_balance: string })[] = await db.query(
-      sql,
-      params,
-    );
+    const rows: WrittenRow[] = await db.query(sql, params);
     if (rows.length === 0) return null;
     assert.equal(rows.length, 1);
+    const r = rows[0];
+    const payout = fromRow(r);
+    const balanceMinor = toMinor(r.account_balance);
     return {
-      payout: fromRow(rows[0]),
-      fence: toBigint(rows[0].account_fence),
-      balanceMinor: toMinor(rows[0].account_balance),
+      payout,
+      fence: toBigint(r.account_fence),
+      balanceMinor,
+      seen: {
+        payout,
+        earlier: null,
+        rowVersion: r.row_version,
+        account: { version: r.account_version, balanceMinor, currency: seen.account.currency },
+      },
     };
   }
 }
+
+type WrittenRow = PayoutRow & {
+  row_version: string;
+  account_fence: string;
+  account_balance: string;
+  account_version: string;
+};
 
 /** The statement FastTransitionRepository.apply runs; its parameters from $1, the payout id. */
 function fastStatement(
@@ -197,7 +212,7 @@ function fastStatement(
     writes = `advanced AS (
            UPDATE account a SET ${ADVANCE_SET('$1', token)}
             WHERE ${fenceOf} AND EXISTS (SELECT 1 FROM ${gate})
-            RETURNING a.fence, a.balance_minor),
+            RETURNING a.fence, a.balance_minor, a.xmin::text AS version),
          ${ctes}`;
   } else {
     const movement = movementCtes(t.movement.entries, t.movement.meta, params.length + 1, 'moved');
@@ -207,15 +222,16 @@ function fastStatement(
          advanced AS (
            UPDATE account a SET ${ADVANCE_SET('$1', token, 'd.delta')}
              FROM deltas d WHERE a.account_id = d.account_id AND ${fenceOf}
-            RETURNING a.fence, a.balance_minor),
+            RETURNING a.fence, a.balance_minor, a.xmin::text AS version),
          cleared AS (
            UPDATE account a SET ${BALANCE_SET}
              FROM deltas d WHERE a.account_id = d.account_id AND NOT ${fenceOf})`;
   }
   const sql = `WITH ${checks},
          ${writes}
-       SELECT ${PAYOUT_COLUMNS}, (SELECT fence FROM advanced) AS account_fence,
-              (SELECT balance_minor FROM advanced) AS account_balance
+       SELECT ${PAYOUT_COLUMNS}, row_version, (SELECT fence FROM advanced) AS account_fence,
+              (SELECT balance_minor FROM advanced) AS account_balance,
+              (SELECT version FROM advanced) AS account_version
          FROM moved`;
   return { sql, params };
 }

@@ -172,7 +172,8 @@ export function transitionCtes(
   const answerAfter = after === undefined ? undefined : 'moved';
   const answerCte = answer && answerInsert(answer, params.length + 1, answerAfter);
   if (answerCte) params.push(...answerCte.params);
-  const ctes = `moved AS (${sql}${guard} RETURNING ${PAYOUT_COLUMNS}),
+  // The row's new version, for the fast path's next pin of it (SeenPayout.rowVersion).
+  const ctes = `moved AS (${sql}${guard} RETURNING ${PAYOUT_COLUMNS}, xmin::text AS row_version),
             logged AS (
               INSERT INTO payout_transition
                 (payout_id, from_state, to_state, event, actor, token, submission_id, rail_reference, reason)
