@@ -20,6 +20,8 @@ const moduleNameMapper = {
   '^@dlock/lock-client/testing$': '<rootDir>/libs/lock-client/src/testing',
   '^@dlock/http-contract/schema$': '<rootDir>/libs/http-contract/src/schema',
   '^@dlock/payout-contract/fence-floor$': '<rootDir>/libs/payout-contract/src/fence-floor',
+  '^@dlock/config/env$': '<rootDir>/libs/config/src/env',
+  '^@dlock/persistence/audit$': '<rootDir>/libs/persistence/src/audit',
   '^@dlock/([a-z-]+)$': '<rootDir>/libs/$1/src',
 };
 const common = {

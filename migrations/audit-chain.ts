@@ -5,7 +5,7 @@ import {
   linkHashSql,
   partitionLockSql,
   type ChainSpec,
-} from '@dlock/persistence';
+} from '@dlock/persistence/audit';
 
 /**
  * The SQL the audit-chain migrations share (docs/audit.md). A chained table

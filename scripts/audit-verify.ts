@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { Client } from 'pg';
-import { readDatabaseUrls } from '@dlock/config';
+import { readDatabaseUrls } from '@dlock/config/env';
 import {
   AUDIT_CHAINS,
   AUDIT_CHAIN_NAMES,
@@ -14,7 +14,7 @@ import {
   type ChainHead,
   type ChainQuery,
   type ChainReport,
-} from '@dlock/persistence';
+} from '@dlock/persistence/audit';
 import type { DatabaseName } from '../migrations';
 
 /**

@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { AUDIT_CHAINS } from '@dlock/persistence';
+import { AUDIT_CHAINS } from '@dlock/persistence/audit';
 import { addChain, addSeal, appendLinkSql, dropChains } from '../audit-chain';
 
 const [INTENTS, OUTCOMES] = AUDIT_CHAINS.proxydb;

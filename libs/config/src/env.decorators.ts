@@ -1,4 +1,3 @@
-import { applyDecorators } from '@nestjs/common';
 import { Expose, Transform } from 'class-transformer';
 import {
   IsBoolean,
@@ -23,6 +22,16 @@ import {
  * "80a" stays a string and fails), and the first failing rule names the
  * variable. validateEnv() applies them.
  */
+
+/**
+ * The decorators in order on one property, as Nest's applyDecorators does for a property: its
+ * own copy, so that an environment class loads no Nest (@dlock/config/env, docs/architecture.md).
+ */
+function applyDecorators(...decorators: PropertyDecorator[]): PropertyDecorator {
+  return (target, key) => {
+    for (const decorate of decorators) decorate(target, key);
+  };
+}
 
 type Blank = undefined | '';
 const isBlank = (raw: unknown): raw is Blank => raw === undefined || raw === '';

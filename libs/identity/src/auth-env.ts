@@ -1,5 +1,5 @@
 import { ValidateBy } from 'class-validator';
-import { EnvInt, EnvString } from '@dlock/config';
+import { EnvInt, EnvString } from '@dlock/config/env';
 import { TOKEN_LIFETIME_MAX_MS_DEFAULT, type VerifierOptions } from './verifier';
 
 /** The audience of a person's token: the console, which acts for them (docs/security.md). */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isMap, isNode, LineCounter, parseDocument, type Document } from 'yaml';
-import { EnvError } from '@dlock/config';
+import { EnvError } from '@dlock/config/env';
 import { isOperationName, type OperationName } from './operations';
 
 /**

@@ -1,4 +1,4 @@
-import { EnvError, EnvString, EnvUrl, validateEnv, type EnvSource } from '@dlock/config';
+import { EnvError, EnvString, EnvUrl, validateEnv, type EnvSource } from '@dlock/config/env';
 
 /** Where finished spans go: nowhere (ids still propagate), an OTLP/HTTP collector, or memory. */
 export const TRACE_EXPORTERS = ['none', 'otlp', 'memory'] as const;

@@ -4,7 +4,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOffSampler, AlwaysOnSampler } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { EnvError } from '@dlock/config';
+import { EnvError } from '@dlock/config/env';
 import type { BoundedMemoryExporter, SpanRecord } from './memory-exporter';
 import { readTracingConfig, type TracingConfig } from './config';
 import type { Exporting } from './exporting';
