@@ -1,18 +1,14 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import {
-  DEV_ISSUER,
-  DEV_TOKEN_TTL_SEC,
-  DevIssuer,
-  DevTokenFiles,
-  ensureSigningKeys,
-  OPERATOR_AUDIENCE,
-  policyFile,
-  TokenVerifier,
-  type AuthPolicy,
-  type TokenProvider,
-} from '@dlock/identity';
+import type { AuthPolicy, TokenProvider } from '@dlock/identity';
+// Files of @dlock/identity, not its index: the index's environment and policy parts load
+// class-validator and yaml, which every test file would pay for at load. testRequestAuth, the
+// one helper that needs them, loads the index.
+import { DEV_ISSUER, DEV_TOKEN_TTL_SEC, DevIssuer } from '../../identity/src/dev-issuer';
+import { ensureSigningKeys } from '../../identity/src/signing-keys';
+import { DevTokenFiles } from '../../identity/src/token-files';
+import { TokenVerifier } from '../../identity/src/verifier';
 
 /** deploy/policy of the repository, found from here in sources (jest) and in dist/ (benches). */
 function policyDir(): string {
@@ -178,6 +174,7 @@ export async function testRequestAuth(
   audience: string,
   policyPath = TEST_POLICY_PATH,
 ): Promise<{ verifier: TokenVerifier; operatorVerifier: TokenVerifier; policy: AuthPolicy }> {
+  const { OPERATOR_AUDIENCE, policyFile } = await import('@dlock/identity');
   const env = await testAuthEnv();
   const trust = { jwks: env.AUTH_JWKS, issuer: env.AUTH_ISSUER };
   return {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { railClientRef } from '@dlock/payout-contract';
+// payout-protocol.ts, not the @dlock/payout-contract index, which loads its HTTP clients (proofs.ts).
+import { railClientRef } from '../../payout-contract/src/payout-protocol';
 import { withClient } from './postgres';
 
 /**

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
-import { MIGRATIONS, type DatabaseName } from '../../../migrations';
+import type { DatabaseName } from '../../../migrations';
 
 /** The admin URL of the run's embedded PostgreSQL (test/global-setup.mjs). */
 export function adminUrl(): string {
@@ -46,6 +45,12 @@ export async function createDatabase(prefix: string): Promise<string> {
 
 /** Runs the real migrations of one database, exactly as `npm run db:migrate` does. */
 export async function migrate(url: string, db: DatabaseName): Promise<void> {
+  // Loaded here, not at the top: TypeORM and the migrations are hundreds of modules, and most
+  // test files that load this one never run a migration (they copy a template, migratedDatabase).
+  const [{ DataSource }, { MIGRATIONS }] = await Promise.all([
+    import('typeorm'),
+    import('../../../migrations'),
+  ]);
   const ds = new DataSource({
     type: 'postgres',
     url,
@@ -76,6 +81,8 @@ function databaseUrl(name: string): string {
  * twice nor copy a half-migrated one.
  */
 async function migratedTemplate(admin: Client, db: DatabaseName): Promise<string> {
+  // Loaded here, not at the top (migrate says why); naming the template needs no TypeORM.
+  const { MIGRATIONS } = await import('../../../migrations');
   const source = MIGRATIONS[db].map((m) => m.toString()).join('\n');
   const name = `tpl_${db}_${createHash('sha256').update(source).digest('hex').slice(0, 12)}`;
   const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);

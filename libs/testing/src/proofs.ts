@@ -1,18 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { SigningKeyRing } from '@dlock/identity';
 import {
   GRANT_PROOF_HEADER,
   GRANT_PROOF_TYPE,
   parseFencingToken,
   type GrantProofClaims,
 } from '@dlock/lock-api';
+import type { SubmitRequest } from '@dlock/payout-contract';
+// Files of @dlock/identity and @dlock/payout-contract, not their indexes: those load
+// class-validator and OpenTelemetry (the HTTP clients' tracing), which every test file would pay
+// for at load.
+import { SigningKeyRing } from '../../identity/src/signing-keys';
 import {
   instructionClaims,
-  payoutLockKey,
   PAYOUT_INSTRUCTION_HEADER,
   PAYOUT_INSTRUCTION_TYPE,
-  type SubmitRequest,
-} from '@dlock/payout-contract';
+} from '../../payout-contract/src/payout-instruction';
+import { payoutLockKey } from '../../payout-contract/src/payout-protocol';
 import { testSigningKeys } from './identity';
 import { withClient } from './postgres';
 
