@@ -58,7 +58,16 @@ beforeAll(async () => {
   [lockServer, payments, stub] = await Promise.all([
     spawnApp('lock-server', { ...policy, LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb }),
     spawnApp('payment-resource', { ...policy, PAYDB_URL: paydb }),
-    spawnApp('rail-stub', { RAIL_STUB_LATENCY_MS: '0' }),
+    // Its own journal: the default one under $TMPDIR is shared by every run on the machine, and
+    // the stub reads all of it at start (docs/rail.md).
+    spawnApp('rail-stub', {
+      RAIL_STUB_LATENCY_MS: '0',
+      RAIL_STUB_JOURNAL_PATH: path.join(
+        mkdtempSync(path.join(tmpdir(), 'proofs-stub-')),
+        'j.jsonl',
+      ),
+      RAIL_STUB_JOURNAL_FSYNC: 'false',
+    }),
   ]);
   proxy = await spawnApp('rail-proxy', {
     ...policy,
