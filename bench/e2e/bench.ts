@@ -47,6 +47,7 @@ import { loadGate, reportWithLoad } from '../load-gate';
 import { seedHistory } from '../scale/history';
 import { replayLane, sessionOf, templates, type Lane, type Template } from './raw-payout';
 import { machineLine } from '../lock-server/etcd-common';
+import { diesWithBench } from '../children';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** BENCH_REPORT=bench/reports/tracing.md writes a focused run elsewhere than the full report. */
@@ -62,7 +63,11 @@ const PROFILE_APPS = (process.env.BENCH_CPU_PROF ?? '').split(',').filter(Boolea
 const PG_STATEMENTS = process.env.BENCH_PG_STATEMENTS === '1';
 /** payment-resource's PAYMENT_CLEARING_SHARDS (1 = the single clearing-EUR row). */
 const CLEARING_SHARDS = Number(process.env.BENCH_CLEARING_SHARDS ?? 16);
-/** Repetitions of every throughput run, the variants interleaved within each (A B C A B C). */
+/**
+ * Repetitions of every throughput run, the variants interleaved within each and every other
+ * round in reverse (A B C, C B A): a machine that slows down or speeds up during the run weighs
+ * on every variant alike.
+ */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 /** A build to compare with (another checkout's dist/, its node_modules beside it). */
 const BASE_DIST = process.env.BENCH_BASE_DIST;
@@ -293,6 +298,7 @@ async function spawnApp(
       stdio: ['ignore', 'ignore', 'inherit'],
     },
   );
+  diesWithBench(proc, false);
   const url = `http://127.0.0.1:${port}`;
   // A shared 2-core machine under load has been seen to need more than 30 s to start an app.
   const deadline = Date.now() + 120_000;
@@ -1124,7 +1130,7 @@ async function measureBackend(pg: Pg, backend: 'pg' | 'etcd', c: Collected): Pro
       for (const cfg of CONFIGS) {
         if (c.raw && backend === BACKENDS[0])
           c.rawResults.push(await rawRun(pg, c.raw, cfg, round));
-        for (const variant of VARIANTS) {
+        for (const variant of round % 2 === 1 ? VARIANTS : [...VARIANTS].reverse()) {
           const r = await throughputRun(pg, backend, etcd, cfg, variant);
           c.results.push({ ...r, variant: variant.name, round });
         }

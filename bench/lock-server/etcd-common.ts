@@ -10,6 +10,7 @@ import path from 'node:path';
 import { cachedBearer, testAuthEnv } from '../../libs/testing/src/identity';
 import { freePort } from '../../libs/testing/src/process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { diesWithBench } from '../children';
 
 export const ROOT = path.resolve(__dirname, '..', '..', '..');
 export const DATA_ROOT = path.join(ROOT, '.tmp');
@@ -17,27 +18,6 @@ export const DATA_ROOT = path.join(ROOT, '.tmp');
 export { sleep };
 
 export { freePort };
-
-/** Every lock-server a bench started: its process group dies with the bench, however it ends. */
-const started = new Set<ChildProcess>();
-function killStarted(): void {
-  for (const proc of started) {
-    if (proc.pid !== undefined && proc.exitCode === null) {
-      try {
-        process.kill(-proc.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-}
-process.once('exit', killStarted);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    killStarted();
-    process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
-  });
-}
 
 export interface LockServerProcess {
   url: string;
@@ -78,8 +58,7 @@ export async function startLockServerProcess(
     stdio: ['ignore', 'ignore', 'inherit'],
     detached: true,
   });
-  started.add(proc);
-  proc.once('exit', () => started.delete(proc));
+  diesWithBench(proc, true);
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {

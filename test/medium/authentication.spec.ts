@@ -4,7 +4,7 @@ import path from 'node:path';
 import { base64url, SignJWT, type JWK } from 'jose';
 import { DEV_ISSUER, DevIssuer, TOKEN_BYTES_MAX } from '@dlock/identity';
 import {
-  freePort,
+  refusingPort,
   http,
   migratedDatabase,
   seedFundedAccount,
@@ -41,7 +41,7 @@ beforeAll(async () => {
   accountId = await seedFundedAccount(paydb);
   payoutId = await seedPendingPayout(paydb, accountId);
   // Nothing listens on the rail port: no request in this file may get that far.
-  const railUrl = `http://127.0.0.1:${await freePort()}`;
+  const railUrl = `http://127.0.0.1:${await refusingPort()}`;
   const [lockServer, payments] = await Promise.all([
     spawnApp('lock-server', { LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb }),
     spawnApp('payment-resource', { PAYDB_URL: paydb }),
@@ -51,7 +51,7 @@ beforeAll(async () => {
   apps.push(proxy);
   // The executor and the reconciler work on databases and peers of their own (nothing
   // answers at `nowhere`): their background work must not touch what this file snapshots.
-  const nowhere = `http://127.0.0.1:${await freePort()}`;
+  const nowhere = `http://127.0.0.1:${await refusingPort()}`;
   const peers = {
     LOCK_SERVER_URL: nowhere,
     PAYMENT_RESOURCE_URL: nowhere,

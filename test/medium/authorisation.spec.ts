@@ -5,7 +5,7 @@ import path from 'node:path';
 import {
   DEV_POLICY_PATH,
   REPO_ROOT,
-  freePort,
+  refusingPort,
   http,
   migratedDatabase,
   seedFundedAccount,
@@ -46,7 +46,7 @@ beforeAll(async () => {
   payoutId = await seedPendingPayout(paydb, accountId);
   const policy = { AUTH_POLICY: DEV_POLICY_PATH };
   // Nothing listens on the rail port or `nowhere`: no request here may get that far.
-  const nowhere = `http://127.0.0.1:${await freePort()}`;
+  const nowhere = `http://127.0.0.1:${await refusingPort()}`;
   const [lockServer, payments, proxy, reconciler] = await Promise.all([
     spawnApp('lock-server', { ...policy, LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb }),
     spawnApp('payment-resource', { ...policy, PAYDB_URL: paydb }),

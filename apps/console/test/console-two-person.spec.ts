@@ -7,7 +7,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { LockClient, type LockHandle, type LockSession } from '@dlock/lock-client';
 import {
   DEV_POLICY_PATH,
-  freePort,
+  refusingPort,
   http,
   migratedDatabase,
   spawnApp,
@@ -50,7 +50,7 @@ beforeAll(async () => {
   expect(twoPerson).not.toBe(dev);
   writeFileSync(policy, twoPerson);
   lockdb = await migratedDatabase('lockdb');
-  const nowhere = `http://127.0.0.1:${await freePort()}`;
+  const nowhere = `http://127.0.0.1:${await refusingPort()}`;
   lockServer = await spawnApp('lock-server', {
     LOCK_BACKEND: 'pg',
     LOCKDB_URL: lockdb,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import {
   REPO_ROOT,
   TcpProxy,
-  freePort,
+  refusingPort,
   http,
   migratedDatabase,
   sleep,
@@ -89,7 +89,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
   });
 
   it('rail down before forwarding: 503 RAIL_UNAVAILABLE, no intent, no mark, and the same request later succeeds', async () => {
-    const closedPort = await freePort();
+    const closedPort = await refusingPort();
     const down = track(await startProxy(db, `http://127.0.0.1:${closedPort}`));
     const p = newPayout();
     const res = await submit(down.url, p, '40');

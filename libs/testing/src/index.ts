@@ -7,6 +7,7 @@ export * from './tcp-proxy';
 export * from './embedded-postgres';
 export * from './paydb-fixtures';
 export * from './unaccepting-port';
+export * from './refusing-port';
 export * from './identity';
 export * from './proofs';
 export { listenerOwners, portListening } from './port-owner';

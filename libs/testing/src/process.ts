@@ -16,34 +16,49 @@ import {
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 
-/** Ports this process already handed out: the OS may offer a port it just freed again. */
+/** Ports this process already handed out: never twice (an etcd cluster once got one for two members). */
 const handedOut = new Set<number>();
 
 /**
- * A loopback port nothing listens on, never one this process handed out
- * before (an etcd cluster once got the same port for two members).
+ * freePort draws from slices below the kernel's ephemeral range (Linux's
+ * ip_local_port_range, 32768-60999 by default), from which every `listen(0)` is
+ * served: a port found free there could be given to another test's server in
+ * the second before the process it was meant for listens on it, and was (a
+ * lock-server that talked to another file's etcd). Each jest worker has a
+ * slice of its own; a process outside jest (a bench, the harness) picks one by
+ * its pid.
  */
-export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = await unusedPort();
-    if (!handedOut.has(port)) {
-      handedOut.add(port);
-      return port;
-    }
-  }
-  throw new Error('no port this process has not handed out before, after 50 attempts');
+const SLICES_START_PORT = 12_000;
+const SLICE_PORTS = 1_000;
+const SLICES = 20;
+
+function sliceStartPort(): number {
+  const worker = Number(process.env.JEST_WORKER_ID);
+  const slice = Number.isInteger(worker) && worker > 0 ? worker % SLICES : process.pid % SLICES;
+  return SLICES_START_PORT + slice * SLICE_PORTS;
 }
 
-function unusedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A loopback port nothing listens on, outside the range the kernel hands to
+ * `listen(0)`, and never one this process handed out before.
+ */
+export async function freePort(): Promise<number> {
+  const start = sliceStartPort();
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = start + Math.floor(Math.random() * SLICE_PORTS);
+    if (handedOut.has(port) || !(await canListen(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free port in ${start}..${start + SLICE_PORTS - 1} after 50 attempts`);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
     srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 
