@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { FencedOutError } from '@dlock/lock-api';
-import { unacceptingPort } from '@dlock/testing';
+import { refusingPort, unacceptingPort } from '@dlock/testing';
 import { PeerProtocolError, PeerUnavailableError, type CallBudget } from './errors';
 import { HOP_BUDGETS, withHopRetries } from './hop-policy';
 import { JsonPeer } from './peer';
@@ -53,14 +53,6 @@ function json(res: http.ServerResponse, status: number, text: string): void {
 const envelope = (code: string, retrySafe: boolean) =>
   JSON.stringify({ code, message: code, retrySafe, traceId: 't' });
 
-async function closedPort(): Promise<number> {
-  const probe = http.createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((r) => probe.close(() => r()));
-  return port;
-}
-
 async function waitUntil(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
   expect(condition()).toBe(true);
@@ -78,7 +70,7 @@ afterEach(async () => {
 describe('phases: could the request have been presented?', () => {
   it('a refused connection is `connect`: never presented', async () => {
     server = await startServer(() => undefined);
-    peer = new JsonPeer('p', `http://127.0.0.1:${await closedPort()}`);
+    peer = new JsonPeer('p', `http://127.0.0.1:${await refusingPort()}`);
     const err = await failure(
       peer.call({ method: 'POST', path: '/x', budget: HOP_BUDGETS.fencedWrite }),
     );
@@ -194,7 +186,7 @@ describe("a long-lived signal shared by every call (the executor's stop signal)"
         for (let i = 0; i < 5; i++) await read(peer, `/x/${lane}/${i}`);
       }),
     );
-    const refused = new JsonPeer('q', `http://127.0.0.1:${await closedPort()}`);
+    const refused = new JsonPeer('q', `http://127.0.0.1:${await refusingPort()}`);
     await failure(read(refused));
     refused.close();
     const silent = await startServer(() => undefined);
@@ -409,7 +401,7 @@ describe('a connection opened ahead of its one request (the rail-proxy, docs/rai
 
   it('a refused connect is `connect`, with the socket error as its cause', async () => {
     const err = await failure(
-      transport.connect(new URL(`http://127.0.0.1:${await closedPort()}`), 1_000),
+      transport.connect(new URL(`http://127.0.0.1:${await refusingPort()}`), 1_000),
     );
     expect(err).toBeInstanceOf(PeerUnavailableError);
     expect(err).toMatchObject({ phase: 'connect', neverPresented: true });
