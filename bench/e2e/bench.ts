@@ -229,7 +229,9 @@ async function startPostgres(): Promise<Pg> {
     dir: path.join(ROOT, '.tmp', `bench-e2e-pg-${process.pid}`),
     fsync: true,
     settings: [
-      ...(PG_STATEMENTS ? ['shared_preload_libraries=pg_stat_statements'] : []),
+      ...(PG_STATEMENTS
+        ? ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track_planning=on']
+        : []),
       // Seeding the history takes an advisory lock per rail attempt in one batch (bench/scale/seed.ts).
       ...(HISTORY_PAYOUTS > 0 ? ['max_locks_per_transaction=1024'] : []),
     ],
@@ -609,8 +611,14 @@ async function statementStats(admin: string, payouts: number): Promise<void> {
       await c.query('SELECT pg_stat_statements_reset()');
       return;
     }
-    const res = await c.query<{ db: string; calls: string; ms: number; query: string }>(
-      `SELECT d.datname AS db, s.calls::text AS calls, s.total_exec_time AS ms, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) AS query
+    const res = await c.query<{
+      db: string;
+      calls: string;
+      ms: number;
+      planMs: number;
+      query: string;
+    }>(
+      `SELECT d.datname AS db, s.calls::text AS calls, s.total_exec_time AS ms, s.total_plan_time AS "planMs", left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) AS query
          FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
         WHERE d.datname <> 'postgres' ORDER BY s.calls DESC`,
     );
@@ -621,7 +629,7 @@ async function statementStats(admin: string, payouts: number): Promise<void> {
     );
     for (const r of res.rows.slice(0, 40)) {
       console.log(
-        `  ${f2(Number(r.calls) / payouts).padStart(6)}/payout ${f2(r.ms / Number(r.calls)).padStart(6)} ms  ${r.db.split('_')[0]}: ${r.query}`,
+        `  ${f2(Number(r.calls) / payouts).padStart(6)}/payout ${f2(r.ms / Number(r.calls)).padStart(6)} ms exec ${f2(r.planMs / Number(r.calls)).padStart(6)} ms plan  ${r.db.split('_')[0]}: ${r.query}`,
       );
     }
   } finally {

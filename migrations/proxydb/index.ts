@@ -3,6 +3,7 @@ import { RailAttemptsKept1796083200000 } from './1796083200000-rail-attempts-kep
 import { RailAttemptsChained1796313600000 } from './1796313600000-rail-attempts-chained';
 import { ReconcilerReader1796486400000 } from './1796486400000-reconciler-reader';
 import { HistoryBounded1796572800000 } from './1796572800000-history-bounded';
+import { AdmissionAtOnce1796745600000 } from './1796745600000-admission-at-once';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
 export const PROXYDB_MIGRATIONS: Function[] = [
@@ -11,4 +12,5 @@ export const PROXYDB_MIGRATIONS: Function[] = [
   RailAttemptsChained1796313600000,
   ReconcilerReader1796486400000,
   HistoryBounded1796572800000,
+  AdmissionAtOnce1796745600000,
 ];

@@ -243,7 +243,7 @@ describe('records are never removed; down migrations never rewind a token source
     // The later migrations revert (and re-apply) cleanly: their downs touch no token.
     for (const [db, url, harmless] of [
       ['lockdb', lockdb, 5],
-      ['proxydb', proxydb, 4],
+      ['proxydb', proxydb, 5],
       ['paydb', paydb, 8],
     ] as const) {
       await roundTrip(db, url, harmless);
@@ -293,9 +293,9 @@ describe('records are never removed; down migrations never rewind a token source
         [randomUUID(), randomUUID(), railClientRef(randomUUID())],
       ),
     );
-    // The history index, the reader grants and the audit chain migration above it revert
-    // first (they hold no record; the chain's drops only its columns).
-    for (let i = 0; i < 3; i++) {
+    // The admission function, the history index, the reader grants and the audit chain
+    // migration above it revert first (they hold no record; the chain's drops only its columns).
+    for (let i = 0; i < 4; i++) {
       const reverted = await typeorm('migration:revert', 'proxydb', proxydb);
       expect(reverted.code).toBe(0);
     }
@@ -307,7 +307,8 @@ describe('records are never removed; down migrations never rewind a token source
         (n) =>
           n !== 'RailAttemptsChained1796313600000' &&
           n !== 'ReconcilerReader1796486400000' &&
-          n !== 'HistoryBounded1796572800000',
+          n !== 'HistoryBounded1796572800000' &&
+          n !== 'AdmissionAtOnce1796745600000',
       ),
     );
     await withClient(proxydb, async (c) => expect(await count(c, 'rail_submission')).toBe(1));

@@ -516,7 +516,7 @@ const CASES: Case[] = [
       expect(out.code).toBe(0);
       expect(out.stdout).toContain('[migrate] lockdb: 6 migration(s) applied');
       expect(out.stdout).toContain('[migrate] paydb: 9 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] proxydb: 5 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] proxydb: 6 migration(s) applied');
       expect(out.stdout).toContain('No migrations are pending');
       const seq = await sql(env.LOCKDB_URL, `SELECT last_value FROM fencing_token_seq`);
       expect(seq).toEqual([{ last_value: '1' }]);

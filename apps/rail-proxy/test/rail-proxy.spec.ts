@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { http, migratedDatabase, type RunningApp } from '@dlock/testing';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { REPO_ROOT, http, migratedDatabase, type RunningApp } from '@dlock/testing';
 import { railClientRef } from '@dlock/payout-contract';
 import {
   ISO,
@@ -23,12 +26,29 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
   let db: string;
   let stub: RunningApp;
   let proxy: RunningApp;
+  // Every statement the proxy sends, as bench:e2e records them (bench/e2e/sql-recorder.cjs).
+  const sqlLog = path.join(mkdtempSync(path.join(tmpdir(), 'rail-proxy-sql-')), 'sql.jsonl');
 
   beforeAll(async () => {
     db = await migratedDatabase('proxydb');
     stub = await startStub({ RAIL_STUB_HOLD_MS: '3000' });
-    proxy = await startProxy(db, stub.url);
+    proxy = await startProxy(db, stub.url, {
+      NODE_OPTIONS: `--require ${path.join(REPO_ROOT, 'bench', 'e2e', 'sql-recorder.cjs')}`,
+      BENCH_SQL_RECORD: sqlLog,
+    });
   });
+
+  /** The admission and outcome statements `fn` made the proxy send: first words, errors marked. */
+  async function statementsDuring(fn: () => Promise<unknown>): Promise<string[]> {
+    const lines = () => readFileSync(sqlLog, 'utf8').split('\n').filter(Boolean);
+    const before = lines().length;
+    await fn();
+    return lines()
+      .slice(before)
+      .map((l) => JSON.parse(l) as { text: string; error?: string })
+      .filter((r) => /rail_|^\s*(START TRANSACTION|COMMIT|ROLLBACK)/.test(r.text))
+      .map((r) => r.text.trim().split(/\s+/).slice(0, 2).join(' ') + (r.error ? ' (error)' : ''));
+  }
   afterAll(async () => {
     await proxy?.stop();
     await stub?.stop();
@@ -310,6 +330,31 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       ownerId: 'worker-stale',
       traceId: stale.body.traceId,
     });
+  });
+
+  it('an admitted submission is one statement, then its outcome; a refused one is answered in a transaction that leaves only its answer', async () => {
+    const p = newPayout();
+    const admitted = await statementsDuring(async () => {
+      expect((await submit(proxy.url, p, '40')).status).toBe(200);
+    });
+    // No BEGIN and COMMIT around the intent (docs/rail.md, "Admission in one round trip").
+    expect(admitted).toEqual(['WITH reserved', 'WITH resolved']);
+
+    const stale = newPayout(p.accountId);
+    const received = (await stubStats(stub.url)).submitsReceived;
+    const refused = await statementsDuring(async () => {
+      const res = await submit(proxy.url, stale, '40');
+      expect(res.status).toBe(409);
+      expect(res.body.code).toBe('FENCED_OUT');
+    });
+    expect(refused[0]).toBe('WITH reserved (error)');
+    expect(refused.slice(1, 3)).toEqual(['START TRANSACTION', 'WITH reserved']);
+    expect(refused.at(-1)).toBe('COMMIT');
+    // The statement that raised wrote nothing: one scope, holding the answer; the rail saw nothing.
+    expect(await idempotencyRows(db, keyOf(stale))).toBe(1);
+    expect((await rowsOf(db, stale.payoutId)).map((r) => r.outcome)).toEqual(['FENCED']);
+    expect(await highWater(db, p.accountId)).toBe('40');
+    expect((await stubStats(stub.url)).submitsReceived).toBe(received);
   });
 
   it('the rail reference is derived from the payout id: any other one in the body is 400 and reaches nothing', async () => {

@@ -186,6 +186,75 @@ describe('rail-proxy SubmissionRepository on a real proxydb', () => {
     ]);
   });
 
+  describe('admitAtOnce: the same statement alone, all or nothing', () => {
+    /** What proxydb holds for a request: its scope, the account's mark, the payout's rows. */
+    async function traces(req: SubmissionRequest) {
+      const scopes: unknown[] = await db.query(
+        `SELECT 1 FROM rail_idempotency WHERE idempotency_key = $1`,
+        [req.idempotencyKey],
+      );
+      const marks: { highest_token: string }[] = await db.query(
+        `SELECT highest_token FROM rail_high_water WHERE account_id = $1`,
+        [req.accountId],
+      );
+      return {
+        scopes: scopes.length,
+        mark: marks[0]?.highest_token ?? null,
+        rows: (await repo.listByPayout(req.payoutId)).length,
+      };
+    }
+
+    it('an admitted request commits its scope, the mark and the intent in one statement', async () => {
+      const req = request({ presentedToken: 9007199254740995n });
+      const a = await repo.admitAtOnce(req, 'h', true);
+      expect(a).toEqual({
+        mark: 9007199254740995n,
+        intent: expect.objectContaining({
+          payoutId: req.payoutId,
+          presentedToken: 9007199254740995n,
+          outcome: null,
+        }),
+      });
+      expect(await traces(req)).toEqual({ scopes: 1, mark: '9007199254740995', rows: 1 });
+      expect(await repo.find(a!.intent.submissionId)).toEqual(a!.intent);
+    });
+
+    it('a twin, a stale token and a payout with a live submission write nothing at all', async () => {
+      const first = request({ presentedToken: 7n });
+      expect(await repo.admitAtOnce(first, 'h', true)).not.toBeNull();
+      const twin = { ...first };
+      const stale = request({ accountId: first.accountId, presentedToken: 7n });
+      const live = request({
+        accountId: first.accountId,
+        payoutId: first.payoutId,
+        presentedToken: 8n,
+      });
+      expect(await repo.admitAtOnce(twin, 'h', true)).toBeNull();
+      expect(await repo.admitAtOnce(stale, 'h', true)).toBeNull();
+      expect(await repo.admitAtOnce(live, 'h', true)).toBeNull();
+      // The twin's scope is the first's; the others reserved none, and 8 did not raise the mark.
+      expect(await traces(first)).toEqual({ scopes: 1, mark: '7', rows: 1 });
+      expect(await traces(stale)).toEqual({ scopes: 0, mark: '7', rows: 0 });
+      expect(await traces(live)).toEqual({ scopes: 0, mark: '7', rows: 1 });
+      // The transactional statement still tells them apart, as the service's fallback needs.
+      expect(await admit(live)).toMatchObject({ reserved: true, marked: true, intent: null });
+    });
+
+    it('with the guard off a lower token is admitted and shows the regression', async () => {
+      const first = request({ presentedToken: 9n });
+      await repo.admitAtOnce(first, 'h', false);
+      const stale = request({ accountId: first.accountId, presentedToken: 4n });
+      const a = await repo.admitAtOnce(stale, 'h', false);
+      expect(a).toMatchObject({ mark: 9n, intent: { presentedToken: 4n, fencingEnforced: false } });
+    });
+
+    it('a database failure is thrown, not taken for a refusal', async () => {
+      const req = request({ amountMinor: 1.5 }); // not a bigint: the database refuses the value
+      await expect(repo.admitAtOnce(req, 'h', true)).rejects.toThrow();
+      expect(await traces(req)).toEqual({ scopes: 0, mark: null, rows: 0 });
+    });
+  });
+
   it('an account without a mark is a broken invariant, not a token of 0', async () => {
     await expect(
       db.transaction((m) => repo.highWater(m, `acct-${randomUUID().slice(0, 8)}`)),

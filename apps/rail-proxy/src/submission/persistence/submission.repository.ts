@@ -62,46 +62,36 @@ function toRecord(row: SubmissionRow): SubmissionRecord {
   };
 }
 
-/**
- * proxydb I/O for the high-water mark and the submission record. Every guard
- * is one SQL statement here; the rules that combine them live in the service.
- */
-@Injectable()
-export class SubmissionRepository {
-  constructor(private readonly db: DataSource) {}
+type AdmissionRow = Partial<SubmissionRow> & {
+  reserved: boolean;
+  marked: boolean;
+  mark: string | null;
+};
 
-  /**
-   * Steps 1-3 of docs/rail.md in one statement, each part running only if the one
-   * before it let the request through:
-   *   - the idempotency scope (key, token) is reserved; a concurrent twin waits
-   *     here for the first to finish, then finds it taken;
-   *   - the high-water mark rises to the token only if the token is strictly
-   *     greater (or the account is new). The conflicting row stays locked even
-   *     when it does not rise, which serialises the account's submissions;
-   *   - the intent row, outcome NULL, unless the payout already has a live
-   *     submission, whatever its token (FR-18: the partial unique index decides).
-   * With `fencingEnforced` false (harness negative control, docs/operations.md) the
-   * mark only ever rises and nothing is refused by it; `mark` (the value after
-   * the statement) above the token then shows a regression let through.
-   */
-  async admit(
-    m: EntityManager,
-    req: SubmissionRequest,
-    requestHash: string,
-    fencingEnforced: boolean,
-  ): Promise<{
-    reserved: boolean;
-    marked: boolean;
-    mark: bigint | null;
-    intent: SubmissionRecord | null;
-  }> {
-    const rows: (Partial<SubmissionRow> & {
-      reserved: boolean;
-      marked: boolean;
-      mark: string | null;
-    })[] = await sqlRows(
-      m,
-      `WITH reserved AS (
+/** Raised by `rail_not_admitted()` (migrations/proxydb, admission-at-once). */
+const NOT_ADMITTED_SQLSTATE = 'DLA01';
+
+/**
+ * Steps 1-3 of docs/rail.md in one statement, each part running only if the one
+ * before it let the request through:
+ *   - the idempotency scope (key, token) is reserved; a concurrent twin waits
+ *     here for the first to finish, then finds it taken;
+ *   - the high-water mark rises to the token only if the token is strictly
+ *     greater (or the account is new). The conflicting row stays locked even
+ *     when it does not rise, which serialises the account's submissions;
+ *   - the intent row, outcome NULL, unless the payout already has a live
+ *     submission, whatever its token (FR-18: the partial unique index decides).
+ * With `fencingEnforced` false (harness negative control, docs/operations.md) the
+ * mark only ever rises and nothing is refused by it; `mark` (the value after
+ * the statement) above the token then shows a regression let through.
+ * `allOrNothing` makes a request that was not admitted raise instead, which
+ * undoes the reservation and the mark.
+ */
+function admissionSql(allOrNothing: boolean): string {
+  const refused = allOrNothing
+    ? `, CASE WHEN intent.submission_id IS NULL THEN rail_not_admitted() END AS not_admitted`
+    : '';
+  return `WITH reserved AS (
            INSERT INTO rail_idempotency (idempotency_key, presented_token, request_hash)
            VALUES ($6, $4, $12) ON CONFLICT DO NOTHING RETURNING 1),
          marked AS (
@@ -121,20 +111,85 @@ export class SubmissionRepository {
            DO NOTHING
            RETURNING ${COLUMNS})
          SELECT EXISTS (SELECT 1 FROM reserved) AS reserved, EXISTS (SELECT 1 FROM marked) AS marked,
-                (SELECT highest_token FROM marked) AS mark, intent.*
-           FROM (VALUES (1)) AS one LEFT JOIN intent ON true`,
-      [...requestColumns(req), fencingEnforced, requestHash],
-    );
+                (SELECT highest_token FROM marked) AS mark, intent.*${refused}
+           FROM (VALUES (1)) AS one LEFT JOIN intent ON true`;
+}
+
+const ADMISSION_SQL = admissionSql(false);
+const ADMISSION_AT_ONCE_SQL = admissionSql(true);
+
+function markOf(r: AdmissionRow): bigint | null {
+  return r.mark === null ? null : parseFencingToken(r.mark, 'rail_high_water.highest_token');
+}
+
+function sqlState(err: unknown): unknown {
+  const e = err as { code?: unknown; driverError?: { code?: unknown } } | null;
+  return e?.driverError?.code ?? e?.code;
+}
+
+/**
+ * proxydb I/O for the high-water mark and the submission record. Every guard
+ * is one SQL statement here; the rules that combine them live in the service.
+ */
+@Injectable()
+export class SubmissionRepository {
+  constructor(private readonly db: DataSource) {}
+
+  /**
+   * Steps 1-3 of docs/rail.md in one statement (`admissionSql`), in the caller's
+   * transaction: what each part decided comes back, admitted or not.
+   */
+  async admit(
+    m: EntityManager,
+    req: SubmissionRequest,
+    requestHash: string,
+    fencingEnforced: boolean,
+  ): Promise<{
+    reserved: boolean;
+    marked: boolean;
+    mark: bigint | null;
+    intent: SubmissionRecord | null;
+  }> {
+    const rows: AdmissionRow[] = await sqlRows(m, ADMISSION_SQL, [
+      ...requestColumns(req),
+      fencingEnforced,
+      requestHash,
+    ]);
     const r = rows[0];
     return {
       reserved: r.reserved,
       marked: r.marked,
-      mark: r.mark === null ? null : parseFencingToken(r.mark, 'rail_high_water.highest_token'),
+      mark: markOf(r),
       intent:
         r.submission_id === null || r.submission_id === undefined
           ? null
           : toRecord(r as SubmissionRow),
     };
+  }
+
+  /**
+   * The same statement alone in autocommit, all or nothing (docs/rail.md,
+   * "Admission in one round trip"): the intent is committed, or, when the
+   * request is not admitted (a twin, a stale token, a live submission), the
+   * statement raises and writes nothing, and the answer is null. The caller
+   * then answers through `admit` in a transaction, which tells those apart.
+   */
+  async admitAtOnce(
+    req: SubmissionRequest,
+    requestHash: string,
+    fencingEnforced: boolean,
+  ): Promise<{ mark: bigint | null; intent: SubmissionRecord } | null> {
+    try {
+      const rows: AdmissionRow[] = await sqlRows(this.db, ADMISSION_AT_ONCE_SQL, [
+        ...requestColumns(req),
+        fencingEnforced,
+        requestHash,
+      ]);
+      return { mark: markOf(rows[0]), intent: toRecord(rows[0] as SubmissionRow) };
+    } catch (err) {
+      if (sqlState(err) === NOT_ADMITTED_SQLSTATE) return null;
+      throw err;
+    }
   }
 
   /** The account's mark, read inside the transaction that holds its row lock. */

@@ -13,7 +13,7 @@ import {
   type StoredResponse,
 } from '../persistence/idempotency.repository';
 import { RailProxyMetrics } from '../../metrics';
-import { RailClient, type RailConnection } from '../clients/rail-client';
+import { RailClient, type ConnectResult, type RailConnection } from '../clients/rail-client';
 import { requestHash } from '../domain/request-hash';
 import {
   duplicateSubmissionError,
@@ -67,8 +67,14 @@ export class SubmissionService {
     await this.proofs.check(req);
     const hash = requestHash(req);
     const deadline = this.withinBudget(req);
+    // Opened before anything is written and written to only after the intent
+    // commits: a handshake cannot move money (docs/rail.md, "How a 503 proves
+    // nothing was presented").
+    const connect = await this.rail.connect(deadline);
     // A replay finds its scope taken by the reservation and is answered as a twin.
-    const admission = await this.admit(req, hash, deadline);
+    const admission =
+      (connect.ok ? await this.admitAtOnce(req, hash, connect.connection) : null) ??
+      (await this.admit(req, hash, connect));
     switch (admission.kind) {
       case 'refused':
         throw admission.error;
@@ -90,19 +96,44 @@ export class SubmissionService {
   }
 
   /**
-   * Steps 1-3 in ONE transaction. The rail connection is opened inside it,
-   * after the checks and before COMMIT, and written to only after COMMIT: a
-   * connect failure rolls everything back (no intent, no mark advance), so a
-   * 503 provably presented nothing and is safely retryable with the same token.
+   * Steps 1-3 in one statement in autocommit, when the rail answered the
+   * connect (docs/rail.md, "Admission in one round trip"): admitted, or null
+   * when the statement wrote nothing because the request was not admitted, and
+   * `admit` then says why, in a transaction.
+   */
+  private async admitAtOnce(
+    req: SubmissionRequest,
+    hash: string,
+    connection: RailConnection,
+  ): Promise<Admission | null> {
+    const fencing = this.config.RAIL_PROXY_FENCING_ENABLED;
+    try {
+      const admitted = await this.submissions.admitAtOnce(req, hash, fencing);
+      if (admitted === null) return null;
+      const { mark, intent } = admitted;
+      if (mark !== null && mark > req.presentedToken) this.tokenRegression(req, mark);
+      return { kind: 'admitted', intent, connection };
+    } catch (err) {
+      connection.abandon();
+      return this.notCommitted(req, err);
+    }
+  }
+
+  /**
+   * Steps 1-3 in ONE transaction, the rail's connect already tried: a connect
+   * failure rolls everything back (no intent, no mark advance), so a 503
+   * provably presented nothing and is safely retryable with the same token.
+   * The connection is written to only after COMMIT, and closed unused on
+   * every other way out.
    */
   private async admit(
     req: SubmissionRequest,
     hash: string,
-    deadline: RequestDeadline,
+    connect: ConnectResult,
   ): Promise<Admission> {
     const fencing = this.config.RAIL_PROXY_FENCING_ENABLED;
     const qr = this.db.createQueryRunner();
-    let connection: RailConnection | undefined;
+    let admitted = false;
     try {
       await qr.connect();
       await qr.startTransaction(); // PostgreSQL's default, READ COMMITTED
@@ -121,7 +152,6 @@ export class SubmissionService {
       if (!marked) return await this.refuseFenced(qr, req);
       // (2): the payout already has a live submission (FR-18).
       if (intent === null) return await this.refuseDuplicate(qr, req);
-      const connect = await this.rail.connect(deadline);
       if (!connect.ok) {
         await qr.rollbackTransaction();
         this.metrics.outcome('unavailable');
@@ -130,21 +160,26 @@ export class SubmissionService {
           error: this.unavailable('rail-unreachable', connect.reason),
         };
       }
-      connection = connect.connection;
       await qr.commitTransaction();
-      return { kind: 'admitted', intent, connection };
+      admitted = true;
+      return { kind: 'admitted', intent, connection: connect.connection };
     } catch (err) {
-      connection?.abandon();
       if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => undefined);
-      this.logger[intentFailureLevel(err)](
-        { err, payoutId: req.payoutId, traceId: req.traceId },
-        'intent not committed',
-      );
-      this.metrics.outcome('unavailable');
-      return { kind: 'refused', error: this.unavailable('intent-not-committed', errorName(err)) };
+      return this.notCommitted(req, err);
     } finally {
+      if (!admitted && connect.ok) connect.connection.abandon();
       await qr.release().catch(() => undefined);
     }
+  }
+
+  /** A database failure before the intent committed: 503, nothing was presented. */
+  private notCommitted(req: SubmissionRequest, err: unknown): Admission {
+    this.logger[intentFailureLevel(err)](
+      { err, payoutId: req.payoutId, traceId: req.traceId },
+      'intent not committed',
+    );
+    this.metrics.outcome('unavailable');
+    return { kind: 'refused', error: this.unavailable('intent-not-committed', errorName(err)) };
   }
 
   /** Step 1 refused: the fenced attempt and its stored answer are committed, then reported. */
