@@ -10,8 +10,12 @@ interface Grant {
 
 /** A short session and lease: the drill waits them out (docs/harness.md, "Linearizability"). */
 const SHORT_TTL_MS = 1_000;
-const TTL_MS = 3_000;
-const LEASE_MS = 6_000;
+/**
+ * The sessions and leases that must not lapse: far longer than the drill's calls
+ * between two heartbeats take, even on a starved machine (3 s lapsed there).
+ */
+const TTL_MS = 15_000;
+const LEASE_MS = 15_000;
 /** Long enough for a 1 s lease or session to lapse on either backend (etcd reaps leases every 0.5 s). */
 const LAPSE_WAIT_MS = 2_500;
 

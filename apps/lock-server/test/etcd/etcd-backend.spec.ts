@@ -215,8 +215,11 @@ describe('etcd backend specifics (single member)', () => {
     const verdict = checkHistory(workload.history.records);
     expect(verdict.grants).toBeGreaterThan(20);
     expect(verdict.violations).toEqual([]);
-    // Under CPU starvation a call may miss its deadline: that must fail closed (NOT_LEADER), never anything else.
-    expect(workload.errors.filter((e) => e.code !== 'NOT_LEADER')).toEqual([]);
+    // Under CPU starvation a call may miss its deadline: that must fail closed (NOT_LEADER), and
+    // a session whose heartbeats all missed theirs for its TTL lapses (SESSION_EXPIRED, seen at
+    // load 9); never anything else.
+    const failedClosed = new Set(['NOT_LEADER', 'SESSION_EXPIRED']);
+    expect(workload.errors.filter((e) => !failedClosed.has(e.code))).toEqual([]);
   }, 150_000);
 
   it('fails closed with 503 NOT_LEADER while etcd cannot answer, and resumes', async () => {
