@@ -1,9 +1,7 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import type { LockServerConfig } from '../../config';
 import { BrokenLockStore, type BrokenMode } from './broken-lock.store';
-import { etcdStoreProviders } from './etcd';
 import { LockStore, SessionRegistry } from './lock-store.port';
-import { pgStoreProviders } from './pg';
 import { RevocationLog } from './revocation-log.port';
 import { RevocationRequests } from './revocation-requests.port';
 
@@ -12,12 +10,18 @@ export function storeProviders(config: LockServerConfig): Provider[] {
   return withBrokenLockStore(backendProviders(config), config.LOCK_SERVER_BROKEN);
 }
 
+/**
+ * Requires, not imports: only the chosen backend is read from disk. The etcd client (etcd3, gRPC,
+ * protobufjs) is about a tenth of a pg lock-server's start-up CPU (docs/lock-server.md).
+ */
 function backendProviders(config: LockServerConfig): Provider[] {
   switch (config.LOCK_BACKEND) {
     case 'pg':
-      return pgStoreProviders(config);
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      return (require('./pg') as typeof import('./pg')).pgStoreProviders(config);
     case 'etcd':
-      return etcdStoreProviders(config);
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      return (require('./etcd') as typeof import('./etcd')).etcdStoreProviders(config);
     default: {
       const unknown: never = config.LOCK_BACKEND;
       throw new Error(`unknown LOCK_BACKEND ${String(unknown)}`);
