@@ -402,14 +402,17 @@ export function buildOpenApiDocument(
   return sortedKeys(doc);
 }
 
-/** Serves the document, built once, at `GET /openapi.json` (open, like /health). */
+/**
+ * Serves the document at `GET /openapi.json` (open, like /health), built on its first request and
+ * kept: most processes are never asked for it, and building it at start cost a few percent of a
+ * service's start-up CPU (docs/contract.md).
+ */
 export function serveOpenApiDocument(app: INestApplication, options: OpenApiOptions): void {
-  const doc = JSON.stringify(buildOpenApiDocument(app, options));
-  app
-    .getHttpAdapter()
-    .get(OPENAPI_PATH, (_req: Request, res: Response) =>
-      res.status(200).type('application/json; charset=utf-8').send(doc),
-    );
+  let doc: string | undefined;
+  app.getHttpAdapter().get(OPENAPI_PATH, (_req: Request, res: Response) => {
+    doc ??= JSON.stringify(buildOpenApiDocument(app, options));
+    res.status(200).type('application/json; charset=utf-8').send(doc);
+  });
 }
 
 /**
