@@ -22,6 +22,7 @@ const moduleNameMapper = {
   '^@dlock/payout-contract/fence-floor$': '<rootDir>/libs/payout-contract/src/fence-floor',
   '^@dlock/config/env$': '<rootDir>/libs/config/src/env',
   '^@dlock/persistence/audit$': '<rootDir>/libs/persistence/src/audit',
+  '^@dlock/tracing/outbound$': '<rootDir>/libs/tracing/src/outbound',
   '^@dlock/([a-z-]+)$': '<rootDir>/libs/$1/src',
 };
 const common = {

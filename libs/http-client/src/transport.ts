@@ -2,7 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { TokenProvider } from '@dlock/identity';
 import { requestDeadlineHeader } from '@dlock/lock-api';
-import { withTraceHeaders } from '@dlock/tracing';
+import { withTraceHeaders } from '@dlock/tracing/outbound';
 import {
   abortReason,
   peerUnavailable,
