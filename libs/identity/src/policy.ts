@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { isMap, isNode, LineCounter, parseDocument, type Document } from 'yaml';
+import type { Document, LineCounter } from 'yaml';
 import { EnvError } from '@dlock/config/env';
 import { isOperationName, type OperationName } from './operations';
 
@@ -167,9 +167,21 @@ export function policyFile(path: string): AuthPolicy {
   return policy;
 }
 
+let parser: typeof import('yaml') | undefined;
+
+/**
+ * The YAML parser, read from disk when the first policy is parsed: the services that read no
+ * policy (the rail stub and the console, docs/security.md) never load its ~70 modules.
+ */
+function yaml(): typeof import('yaml') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (parser ??= require('yaml') as typeof import('yaml'));
+}
+
 /** Parses YAML (or JSON, which is YAML) and validates every entry. */
 export function parsePolicy(text: string, source: string): AuthPolicy {
-  const lines = new LineCounter();
+  const { LineCounter: Lines, parseDocument } = yaml();
+  const lines = new Lines();
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
   if (doc.errors.length > 0) {
     throw new PolicyError(
@@ -208,13 +220,13 @@ class Checker {
     for (let depth = path.length; depth >= 0; depth--) {
       const node: unknown =
         depth === 0 ? this.doc.contents : this.doc.getIn(path.slice(0, depth), true);
-      if (isNode(node) && node.range) return lineOf(this.lines, node.range[0]);
+      if (yaml().isNode(node) && node.range) return lineOf(this.lines, node.range[0]);
     }
     return 1;
   }
 
   policy(value: unknown): PolicySpec | undefined {
-    if (!isRecord(value) || !isMap(this.doc.contents)) {
+    if (!isRecord(value) || !yaml().isMap(this.doc.contents)) {
       this.problem([], 'must be a mapping with version, roles and identities');
       return undefined;
     }
