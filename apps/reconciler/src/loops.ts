@@ -64,8 +64,12 @@ export class ReconcilerLoops implements OnApplicationBootstrap, BeforeApplicatio
       'fencing',
       config.RECONCILER_FENCING_INTERVAL_MS,
       async (signal) => {
-        await revocations.runPass(signal).catch((err: unknown) => onError('fencing', err));
-        await tokenSource.probe(signal).catch((err: unknown) => onError('token-probe', err));
+        // A pass cut short by stop() is no failure, as FixedDelayLoop itself says (schedule.ts).
+        const failed = (name: string) => (err: unknown) => {
+          if (!signal.aborted) onError(name, err);
+        };
+        await revocations.runPass(signal).catch(failed('fencing'));
+        await tokenSource.probe(signal).catch(failed('token-probe'));
       },
       onError,
     );
