@@ -4,3 +4,4 @@ export * from './audit';
 export * from './fenced-update';
 export * from './database.module';
 export * from './row-id';
+export * from './sql-state';

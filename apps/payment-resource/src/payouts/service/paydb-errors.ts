@@ -1,14 +1,8 @@
 import { DlockError } from '@dlock/lock-api';
+import { sqlState } from '@dlock/persistence';
 
 // SQLSTATEs that mean "the transaction did not happen, try again later".
 const TRANSIENT = new Set(['57014', '55P03', '40001', '40P01', '57P01', '57P02', '57P03', '53300']);
-
-function sqlState(err: unknown): string | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const e = err as { code?: unknown; driverError?: { code?: unknown } };
-  const code = e.driverError?.code ?? e.code;
-  return typeof code === 'string' ? code : undefined;
-}
 
 /**
  * paydb timeouts, serialisation failures and lost connections become 503

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { sqlRows } from '../../sql';
 import { DataSource, type EntityManager } from 'typeorm';
 import { parseFencingToken } from '@dlock/lock-api';
-import { rowId } from '@dlock/persistence';
+import { rowId, sqlState } from '@dlock/persistence';
 import { type RailOutcome } from '@dlock/payout-contract';
 import type { StoredResponse } from './idempotency.repository';
 import type { SubmissionRecord, SubmissionRequest } from '../domain/submission.types';
@@ -120,11 +120,6 @@ const ADMISSION_AT_ONCE_SQL = admissionSql(true);
 
 function markOf(r: AdmissionRow): bigint | null {
   return r.mark === null ? null : parseFencingToken(r.mark, 'rail_high_water.highest_token');
-}
-
-function sqlState(err: unknown): unknown {
-  const e = err as { code?: unknown; driverError?: { code?: unknown } } | null;
-  return e?.driverError?.code ?? e?.code;
 }
 
 /**
