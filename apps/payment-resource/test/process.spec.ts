@@ -7,6 +7,7 @@ import {
   http,
   migratedDatabase,
   spawnApp,
+  waitFor,
   withClient,
   type RunningApp,
   testAuthEnv,
@@ -169,12 +170,17 @@ describe('payment-resource as a real process, and the fixture CLI', () => {
     expect(metrics).toContain(
       'payment_write_seconds_count{operation="rail_outcome",result="fenced_out"} 1',
     );
-    const line = app
-      .output()
-      .split('\n')
-      .find((l) => l.includes('"event":"fenced_out"'));
-    expect(line).toBeDefined();
-    expect(JSON.parse(line!)).toMatchObject({
+    // The log line reaches this process through the child's stdout pipe, possibly after the answer.
+    const line = await waitFor(
+      async () =>
+        app
+          .output()
+          .split('\n')
+          .find((l) => l.includes('"event":"fenced_out"')),
+      5_000,
+      'the fenced_out log line',
+    );
+    expect(JSON.parse(line)).toMatchObject({
       event: 'fenced_out',
       resource: 'account',
       presentedToken: '6',
