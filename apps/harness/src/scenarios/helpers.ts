@@ -29,8 +29,20 @@ export async function waitForStates(
     );
   } catch (err) {
     const states = [...last.values()].join(',');
-    throw new Error(`${(err as Error).message} (states: ${states})`, { cause: err });
+    const workers = executorTails(sys);
+    throw new Error(`${(err as Error).message} (states: ${states})\n${workers}`, { cause: err });
   }
+}
+
+/** Payouts that did not move are some worker's story: each executor's state and last words. */
+function executorTails(sys: DlockSystem): string {
+  const TAIL_CHARS = 1_500;
+  return [...sys.executors]
+    .map(([owner, p]) => {
+      const state = p.running() ? 'running' : `exited ${JSON.stringify(p.exitInfo())}`;
+      return `executor ${owner} (${state}):\n${p.output().slice(-TAIL_CHARS)}`;
+    })
+    .join('\n');
 }
 
 export function countStates(states: Map<string, string>): Record<string, number> {
