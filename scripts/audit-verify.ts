@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { Client } from 'pg';
-import { readDatabaseUrls } from '@dlock/config/env';
+import { readDatabaseUrls, type EnvSource } from '@dlock/config/env';
 import {
   AUDIT_CHAINS,
   AUDIT_CHAIN_NAMES,
@@ -31,6 +31,9 @@ import type { DatabaseName } from '../migrations';
  * since the checkpoints in `file` (all of them the first time), then records
  * the new checkpoints there (docs/audit.md, "Checkpoints"): its cost follows
  * what was appended, not the history. Without it the walk is full.
+ *
+ * `auditVerify` is the command without its process: the tests call it in
+ * their own, beside a few runs of the real command (test/medium/audit-chain.spec.ts).
  */
 const STATEMENT_TIMEOUT_MS = 120_000;
 /** Breaks listed per chain by default; the rest are counted ("and N more"). */
@@ -39,6 +42,9 @@ const BREAKS_LISTED_MAX = 10_000;
 const USAGE =
   'expected --heads <file>, --anchor-heads <file>, --anchor <chain>=<64 hex>, ' +
   `--breaks-max <1..${BREAKS_LISTED_MAX}>, chain one of `;
+
+/** Where the report's lines go: stdout in the command. */
+type Print = (line: string) => void;
 
 interface Args {
   headsOut?: string;
@@ -98,15 +104,15 @@ function readAnchors(args: Args): Map<string, Map<string, ChainHead>> {
 }
 
 /** Every break kept, then how many more there are, then the chain's counts. */
-function printBreaks(db: DatabaseName, report: ChainReport, breaksMax: number): void {
-  for (const b of report.breaks) console.log(`[audit] ${db} BREAK ${describeBreak(b)}`);
+function printBreaks(db: DatabaseName, report: ChainReport, breaksMax: number, print: Print): void {
+  for (const b of report.breaks) print(`[audit] ${db} BREAK ${describeBreak(b)}`);
   const more = report.breakCount - report.breaks.length;
   if (more > 0) {
-    console.log(
+    print(
       `[audit] ${db} BREAK ${report.chain}: and ${more} more break(s) not listed (--breaks-max ${breaksMax})`,
     );
   }
-  console.log(
+  print(
     `[audit] ${db} broken ${report.chain}: ${report.breakCount} break(s); ${report.partitions} partition(s), ${report.verifiedRows} link(s) hold`,
   );
 }
@@ -124,6 +130,7 @@ async function verifySince(
   query: ChainQuery,
   checkpoints: Map<string, ChainCheckpoint>,
   settleMs: number,
+  print: Print,
 ): Promise<number> {
   let breaks = 0;
   for (const spec of AUDIT_CHAINS[db]) {
@@ -132,11 +139,11 @@ async function verifySince(
     checkpoints.set(spec.chain, report.checkpoint);
     if (report.firstBreak) {
       breaks++;
-      console.log(`[audit] ${db} BREAK ${describeBreak(report.firstBreak)}`);
-      console.log(`[audit] ${db} broken ${spec.chain}: since checkpoint ${before.links}`);
+      print(`[audit] ${db} BREAK ${describeBreak(report.firstBreak)}`);
+      print(`[audit] ${db} broken ${spec.chain}: since checkpoint ${before.links}`);
       continue;
     }
-    console.log(
+    print(
       `[audit] ${db} ok ${spec.chain}: checkpointed, ${report.verifiedRows} new link(s), ${report.checkpoint.links} link(s) in all`,
     );
   }
@@ -150,6 +157,7 @@ async function verifyDatabase(
   headsOut: string[] | null,
   args: Args,
   checkpoints: Map<string, ChainCheckpoint> | null,
+  print: Print,
 ): Promise<number> {
   const { breaksMax } = args;
   const client = new Client({
@@ -164,7 +172,7 @@ async function verifyDatabase(
     (await client.query(sql, params)).rows as R[];
   let breaks = 0;
   try {
-    if (checkpoints) return await verifySince(db, query, checkpoints, args.settleMs);
+    if (checkpoints) return await verifySince(db, query, checkpoints, args.settleMs, print);
     for (const spec of AUDIT_CHAINS[db]) {
       const report = await verifyChain(query, spec, {
         anchor: anchors.get(spec.chain),
@@ -173,10 +181,10 @@ async function verifyDatabase(
       });
       if (report.breakCount > 0) {
         breaks++;
-        printBreaks(db, report, breaksMax);
+        printBreaks(db, report, breaksMax, print);
         continue;
       }
-      console.log(
+      print(
         `[audit] ${db} ok ${spec.chain}: ${report.partitions} partition(s), ${report.verifiedRows} link(s), heads digest ${report.headsDigest}`,
       );
       for (const h of report.heads ?? []) headsOut?.push(`${spec.chain}\t${headLine(h)}`);
@@ -187,18 +195,23 @@ async function verifyDatabase(
   return breaks;
 }
 
-async function main(): Promise<number> {
-  const args = parseArgs(process.argv.slice(2));
+async function verify(
+  argv: string[],
+  env: EnvSource,
+  print: Print,
+  printError: Print,
+): Promise<number> {
+  const args = parseArgs(argv);
   const anchors = readAnchors(args);
   const headsOut = args.headsOut ? [] : null;
-  const config = readDatabaseUrls();
+  const config = readDatabaseUrls(env);
   const targets: [DatabaseName, string | undefined][] = [
     ['lockdb', config.LOCKDB_URL],
     ['paydb', config.PAYDB_URL],
     ['proxydb', config.PROXYDB_URL],
   ];
   if (targets.every(([, url]) => !url)) {
-    console.error(
+    printError(
       '[audit] no database URL set (LOCKDB_URL, PAYDB_URL, PROXYDB_URL): nothing verified',
     );
     return 2;
@@ -206,7 +219,7 @@ async function main(): Promise<number> {
   const checkpoints = args.checkpointFile ? readCheckpoints(args.checkpointFile) : null;
   let breaks = 0;
   for (const [db, url] of targets) {
-    if (url) breaks += await verifyDatabase(db, url, anchors, headsOut, args, checkpoints);
+    if (url) breaks += await verifyDatabase(db, url, anchors, headsOut, args, checkpoints, print);
   }
   if (args.headsOut && headsOut) writeFileSync(args.headsOut, headsOut.join(''), 'utf8');
   if (args.checkpointFile && checkpoints) {
@@ -218,10 +231,22 @@ async function main(): Promise<number> {
   return breaks > 0 ? 1 : 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error('[audit] could not verify:', (err as Error).message);
-    process.exit(2);
-  },
-);
+/**
+ * The command: its exit code (0 intact, 1 a break, 2 could not verify), its report through
+ * `print` and the reason it could not verify through `printError`.
+ */
+export function auditVerify(
+  argv: string[],
+  env: EnvSource = process.env,
+  print: Print = console.log,
+  printError: Print = console.error,
+): Promise<number> {
+  return verify(argv, env, print, printError).catch((err: unknown) => {
+    printError(`[audit] could not verify: ${(err as Error).message}`);
+    return 2;
+  });
+}
+
+if (require.main === module) {
+  void auditVerify(process.argv.slice(2)).then((code) => process.exit(code));
+}

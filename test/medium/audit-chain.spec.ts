@@ -14,13 +14,16 @@ import {
   runNode,
   type NodeRun,
 } from '@dlock/testing';
+import { auditVerify as verify } from '../../scripts/audit-verify';
 
 /**
  * The audit chains (docs/audit.md) against real PostgreSQL migrated by the
- * real migrations, checked by the real command (`npm run audit:verify`, from
- * `dist/`: run `node scripts/build.js` first). Each tampering is done the way
- * an intruder with the table owner's rights would: the table's triggers
- * switched off. Each is undone afterwards and the chain verifies clean again.
+ * real migrations, checked by the verifier of `npm run audit:verify`: in this
+ * process for most checks, and as the real command (`dist/`: run
+ * `node scripts/build.js` first) where its exit code and output are what is
+ * checked, for each of its exits. Each tampering is done the way an intruder
+ * with the table owner's rights would: the table's triggers switched off. Each
+ * is undone afterwards and the chain verifies clean again.
  */
 type Db = 'lockdb' | 'paydb' | 'proxydb';
 const URL_VAR: Record<Db, string> = {
@@ -29,7 +32,16 @@ const URL_VAR: Record<Db, string> = {
   proxydb: 'PROXYDB_URL',
 };
 
-function auditVerify(db: Db, url: string, args: string[] = []): Promise<NodeRun> {
+/** The verifier in this process: its exit code, and its output as the command prints it. */
+async function auditVerify(db: Db, url: string, args: string[] = []): Promise<NodeRun> {
+  let out = '';
+  const print = (line: string) => (out += `${line}\n`);
+  const code = await verify(args, { [URL_VAR[db]]: url }, print, print);
+  return { code, out };
+}
+
+/** The real command, a node process of the build. */
+function command(db: Db, url: string, args: string[] = []): Promise<NodeRun> {
   const script = path.join(REPO_ROOT, 'dist', 'scripts', 'audit-verify.js');
   return runNode(script, args, { [URL_VAR[db]]: url });
 }
@@ -262,7 +274,7 @@ const at = (k: Case, row: string, seq: number | string) =>
 describe('audit chains: every tampering is found, at the right partition and row', () => {
   it('every chain verifies clean as written, and the command names each heads digest', async () => {
     for (const db of ['lockdb', 'paydb', 'proxydb'] as const) {
-      const run = await auditVerify(db, urls[db]);
+      const run = await command(db, urls[db]);
       expect({ db, code: run.code }).toEqual({ db, code: 0 });
       for (const k of CASES.filter((x) => x.db === db)) {
         expect(run.out).toMatch(
@@ -400,7 +412,7 @@ describe('audit chains: every tampering is found, at the right partition and row
 
   it('a rewritten, shortened or deleted partition chain is found against a recorded heads digest (--anchor)', async () => {
     const heads = path.join(os.tmpdir(), `audit-heads-${randomUUID()}.tsv`);
-    const recorded = await auditVerify('lockdb', urls.lockdb, ['--heads', heads]);
+    const recorded = await command('lockdb', urls.lockdb, ['--heads', heads]);
     const digest =
       /ok lock_revocation: 2 partition\(s\), 5 link\(s\), heads digest ([0-9a-f]{64})/.exec(
         recorded.out,
@@ -453,7 +465,7 @@ describe('audit chains: every tampering is found, at the right partition and row
     await expectClean('lockdb', urls.lockdb);
     // A head list that does not hash to the recorded digest is refused: it proves nothing.
     await appendFile(heads, `lock_revocation\tpayout:acct-7\t1\t${'0'.repeat(64)}\n`);
-    const forged = await auditVerify('lockdb', urls.lockdb, anchor);
+    const forged = await command('lockdb', urls.lockdb, anchor);
     expect(forged.code).toBe(2);
     expect(forged.out).toContain('the lock_revocation heads do not hash to the recorded digest');
     await rm(heads);
@@ -497,7 +509,7 @@ describe('audit chains: every tampering is found, at the right partition and row
           ),
         ];
         // Every break, in walk order, each named once; then the chain's counts.
-        const all = await auditVerify('lockdb', urls.lockdb);
+        const all = await command('lockdb', urls.lockdb);
         expect(all.code).toBe(1);
         const listed = all.out.split('\n').filter((l) => l.includes(' BREAK '));
         expect(listed).toEqual(expected.map((e) => expect.stringMatching(new RegExp(e))));
@@ -512,7 +524,7 @@ describe('audit chains: every tampering is found, at the right partition and row
           expect.stringMatching(new RegExp(expected[1])),
           '[audit] lockdb BREAK lock_revocation: and 1 more break(s) not listed (--breaks-max 2)',
         ]);
-        const refused = await auditVerify('lockdb', urls.lockdb, ['--breaks-max', '0']);
+        const refused = await command('lockdb', urls.lockdb, ['--breaks-max', '0']);
         expect(refused.code).toBe(2);
         expect(refused.out).toContain('--breaks-max <1..10000>');
       } finally {
