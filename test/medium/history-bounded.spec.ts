@@ -14,12 +14,15 @@ import {
   type NodeRun,
 } from '@dlock/testing';
 import { PayoutRepository } from '../../apps/payment-resource/src/payouts/persistence/payout.repository';
+import { auditVerify as verify } from '../../scripts/audit-verify';
 
 /**
  * Reads that cost the live work, not the history (docs/scale.md), against real
  * PostgreSQL migrated by the real migrations: the maintained per-state counts
  * the console's statistics read, and the audit chains' checkpoints
- * (`npm run audit:verify -- --checkpoint`, from `dist/`: build first).
+ * (`npm run audit:verify -- --checkpoint`): its verifier in this process, and
+ * the real command (from `dist/`: build first) for a first checkpoint file
+ * and a break found from one.
  */
 
 /** count(*) by state, the way the statistics read used to answer. */
@@ -105,7 +108,16 @@ describe('payout counts are maintained, not counted', () => {
   });
 });
 
-function auditVerify(paydb: string, args: string[]): Promise<NodeRun> {
+/** The verifier in this process: its exit code, and its output as the command prints it. */
+async function auditVerify(paydb: string, args: string[]): Promise<NodeRun> {
+  let out = '';
+  const print = (line: string) => (out += `${line}\n`);
+  const code = await verify(args, { PAYDB_URL: paydb }, print, print);
+  return { code, out };
+}
+
+/** The real command, a node process of the build. */
+function command(paydb: string, args: string[]): Promise<NodeRun> {
   const script = path.join(REPO_ROOT, 'dist', 'scripts', 'audit-verify.js');
   return runNode(script, args, { PAYDB_URL: paydb });
 }
@@ -128,7 +140,7 @@ async function transitions(c: Client, payoutId: string): Promise<void> {
 }
 
 describe('audit chains verified from a checkpoint', () => {
-  // Each step runs the real command, a new node process: slow on a shared machine.
+  // Two steps run the real command, a new node process: slow on a shared machine.
   jest.setTimeout(300_000);
   let dir: string;
   beforeAll(async () => {
@@ -147,7 +159,7 @@ describe('audit chains verified from a checkpoint', () => {
     const checkpointed = ['--checkpoint', file, '--settle-ms', '0'];
     await withClient(paydb, (c) => transitions(c, early));
 
-    const first = await auditVerify(paydb, checkpointed);
+    const first = await command(paydb, checkpointed);
     expect({ code: first.code, breaks: breaksOf(first) }).toEqual({ code: 0, breaks: [] });
     expect(first.out).toContain(
       'ok payout_transition: checkpointed, 2 new link(s), 2 link(s) in all',
@@ -239,7 +251,7 @@ describe('audit chains verified from a checkpoint', () => {
         [payout],
       ),
     );
-    const gone = await auditVerify(paydb, ['--checkpoint', file, '--settle-ms', '0']);
+    const gone = await command(paydb, ['--checkpoint', file, '--settle-ms', '0']);
     expect(gone.code).toBe(1);
     expect(breaksOf(gone)).toEqual([
       expect.stringMatching(
