@@ -42,6 +42,12 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
   let tcp: TcpProxy;
   const apps: RunningApp[] = [];
   const track = (app: RunningApp) => (apps.push(app), app);
+  /**
+   * A proxy to the rail that no test faults, pauses or kills: the tests that only need one
+   * running share it (an app start is seconds of CPU on a loaded machine).
+   */
+  let steady: RunningApp | undefined;
+  const steadyProxy = async () => (steady ??= track(await startProxy(db, stub.url)));
 
   beforeAll(async () => {
     db = await migratedDatabase('proxydb');
@@ -76,7 +82,9 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
 
     await a.kill();
     await b.kill();
+    // Started after both replicas died, whatever ran before: a restart, then the steady proxy.
     const restarted = track(await startProxy(db, stub.url));
+    steady ??= restarted;
     const afterRestart = await submit(restarted.url, second, '29', { key: 'k-after-restart' });
     expect(afterRestart.status).toBe(409);
     expect(afterRestart.body.code).toBe('FENCED_OUT');
@@ -108,7 +116,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     expect(await metricLine(down.url, 'rail_submission_total{outcome="unavailable"}')).toBe(1);
 
     // Retry-safe means it: the identical request, same token, is admitted once the rail is back.
-    const up = track(await startProxy(db, stub.url));
+    const up = await steadyProxy();
     const retry = await submit(up.url, p, '40');
     expect(retry.status).toBe(200);
     expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
@@ -134,7 +142,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     expect(rows.map((r) => [r.outcome, r.resolved_at])).toEqual([[null, null]]);
     expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived);
 
-    const survivor = track(await startProxy(db, stub.url));
+    const survivor = await steadyProxy();
     const r2 = await http('GET', `${survivor.url}/v1/rail/submissions/${p.payoutId}`);
     expect(r2.status).toBe(200);
     expect(r2.body.submissions).toEqual([
@@ -232,7 +240,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     expect(await idempotencyRows(db, keyOf(p))).toBe(0);
 
     // The next holder is not blocked by it and pays once.
-    const direct = track(await startProxy(db, stub.url));
+    const direct = await steadyProxy();
     const next = await submit(direct.url, p, '71', { ownerId: 'next-holder' });
     expect(next.status).toBe(200);
     expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
