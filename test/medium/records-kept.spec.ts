@@ -19,7 +19,8 @@ import { MIGRATIONS, type DatabaseName } from '../../migrations';
  * The records of money and locks are never removed, and no down migration
  * rewinds a token source or a guard's memory (docs/operations.md, "Revert a
  * migration"). Real PostgreSQL, migrated by the real TypeORM CLI from `dist/`
- * (run `node scripts/build.js` first).
+ * (run `node scripts/build.js` first); each refused revert is the CLI's too, the
+ * reverts that only lead up to one run in process.
  */
 const TYPEORM = path.join(REPO_ROOT, 'node_modules', '.bin', 'typeorm');
 const URL_VAR: Record<DatabaseName, string> = {
@@ -57,17 +58,29 @@ async function applied(url: string): Promise<string[]> {
   });
 }
 
-/** Reverts the last `n` migrations, re-applies them, and reverts them again (in process). */
-async function roundTrip(db: DatabaseName, url: string, n: number): Promise<void> {
+/** `steps` on the migrations of `db` in process: the CLI's own calls, without its node start. */
+async function inProcess(db: DatabaseName, url: string, steps: (ds: DataSource) => Promise<void>) {
   const ds = new DataSource({ type: 'postgres', url, migrations: MIGRATIONS[db] });
   await ds.initialize();
   try {
-    for (let i = 0; i < n; i++) await ds.undoLastMigration({ transaction: 'all' });
-    expect(await ds.runMigrations({ transaction: 'each' })).toHaveLength(n);
-    for (let i = 0; i < n; i++) await ds.undoLastMigration({ transaction: 'all' });
+    await steps(ds);
   } finally {
     await ds.destroy();
   }
+}
+
+/** Reverts the last `n` migrations (in process), as `typeorm migration:revert` does one. */
+async function revert(ds: DataSource, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await ds.undoLastMigration({ transaction: 'all' });
+}
+
+/** Reverts the last `n` migrations, re-applies them, and reverts them again (in process). */
+function roundTrip(db: DatabaseName, url: string, n: number): Promise<void> {
+  return inProcess(db, url, async (ds) => {
+    await revert(ds, n);
+    expect(await ds.runMigrations({ transaction: 'each' })).toHaveLength(n);
+    await revert(ds, n);
+  });
 }
 
 const namesOf = (db: DatabaseName) =>
@@ -216,10 +229,7 @@ describe('records are never removed; down migrations never rewind a token source
       expect(await count(c, 'lock_revocation_request')).toBe(1);
     });
     // The history index and the reader grants above it revert first (they hold no record).
-    for (let i = 0; i < 2; i++) {
-      const reverted = await typeorm('migration:revert', 'lockdb', lockdb);
-      expect(reverted.code).toBe(0);
-    }
+    await inProcess('lockdb', lockdb, (ds) => revert(ds, 2));
     const before = (await applied(lockdb)).length;
     const refused = await typeorm('migration:revert', 'lockdb', lockdb);
     expect(refused.code).not.toBe(0);
@@ -295,10 +305,7 @@ describe('records are never removed; down migrations never rewind a token source
     );
     // The admission function, the history index, the reader grants and the audit chain
     // migration above it revert first (they hold no record; the chain's drops only its columns).
-    for (let i = 0; i < 4; i++) {
-      const reverted = await typeorm('migration:revert', 'proxydb', proxydb);
-      expect(reverted.code).toBe(0);
-    }
+    await inProcess('proxydb', proxydb, (ds) => revert(ds, 4));
     const refused = await typeorm('migration:revert', 'proxydb', proxydb);
     expect(refused.code).not.toBe(0);
     expect(refused.out).toContain('1 WITHDRAWN rail_submission row(s) exist');
