@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { base64url, SignJWT, type JWK } from 'jose';
 import { DEV_ISSUER, DevIssuer, TOKEN_BYTES_MAX } from '@dlock/identity';
@@ -14,6 +13,7 @@ import {
   testIssuer,
   tableSnapshot,
   type RunningApp,
+  scratchDir,
 } from '@dlock/testing';
 
 /**
@@ -251,7 +251,7 @@ const BAD_TOKENS: BadToken[] = [
   [
     'an unknown key id',
     async (aud) => {
-      const other = await DevIssuer.open(mkdtempSync(path.join(tmpdir(), 'dlock-other-issuer-')));
+      const other = await DevIssuer.open(scratchDir('dlock-other-issuer-'));
       return `Bearer ${await other.mint('operator', aud)}`;
     },
     'token key id unknown',

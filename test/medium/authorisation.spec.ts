@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   DEV_POLICY_PATH,
@@ -16,6 +15,7 @@ import {
   tableSnapshot,
   type RunningApp,
   spawnGroup,
+  scratchDir,
 } from '@dlock/testing';
 
 /**
@@ -487,7 +487,7 @@ describe('acting for a person (X-Acting-For, docs/security.md)', () => {
 });
 
 describe('a policy file with a mistake', () => {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'dlock-bad-policy-')), 'policy.yaml');
+  const file = path.join(scratchDir('dlock-bad-policy-'), 'policy.yaml');
   writeFileSync(
     file,
     'version: 1\nroles:\n  worker:\n    operations: [locks.inspect, payouts.clam]\nidentities:\n  - subject: w\n    roles: [worker]\n',

@@ -6,9 +6,8 @@
 // and proxydb, and the rail's journal, compared before and after).
 // Replay a run: FUZZ_SEED=<printed seed> npx jest --ci --runInBand test/medium/fuzz.spec.ts
 import { randomInt } from 'node:crypto';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { ERROR_CODES } from '@dlock/lock-api';
@@ -19,6 +18,7 @@ import {
   spawnApp,
   withClient,
   type RunningApp,
+  scratchDir,
 } from '@dlock/testing';
 import { mulberry32 } from '@dlock/prng';
 
@@ -497,7 +497,7 @@ describe(`fuzz: malformed requests to every route of every service (FUZZ_SEED=${
           Math.floor(r() * 16).toString(16),
         ),
     };
-    journal = path.join(mkdtempSync(path.join(tmpdir(), 'fuzz-stub-')), 'journal.jsonl');
+    journal = path.join(scratchDir('fuzz-stub-'), 'journal.jsonl');
     const [lock, payment, stub] = await Promise.all([
       spawnApp('lock-server', { LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb }),
       spawnApp('payment-resource', { PAYDB_URL: paydb }),

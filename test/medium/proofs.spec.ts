@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ensureSigningKeys, SigningKeyRing } from '@dlock/identity';
 import { GRANT_PROOF_TYPE } from '@dlock/lock-api';
@@ -26,6 +24,7 @@ import {
   withClient,
   type HttpResult,
   type RunningApp,
+  scratchDir,
 } from '@dlock/testing';
 
 /**
@@ -62,10 +61,7 @@ beforeAll(async () => {
     // the stub reads all of it at start (docs/rail.md).
     spawnApp('rail-stub', {
       RAIL_STUB_LATENCY_MS: '0',
-      RAIL_STUB_JOURNAL_PATH: path.join(
-        mkdtempSync(path.join(tmpdir(), 'proofs-stub-')),
-        'j.jsonl',
-      ),
+      RAIL_STUB_JOURNAL_PATH: path.join(scratchDir('proofs-stub-'), 'j.jsonl'),
       RAIL_STUB_JOURNAL_FSYNC: 'false',
     }),
   ]);
@@ -117,7 +113,7 @@ function proxyAs(owner: string): RailProxyClient {
 
 /** A key ring no service trusts: what an attacker can sign with. */
 function foreignRing(): SigningKeyRing {
-  const dir = mkdtempSync(path.join(tmpdir(), 'dlock-foreign-keys-'));
+  const dir = scratchDir('dlock-foreign-keys-');
   return SigningKeyRing.open(ensureSigningKeys(path.join(dir, 'keys.json')).keys);
 }
 

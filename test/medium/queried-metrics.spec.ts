@@ -1,5 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import {
@@ -14,6 +13,7 @@ import {
   withClient,
   type EtcdCluster,
   type RunningApp,
+  scratchDir,
 } from '@dlock/testing';
 import { exposedMetrics, queriedMetrics } from './support/promql';
 
@@ -99,7 +99,7 @@ beforeAll(async () => {
     migratedDatabase('proxydb'),
   ]);
   etcd = await startEtcdCluster({ members: 1, label: 'queried-metrics' });
-  const journal = path.join(mkdtempSync(path.join(tmpdir(), 'queried-metrics-')), 'j.jsonl');
+  const journal = path.join(scratchDir('queried-metrics-'), 'j.jsonl');
   const [lockServer, payments, stub] = await Promise.all([
     spawnApp('lock-server', { LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb }),
     spawnApp('payment-resource', { PAYDB_URL: paydb }),

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { railClientRef } from '@dlock/payout-contract';
@@ -21,6 +21,7 @@ import {
   testTokenProvider,
   testTokenDir,
   spawnGroup,
+  scratchDir,
 } from '@dlock/testing';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
@@ -436,7 +437,7 @@ beforeAll(async () => {
         EXCEPTION WHEN duplicate_object THEN NULL; END $$`);
     }
   });
-  const journal = path.join(mkdtempSync(path.join(tmpdir(), 'runbook-stub-')), 'j.jsonl');
+  const journal = path.join(scratchDir('runbook-stub-'), 'j.jsonl');
   [lockServer, payments, stub] = await Promise.all([
     spawnApp('lock-server', { LOCK_BACKEND: 'pg', LOCKDB_URL: dbUrl('lockdb') }),
     spawnApp('payment-resource', { PAYDB_URL: dbUrl('paydb') }),

@@ -1,6 +1,4 @@
 import { execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -12,6 +10,7 @@ import {
   withClient,
   type RunningApp,
   spawnGroup,
+  scratchDir,
 } from '@dlock/testing';
 
 /**
@@ -87,7 +86,7 @@ describe('the demo keeps paying: sustained flow with the feed running (issue 18)
       migratedDatabase('paydb'),
       migratedDatabase('proxydb'),
     ]);
-    const journal = path.join(mkdtempSync(path.join(tmpdir(), 'sustained-stub-')), 'j.jsonl');
+    const journal = path.join(scratchDir('sustained-stub-'), 'j.jsonl');
     const [lockServer, payments, stub] = await Promise.all([
       spawnApp('lock-server', { LOCKDB_URL: lockdb, LOCK_BACKEND: 'pg' }),
       spawnApp('payment-resource', { PAYDB_URL: paydb }),

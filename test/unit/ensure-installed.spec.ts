@@ -4,14 +4,12 @@ import {
   copyFileSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT } from '@dlock/testing';
+import { REPO_ROOT, scratchDir } from '@dlock/testing';
 
 /**
  * scripts/ensure-installed.js (run before `npm start`, `npm test` and
@@ -21,7 +19,7 @@ import { REPO_ROOT } from '@dlock/testing';
  * A fake `npm` on PATH records whether it was called.
  */
 function checkout(linked: boolean) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'ensure-installed-'));
+  const dir = scratchDir('ensure-installed-');
   mkdirSync(path.join(dir, 'scripts'));
   copyFileSync(
     path.join(REPO_ROOT, 'scripts', 'ensure-installed.js'),

@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process';
 import {
   chmodSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   rmSync,
   statSync,
@@ -10,7 +9,6 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
   claimStateDir,
@@ -22,6 +20,7 @@ import {
   StartRefused,
   startFailureMessage,
 } from '../../scripts/start-guards';
+import { scratchDir } from '@dlock/testing';
 
 /**
  * scripts/start.mjs refuses a second `npm start` while the first still runs or
@@ -65,7 +64,7 @@ describe('npm start: why a start is refused', () => {
   });
 
   it('refuses a state directory another live start owns, takes over a dead one', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'dlock-state-'));
+    const dir = scratchDir('dlock-state-');
     const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
     try {
       writeFileSync(path.join(dir, 'start.pid'), `${other.pid}\n`);
@@ -105,8 +104,8 @@ describe('npm start: why a start is refused', () => {
   });
 
   it("makes the state directory its user's alone, what earlier runs left included", () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'dlock-state-'));
-    const outside = path.join(mkdtempSync(path.join(tmpdir(), 'dlock-outside-')), 'file');
+    const dir = scratchDir('dlock-state-');
+    const outside = path.join(scratchDir('dlock-outside-'), 'file');
     writeFileSync(outside, 'not ours', { mode: 0o644 });
     for (const d of ['logs', 'identity/tokens/operator', 'pg/data'])
       mkdirSync(path.join(dir, d), { recursive: true, mode: 0o755 });

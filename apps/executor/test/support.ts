@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
   http,
@@ -10,6 +8,7 @@ import {
   waitFor,
   withClient,
   type RunningApp,
+  scratchDir,
 } from '@dlock/testing';
 
 /** Short timeouts everywhere: the proxy gives the rail 800 ms, the executor mirrors it. */
@@ -58,7 +57,7 @@ export async function startServices(env: Record<string, string> = {}): Promise<S
 
 /** A rail-stub on a fresh journal; `port` to bring one back where the proxy expects it. */
 export function startStub(port?: number, env: Record<string, string> = {}): Promise<RunningApp> {
-  const journal = path.join(mkdtempSync(path.join(tmpdir(), 'executor-stub-')), 'journal.jsonl');
+  const journal = path.join(scratchDir('executor-stub-'), 'journal.jsonl');
   return spawnApp(
     'rail-stub',
     { ...env, RAIL_STUB_JOURNAL_PATH: journal, RAIL_STUB_JOURNAL_FSYNC: 'false' },

@@ -1,8 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { http, spawnApp, withClient, type HttpResult, type RunningApp } from '@dlock/testing';
+import {
+  http,
+  spawnApp,
+  withClient,
+  type HttpResult,
+  type RunningApp,
+  scratchDir,
+} from '@dlock/testing';
 
 /** Shared fixtures for the rail-proxy medium tests (real stub, real proxy, real proxydb). */
 export const ISO = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
@@ -10,7 +15,7 @@ export const UUID = expect.stringMatching(/^[0-9a-f-]{36}$/);
 export const TRACE = expect.stringMatching(/^[0-9a-f]{32}$/);
 
 export function journalPath(): string {
-  return path.join(mkdtempSync(path.join(tmpdir(), 'rail-stub-')), 'journal.jsonl');
+  return path.join(scratchDir('rail-stub-'), 'journal.jsonl');
 }
 
 export function startStub(env: Record<string, string> = {}): Promise<RunningApp> {

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT, http, migratedDatabase, type RunningApp } from '@dlock/testing';
+import { REPO_ROOT, http, migratedDatabase, type RunningApp, scratchDir } from '@dlock/testing';
 import { railClientRef } from '@dlock/payout-contract';
 import {
   ISO,
@@ -27,7 +26,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
   let stub: RunningApp;
   let proxy: RunningApp;
   // Every statement the proxy sends, as bench:e2e records them (bench/e2e/sql-recorder.cjs).
-  const sqlLog = path.join(mkdtempSync(path.join(tmpdir(), 'rail-proxy-sql-')), 'sql.jsonl');
+  const sqlLog = path.join(scratchDir('rail-proxy-sql-'), 'sql.jsonl');
 
   beforeAll(async () => {
     db = await migratedDatabase('proxydb');

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { railClientRef } from '@dlock/payout-contract';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { http, sleep, spawnApp, type RunningApp } from '@dlock/testing';
+import { http, sleep, spawnApp, type RunningApp, scratchDir } from '@dlock/testing';
 
 const ISO = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
 const TRACE = expect.stringMatching(/^[0-9a-f]{32}$/);
@@ -33,7 +32,7 @@ async function attempt(
 }
 
 describe('rail-stub: the hostile, memoryless, non-idempotent rail', () => {
-  const journal = path.join(mkdtempSync(path.join(tmpdir(), 'rail-stub-')), 'journal.jsonl');
+  const journal = path.join(scratchDir('rail-stub-'), 'journal.jsonl');
   const env = {
     RAIL_STUB_JOURNAL_PATH: journal,
     RAIL_STUB_SETTLEMENT_WINDOW_MS: '800',

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { railClientRef } from '@dlock/payout-contract';
 import { LockClient, type LockSession } from '@dlock/lock-client';
@@ -15,6 +13,7 @@ import {
   waitFor,
   type RunningApp,
   testTokenProvider,
+  scratchDir,
 } from '@dlock/testing';
 
 /**
@@ -67,7 +66,7 @@ beforeAll(async () => {
     spawnApp('lock-server', { LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb }),
     spawnApp('payment-resource', { PAYDB_URL: paydb }),
     spawnApp('rail-stub', {
-      RAIL_STUB_JOURNAL_PATH: path.join(mkdtempSync(path.join(tmpdir(), 'sweep-stub-')), 'j.jsonl'),
+      RAIL_STUB_JOURNAL_PATH: path.join(scratchDir('sweep-stub-'), 'j.jsonl'),
       RAIL_STUB_JOURNAL_FSYNC: 'false',
     }),
   ]);

@@ -1,8 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { railClientRef } from '@dlock/payout-contract';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LockClient, type LockSession } from '@dlock/lock-client';
 import {
@@ -17,6 +15,7 @@ import {
   withClient,
   type RunningApp,
   testTokenProvider,
+  scratchDir,
 } from '@dlock/testing';
 import { ReadOnlyDb } from '../src/persistence/read-only-db';
 
@@ -147,7 +146,7 @@ beforeAll(async () => {
     spawnApp('lock-server', { LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb }),
     spawnApp('payment-resource', { PAYDB_URL: paydb }),
     spawnApp('rail-stub', {
-      RAIL_STUB_JOURNAL_PATH: path.join(mkdtempSync(path.join(tmpdir(), 'recon-stub-')), 'j.jsonl'),
+      RAIL_STUB_JOURNAL_PATH: path.join(scratchDir('recon-stub-'), 'j.jsonl'),
       RAIL_STUB_JOURNAL_FSYNC: 'false',
       RAIL_STUB_SETTLEMENT_WINDOW_MS: String(WINDOW_MS),
     }),

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LockClient, type LockSession } from '@dlock/lock-client';
 import {
@@ -16,6 +14,7 @@ import {
   type EtcdCluster,
   type RunningApp,
   testTokenProvider,
+  scratchDir,
 } from '@dlock/testing';
 
 /**
@@ -160,10 +159,7 @@ describe.each(['pg', 'etcd'] as const)('lock backend %s', (backend) => {
       spawnLockServer(backend),
       spawnApp('payment-resource', { PAYDB_URL: paydb }),
       spawnApp('rail-stub', {
-        RAIL_STUB_JOURNAL_PATH: path.join(
-          mkdtempSync(path.join(tmpdir(), 'fence-stub-')),
-          'j.jsonl',
-        ),
+        RAIL_STUB_JOURNAL_PATH: path.join(scratchDir('fence-stub-'), 'j.jsonl'),
         RAIL_STUB_JOURNAL_FSYNC: 'false',
       }),
     ]);

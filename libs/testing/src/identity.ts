@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { AuthPolicy, TokenProvider } from '@dlock/identity';
 // Files of @dlock/identity, not its index: the index's environment and policy parts load
@@ -7,6 +6,7 @@ import type { AuthPolicy, TokenProvider } from '@dlock/identity';
 // one helper that needs them, loads the index.
 import { DEV_ISSUER, DEV_TOKEN_TTL_SEC, DevIssuer } from '../../identity/src/dev-issuer';
 import { ensureSigningKeys } from '../../identity/src/signing-keys';
+import { scratchDir } from './scratch';
 import { DevTokenFiles } from '../../identity/src/token-files';
 import { TokenVerifier } from '../../identity/src/verifier';
 
@@ -54,12 +54,7 @@ export const TEST_OPERATOR = 'operator';
 
 function testRoot(): string {
   if (root === undefined) {
-    // Under the run's scratch directory (test/global-setup.mjs) when jest made one: its
-    // teardown removes it also when a force-exited worker never ran the 'exit' handler.
-    const parent = process.env.DLOCK_TEST_SCRATCH_DIR ?? tmpdir();
-    const dir = mkdtempSync(join(parent, 'dlock-test-identity-'));
-    root = dir;
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    root = scratchDir('dlock-test-identity-');
   }
   return root;
 }

@@ -10,4 +10,5 @@ export * from './unaccepting-port';
 export * from './refusing-port';
 export * from './identity';
 export * from './proofs';
+export * from './scratch';
 export { listenerOwners, portListening } from './port-owner';
