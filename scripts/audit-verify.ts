@@ -237,7 +237,7 @@ async function verify(
  */
 export function auditVerify(
   argv: string[],
-  env: EnvSource = process.env,
+  env: EnvSource,
   print: Print = console.log,
   printError: Print = console.error,
 ): Promise<number> {
@@ -248,5 +248,5 @@ export function auditVerify(
 }
 
 if (require.main === module) {
-  void auditVerify(process.argv.slice(2)).then((code) => process.exit(code));
+  void auditVerify(process.argv.slice(2), process.env).then((code) => process.exit(code));
 }

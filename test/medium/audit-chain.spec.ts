@@ -5,16 +5,14 @@ import path from 'node:path';
 import type { Client } from 'pg';
 import { railClientRef } from '@dlock/payout-contract';
 import {
-  REPO_ROOT,
   migratedDatabase,
   seedFundedAccount,
   seedPendingPayout,
   withClient,
   withTriggersOff,
-  runNode,
   type NodeRun,
 } from '@dlock/testing';
-import { auditVerify as verify } from '../../scripts/audit-verify';
+import { verifyCommand, verifyInProcess } from './support/audit-verify';
 
 /**
  * The audit chains (docs/audit.md) against real PostgreSQL migrated by the
@@ -32,18 +30,12 @@ const URL_VAR: Record<Db, string> = {
   proxydb: 'PROXYDB_URL',
 };
 
-/** The verifier in this process: its exit code, and its output as the command prints it. */
-async function auditVerify(db: Db, url: string, args: string[] = []): Promise<NodeRun> {
-  let out = '';
-  const print = (line: string) => (out += `${line}\n`);
-  const code = await verify(args, { [URL_VAR[db]]: url }, print, print);
-  return { code, out };
+function auditVerify(db: Db, url: string, args: string[] = []): Promise<NodeRun> {
+  return verifyInProcess({ [URL_VAR[db]]: url }, args);
 }
 
-/** The real command, a node process of the build. */
 function command(db: Db, url: string, args: string[] = []): Promise<NodeRun> {
-  const script = path.join(REPO_ROOT, 'dist', 'scripts', 'audit-verify.js');
-  return runNode(script, args, { [URL_VAR[db]]: url });
+  return verifyCommand({ [URL_VAR[db]]: url }, args);
 }
 
 /** The verifier's lines naming a break (empty when every chain holds). */

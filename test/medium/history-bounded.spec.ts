@@ -4,9 +4,7 @@ import path from 'node:path';
 import type { Client } from 'pg';
 import { Client as PgClient } from 'pg';
 import {
-  REPO_ROOT,
   migratedDatabase,
-  runNode,
   seedFundedAccount,
   seedPendingPayout,
   withClient,
@@ -14,7 +12,7 @@ import {
   type NodeRun,
 } from '@dlock/testing';
 import { PayoutRepository } from '../../apps/payment-resource/src/payouts/persistence/payout.repository';
-import { auditVerify as verify } from '../../scripts/audit-verify';
+import { verifyCommand, verifyInProcess } from './support/audit-verify';
 
 /**
  * Reads that cost the live work, not the history (docs/scale.md), against real
@@ -108,18 +106,12 @@ describe('payout counts are maintained, not counted', () => {
   });
 });
 
-/** The verifier in this process: its exit code, and its output as the command prints it. */
-async function auditVerify(paydb: string, args: string[]): Promise<NodeRun> {
-  let out = '';
-  const print = (line: string) => (out += `${line}\n`);
-  const code = await verify(args, { PAYDB_URL: paydb }, print, print);
-  return { code, out };
+function auditVerify(paydb: string, args: string[]): Promise<NodeRun> {
+  return verifyInProcess({ PAYDB_URL: paydb }, args);
 }
 
-/** The real command, a node process of the build. */
 function command(paydb: string, args: string[]): Promise<NodeRun> {
-  const script = path.join(REPO_ROOT, 'dist', 'scripts', 'audit-verify.js');
-  return runNode(script, args, { PAYDB_URL: paydb });
+  return verifyCommand({ PAYDB_URL: paydb }, args);
 }
 
 const breaksOf = (run: NodeRun) => run.out.split('\n').filter((l) => l.includes(' BREAK '));
