@@ -30,7 +30,7 @@ import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { DEV_POLICY_PATH, testAuthEnv } from '../../libs/testing/src/identity';
 import { freePort } from '../../libs/testing/src/process';
-import { call, startLockServerProcess } from './etcd-common';
+import { call, cpuProfileEnv, startLockServerProcess } from './etcd-common';
 import { loadGate, loadLine, markNoisy } from '../load-gate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -43,13 +43,6 @@ const WORKERS = 64;
 const CLOCK_TICK_MS = 10;
 /** Both servers alike: a loaded shared machine needs more than the 1.5 s / 1 s defaults. */
 const DB_TIMEOUTS = { LOCKDB_STATEMENT_TIMEOUT_MS: '5000', LOCKDB_CONNECT_TIMEOUT_MS: '5000' };
-/** Both servers alike: a CPU profile each, written when the server stops. */
-const PROFILE_ENV: Record<string, string> = process.env.BENCH_CPU_PROF_DIR
-  ? {
-      BENCH_CPU_PROF_DIR: path.resolve(process.env.BENCH_CPU_PROF_DIR),
-      NODE_OPTIONS: `--require ${path.join(__dirname, 'cpu-profile-preload.js')}`,
-    }
-  : {};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -97,7 +90,7 @@ async function startBuild(
       LOCK_BACKEND: 'pg',
       LOCKDB_URL: dbUrl,
       ...DB_TIMEOUTS,
-      ...PROFILE_ENV,
+      ...cpuProfileEnv(),
       // A build that authenticates trusts the tests' issuer, under its own development
       // policy (a policy names only the operations its build knows; a build before the
       // policy file ignores AUTH_POLICY).
@@ -285,7 +278,6 @@ async function main(): Promise<void> {
         LOCKDB_URL: dbUrl('lockdb_identity'),
         AUTH_POLICY: DEV_POLICY_PATH,
         ...DB_TIMEOUTS,
-        ...PROFILE_ENV,
       });
       servers.push({ name: 'identity', url: after.url, proc: after.proc, stop: after.stop });
     }

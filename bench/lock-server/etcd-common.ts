@@ -38,6 +38,19 @@ export function startEtcdLockServer(
 }
 
 /**
+ * BENCH_CPU_PROF_DIR=<dir>: every lock-server a bench starts writes a V8 CPU profile there
+ * when it stops (cpu-profile-preload.ts; summarise with profile-by-package.js).
+ */
+export function cpuProfileEnv(): Record<string, string> {
+  const dir = process.env.BENCH_CPU_PROF_DIR;
+  if (!dir) return {};
+  return {
+    BENCH_CPU_PROF_DIR: path.resolve(dir),
+    NODE_OPTIONS: `--require ${path.join(__dirname, 'cpu-profile-preload.js')}`,
+  };
+}
+
+/**
  * The built lock-server with the given backend settings (or another built
  * entry point answering the same routes: `main`), ready when /health/ready says so.
  */
@@ -53,6 +66,7 @@ export async function startLockServerProcess(
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       LOCK_WAITERS_MAX: '1000',
       ...(await testAuthEnv()),
+      ...cpuProfileEnv(),
       ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
