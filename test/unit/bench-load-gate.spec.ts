@@ -1,4 +1,18 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from '@dlock/testing';
 import { BUSY_EXIT_CODE, loadGate, markNoisy, reportWithLoad } from '../../bench/load-gate';
+
+/** The bench sources that write a report file: they call writeFileSync and name a report. */
+function reportWriters(): string[] {
+  const dir = path.join(REPO_ROOT, 'bench');
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts'))
+    .filter((file) => {
+      const text = readFileSync(path.join(dir, file), 'utf8');
+      return text.includes('writeFileSync(') && /REPORT|reports/.test(text);
+    });
+}
 
 /** A bench refuses a busy machine, or marks its report as noise when forced (README.md, "Benchmarks"). */
 describe('the benches load gate', () => {
@@ -33,5 +47,14 @@ describe('the benches load gate', () => {
     expect(gate.noisy).toBe(false);
     expect(markNoisy(gate, 'text')).toBe('text');
     expect(reportWithLoad(gate, 'no machine line')).toMatch(/^no machine line\n- load average/);
+  });
+
+  it('every bench that writes a report goes through the gate', () => {
+    const writers = reportWriters();
+    expect(writers).toEqual(expect.arrayContaining(['e2e/bench.ts', 'stack/bench.ts']));
+    const ungated = writers.filter(
+      (file) => !readFileSync(path.join(REPO_ROOT, 'bench', file), 'utf8').includes('loadGate('),
+    );
+    expect(ungated).toEqual([]);
   });
 });
