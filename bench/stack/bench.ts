@@ -123,6 +123,9 @@ async function launch(
     const rail = await startService({ name: 'rail', main: main_('rail-stub'), env: appEnv });
     helpers.push(rail);
     Object.assign(appEnv, { PROXYDB_URL: env.urls.proxydb, RAIL_STUB_URL: rail.url });
+    // Under callgrind the proxy's own connect to the rail takes far longer than its 1 s default.
+    if (CALLGRIND)
+      Object.assign(appEnv, { RAIL_CONNECT_TIMEOUT_MS: '30000', RAIL_READ_TIMEOUT_MS: '100000' });
   }
   const svc = await startService({
     name,
