@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { REPO_ROOT, freePort, scratchDir } from '@dlock/testing';
+import { REPO_ROOT, freePort, runNode, scratchDir } from '@dlock/testing';
 
 /**
  * jest runs no global teardown when the global setup fails, so the setup
@@ -10,11 +8,10 @@ import { REPO_ROOT, freePort, scratchDir } from '@dlock/testing';
  * scratch directory nor its process-group notes behind (CONTRIBUTING.md,
  * "Before a change lands").
  */
-const run = promisify(execFile);
 
 /** Runs test/global-setup.mjs alone, as jest would, and reports the directories it made. */
 const DRIVER = `
-import(process.argv[1]).then(
+import(process.argv[2]).then(
   (setup) => setup.default(),
 ).then(
   () => console.log(JSON.stringify({ ok: true })),
@@ -31,20 +28,18 @@ describe('the global setup', () => {
     // Its own temp dir: the setup's scratch directory and run notes land there, not beside this run's.
     const tmp = scratchDir('global-setup-');
     const closedPort = await freePort();
-    const { stdout } = await run(
-      process.execPath,
-      ['--input-type=module', '-e', DRIVER, path.join(REPO_ROOT, 'test', 'global-setup.mjs')],
+    const driver = path.join(tmp, 'driver.mjs');
+    writeFileSync(driver, DRIVER);
+    const { out } = await runNode(
+      driver,
+      [path.join(REPO_ROOT, 'test', 'global-setup.mjs')],
       {
-        cwd: REPO_ROOT,
-        env: {
-          PATH: process.env.PATH ?? '',
-          TMPDIR: tmp,
-          DLOCK_TEST_PG_URL: `postgres://postgres:postgres@127.0.0.1:${closedPort}/postgres`,
-        },
-        timeout: 30_000,
+        TMPDIR: tmp,
+        DLOCK_TEST_PG_URL: `postgres://postgres:postgres@127.0.0.1:${closedPort}/postgres`,
       },
+      30_000,
     );
-    const outcome = JSON.parse(stdout.trim().split('\n').pop() ?? '{}');
+    const outcome = JSON.parse(out.split('\n').find((line) => line.startsWith('{')) ?? '{}');
     expect(outcome).toEqual(
       expect.objectContaining({ ok: false, message: expect.stringContaining('ECONNREFUSED') }),
     );
