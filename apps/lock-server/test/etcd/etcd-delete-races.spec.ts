@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { LockLostError } from '@dlock/lock-api';
-import type { Etcd3, ICompare, IRequestOp, ITxnResponse } from 'etcd3';
+import type { Etcd3, ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { startEtcd, type EtcdCluster } from '@dlock/testing';
 import type { AcquireResult } from '../../src/locks/persistence/lock-store.port';
 import { EtcdGateway, type Deadline } from '../../src/locks/persistence/etcd/etcd-gateway';
@@ -42,6 +42,17 @@ class HookedGateway extends EtcdGateway {
   /** Runs before a keep-alive reaches etcd (the lease may be made to lapse here). */
   beforeKeepAlive: ((leaseId: string) => Promise<void>) | null = null;
   readonly pendingRevokes: Array<Promise<unknown>> = [];
+  /** Reads at a past revision this gateway sent (a release's session read when not in its txn). */
+  readsAt = 0;
+
+  override getAt(
+    key: Buffer,
+    revision: string,
+    deadline: Deadline,
+  ): Promise<IKeyValue | undefined> {
+    this.readsAt += 1;
+    return super.getAt(key, revision, deadline);
+  }
 
   override async keepAliveOnce(leaseId: string, deadline: Deadline): Promise<number> {
     const hook = this.beforeKeepAlive;
@@ -216,7 +227,7 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     // N's grant is intact: it renews on either replica and releases cleanly.
     const renewed = await b.store.renew(key, n.sessionId, newToken!);
     expect(renewed.fencingToken).toBe(newToken);
-    await a.store.release(key, newToken!);
+    await a.store.release(key, newToken!, n.sessionId);
     await expectHolder(key, null);
   });
 
@@ -254,7 +265,7 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
       ttlMillis: 30_000,
     });
     expect(contender).toMatchObject({ kind: 'contended', holderOwnerId: 'owner-s' });
-    await a.store.release(key, token!);
+    await a.store.release(key, token!, s.sessionId);
   });
 
   it('a release after the session died is LOCK_LOST even while the dead key is still there', async () => {
@@ -262,8 +273,33 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     const { sessionId, token } = await holdKey(a, key, 'owner-r');
     await killSession(sessionId);
     expect((await lockKv(key))?.create_revision).toBe(String(token));
-    await expect(b.store.release(key, token!)).rejects.toBeInstanceOf(LockLostError);
+    await expect(b.store.release(key, token!, sessionId)).rejects.toBeInstanceOf(LockLostError);
     await expectHolder(key, null);
+  });
+
+  it("a release reads the proof's session in its own txn: no read after the delete", async () => {
+    const key = 'race:release-one-txn';
+    const { sessionId, token } = await holdKey(a, key, 'owner-1');
+    a.gw.readsAt = 0;
+    await a.store.release(key, token!, sessionId);
+    expect(a.gw.readsAt).toBe(0);
+    await expectHolder(key, null);
+  });
+
+  it("a release naming another session judges by the holder's session at the delete's revision", async () => {
+    const alive = await holdKey(a, 'race:release-other-alive', 'owner-2');
+    const stranger = await b.sessions.open('owner-x', 30_000);
+    a.gw.readsAt = 0;
+    await a.store.release('race:release-other-alive', alive.token!, stranger.sessionId);
+    expect(a.gw.readsAt).toBe(1);
+    await expectHolder('race:release-other-alive', null);
+
+    const dead = await holdKey(a, 'race:release-other-dead', 'owner-3');
+    await killSession(dead.sessionId);
+    await expect(
+      a.store.release('race:release-other-dead', dead.token!, stranger.sessionId),
+    ).rejects.toBeInstanceOf(LockLostError);
+    await expectHolder('race:release-other-dead', null);
   });
 
   it('a renew whose lease lapses between its check and its keep-alive is LOCK_LOST and records nothing', async () => {
@@ -305,7 +341,7 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     const renewed = a.store.renew(key, sessionId, token!);
     renewed.catch(() => undefined); // judged below, once the gate is through
     await gate.reached;
-    await b.store.release(key, token!);
+    await b.store.release(key, token!, sessionId);
     const next = await holdKey(b, key, 'owner-n');
     gate.release();
     await expect(renewed).rejects.toMatchObject({
@@ -379,7 +415,7 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     let current = await holdKey(a, key, 'owner-0');
     const started = Date.now();
     const { answer } = await acquireHeldAtEach(key, isReapOf(lockKey(key)), 4, async (n) => {
-      await a.store.release(key, current.token!);
+      await a.store.release(key, current.token!, current.sessionId);
       current = await holdKey(a, key, `owner-${n}`);
     });
     const result = await answer;
@@ -393,7 +429,7 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     expect(expiresAtMs).toBeGreaterThanOrEqual(started);
     expect(expiresAtMs).toBeLessThanOrEqual(Date.now());
     await expectHolder(key, current.sessionId, current.token!);
-    await a.store.release(key, current.token!);
+    await a.store.release(key, current.token!, current.sessionId);
   });
 
   // The other way the looks run out: before each create, a new holder takes the key and its
@@ -434,8 +470,12 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
   const isRevokeDelete = (_compare: ICompare[], success: IRequestOp[]) =>
     success.some((op) => op.request_put?.key?.toString().startsWith(`${PREFIX}revocation/`));
   /** The holder `current` releases and a new session of `owner` takes the key, on replica B. */
-  const handOver = async (key: string, current: { token: bigint | null }, owner: string) => {
-    await b.store.release(key, current.token!);
+  const handOver = async (
+    key: string,
+    current: { sessionId: string; token: bigint | null },
+    owner: string,
+  ) => {
+    await b.store.release(key, current.token!, current.sessionId);
     return holdKey(b, key, owner);
   };
 

@@ -143,7 +143,7 @@ describe('etcd store: leases given back, waiters woken', () => {
     const holder = await sessions.open('holder-r', 30_000);
     const first = await acquire('leases:renew-old', holder.sessionId, 'holder-r');
     if (first.kind !== 'granted') throw new Error(`first acquire: ${first.kind}`);
-    await store.release('leases:renew-old', first.grant.fencingToken);
+    await store.release('leases:renew-old', first.grant.fencingToken, holder.sessionId);
     const second = await acquire('leases:renew-old', holder.sessionId, 'holder-r');
     if (second.kind !== 'granted') throw new Error(`second acquire: ${second.kind}`);
     const keepAlive = jest.spyOn(gw, 'keepAliveOnce');

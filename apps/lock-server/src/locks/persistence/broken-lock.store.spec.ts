@@ -84,7 +84,7 @@ describe('BrokenLockStore: the negative controls of the linearizability checker'
   it('release-ignores-token frees the live grant whatever token is presented', async () => {
     const store = new BrokenLockStore(new OneKeyStore(), 'release-ignores-token');
     const t = tokenOf(await store.acquire(ask('a')))!;
-    await store.release('k', t - 5n);
+    await store.release('k', t - 5n, 's-a');
     expect(tokenOf(await store.acquire(ask('b')))).toBeGreaterThan(t);
   });
 
@@ -100,7 +100,7 @@ describe('BrokenLockStore: the negative controls of the linearizability checker'
     const store = new BrokenLockStore(new OneKeyStore(), 'token-goes-back');
     const t1 = tokenOf(await store.acquire(ask('a')))!;
     await store.renew('k', 's-a', t1);
-    await store.release('k', t1);
+    await store.release('k', t1, 's-a');
     const t2 = tokenOf(await store.acquire(ask('b')))!;
     expect(t2).toBeLessThan(t1);
     expect((await store.inspect('k')).holder?.fencingToken).toBe(t2);

@@ -81,12 +81,12 @@ export class BrokenLockStore extends LockStore {
     return this.shownGrant(await this.inner.renew(key, sessionId, this.shown(token), ttlMillis));
   }
 
-  override async release(key: string, token: FencingToken): Promise<void> {
+  override async release(key: string, token: FencingToken, sessionId: string): Promise<void> {
     if (this.mode === 'release-ignores-token') {
       const { holder } = await this.inner.inspect(key);
-      if (holder) return this.inner.release(key, holder.fencingToken);
+      if (holder) return this.inner.release(key, holder.fencingToken, sessionId);
     }
-    return this.inner.release(key, this.shown(token));
+    return this.inner.release(key, this.shown(token), sessionId);
   }
 
   override async inspect(key: string): Promise<{ seen: boolean; holder: HeldLock | null }> {

@@ -108,8 +108,12 @@ export abstract class LockStore {
     token: FencingToken,
     ttlMillis?: number,
   ): Promise<LockGrant>;
-  /** L6: compare-and-delete on (key, token) only. Throws LOCK_LOST when nothing matched. */
-  abstract release(key: string, token: FencingToken): Promise<void>;
+  /**
+   * L6: compare-and-delete on (key, token) only. Throws LOCK_LOST when nothing matched.
+   * `sessionId` is the session the grant's proof names: a store may read that session in the
+   * same step as the delete (etcd does), and never decides the delete by it.
+   */
+  abstract release(key: string, token: FencingToken, sessionId: string): Promise<void>;
   /** L7 data: the live holder, or null if free; `seen` false when the key never existed. */
   abstract inspect(key: string): Promise<{ seen: boolean; holder: HeldLock | null }>;
   /** L8: frees the key and advances the token floor above the revoked token. */

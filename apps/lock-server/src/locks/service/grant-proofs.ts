@@ -49,11 +49,16 @@ export class GrantProofs {
   /**
    * A proof of this server's describing the request (key, token, owner): else
    * PROOF_REJECTED; a genuine proof of another identity's grant is FORBIDDEN
-   * (a grant belongs to its owner, docs/security.md).
+   * (a grant belongs to its owner, docs/security.md). Answers the proof's claims.
    */
-  async check(proof: string | string[] | undefined, expect: GrantExpectation): Promise<void> {
+  async check(
+    proof: string | string[] | undefined,
+    expect: GrantExpectation,
+  ): Promise<GrantProofClaims> {
     try {
-      checkGrantClaims(grantProofClaims(await this.verifier.verify(proof)), expect);
+      const claims = grantProofClaims(await this.verifier.verify(proof));
+      checkGrantClaims(claims, expect);
+      return claims;
     } catch (err) {
       if (err instanceof ProofRejectedError && err.reason === 'owner') {
         throw new ForbiddenError('this grant belongs to another identity', {

@@ -172,8 +172,8 @@ export class LockService {
     proof: string | string[] | undefined,
   ): Promise<void> {
     return this.metrics.observe('release', async () => {
-      await this.proofs.check(proof, { token, owner: caller, key });
-      await this.store.release(key, token);
+      const claims = await this.proofs.check(proof, { token, owner: caller, key });
+      await this.store.release(key, token, claims.sid);
     });
   }
 

@@ -296,26 +296,31 @@ export class EtcdLockStore extends LockStore {
     return this.lockLost(firstAt(res, 0));
   }
 
-  override async release(key: string, token: FencingToken): Promise<void> {
+  override async release(key: string, token: FencingToken, sessionId: string): Promise<void> {
     const deadline = this.gw.deadline();
     const lockKey = this.keys.lock(key);
+    // The proof's session is read in the delete's own txn, so at the delete's revision.
     const res = await this.gw.txn(
       [modRevisionIs(lockKey, token)],
-      [del(lockKey, true)],
+      [del(lockKey, true), get(this.keys.session(sessionId))],
       [],
       deadline,
     );
     if (!res.succeeded) throw releaseLost();
     const prev = deletedAt(res, 0)[0];
     if (!prev) throw releaseLost();
-    const holderSession = this.keys.session(decodeLock(prev).sessionId);
+    const holderSessionId = decodeLock(prev).sessionId;
     // Revoking the grant's own lease drops its session index entry too; the
     // lease id is unique to this incarnation, so no newer holder is touched.
-    // In parallel: was the holder's session alive at the delete's revision? If
-    // not, the grant had already been released by its session's death (the
-    // delete only tidied a free key), and the answer is LOCK_LOST as on pg.
+    // Was the holder's session alive at the delete's revision? If not, the
+    // grant had already been released by its session's death (the delete only
+    // tidied a free key), and the answer is LOCK_LOST as on pg. The txn read it
+    // when the proof names the holder's session, as a genuine proof of this
+    // incarnation does; else it is read at that revision now.
     const [sessionAtDelete] = await Promise.all([
-      this.gw.getAt(holderSession, res.header.revision, deadline),
+      holderSessionId === sessionId
+        ? firstAt(res, 1)
+        : this.gw.getAt(this.keys.session(holderSessionId), res.header.revision, deadline),
       this.gw.revokeQuietly(prev.lease),
     ]);
     if (!sessionAtDelete) throw releaseLost();
