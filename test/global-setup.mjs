@@ -123,14 +123,13 @@ async function startPostgres() {
       `unix_socket_directories=${dir}`,
     ],
   });
+  // Noted before it starts, so the teardown stops it and removes its directory also when it fails.
+  globalThis.__DLOCK_PG__ = { pg, dir };
   try {
     await pg.initialise();
     await pg.start();
   } catch (err) {
-    await pg.stop().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
     throw new Error(`embedded PostgreSQL failed to start: ${err}\n${logs.slice(-30).join('\n')}`);
   }
-  globalThis.__DLOCK_PG__ = { pg, dir };
   process.env.DLOCK_TEST_PG_URL = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
 }
