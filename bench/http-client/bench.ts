@@ -13,7 +13,7 @@
  * Text after the NOTES_MARKER line of an existing report is kept on rewrite.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -22,13 +22,13 @@ import { performance } from 'node:perf_hooks';
 import { Agent as UndiciAgent, request as undiciRequest } from 'undici';
 import { HttpTransport, JsonPeer } from '../../libs/http-client/src';
 import { loadGate, reportWithLoad } from '../load-gate';
+import { notesOfFile } from '../report-notes';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3_000);
 const REQUESTS_MAX = Number(process.env.BENCH_REQUESTS ?? 30_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const WARMUP_MS = 300;
-const NOTES_MARKER = '<!-- notes: kept when the bench rewrites this report -->';
 const CONCURRENCIES = [1, 16];
 const BODY = JSON.stringify({
   payoutId: '0b5e1c1e-8a3c-4c8e-9a51-3d1a2b4c5d6e',
@@ -279,10 +279,7 @@ async function main(): Promise<void> {
   const text = report(rows, (performance.now() - started) / 1000, loadStart);
   const out = path.join(ROOT, 'bench', 'reports', 'http-client.md');
   mkdirSync(path.dirname(out), { recursive: true });
-  const old = existsSync(out) ? readFileSync(out, 'utf8') : '';
-  const at = old.indexOf(NOTES_MARKER);
-  const body = reportWithLoad(gate, text);
-  writeFileSync(out, `${body}\n${at < 0 ? NOTES_MARKER : old.slice(at).trimEnd()}\n`);
+  writeFileSync(out, `${reportWithLoad(gate, text)}\n${notesOfFile(out)}\n`);
   console.log(`[bench] wrote ${out}`);
 }
 

@@ -23,7 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * pair, because all three share the machine's cores.
  * Text after the NOTES_MARKER line of an existing report is kept on rewrite.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,6 +42,7 @@ import {
   RELEASE_SQL,
 } from '../../apps/lock-server/src/locks/persistence/pg/sql';
 import { loadGate, reportWithLoad } from '../load-gate';
+import { notesOfFile } from '../report-notes';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 4000);
@@ -60,7 +61,6 @@ const POOL_MAX = process.env.BENCH_LOCKDB_POOL_MAX;
 const REPORT = path.join(ROOT, 'bench', 'reports', 'lock-server-pg.md');
 const WITH_FLOOR = process.env.BENCH_FLOOR !== '0';
 const FLOOR_MAIN = path.join(__dirname, 'floor-server.js');
-const NOTES_MARKER = '<!-- notes: kept when the bench rewrites this report -->';
 
 interface Postgres {
   url: string;
@@ -502,14 +502,6 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-/** Hand-written notes below the marker of the previous report survive a rewrite. */
-function keptNotes(): string[] {
-  if (!existsSync(REPORT)) return [NOTES_MARKER, ''];
-  const text = readFileSync(REPORT, 'utf8');
-  const at = text.indexOf(NOTES_MARKER);
-  return at < 0 ? [NOTES_MARKER, ''] : [text.slice(at).trimEnd(), ''];
-}
-
 /** The floor's rows beside the goal: how far the same work over bare node:http gets. */
 function floorLines(
   servers: Result[],
@@ -582,7 +574,8 @@ function report(results: Result[], seconds: number): string {
     `- lock-server acquire p99, median of rounds: ${f(p99)} ms (goal < 20 ms): ${p99 < 20 ? 'met' : 'NOT met'}; raw SQL itself: ${f(rawP99)} ms`,
     `- a closed loop of ${GOAL_WORKERS} workers keeps ${GOAL_WORKERS} pairs in flight, so its mean pair time is ${GOAL_WORKERS} / pairs/s: ${f((GOAL_WORKERS / serverPairs) * 1000)} ms at the lock-server's median ${serverPairs.toFixed(0)} pairs/s. A p99 acquire under 20 ms needs a mean pair well under 40 ms, i.e. more than ${(GOAL_WORKERS / 0.04).toFixed(0)} pairs/s; raw SQL reached at most ${Math.max(...raws.map((r) => r.pairsPerSec)).toFixed(0)} here`,
     '',
-    ...keptNotes(),
+    notesOfFile(REPORT),
+    '',
   ].join('\n');
 }
 

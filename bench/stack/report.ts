@@ -1,6 +1,7 @@
 /** bench/reports/stack-cost.md from the stack bench's rows (bench.ts). */
 import { LAYERS, STATIC_VARIANTS } from './layers';
 import { machineLine } from '../lock-server/etcd-common';
+import { notesOf } from '../report-notes';
 
 export interface Row {
   service: string;
@@ -33,8 +34,6 @@ export interface ReportInput {
   env: string[];
   previous: string;
 }
-
-export const NOTES_MARKER = '<!-- notes: kept when the bench rewrites this report -->';
 
 function median(xs: number[]): number {
   if (xs.length === 0) return NaN;
@@ -237,7 +236,6 @@ export function renderReport(input: ReportInput): string {
   if (ba.length) lines.push('## Before and after (whole request, baseline)', '', ...ba, '');
   lines.push('## Layers', '', ...LAYERS.map((l) => `- \`${l.id}\`: ${l.what}`));
   lines.push(...STATIC_VARIANTS.map((s) => `- \`${s.id}\` (own process): ${s.what}`), '');
-  const at = input.previous.indexOf(NOTES_MARKER);
-  lines.push(at < 0 ? `${NOTES_MARKER}\n` : input.previous.slice(at).trimEnd());
+  lines.push(notesOf(input.previous));
   return `${lines.join('\n')}\n`;
 }

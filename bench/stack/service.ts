@@ -4,23 +4,17 @@
  * statement counts; optionally under callgrind, whose instruction counter
  * the bench zeroes and dumps around each measurement (callgrind_control).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { callgrindCounter, underCallgrind, type Instructions } from '../callgrind';
 
-const run = promisify(execFile);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** A Nest app under valgrind on a loaded 2-core machine has needed minutes to listen. */
 const START_TIMEOUT_MS = 900_000;
 const IPC_TIMEOUT_MS = 120_000;
 
-/** What callgrind counted: everything, and the part V8 spent compiling (parser, bytecode, TurboFan, deopts). */
-export interface Instructions {
-  total: number;
-  jit: number;
-}
+export type { Instructions } from '../callgrind';
 
 export interface ServiceStats {
   cpuUs: number;
@@ -67,17 +61,7 @@ function command(spec: ServiceSpec): [string, string[]] {
   const flags = (process.env.BENCH_STACK_NODE_FLAGS ?? '').split(' ').filter(Boolean);
   const node = [...flags, '-r', preload, spec.main];
   if (!spec.callgrindDir) return [process.execPath, node];
-  return [
-    'valgrind',
-    [
-      '--tool=callgrind',
-      '--instr-atstart=no',
-      `--callgrind-out-file=${path.join(spec.callgrindDir, 'cg.%p')}`,
-      `--log-file=${path.join(spec.callgrindDir, 'vg.%p.log')}`,
-      process.execPath,
-      ...node,
-    ],
-  ];
+  return underCallgrind(spec.callgrindDir, node);
 }
 
 async function waitLive(url: string, proc: ChildProcess, name: string): Promise<void> {
@@ -118,43 +102,6 @@ function ipc(proc: ChildProcess) {
     });
 }
 
-/**
- * V8's compilers: still optimising long after the warm-up (a burst of
- * TurboFan work lands in one measurement and not the next), they are counted
- * apart so the per-request figure is the execution's.
- */
-const JIT_FUNCTIONS =
-  /v8::internal::(compiler|maglev|baseline|interpreter|Compiler|Parser|PreParser|Scanner|Zone|Deoptimizer|TranslatedState|AstValueFactory|Scope|DeclarationScope|OptimizedCompilationInfo|Assembler|MacroAssembler|TurboAssembler)\b/;
-
-async function splitDump(file: string): Promise<Instructions> {
-  const { stdout } = await run('callgrind_annotate', ['--threshold=100', '--inclusive=no', file], {
-    maxBuffer: 256 * 1024 * 1024,
-  });
-  // callgrind_annotate prints no totals for an empty dump.
-  let total = 0;
-  let jit = 0;
-  for (const line of stdout.split('\n')) {
-    const m = /^\s*([\d,]+) \(/.exec(line);
-    if (!m) continue;
-    const ir = Number(m[1].replace(/,/g, ''));
-    if (line.includes('PROGRAM TOTALS')) total = ir;
-    else if (JIT_FUNCTIONS.test(line)) jit += ir;
-  }
-  return { total, jit };
-}
-
-/** The newest callgrind dump of `pid`. */
-function lastDump(dir: string, pid: number): string {
-  const prefix = `cg.${pid}.`;
-  const parts = readdirSync(dir)
-    .filter((f) => f.startsWith(prefix))
-    .map((f) => Number(f.slice(prefix.length)))
-    .filter(Number.isInteger)
-    .sort((a, b) => a - b);
-  if (parts.length === 0) throw new Error(`no callgrind dump of ${pid} in ${dir}`);
-  return path.join(dir, `${prefix}${parts[parts.length - 1]}`);
-}
-
 export async function startService(spec: ServiceSpec): Promise<Service> {
   const port = await freePort();
   const [cmd, args] = command(spec);
@@ -166,8 +113,7 @@ export async function startService(spec: ServiceSpec): Promise<Service> {
   await waitLive(url, proc, spec.name);
   const ask = ipc(proc);
   const pid = proc.pid ?? 0;
-  const dir = spec.callgrindDir;
-  const control = (...a: string[]) => run('callgrind_control', [...a, String(pid)]);
+  const counter = spec.callgrindDir ? callgrindCounter(spec.callgrindDir, pid) : null;
   return {
     name: spec.name,
     url,
@@ -177,16 +123,9 @@ export async function startService(spec: ServiceSpec): Promise<Service> {
       const m = await ask({ op: 'stats' });
       return { cpuUs: m.cpuUs as number, statements: m.statements as Record<string, number> };
     },
-    instrument: async (on) => void (dir ? await control('-i', on ? 'on' : 'off') : undefined),
-    zero: async () => void (dir ? await control('-z') : undefined),
-    instructions: async () => {
-      if (!dir) return null;
-      await control('-d');
-      const file = lastDump(dir, pid);
-      const counted = await splitDump(file);
-      if (process.env.BENCH_STACK_KEEP_DUMPS !== '1') rmSync(file);
-      return counted;
-    },
+    instrument: async (on) => void (await counter?.instrument(on)),
+    zero: async () => void (await counter?.zero()),
+    instructions: async () => (counter ? counter.instructions() : null),
     stop: () =>
       new Promise<void>((resolve) => {
         if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
