@@ -8,6 +8,9 @@
 // over the committed ones. Knobs: BENCH_ROUNDS (3), BENCH_DURATION_MS (8000),
 // BENCH_PAYOUTS (1500), BENCH_BACKENDS (pg,etcd), BENCH_CONFIGS (1x16x64), BENCH_SETTLE_MAX_S
 // (300: how long to wait for the previous bench's load to settle).
+// BENCH_COMPARE_MODE=instructions runs instead the payout path under callgrind
+// (bench/e2e/instructions.ts): instructions per payout by process, which neither the
+// machine's load nor its drift between hours moves; BENCH_ROUNDS (2) and its own knobs.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
@@ -49,8 +52,8 @@ function settle() {
   }
 }
 
-function run(script, env) {
-  settle();
+function run(script, env, { quiet = true } = {}) {
+  if (quiet) settle();
   const res = spawnSync(process.execPath, [path.join(root, 'dist', 'bench', ...script)], {
     cwd: root,
     env: { ...process.env, ...env },
@@ -97,7 +100,32 @@ function e2e() {
     );
 }
 
+/** Instructions per payout, base and this build interleaved: the report's tables. */
+function instructions() {
+  const report = path.join(out, 'payout-instructions.md');
+  run(
+    ['e2e', 'instructions.js'],
+    {
+      BENCH_BASE_DIST: path.join(base, 'dist'),
+      BENCH_ROUNDS: process.env.BENCH_ROUNDS ?? '2',
+      BENCH_REPORT: path.relative(root, report),
+    },
+    { quiet: false },
+  );
+  console.log(
+    `\n[compare] this build (${git('rev-parse', '--short', 'HEAD')}) against ${ref} (${sha.slice(0, 12)})`,
+  );
+  for (const line of readFileSync(report, 'utf8').split('\n')) {
+    if (line.startsWith('|') || line.startsWith('## ')) console.log(line);
+  }
+  console.log(`[compare] full report: ${path.relative(root, report)}`);
+}
+
 buildBase();
+if (process.env.BENCH_COMPARE_MODE === 'instructions') {
+  instructions();
+  process.exit(0);
+}
 const lock = lockServer();
 const rows = e2e();
 const ratio = (a, b) => (a && b ? `${((a / b) * 100).toFixed(1)} %` : 'n/a');

@@ -48,6 +48,7 @@ import { seedHistory } from '../scale/history';
 import { replayLane, sessionOf, templates, type Lane, type Template } from './raw-payout';
 import { machineLine } from '../lock-server/etcd-common';
 import { diesWithBench } from '../children';
+import { callgrindCounter, underCallgrind, type CallgrindCounter } from '../callgrind';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** BENCH_REPORT=bench/reports/tracing.md writes a focused run elsewhere than the full report. */
@@ -83,16 +84,18 @@ const HISTORY_PAYOUTS = Number(process.env.BENCH_HISTORY_PAYOUTS ?? 0);
 const RAW_RECORDED = 24;
 
 /** One build and tracing setting every process of a run gets. */
-interface Variant {
+export interface Variant {
   name: string;
   dist: string;
   env: Record<string, string>;
   /** Runs on the one set of databases seeded with history (Pg.history), not on empty ones. */
   history?: true;
+  /** Every app runs under callgrind, its dumps here (bench/callgrind.ts; instructions.ts). */
+  callgrindDir?: string;
 }
 
 /** This build as deployed by default: trace ids propagate, nothing is exported. */
-const TRACES_OFF: Variant = {
+export const TRACES_OFF: Variant = {
   name: 'traces off',
   dist: path.join(ROOT, 'dist'),
   env: { OTEL_TRACES_EXPORTER: 'none' },
@@ -124,7 +127,7 @@ const VARIANTS: Variant[] = [
     : []),
 ];
 
-interface Config {
+export interface Config {
   executors: number;
   concurrency: number;
   accounts: number;
@@ -216,14 +219,14 @@ function machineTicks(): { busy: number; total: number } {
   return { busy: total - idle, total };
 }
 
-interface Pg {
+export interface Pg {
   admin: string;
   /** The databases seeded with HISTORY_PAYOUTS payouts, shared by every run on them. */
   history?: Record<DatabaseName, string>;
   stop(): Promise<void>;
 }
 
-async function startPostgres(): Promise<Pg> {
+export async function startPostgres(): Promise<Pg> {
   // fsync on: the bench measures the real durability cost of each commit.
   const pg = await startEmbeddedPostgres({
     dir: path.join(ROOT, '.tmp', `bench-e2e-pg-${process.pid}`),
@@ -259,10 +262,12 @@ async function database(pg: Pg, db: DatabaseName, suffix: string): Promise<strin
   return url;
 }
 
-interface App {
+export interface App {
   name: string;
   url: string;
   proc: ChildProcess;
+  /** Its instruction counter, when the variant runs under callgrind. */
+  counter?: CallgrindCounter;
   stop(): Promise<void>;
 }
 
@@ -283,27 +288,28 @@ async function spawnApp(
   const profile = PROFILE_APPS.includes(app)
     ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, '.tmp', 'bench-e2e-prof')}`]
     : [];
-  const proc = spawn(
-    process.execPath,
-    [...profile, path.join(variant.dist, 'apps', app, 'main.js')],
-    {
-      env: {
-        PATH: process.env.PATH ?? '',
-        LOG_LEVEL: 'warn',
-        ...auth,
-        // Each build under its own test policy: a policy names only the operations its build knows.
-        AUTH_POLICY: policyOf(variant.dist),
-        ...variant.env,
-        ...env,
-        PORT: String(port),
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
+  const nodeArgs = [...profile, path.join(variant.dist, 'apps', app, 'main.js')];
+  const [command, args] = variant.callgrindDir
+    ? underCallgrind(variant.callgrindDir, nodeArgs)
+    : [process.execPath, nodeArgs];
+  const proc = spawn(command, args, {
+    env: {
+      PATH: process.env.PATH ?? '',
+      LOG_LEVEL: 'warn',
+      ...auth,
+      // Each build under its own test policy: a policy names only the operations its build knows.
+      AUTH_POLICY: policyOf(variant.dist),
+      ...variant.env,
+      ...env,
+      PORT: String(port),
     },
-  );
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   diesWithBench(proc, false);
   const url = `http://127.0.0.1:${port}`;
-  // A shared 2-core machine under load has been seen to need more than 30 s to start an app.
-  const deadline = Date.now() + 120_000;
+  // A shared 2-core machine under load has been seen to need more than 30 s to start an app;
+  // under valgrind, minutes.
+  const deadline = Date.now() + (variant.callgrindDir ? 900_000 : 120_000);
   for (;;) {
     try {
       if ((await fetch(`${url}/health/live`)).ok) break;
@@ -320,6 +326,9 @@ async function spawnApp(
     name: app,
     url,
     proc,
+    ...(variant.callgrindDir && proc.pid !== undefined
+      ? { counter: callgrindCounter(variant.callgrindDir, proc.pid) }
+      : {}),
     stop: () =>
       new Promise<void>((resolve) => {
         if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
@@ -381,7 +390,7 @@ function recordEnv(app: string, file: string | undefined): Record<string, string
   return { NODE_OPTIONS: `--require ${recorder}`, BENCH_SQL_RECORD: file, BENCH_SQL_APP: app };
 }
 
-async function startStack(
+export async function startStack(
   pg: Pg,
   backend: 'pg' | 'etcd',
   etcd: EtcdCluster | null,
@@ -472,7 +481,7 @@ async function seedHistoryDatabases(pg: Pg): Promise<Record<DatabaseName, string
 }
 
 /** Accounts with opening balances and PENDING payouts, as the fixtures make them (one transaction). */
-async function seed(paydb: string, accounts: string[], payouts: number): Promise<void> {
+export async function seed(paydb: string, accounts: string[], payouts: number): Promise<void> {
   const c = new Client({ connectionString: paydb });
   await c.connect();
   try {
@@ -531,12 +540,14 @@ async function countByState(paydb: string, accounts: string[]): Promise<Record<s
   }
 }
 
-function startExecutors(
+export function startExecutors(
   s: Stack,
   n: number,
   concurrency: number,
   tag: string,
   variant?: Variant,
+  /** Over the bench's own settings (instructions.ts polls at the executor's default). */
+  overrides: Record<string, string> = {},
 ): Promise<App[]> {
   return allOrStop(
     Array.from({ length: n }, (_, i) =>
@@ -551,6 +562,7 @@ function startExecutors(
           EXECUTOR_CONCURRENCY: String(concurrency),
           EXECUTOR_BATCH_SIZE: '500',
           EXECUTOR_RECOVERY_INTERVAL_MS: '5000',
+          ...overrides,
         },
         variant,
       ),
@@ -651,7 +663,7 @@ async function clearingAccountsUsed(paydb: string): Promise<number> {
 }
 
 /** The bench's own INV-03 check after each run: zero-sum groups, balance = ledger sum. */
-async function ledgerHolds(paydb: string): Promise<boolean> {
+export async function ledgerHolds(paydb: string): Promise<boolean> {
   const c = new Client({ connectionString: paydb });
   await c.connect();
   try {
@@ -712,11 +724,12 @@ async function measure(
 }
 
 /** Polls paydb until `posted` payouts are POSTED or the run times out; the highest load seen. */
-async function untilPosted(
+export async function untilPosted(
   paydb: string,
   accounts: string[],
   posted: number,
   started: number,
+  timeoutMs = RUN_TIMEOUT_MS,
 ): Promise<{ states: Record<string, number>; loadAvgMax: number }> {
   let loadAvgMax = 0;
   let states: Record<string, number>;
@@ -724,7 +737,7 @@ async function untilPosted(
     states = await countByState(paydb, accounts);
     loadAvgMax = Math.max(loadAvgMax, os.loadavg()[0]);
     if ((states.POSTED ?? 0) >= posted) break;
-    if (performance.now() - started > RUN_TIMEOUT_MS) break;
+    if (performance.now() - started > timeoutMs) break;
     await sleep(100);
   }
   return { states, loadAvgMax };
@@ -844,7 +857,7 @@ function appsCpuMs(r: RunResult): number {
   return parts.reduce((sum, k) => sum + (r.cpuMsPerPayout[k] ?? 0), 0);
 }
 
-function median(xs: number[]): number {
+export function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
@@ -1268,7 +1281,10 @@ function latencySection(latency: Collected['latency']): string[] {
   ];
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+// instructions.ts imports the stack from here and runs its own main.
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
