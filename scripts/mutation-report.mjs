@@ -11,15 +11,40 @@ import path from 'node:path';
 const DETECTED = new Set(['Killed', 'Timeout']);
 const UNDETECTED = new Set(['Survived', 'NoCoverage']);
 
-function keyOf(file, m) {
-  return `${file}:${m.location.start.line}:${m.mutatorName}:${m.replacement ?? ''}`;
+/** The text of the line a mutant starts on, in the source it was measured on. */
+export function codeAt(source, line) {
+  return (source.split('\n')[line - 1] ?? '').trim();
 }
 
 function loadExplanations(root) {
   const file = path.join(root, 'stryker', 'survivors.json');
-  if (!existsSync(file)) return new Map();
-  const list = JSON.parse(readFileSync(file, 'utf8'));
-  return new Map(list.map((e) => [`${e.file}:${e.line}:${e.mutator}:${e.replacement}`, e]));
+  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : [];
+}
+
+/**
+ * The explanation of a mutant of `file` (measured on `source`), found by what
+ * it explains rather than only where: the mutator, the replacement and, when
+ * the entry records it (`code`), the text of the mutated line, so that it
+ * still applies after lines above it moved. An entry without `code` matches
+ * its `line` only. A measured path that no longer exists is a file moved since
+ * the run: its explanations are those of the file of the same name.
+ * Several matches (the same text on two lines): the nearest line wins.
+ */
+function explainerOf(root, explanations) {
+  return (file, source, m) => {
+    const moved = !existsSync(path.join(root, file));
+    const line = m.location.start.line;
+    const code = codeAt(source, line);
+    const matches = explanations.filter(
+      (e) =>
+        (e.file === file || (moved && path.basename(e.file) === path.basename(file))) &&
+        e.mutator === m.mutatorName &&
+        e.replacement === (m.replacement ?? '') &&
+        (e.code === undefined ? e.line === line : e.code === code),
+    );
+    const distance = (e) => Math.abs(e.line - line);
+    return matches.sort((a, b) => distance(a) - distance(b))[0];
+  };
 }
 
 function percent(part, whole) {
@@ -45,18 +70,20 @@ function scoreOf(mutants, isEquivalent = () => false) {
 const isComment = (line) => /^\s*(\/\/|\/\*|\*)/.test(line);
 
 /**
- * The result was taken on other code than the file now holds, so its lines and
- * score are stale. A change to comment lines alone moves no mutant and does not count.
+ * Why a result is stale, or null: the file has moved (or is gone) since the
+ * run, or it holds other code now. A change to comment lines alone moves no
+ * mutant and does not count.
  */
-export function changedSince(root, file, source) {
+export function staleSince(root, file, source) {
   const current = path.join(root, file);
-  if (source === undefined || !existsSync(current)) return false;
+  if (!existsSync(current)) return 'moved since measured';
+  if (source === undefined) return null;
   const now = readFileSync(current, 'utf8').split('\n');
   const then = source.split('\n');
-  return (
+  const changed =
     now.length !== then.length ||
-    now.some((line, i) => line !== then[i] && !(isComment(line) && isComment(then[i])))
-  );
+    now.some((line, i) => line !== then[i] && !(isComment(line) && isComment(then[i])));
+  return changed ? 'changed since measured' : null;
 }
 
 function machine() {
@@ -126,13 +153,19 @@ function coversAll(ranges, lineCount) {
 
 export function writeMutationReport(root, resultFiles, groups = []) {
   const runs = loadRuns(root, resultFiles);
-  const explanations = loadExplanations(root);
+  const explain = explainerOf(root, loadExplanations(root));
   const rows = [];
   const survivors = [];
   const all = [];
   const merged = Object.assign({}, ...runs.map((r) => r.files));
-  const equivalentIn = (file) => (m) => explanations.get(keyOf(file, m))?.verdict === 'equivalent';
+  const equivalentIn = (file) => (m) =>
+    explain(file, merged[file].source, m)?.verdict === 'equivalent';
   let equivalentTotal = 0;
+  const stale = new Map(
+    Object.keys(merged)
+      .map((f) => [f, staleSince(root, f, merged[f].source)])
+      .filter(([, why]) => why !== null),
+  );
   // Files of groups never run whole: the row says which lines its score covers.
   const partial = new Map(
     runs
@@ -151,14 +184,14 @@ export function writeMutationReport(root, resultFiles, groups = []) {
       pieces && !coversAll(pieces, lineCount)
         ? `\`${file}\` (lines ${outermost(pieces).join(', ')} only)`
         : `\`${file}\``
-    }${changedSince(root, file, merged[file].source) ? ' **changed since measured**' : ''}`;
+    }${stale.has(file) ? ` **${stale.get(file)}**` : ''}`;
     rows.push(
       s.valid === 0
         ? `| ${cell} | n/a | n/a | 0 | 0 | 0 | ${mutants.length} (none that compiles) |`
         : `| ${cell} | ${s.score.toFixed(1)} % | ${s.net.toFixed(1)} % | ${s.detected} | ${s.undetected} | ${s.equivalent} | ${mutants.length} |`,
     );
     for (const m of mutants.filter((x) => UNDETECTED.has(x.status))) {
-      const e = explanations.get(keyOf(file, m));
+      const e = explain(file, merged[file].source, m);
       survivors.push(
         `| \`${file}:${m.location.start.line}\` | ${m.mutatorName} | \`${String(m.replacement ?? '')
           .replace(/\|/g, '\\|')
@@ -167,7 +200,6 @@ export function writeMutationReport(root, resultFiles, groups = []) {
       );
     }
   }
-  const stale = Object.keys(merged).filter((f) => changedSince(root, f, merged[f].source));
   const total = scoreOf(all);
   const net = percent(total.detected, total.valid - equivalentTotal);
   // Whole runs, timeout re-checks and pieces: the machine time the results took.
@@ -193,10 +225,12 @@ export function writeMutationReport(root, resultFiles, groups = []) {
     ...runs.map(runLine),
     ...missingLines(runs, groups),
     '',
-    ...(stale.length > 0
+    ...(stale.size > 0
       ? [
           '',
-          `**Changed since measured** (re-measure before reading their rows): ${stale.map((f) => `\`${f}\``).join(', ')}.`,
+          `**Changed or moved since measured** (re-measure before reading their rows): ${[...stale]
+            .map(([f, why]) => `\`${f}\` (${why.replace(' since measured', '')})`)
+            .join(', ')}.`,
         ]
       : []),
     '',
@@ -215,7 +249,9 @@ export function writeMutationReport(root, resultFiles, groups = []) {
     '',
     'Each is explained in `stryker/survivors.json`: `killed-by`, the test added since the run that',
     'kills it; `equivalent`, why no behaviour a user could observe changes; `open`, a gap no test',
-    'covers yet, with what it would take.',
+    'covers yet, with what it would take. An entry names the file, the mutator, the replacement and',
+    'the text of the mutated line (`code`; its `line` says where it was), so it still applies when',
+    'lines above it move; a result measured on a path that has since moved is matched by file name.',
     '',
     '| where | mutator | replacement | status | explanation |',
     '| --- | --- | --- | --- | --- |',
