@@ -12,7 +12,8 @@
  *   knobs: BENCH_ROUNDS (2), BENCH_WARM_PAYOUTS (400), BENCH_PAYOUTS (200),
  *     BENCH_CONFIGS (1x2x8: executors x lanes x accounts; more lanes queue
  *     requests past the executor's fixed hop timeouts), BENCH_BACKENDS (pg),
- *     BENCH_REPORT (where the report goes)
+ *     BENCH_REPORT (where the report goes), BENCH_KEEP_DUMPS=1 (keep the
+ *     callgrind dumps, cg.<pid>.<n>, for callgrind_annotate)
  *
  * Each run starts a fresh stack of the variant, posts BENCH_WARM_PAYOUTS
  * uninstrumented (start-up and JIT warm-up stay out), then switches counting on
@@ -237,7 +238,9 @@ async function main(): Promise<void> {
     }
   } finally {
     await pg.stop();
-    rmSync(dir, { recursive: true, force: true });
+    // BENCH_KEEP_DUMPS=1 keeps the dumps for callgrind_annotate (bench/callgrind.ts).
+    if (process.env.BENCH_KEEP_DUMPS === '1') console.log(`[instructions] dumps kept in ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
   }
   const lines = report(counted, Math.round((Date.now() - t0) / 1000));
   writeFileSync(REPORT, `${[...lines, notesOfFile(REPORT)].join('\n')}\n`);

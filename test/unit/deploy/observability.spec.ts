@@ -122,12 +122,56 @@ describe('Grafana dashboard deploy/grafana/dlock.json', () => {
       'etcd_server_has_leader',
       'cloudsql_googleapis_com:database_up',
       'up{',
+      'process_cpu_seconds_total',
     ]) {
       expect([needle, all.includes(needle)]).toEqual([needle, true]);
     }
     expect(dashboard.uid).toBe('dlock-overview');
     const ids = dashboard.panels.map((p: any) => p.id);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("divides each service's CPU by the payouts posted (promtool, synthetic series)", () => {
+    const panel = dashboard.panels.find(
+      (p: any) => p.title === 'CPU per posted payout, by service',
+    );
+    const [byService, total] = panel.targets.map((t: any) => t.expr as string);
+    // Per minute: payment-resource 6 CPU-s, rail-proxy 3, the rail stub 30 (not on
+    // the payout path); 1,200 posted and 600 failed payouts. 6 s / 1,200 = 5 ms.
+    const paymentResource = ['process_cpu_seconds_total{job="payment-resource"}', '0+6x10'];
+    const railProxy = ['process_cpu_seconds_total{job="rail-proxy"}', '0+3x10'];
+    const railStub = ['process_cpu_seconds_total{job="rail-stub"}', '0+30x10'];
+    const posted = ['payout_execute_seconds_count{job="executor",outcome="posted"}', '0+1200x10'];
+    const failed = ['payout_execute_seconds_count{job="executor",outcome="failed"}', '0+600x10'];
+    const nonePosted = ['payout_execute_seconds_count{job="executor",outcome="posted"}', '0x10'];
+    const test = (name: string, input: string[][], expr: string, samples: object[]) => ({
+      name,
+      interval: '1m',
+      input_series: input.map(([s, values]) => ({ series: s, values })),
+      promql_expr_test: [{ expr, eval_time: '10m', exp_samples: samples }],
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'dlock-dash-'));
+    try {
+      const tests = {
+        rule_files: [],
+        evaluation_interval: '1m',
+        tests: [
+          test('by service', [paymentResource, railProxy, railStub, posted, failed], byService, [
+            { labels: '{job="payment-resource"}', value: 5 },
+            { labels: '{job="rail-proxy"}', value: 2.5 },
+          ]),
+          // One service on the path, so that the sum is exact in floating point.
+          test('all four', [paymentResource, railStub, posted, failed], total, [
+            { labels: '{}', value: 5 },
+          ]),
+          test('nothing posted: no value, not infinity', [paymentResource, nonePosted], total, []),
+        ],
+      };
+      writeFileSync(join(dir, 'cost.test.json'), JSON.stringify(tests));
+      expect(promtool(['test', 'rules', 'cost.test.json'], dir)).toContain('SUCCESS');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('has only queries that promtool parses', () => {
