@@ -12,7 +12,7 @@ const DETECTED = new Set(['Killed', 'Timeout']);
 const UNDETECTED = new Set(['Survived', 'NoCoverage']);
 
 /** The text of the line a mutant starts on, in the source it was measured on. */
-export function codeAt(source, line) {
+function codeAt(source, line) {
   return (source.split('\n')[line - 1] ?? '').trim();
 }
 
