@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { signalGroup, spawnGroup } from './children';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { containersBackend, startEtcdContainerCluster } from './etcd-container';
 import { listensOn } from './port-owner';
@@ -213,7 +213,9 @@ function spawnMember(s: MemberSpec, args: ClusterArgs): EtcdMember {
     running,
     paused: () => isPaused,
     pause() {
-      if (running()) signalGroup(proc, 'SIGSTOP');
+      if (running() && signalGroup(proc, 'SIGSTOP') && proc.pid !== undefined) {
+        awaitStopped(proc.pid);
+      }
       isPaused = true;
     },
     resume() {
@@ -279,4 +281,34 @@ async function awaitElection(
 export function startEtcd(opts: Omit<EtcdClusterOptions, 'members'> = {}): Promise<EtcdCluster> {
   if (containersBackend()) return startEtcdContainerCluster(opts);
   return startEtcdCluster({ ...opts, members: 1 });
+}
+
+const STOP_WAIT_MS = 2_000;
+
+/**
+ * SIGSTOP takes effect asynchronously: a test that pauses a member and at once
+ * expects it silent must not race the kernel. Waits (bounded, synchronously, as
+ * pause() is) until /proc shows the process stopped; throws if it never does,
+ * so a test fails on its fixture rather than on an answer a stopped member
+ * seemed to give. Without /proc (not Linux) it returns at once.
+ */
+function awaitStopped(pid: number): void {
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  const until = Date.now() + STOP_WAIT_MS;
+  for (;;) {
+    const state = stateOf(pid);
+    if (state === null || state === 'T' || state === 't') return; // no /proc, or gone: silent too
+    if (Date.now() >= until) throw new Error(`etcd pid ${pid} not stopped after SIGSTOP: ${state}`);
+    Atomics.wait(nap, 0, 0, 1);
+  }
+}
+
+/** The process's state letter from /proc/<pid>/stat ("pid (comm) state ..."), or null. */
+function stateOf(pid: number): string | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return text.charAt(text.lastIndexOf(')') + 2);
+  } catch {
+    return null;
+  }
 }
