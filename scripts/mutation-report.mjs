@@ -30,9 +30,9 @@ function loadExplanations(root) {
  * the run: its explanations are those of the file of the same name.
  * Several matches (the same text on two lines): the nearest line wins.
  */
-function explainerOf(root, explanations) {
+function explainerOf(explanations, isMoved) {
   return (file, source, m) => {
-    const moved = !existsSync(path.join(root, file));
+    const moved = isMoved(file);
     const line = m.location.start.line;
     const code = codeAt(source, line);
     const matches = explanations.filter(
@@ -67,6 +67,8 @@ function scoreOf(mutants, isEquivalent = () => false) {
   };
 }
 
+const MOVED = 'moved since measured';
+
 const isComment = (line) => /^\s*(\/\/|\/\*|\*)/.test(line);
 
 /**
@@ -76,7 +78,7 @@ const isComment = (line) => /^\s*(\/\/|\/\*|\*)/.test(line);
  */
 export function staleSince(root, file, source) {
   const current = path.join(root, file);
-  if (!existsSync(current)) return 'moved since measured';
+  if (!existsSync(current)) return MOVED;
   if (source === undefined) return null;
   const now = readFileSync(current, 'utf8').split('\n');
   const then = source.split('\n');
@@ -153,19 +155,19 @@ function coversAll(ranges, lineCount) {
 
 export function writeMutationReport(root, resultFiles, groups = []) {
   const runs = loadRuns(root, resultFiles);
-  const explain = explainerOf(root, loadExplanations(root));
   const rows = [];
   const survivors = [];
   const all = [];
   const merged = Object.assign({}, ...runs.map((r) => r.files));
-  const equivalentIn = (file) => (m) =>
-    explain(file, merged[file].source, m)?.verdict === 'equivalent';
-  let equivalentTotal = 0;
   const stale = new Map(
     Object.keys(merged)
       .map((f) => [f, staleSince(root, f, merged[f].source)])
       .filter(([, why]) => why !== null),
   );
+  const explain = explainerOf(loadExplanations(root), (file) => stale.get(file) === MOVED);
+  const equivalentIn = (file) => (m) =>
+    explain(file, merged[file].source, m)?.verdict === 'equivalent';
+  let equivalentTotal = 0;
   // Files of groups never run whole: the row says which lines its score covers.
   const partial = new Map(
     runs
@@ -216,6 +218,7 @@ export function writeMutationReport(root, resultFiles, groups = []) {
     '# Mutation testing of the safety-critical files',
     '',
     `Report rebuilt ${new Date().toISOString().slice(0, 10)} on ${machine()}; each group below says when it was measured.`,
+    'Load: these are pass/fail answers, not speed figures, but a busy machine turns slow tests into timeouts (counted as detected), so the notes below give the load of each run (some reached 3 to 27) and which timeouts were re-checked alone.',
     `Command: \`npm run test:mutation\`, which runs the groups of \`stryker/groups.cjs\` one after the other. The results below took ${
       minutes > 0
         ? `${minutes.toFixed(1)} min of runs in all (whole groups, timeout re-checks and pieces)`
