@@ -69,6 +69,36 @@ describe('a signing ring and its verifiers', () => {
     expect(await refusal(v, proof)).toBe('unknown-key');
   });
 
+  it('holds only the proofs of the last minute, however many it has seen', () => {
+    const v = new ProofVerifier({ jwks: () => ({ keys: [] }), type: TYPE, kind: 'grant', now });
+    for (let i = 0; i < 3_000; i++) {
+      v.remember(`proof-${i}`, { i });
+      clock += 100; // 10 proofs a second: a minute is 600 of them
+    }
+    expect(v.remembered).toBe(VERIFIED_PROOF_CACHE_MS / 100);
+    // A renew's proof is remembered again from now, and the older ones still leave first.
+    v.remember('proof-2500', { i: 2500 });
+    clock += VERIFIED_PROOF_CACHE_MS - 50;
+    v.remember('late', {});
+    expect(v.remembered).toBe(2);
+  });
+
+  it('a guard that meets each proof once remembers none', async () => {
+    const ring = SigningKeyRing.open(ensureSigningKeys(join(dir, 'k.json')).keys, now);
+    const claims = { key: 'payout:a', tok: '1', sub: 'w', sid: 's', iat: 1 };
+    const proof = ring.sign(TYPE, claims);
+    const v = new ProofVerifier({
+      jwks: () => ({ keys: [] }),
+      type: TYPE,
+      kind: 'grant',
+      now,
+      rememberMs: 0,
+    });
+    v.remember(proof, claims);
+    expect(v.remembered).toBe(0);
+    expect(await refusal(v, proof)).toBe('unknown-key');
+  });
+
   it('refuses what it cannot trust, and says why', async () => {
     const { keys, jwks } = ensureSigningKeys(join(dir, 'grant-keys.json'));
     const ring = SigningKeyRing.open(keys, now);

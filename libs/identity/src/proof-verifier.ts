@@ -9,8 +9,9 @@ import { publicKeyOf, SIGNING_ALG } from './signing-keys';
  * payout instructions (payment-resource's keys). Offline: the public keys are
  * a JWKS file or URL, re-read every `reloadMs` and on an unknown key id (a
  * rotation), at most once per `unknownKidCooldownMs`. A proof verified once is
- * remembered for VERIFIED_PROOF_CACHE_MS, so the same proof presented at each
- * write of a critical section is checked once.
+ * remembered for `rememberMs`, so the same proof presented at each write of a
+ * critical section is checked once. What is remembered is only the last
+ * `rememberMs` of proofs: a long-lived guard holds no more than a young one.
  */
 
 const COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -29,6 +30,11 @@ export interface ProofVerifierOptions {
   kind: ProofKind;
   reloadMs?: number;
   unknownKidCooldownMs?: number;
+  /**
+   * How long a verified proof is remembered (VERIFIED_PROOF_CACHE_MS). 0 for a
+   * guard that meets each proof once: memory there buys nothing.
+   */
+  rememberMs?: number;
   now?: () => number;
 }
 
@@ -40,11 +46,13 @@ export class ProofVerifier {
   private readonly now: () => number;
   private readonly reloadMs: number;
   private readonly cooldownMs: number;
+  private readonly rememberMs: number;
 
   constructor(private readonly options: ProofVerifierOptions) {
     this.now = options.now ?? Date.now;
     this.reloadMs = options.reloadMs ?? 30_000;
     this.cooldownMs = options.unknownKidCooldownMs ?? 1_000;
+    this.rememberMs = options.rememberMs ?? VERIFIED_PROOF_CACHE_MS;
   }
 
   /**
@@ -94,8 +102,21 @@ export class ProofVerifier {
    * that granted it without a signature verification.
    */
   remember(jws: string, claims: unknown): void {
+    if (this.rememberMs === 0) return;
+    const now = this.now();
+    // Insertion order is expiry order (one lifetime for all): the expired are at the front.
+    for (const [old, { untilMs }] of this.verified) {
+      if (untilMs > now) break;
+      this.verified.delete(old);
+    }
     if (this.verified.size >= VERIFIED_PROOF_CACHE_MAX) this.verified.clear();
-    this.verified.set(jws, { claims, untilMs: this.now() + VERIFIED_PROOF_CACHE_MS });
+    this.verified.delete(jws); // a renew's proof moves to the back, keeping the order
+    this.verified.set(jws, { claims, untilMs: now + this.rememberMs });
+  }
+
+  /** How many verified proofs are remembered now. */
+  get remembered(): number {
+    return this.verified.size;
   }
 
   private shape(proof: string | string[] | undefined): string {

@@ -40,11 +40,13 @@ export class SubmissionProofs implements OnModuleInit {
       jwks: config.GRANT_JWKS,
       type: GRANT_PROOF_TYPE,
       kind: 'grant',
+      rememberMs: 0, // one submission per payout: each proof is met once
     });
     this.instructions = new ProofVerifier({
       jwks: config.INSTRUCTION_JWKS,
       type: PAYOUT_INSTRUCTION_TYPE,
       kind: 'instruction',
+      rememberMs: 0,
     });
   }
 
