@@ -8,7 +8,9 @@
  * counting on, zeroes the counter and dumps it around each measurement with
  * `callgrind_control`. Instructions of V8's compilers are counted apart: they
  * still optimise long after a warm-up and their bursts land in one
- * measurement and not the next.
+ * measurement and not the next. The garbage collector's are counted apart too,
+ * but stay in the process's figure: they are the payout's own cost, deferred,
+ * and they grow with what a process keeps alive.
  */
 import { execFile } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
@@ -17,10 +19,16 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** What callgrind counted: everything, and the part V8 spent compiling (parser, bytecode, TurboFan, deopts). */
+/**
+ * What callgrind counted: everything; the part V8 spent compiling (parser,
+ * bytecode, TurboFan, deopts); and the part its garbage collector spent
+ * (scavenges, marking, sweeping, evacuation), which grows with what a process
+ * keeps alive.
+ */
 export interface Instructions {
   total: number;
   jit: number;
+  gc: number;
 }
 
 /** Counting control of one process running under callgrind. */
@@ -67,21 +75,32 @@ export function callgrindCounter(dir: string, pid: number): CallgrindCounter {
 const JIT_FUNCTIONS =
   /v8::internal::(compiler|maglev|baseline|interpreter|Compiler|Parser|PreParser|Scanner|Zone|Deoptimizer|TranslatedState|AstValueFactory|Scope|DeclarationScope|OptimizedCompilationInfo|Assembler|MacroAssembler|TurboAssembler)\b/;
 
+/** V8's garbage collector, on the main thread and its helpers; the compilers' matches win. */
+const GC_FUNCTIONS =
+  /v8::internal::(MarkingVisitorBase|ConcurrentMarking|ConcurrentMarkingVisitor|MainMarkingVisitor|MarkCompactCollector|MinorMarkCompactCollector|IncrementalMarking|MarkingWorklists?|Sweeper|Evacuator|EvacuateVisitorBase|EvacuationAllocator|EvacuateNewSpaceVisitor|Scavenger|ScavengerCollector|ScavengeVisitor|RootScavengeVisitor|IterateAndScavengePromotedObjectsVisitor|RecordMigratedSlotVisitor|PointersUpdatingVisitor|RememberedSet|\(anonymous namespace\)::RememberedSetUpdatingItem|InternalizedStringTableCleaner|GlobalHandles|MarkingBarrier|Heap::(CollectGarbage|PerformGarbageCollection|Scavenge|MarkCompact|IterateRoots)\w*)\b|heap::base::/;
+
 async function splitDump(file: string): Promise<Instructions> {
   const { stdout } = await run('callgrind_annotate', ['--threshold=100', '--inclusive=no', file], {
     maxBuffer: 256 * 1024 * 1024,
   });
+  return splitAnnotated(stdout);
+}
+
+/** `callgrind_annotate --inclusive=no` output split into total, compilers and collector. */
+export function splitAnnotated(stdout: string): Instructions {
   // callgrind_annotate prints no totals for an empty dump.
   let total = 0;
   let jit = 0;
+  let gc = 0;
   for (const line of stdout.split('\n')) {
     const m = /^\s*([\d,]+) \(/.exec(line);
     if (!m) continue;
     const ir = Number(m[1].replace(/,/g, ''));
     if (line.includes('PROGRAM TOTALS')) total = ir;
     else if (JIT_FUNCTIONS.test(line)) jit += ir;
+    else if (GC_FUNCTIONS.test(line)) gc += ir;
   }
-  return { total, jit };
+  return { total, jit, gc };
 }
 
 /** The newest callgrind dump of `pid`. */

@@ -116,7 +116,7 @@ function instructions() {
     `\n[compare] this build (${git('rev-parse', '--short', 'HEAD')}) against ${ref} (${sha.slice(0, 12)})`,
   );
   for (const line of readFileSync(report, 'utf8').split('\n')) {
-    if (line.startsWith('|') || line.startsWith('## ')) console.log(line);
+    if (/^(\||## |Of which)/.test(line)) console.log(line);
   }
   console.log(`[compare] full report: ${path.relative(root, report)}`);
 }

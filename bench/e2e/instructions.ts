@@ -100,6 +100,8 @@ interface Counted {
   perPayout: Record<string, number>;
   /** V8's compilers' instructions per payout by process, in the same window. */
   jitPerPayout: Record<string, number>;
+  /** Of perPayout, the garbage collector's share by process (it grows with what a process keeps). */
+  gcPerPayout: Record<string, number>;
   /** Attempts in the counted window that did not post, by result (misses()). */
   missed: string[];
 }
@@ -152,16 +154,18 @@ async function countRun(
     const busy = await counted(apps, () => post(s.paydb, PAYOUTS));
     const perPayout: Record<string, number> = {};
     const jitPerPayout: Record<string, number> = {};
-    for (const [name, { total, jit }] of busy) {
+    const gcPerPayout: Record<string, number> = {};
+    for (const [name, { total, jit, gc }] of busy) {
       perPayout[name] = (total - jit) / PAYOUTS;
       jitPerPayout[name] = jit / PAYOUTS;
+      gcPerPayout[name] = gc / PAYOUTS;
     }
     if (!(await ledgerHolds(s.paydb))) throw new Error('INV-03 broken after the run');
     const missed = misses(warmMisses, await notPosted(executors));
     const line = PROCESSES.map((p) => `${p}=${kilo(perPayout[p])}`).join(' ');
     const note = missed.length ? `; attempts that did not post: ${missed.join(', ')}` : '';
     console.log(`[instructions] ${backend} [${variant.name}] per payout: ${line}${note}`);
-    return { backend, variant: variant.name, perPayout, jitPerPayout, missed };
+    return { backend, variant: variant.name, perPayout, jitPerPayout, gcPerPayout, missed };
   } finally {
     await Promise.all(executors.map((e) => e.stop()));
     await s.stop();
@@ -174,9 +178,9 @@ async function counted(apps: App[], work: () => Promise<void>): Promise<Map<stri
   await work();
   const byName = new Map<string, Instructions>();
   for (const a of apps) {
-    const { total, jit } = await a.counter!.instructions();
-    const sum = byName.get(a.name) ?? { total: 0, jit: 0 };
-    byName.set(a.name, { total: sum.total + total, jit: sum.jit + jit });
+    const { total, jit, gc } = await a.counter!.instructions();
+    const sum = byName.get(a.name) ?? { total: 0, jit: 0, gc: 0 };
+    byName.set(a.name, { total: sum.total + total, jit: sum.jit + jit, gc: sum.gc + gc });
   }
   return byName;
 }
@@ -256,18 +260,19 @@ function report(counted: Counted[], tookSeconds: number): string[] {
     `- command: \`npm run build && ${commandLine()}npm run bench:e2e:instructions\` (${tookSeconds} s)`,
     `- machine: ${machineLine()}; instruction counts do not depend on its load`,
     `- per run: ${WARM_PAYOUTS} payouts uninstrumented, then ${PAYOUTS} counted; ${CONFIG.executors} executor × ${CONFIG.concurrency} lanes × ${CONFIG.accounts} accounts; ${ROUNDS} round(s), the variants interleaved (A B, B A)`,
-    `- unit: thousands of instructions per POSTED payout, user space, V8's compilers left out (their own row), timers' work in (the executor polls every ${EXECUTOR_SETTINGS.EXECUTOR_POLL_INTERVAL_MS} ms); PostgreSQL and etcd not counted`,
+    `- unit: thousands of instructions per POSTED payout, user space, V8's compilers left out (their own row), the garbage collector in (and shown apart), timers' work in (the executor polls every ${EXECUTOR_SETTINGS.EXECUTOR_POLL_INTERVAL_MS} ms); PostgreSQL and etcd not counted`,
     '',
   ];
   for (const backend of [...new Set(counted.map((c) => c.backend))]) {
     const of = (v: string) => counted.filter((c) => c.backend === backend && c.variant === v);
     const med = (v: string, f: (c: Counted) => number) => median(of(v).map(f));
-    lines.push(
-      `## ${backend} lock backend (median of rounds; each round in brackets)`,
-      '',
-      `| process | ${names.join(' | ')} |${names.length > 1 ? ' change |' : ''}`,
-      `| --- | ${names.map(() => '---:').join(' | ')} |${names.length > 1 ? ' ---: |' : ''}`,
-    );
+    const header = () =>
+      lines.push(
+        `| process | ${names.join(' | ')} |${names.length > 1 ? ' change |' : ''}`,
+        `| --- | ${names.map(() => '---:').join(' | ')} |${names.length > 1 ? ' ---: |' : ''}`,
+      );
+    lines.push(`## ${backend} lock backend (median of rounds; each round in brackets)`, '');
+    header();
     const row = (label: string, f: (c: Counted) => number) => {
       const cells = names.map(
         (v) =>
@@ -282,6 +287,14 @@ function report(counted: Counted[], tookSeconds: number): string[] {
     for (const p of PROCESSES) row(p, (c) => c.perPayout[p] ?? NaN);
     row('**all processes**', (c) => sum(c.perPayout));
     row("V8's compilers, all processes (left out above)", (c) => sum(c.jitPerPayout));
+    lines.push(
+      '',
+      'Of which the garbage collector (scavenges, marking, sweeping, evacuation):',
+      '',
+    );
+    header();
+    for (const p of PROCESSES) row(p, (c) => c.gcPerPayout[p] ?? NaN);
+    row('**all processes**', (c) => sum(c.gcPerPayout));
     lines.push('');
     const missed = counted.filter((c) => c.backend === backend && c.missed.length);
     for (const c of missed) {
