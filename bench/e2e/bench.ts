@@ -18,6 +18,8 @@
  *     memory; base only when its dist/ is given), BENCH_ROUNDS times; medians and spread
  *   BENCH_EXTRA_DISTS=main=/tmp/main/dist BENCH_TRACES_MEMORY=0 ...   # more builds (export off)
  *     in the same interleaved rounds, after base; the memory variant left out
+ *   BENCH_NODE_OPTIONS='--max-semi-space-size=64' ...   # adds a variant: this build with
+ *     those runtime flags in every service's NODE_OPTIONS (export off), interleaved
  *   BENCH_HISTORY_PAYOUTS=2000000 BENCH_TRACES_MEMORY=0 ...   # adds a 'history' variant:
  *     the same build on databases seeded once with that many payouts of history
  *     (bench/scale/seed.ts, docs/scale.md), interleaved with the empty ones
@@ -103,6 +105,8 @@ export const TRACES_OFF: Variant = {
 
 /** More builds, export off (`name=dir/dist,…`): an earlier main, a build without propagation. */
 const EXTRA_DISTS = process.env.BENCH_EXTRA_DISTS ?? '';
+/** Runtime flags for every service of one more variant of this build (an operator's NODE_OPTIONS). */
+const NODE_OPTIONS = process.env.BENCH_NODE_OPTIONS ?? '';
 /** BENCH_TRACES_MEMORY=0 leaves out the export-to-memory variant. */
 const TRACES_MEMORY = process.env.BENCH_TRACES_MEMORY !== '0';
 
@@ -115,6 +119,9 @@ const VARIANTS: Variant[] = [
       return { name, dist: path.resolve(dist), env: { OTEL_TRACES_EXPORTER: 'none' } };
     }),
   TRACES_OFF,
+  ...(NODE_OPTIONS
+    ? [{ ...TRACES_OFF, name: `node ${NODE_OPTIONS}`, env: { ...TRACES_OFF.env, NODE_OPTIONS } }]
+    : []),
   ...(HISTORY_PAYOUTS > 0 ? [{ ...TRACES_OFF, name: 'history', history: true as const }] : []),
   ...(TRACES_MEMORY
     ? [
@@ -1207,6 +1214,7 @@ function reportHeader(tookSeconds: number): string[] {
     ...(HISTORY_PAYOUTS > 0 ? [`BENCH_HISTORY_PAYOUTS=${HISTORY_PAYOUTS}`] : []),
     ...(BASE_DIST ? [`BENCH_BASE_DIST=${BASE_DIST}`] : []),
     ...(EXTRA_DISTS ? [`BENCH_EXTRA_DISTS=${EXTRA_DISTS}`] : []),
+    ...(NODE_OPTIONS ? [`BENCH_NODE_OPTIONS='${NODE_OPTIONS}'`] : []),
     ...(TRACES_MEMORY ? [] : ['BENCH_TRACES_MEMORY=0']),
     ...(RAW ? [] : ['BENCH_RAW=0']),
   ].join(' ');
