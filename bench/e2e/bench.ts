@@ -26,6 +26,8 @@
  *   BENCH_RAW=0 ...   # leaves out the raw payout baseline (raw-payout.ts): the SQL of one
  *     payout, recorded from the services, replayed by a lean client at each configuration's
  *     lanes, once per round; e2e payouts/s is reported as a share of it
+ *   BENCH_BARE=0 ...   # leaves out the bare payout (bare-payout.ts): the same statements through
+ *     the same hops, each a node:http process with the same Ed25519 work and no framework
  *
  * Starts its own embedded PostgreSQL (under .tmp/), its own etcd (Debian's
  * etcd-server) and every process; stops them all at the end.
@@ -48,6 +50,7 @@ import { TEST_POLICY_PATH, testAppAuthEnv } from '../../libs/testing/src/identit
 import { loadGate, reportWithLoad } from '../load-gate';
 import { seedHistory } from '../scale/history';
 import { replayLane, sessionOf, templates, type Lane, type Template } from './raw-payout';
+import { bareLane, hopsOf, type HopApp } from './bare-payout';
 import { machineLine } from '../lock-server/etcd-common';
 import { diesWithBench } from '../children';
 import { callgrindCounter, underCallgrind, type CallgrindCounter } from '../callgrind';
@@ -76,6 +79,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const BASE_DIST = process.env.BENCH_BASE_DIST;
 /** The raw payout baseline (raw-payout.ts); BENCH_RAW=0 leaves it out. */
 const RAW = process.env.BENCH_RAW !== '0';
+/** The bare payout beside it (bare-payout.ts), on the raw payout's recording; BENCH_BARE=0 leaves it out. */
+const BARE = RAW && process.env.BENCH_BARE !== '0';
 /** Payouts of history the 'history' variant runs on (0: no such variant). */
 const HISTORY_PAYOUTS = Number(process.env.BENCH_HISTORY_PAYOUTS ?? 0);
 /**
@@ -313,10 +318,23 @@ async function spawnApp(
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   diesWithBench(proc, false);
-  const url = `http://127.0.0.1:${port}`;
   // A shared 2-core machine under load has been seen to need more than 30 s to start an app;
   // under valgrind, minutes.
-  const deadline = Date.now() + (variant.callgrindDir ? 900_000 : 120_000);
+  const started = await untilLive(app, port, proc, variant.callgrindDir ? 900_000 : 120_000);
+  return variant.callgrindDir && proc.pid !== undefined
+    ? { ...started, counter: callgrindCounter(variant.callgrindDir, proc.pid) }
+    : started;
+}
+
+/** `proc` as an App once it answers /health/live on `port`; killed if it never does. */
+async function untilLive(
+  name: string,
+  port: number,
+  proc: ChildProcess,
+  waitMs: number,
+): Promise<App> {
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + waitMs;
   for (;;) {
     try {
       if ((await fetch(`${url}/health/live`)).ok) break;
@@ -325,17 +343,14 @@ async function spawnApp(
     }
     if (Date.now() > deadline || proc.exitCode !== null) {
       proc.kill('SIGKILL');
-      throw new Error(`${app} did not start`);
+      throw new Error(`${name} did not start`);
     }
     await sleep(100);
   }
   return {
-    name: app,
+    name,
     url,
     proc,
-    ...(variant.callgrindDir && proc.pid !== undefined
-      ? { counter: callgrindCounter(variant.callgrindDir, proc.pid) }
-      : {}),
     stop: () =>
       new Promise<void>((resolve) => {
         if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
@@ -343,6 +358,20 @@ async function spawnApp(
         proc.kill('SIGTERM');
       }),
   };
+}
+
+/** The bare payout's server (bare-server.ts), built beside this file. */
+const BARE_SERVER = path.join(__dirname, 'bare-server.js');
+
+/** A node script of the bench as one of the payout's processes, named for the app it stands for. */
+async function spawnScript(name: string, script: string, env: Record<string, string>) {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [script], {
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  diesWithBench(proc, false);
+  return untilLive(name, port, proc, 120_000);
 }
 
 /** Every app started, or none left running: a failed start stops the ones that did start. */
@@ -925,6 +954,8 @@ const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 /** The databases a raw payout replays into (the recording's), and the payout it replays. */
 interface RawSetup {
   template: Template;
+  /** The template as JSON, for the bare payout's servers (bare-server.ts). */
+  templateFile: string;
   urls: Record<string, string>;
   paydb: string;
 }
@@ -974,9 +1005,12 @@ async function recordPayouts(pg: Pg): Promise<RawSetup> {
   const recorded = templates(file, payouts);
   const fewest = Math.min(...recorded.map((t) => t.statements.length));
   const template = recorded.filter((t) => t.statements.length === fewest).at(-1)!;
-  rmSync(path.dirname(file), { recursive: true, force: true });
+  rmSync(file, { force: true });
+  const templateFile = path.join(path.dirname(file), 'template.json');
+  writeFileSync(templateFile, JSON.stringify({ ...template, shared: [...template.shared] }));
   return {
     template,
+    templateFile,
     urls: { lockdb: s.lockdb, paydb: s.paydb, proxydb: s.proxydb },
     paydb: s.paydb,
   };
@@ -991,11 +1025,11 @@ interface RawResult {
   postgresCpuMs: number;
 }
 
-/** The recorded payout replayed at the configuration's lanes, each lane on accounts of its own. */
-async function rawRun(pg: Pg, raw: RawSetup, cfg: Config, round: number): Promise<RawResult> {
+/** Fresh PENDING payouts for a replay, split over the configuration's lanes, accounts of their own. */
+async function replayLanes(raw: RawSetup, cfg: Config, label: string) {
   const lanes = cfg.executors * cfg.concurrency;
   const accounts = Array.from({ length: Math.max(cfg.accounts, lanes) }, (_, i) => {
-    return `raw-${randomUUID().slice(0, 6)}-${i}`;
+    return `${label}-${randomUUID().slice(0, 6)}-${i}`;
   });
   await seed(raw.paydb, accounts, PAYOUTS);
   const rows = await onDb(raw.paydb, async (c) => {
@@ -1015,6 +1049,25 @@ async function rawRun(pg: Pg, raw: RawSetup, cfg: Config, round: number): Promis
       sessionOf(raw.template),
     ),
   );
+  return { accounts, payouts: rows.length, byLane };
+}
+
+/** Every replayed payout POSTED and INV-03 holding, or the replay measured nothing. */
+async function replayPosted(raw: RawSetup, accounts: string[], payouts: number, label: string) {
+  const posted = await onDb(raw.paydb, async (c) => {
+    const q = `SELECT count(*)::int AS n FROM payout WHERE account_id = ANY($1) AND state = 'POSTED'`;
+    return (await c.query<{ n: number }>(q, [accounts])).rows[0].n;
+  });
+  if (posted !== payouts) {
+    throw new Error(`${label}: ${posted} of ${payouts} replayed payouts reached POSTED`);
+  }
+  if (!(await ledgerHolds(raw.paydb))) throw new Error(`INV-03 broken after the ${label} run`);
+  return posted;
+}
+
+/** The recorded payout replayed at the configuration's lanes, each lane on accounts of its own. */
+async function rawRun(pg: Pg, raw: RawSetup, cfg: Config, round: number): Promise<RawResult> {
+  const { accounts, payouts, byLane } = await replayLanes(raw, cfg, 'raw');
   const cpuBefore = cpuByComponent([]);
   const started = performance.now();
   const clients = byLane.map(() => new Map<string, Client>());
@@ -1029,14 +1082,7 @@ async function rawRun(pg: Pg, raw: RawSetup, cfg: Config, round: number): Promis
     const all = clients.flatMap((m) => [...m.values()]);
     await Promise.all(all.map((c) => c.end().catch(() => undefined)));
   }
-  const posted = await onDb(raw.paydb, async (c) => {
-    const q = `SELECT count(*)::int AS n FROM payout WHERE account_id = ANY($1) AND state = 'POSTED'`;
-    return (await c.query<{ n: number }>(q, [accounts])).rows[0].n;
-  });
-  if (posted !== rows.length) {
-    throw new Error(`raw payout: ${posted} of ${rows.length} replayed payouts reached POSTED`);
-  }
-  if (!(await ledgerHolds(raw.paydb))) throw new Error('INV-03 broken after the raw run');
+  const posted = await replayPosted(raw, accounts, payouts, 'raw payout');
   const pgCpu = (cpuAfter.postgres ?? 0) - (cpuBefore.postgres ?? 0);
   const r = {
     round,
@@ -1047,9 +1093,63 @@ async function rawRun(pg: Pg, raw: RawSetup, cfg: Config, round: number): Promis
     postgresCpuMs: (pgCpu / posted) * 1000,
   };
   console.log(
-    `[bench] raw payout ${lanes} lanes: ${posted} payouts in ${f1(seconds)} s = ${f1(r.perSecond)}/s; postgres ${f2(r.postgresCpuMs)} ms CPU per payout`,
+    `[bench] raw payout ${byLane.length} lanes: ${posted} payouts in ${f1(seconds)} s = ${f1(r.perSecond)}/s; postgres ${f2(r.postgresCpuMs)} ms CPU per payout`,
   );
   return r;
+}
+
+/** The processes of the bare payout, by the app each stands for. */
+const BARE_APPS = ['lock-server', 'payment-resource', 'rail-proxy', 'rail-stub'] as const;
+
+interface BareResult {
+  round: number;
+  cfg: Config;
+  payouts: number;
+  perSecond: number;
+  /** CPU ms per payout by process; `bench` is the lanes (the executor's part). */
+  cpuMsPerPayout: Record<string, number>;
+}
+
+/** The recorded payout through the same hops, each a node:http process (bare-payout.ts). */
+async function bareRun(pg: Pg, raw: RawSetup, cfg: Config, round: number): Promise<BareResult> {
+  const { accounts, payouts, byLane } = await replayLanes(raw, cfg, 'bare');
+  const hops = hopsOf(raw.template);
+  const env = { BARE_TEMPLATE: raw.templateFile, BARE_DATABASES: JSON.stringify(raw.urls) };
+  const stub = await spawnScript('rail-stub', BARE_SERVER, { ...env, BARE_APP: 'rail-stub' });
+  const apps = [stub];
+  try {
+    apps.push(
+      ...(await allOrStop(
+        BARE_APPS.filter((a) => a !== 'rail-stub').map((a) =>
+          spawnScript(a, BARE_SERVER, { ...env, BARE_APP: a, BARE_RAIL_URL: stub.url }),
+        ),
+      )),
+    );
+    const urls = Object.fromEntries(apps.map((a) => [a.name, a.url])) as Record<HopApp, string>;
+    const cpuBefore = cpuByComponent(apps);
+    const started = performance.now();
+    await Promise.all(byLane.map((l) => bareLane(hops, l, urls, raw.template)));
+    const seconds = (performance.now() - started) / 1000;
+    const cpuAfter = cpuByComponent(apps);
+    const posted = await replayPosted(raw, accounts, payouts, 'bare payout');
+    const cpuMsPerPayout = Object.fromEntries(
+      Object.keys(cpuAfter).map((k) => [
+        k,
+        (((cpuAfter[k] ?? 0) - (cpuBefore[k] ?? 0)) / posted) * 1000,
+      ]),
+    );
+    const r = { round, cfg, payouts: posted, perSecond: posted / seconds, cpuMsPerPayout };
+    console.log(
+      `[bench] bare payout ${byLane.length} lanes: ${posted} payouts in ${f1(seconds)} s = ${f1(r.perSecond)}/s; cpu ms/payout ${Object.entries(
+        cpuMsPerPayout,
+      )
+        .map(([k, v]) => `${k}=${f2(v)}`)
+        .join(' ')}`,
+    );
+    return r;
+  } finally {
+    await Promise.all(apps.map((a) => a.stop()));
+  }
 }
 
 const cfgName = (c: Config) => `${c.executors}x${c.concurrency}x${c.accounts}`;
@@ -1105,10 +1205,47 @@ function rawSection(raw: RawSetup | null, rawResults: RawResult[], results: RunR
   ];
 }
 
+/** The bare payout section: what the hops cost with no framework, and e2e beside it. */
+function bareSection(bare: BareResult[], results: RunResult[]): string[] {
+  if (bare.length === 0) return [];
+  const procs = [...BARE_APPS, 'bench', 'postgres'];
+  const total = (cpu: Record<string, number>) => procs.reduce((a, k) => a + (cpu[k] ?? 0), 0);
+  const groups = new Map<string, RunResult[]>();
+  for (const r of results) {
+    const k = `${r.backend}|${r.variant}|${r.executors}x${r.concurrency}x${r.accounts}`;
+    groups.set(k, [...(groups.get(k) ?? []), r]);
+  }
+  const ofCfg = (cfg: string) => bare.filter((b) => cfgName(b.cfg) === cfg);
+  return [
+    '## Bare payout (the same hops and statements, node:http, no framework)',
+    '',
+    "The raw payout's recorded statements sent through the same requests as a real payout — acquire, claim, SUBMITTED, the proxy's submit (→ the rail over a fresh connection), ACKED, post, release — each answered by a node:http process standing for its app, with the same Ed25519 work (the grant signed, its proof verified at the claim and the proxy, the payout instruction signed and verified), and nothing else: no Nest, express, guards, validation, logging, metrics or tracing (bench/e2e/bare-payout.ts). The lanes run in the bench process (its column). It is about the least a build of these services can cost on this machine with these hops; the bare servers even do a little a real one does not (they substitute the replayed values, as the raw payout's client does).",
+    '',
+    `| bare | round | lanes | payouts | payouts/s | CPU ms per payout: ${procs.join(', ')} | total |`,
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    ...bare.map(
+      (b) =>
+        `| bare ${cfgName(b.cfg)} | ${b.round} | ${b.cfg.executors * b.cfg.concurrency} | ${b.payouts} | **${f1(b.perSecond)}** | ${procs.map((k) => f2(b.cpuMsPerPayout[k] ?? NaN)).join(', ')} | **${f2(total(b.cpuMsPerPayout))}** |`,
+    ),
+    '',
+    '| share | backend | variant | executors × lanes × accounts | e2e payouts/s (median) | bare payouts/s (median) | e2e share of bare | e2e CPU ms per payout (median) | bare CPU ms per payout (median) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...[...groups].map(([k, rs]) => {
+      const [backend, variant, cfg] = k.split('|');
+      const e2e = median(rs.map((r) => r.perSecond));
+      const base = median(ofCfg(cfg).map((b) => b.perSecond));
+      const baseCpu = median(ofCfg(cfg).map((b) => total(b.cpuMsPerPayout)));
+      return `| share | ${backend} | ${variant} | ${cfg} | ${f1(e2e)} | ${f1(base)} | **${f1((e2e / base) * 100)} %** | ${f2(median(rs.map(appsCpuMs)))} | ${f2(baseCpu)} |`;
+    }),
+    '',
+  ];
+}
+
 /** What the runs of one bench invocation collected, for the report. */
 interface Collected {
   results: RunResult[];
   rawResults: RawResult[];
+  bareResults: BareResult[];
   raw: RawSetup | null;
   latency: { backend: string; meanMs: number; steps: Record<string, number> }[];
   notes: string[];
@@ -1119,18 +1256,27 @@ async function main(): Promise<void> {
   const gate = loadGate('bench:e2e');
   const t0 = Date.now();
   const pg = await startPostgres();
-  const c: Collected = { results: [], rawResults: [], raw: null, latency: [], notes: [] };
+  const c: Collected = {
+    results: [],
+    rawResults: [],
+    bareResults: [],
+    raw: null,
+    latency: [],
+    notes: [],
+  };
   try {
     if (HISTORY_PAYOUTS > 0) pg.history = await seedHistoryDatabases(pg);
     if (RAW) c.raw = await recordPayouts(pg);
     for (const backend of BACKENDS) await measureBackend(pg, backend, c);
   } finally {
     await pg.stop();
+    if (c.raw) rmSync(path.dirname(c.raw.templateFile), { recursive: true, force: true });
   }
   const lines = [
     ...reportHeader(Math.round((Date.now() - t0) / 1000)),
     ...throughputSection(c.results),
     ...rawSection(c.raw, c.rawResults, c.results),
+    ...bareSection(c.bareResults, c.results),
     ...tracingCost(c.results),
     ...stepsSection(c.results),
     ...cpuSection(c.results),
@@ -1156,8 +1302,10 @@ async function measureBackend(pg: Pg, backend: 'pg' | 'etcd', c: Collected): Pro
     if (LATENCY_PAYOUTS > 0) c.latency.push(await latencyRun(pg, backend, etcd));
     for (let round = 1; round <= ROUNDS; round++) {
       for (const cfg of CONFIGS) {
-        if (c.raw && backend === BACKENDS[0])
+        if (c.raw && backend === BACKENDS[0]) {
           c.rawResults.push(await rawRun(pg, c.raw, cfg, round));
+          if (BARE) c.bareResults.push(await bareRun(pg, c.raw, cfg, round));
+        }
         for (const variant of round % 2 === 1 ? VARIANTS : [...VARIANTS].reverse()) {
           const r = await throughputRun(pg, backend, etcd, cfg, variant);
           c.results.push({ ...r, variant: variant.name, round });

@@ -52,7 +52,7 @@ const isBegin = (s: Recorded) => /^\s*(BEGIN|START TRANSACTION)/i.test(s.text);
 const isEnd = (s: Recorded) => /^\s*(COMMIT|ROLLBACK)/i.test(s.text);
 
 /** Statements grouped as sent on each connection: a transaction, or one statement alone. */
-function units(recorded: Recorded[]): Recorded[][] {
+export function units(recorded: Recorded[]): Recorded[][] {
   const open = new Map<string, Recorded[]>();
   const out: Recorded[][] = [];
   for (const s of recorded) {
@@ -107,10 +107,29 @@ export function templates(file: string, payouts: { payoutId: string; accountId: 
   });
 }
 
+/** A Substitution as JSON: the bare payout hands it from hop to hop (bare-payout.ts). */
+export interface SubstitutionState {
+  accountId: string;
+  ids: [string, string][];
+  answered: [string, unknown][];
+}
+
 /** Per replayed payout: what each recorded value becomes. */
-class Substitution {
+export class Substitution {
   private readonly ids = new Map<string, string>();
   private readonly answered = new Map<string, unknown>();
+
+  static restored(t: Template, state: SubstitutionState): Substitution {
+    const sub = new Substitution(t, '', state.accountId);
+    sub.ids.clear();
+    for (const [k, v] of state.ids) sub.ids.set(k, v);
+    for (const [k, v] of state.answered) sub.answered.set(k, v);
+    return sub;
+  }
+
+  state(): SubstitutionState {
+    return { accountId: this.accountId, ids: [...this.ids], answered: [...this.answered] };
+  }
 
   constructor(
     private readonly t: Template,
@@ -147,7 +166,7 @@ class Substitution {
   }
 
   /** What the database answered now in place of what it answered when recorded. */
-  learn(recorded: Recorded, now: QueryResult): void {
+  learn(recorded: Recorded, now: Pick<QueryResult, 'rows'>): void {
     const row = now.rows[0] as Record<string, unknown> | undefined;
     if (!recorded.row || !row) return;
     for (const [col, was] of Object.entries(recorded.row)) {
