@@ -1154,6 +1154,16 @@ async function bareRun(pg: Pg, raw: RawSetup, cfg: Config, round: number): Promi
 
 const cfgName = (c: Config) => `${c.executors}x${c.concurrency}x${c.accounts}`;
 
+/** Runs grouped by `backend|variant|config`, for the share tables. */
+function byBackendVariantConfig(results: RunResult[]): Map<string, RunResult[]> {
+  const groups = new Map<string, RunResult[]>();
+  for (const r of results) {
+    const k = `${r.backend}|${r.variant}|${r.executors}x${r.concurrency}x${r.accounts}`;
+    groups.set(k, [...(groups.get(k) ?? []), r]);
+  }
+  return groups;
+}
+
 /** The raw payout section: the baseline, what one payout sends, and e2e as a share of it. */
 function rawSection(raw: RawSetup | null, rawResults: RawResult[], results: RunResult[]): string[] {
   if (!raw || rawResults.length === 0) return [];
@@ -1165,11 +1175,7 @@ function rawSection(raw: RawSetup | null, rawResults: RawResult[], results: RunR
   }
   const rawMedian = (c: Config) =>
     median(rawResults.filter((r) => cfgName(r.cfg) === cfgName(c)).map((r) => r.perSecond));
-  const groups = new Map<string, RunResult[]>();
-  for (const r of results) {
-    const k = `${r.backend}|${r.variant}|${r.executors}x${r.concurrency}x${r.accounts}`;
-    groups.set(k, [...(groups.get(k) ?? []), r]);
-  }
+  const groups = byBackendVariantConfig(results);
   return [
     '## Raw payout baseline (the same SQL, a lean client, no HTTP, no Nest)',
     '',
@@ -1210,11 +1216,7 @@ function bareSection(bare: BareResult[], results: RunResult[]): string[] {
   if (bare.length === 0) return [];
   const procs = [...BARE_APPS, 'bench', 'postgres'];
   const total = (cpu: Record<string, number>) => procs.reduce((a, k) => a + (cpu[k] ?? 0), 0);
-  const groups = new Map<string, RunResult[]>();
-  for (const r of results) {
-    const k = `${r.backend}|${r.variant}|${r.executors}x${r.concurrency}x${r.accounts}`;
-    groups.set(k, [...(groups.get(k) ?? []), r]);
-  }
+  const groups = byBackendVariantConfig(results);
   const ofCfg = (cfg: string) => bare.filter((b) => cfgName(b.cfg) === cfg);
   return [
     '## Bare payout (the same hops and statements, node:http, no framework)',
