@@ -227,7 +227,7 @@ async function startServer(): Promise<{ child: ChildProcess; url: URL }> {
   return { child, url: new URL(`http://127.0.0.1:${port}/v1/rail/submissions`) };
 }
 
-function report(rows: Row[], wallS: number, loadStart: number): string {
+function report(rows: Row[], wallS: number): string {
   const cpus = os.cpus();
   const lines = [
     '# Outbound HTTP client benchmark',
@@ -240,7 +240,7 @@ function report(rows: Row[], wallS: number, loadStart: number): string {
     '',
     '- command: `npm run build && npm run bench:http-client`',
     `- machine: ${cpus.length} CPUs (${cpus[0]?.model.trim()}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB memory, Node ${process.version}, ${os.platform()} ${os.release()}`,
-    `- shared machine: 1-min load average ${loadStart.toFixed(1)} at the start (per row: the load column)`,
+    '- load column: the 1-min load average at the end of the row',
     '- client CPU: user+system µs of the bench process per request (the server is another process)',
     `- total wall time: ${wallS.toFixed(0)} s`,
     '',
@@ -259,7 +259,6 @@ async function main(): Promise<void> {
   // Refuses to measure a busy machine (bench/load-gate.ts).
   const gate = loadGate('bench:http-client');
   const started = performance.now();
-  const loadStart = os.loadavg()[0];
   const { child, url } = await startServer();
   const rows: Row[] = [];
   try {
@@ -276,7 +275,7 @@ async function main(): Promise<void> {
   } finally {
     child.kill();
   }
-  const text = report(rows, (performance.now() - started) / 1000, loadStart);
+  const text = report(rows, (performance.now() - started) / 1000);
   const out = path.join(ROOT, 'bench', 'reports', 'http-client.md');
   mkdirSync(path.dirname(out), { recursive: true });
   writeFileSync(out, `${reportWithLoad(gate, text)}\n${notesOfFile(out)}\n`);
