@@ -31,6 +31,7 @@ import {
   startEtcdLockServer,
 } from './etcd-common';
 import { loadGate, reportWithLoad } from '../load-gate';
+import { notesOfFile } from '../report-notes';
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 4000);
 const WARMUP_MS = 500;
@@ -347,7 +348,7 @@ async function main(): Promise<void> {
     }
     const text = report(results, (performance.now() - began) / 1000, WITH_PG);
     mkdirSync(path.dirname(REPORT), { recursive: true });
-    writeFileSync(REPORT, reportWithLoad(gate, text));
+    writeFileSync(REPORT, `${reportWithLoad(gate, text)}\n${notesOfFile(REPORT)}\n`);
     console.log(text);
     console.log(`[etcd-bench] report written to ${path.relative(ROOT, REPORT)}`);
   } finally {
