@@ -31,7 +31,7 @@ import {
   startEtcdLockServer,
 } from './etcd-common';
 import { loadGate, reportWithLoad } from '../load-gate';
-import { notesOfFile } from '../report-notes';
+import { NOTES_MARKER, notesOfFile } from '../report-notes';
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 4000);
 const WARMUP_MS = 500;
@@ -272,10 +272,10 @@ function report(results: Result[], seconds: number, withPg: boolean): string {
   const minimal = at64('raw etcd3, 1 txn each way');
   const ratio = server.pairsPerSec / same.pairsPerSec;
   const failover = existsSync(FAILOVER_REPORT)
-    ? readFileSync(FAILOVER_REPORT, 'utf8').replace(
-        /^# .*\n/,
-        '## Leader kill (failover-bench.ts)\n',
-      )
+    ? readFileSync(FAILOVER_REPORT, 'utf8')
+        .split(NOTES_MARKER)[0]
+        .replace(/^# .*\n/, '## Leader kill (failover-bench.ts)\n')
+        .concat('\nHow to read it, and earlier runs: bench/reports/lock-server-etcd-failover.md.\n')
     : '## Leader kill\n\nnot run: `node dist/bench/lock-server/failover-bench.js`\n';
   return [
     '# Lock-server benchmark (etcd backend)',

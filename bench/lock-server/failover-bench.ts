@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { startEtcdCluster, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { ROOT, agent, call, machineLine, median, sleep, startEtcdLockServer } from './etcd-common';
 import { loadGate, reportWithLoad } from '../load-gate';
+import { notesOfFile } from '../report-notes';
 
 const RUNS = Number(process.env.BENCH_FAILOVER_RUNS ?? 10);
 const CLIENTS = Number(process.env.BENCH_FAILOVER_CLIENTS ?? 8);
@@ -242,10 +243,10 @@ async function main(): Promise<void> {
     .loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
-  const loadLine = `load average (1/5/15 min) ${loadBefore} at the start, ${loadAfter} at the end, on ${os.cpus().length} CPUs shared with other jobs`;
+  const loadLine = `load average (1/5/15 min) ${loadBefore} at the start, ${loadAfter} at the end, on ${os.cpus().length} CPUs`;
   const text = section(results, (performance.now() - began) / 1000, loadLine);
   mkdirSync(path.dirname(REPORT), { recursive: true });
-  writeFileSync(REPORT, reportWithLoad(gate, text));
+  writeFileSync(REPORT, `${reportWithLoad(gate, text)}\n${notesOfFile(REPORT)}\n`);
   console.log(text);
   agent.destroy();
 }
