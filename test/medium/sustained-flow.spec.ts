@@ -20,7 +20,7 @@ import {
  * that did not fund its payouts would run them dry within seconds, after which
  * payouts end FAILED for want of funds. With the feed funding each payout, the
  * only FAILED payouts are the rail stub's declines, and POSTED keeps rising
- * until the end. bench/reports/demo-sustained.md has the 10-minute `npm start`
+ * until the end. bench/reports/demo-sustained.md has the 12-minute `npm start`
  * figures.
  */
 jest.setTimeout(240_000);
