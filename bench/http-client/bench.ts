@@ -13,7 +13,6 @@
  * Text after the NOTES_MARKER line of an existing report is kept on rewrite.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -22,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent as UndiciAgent, request as undiciRequest } from 'undici';
 import { HttpTransport, JsonPeer } from '../../libs/http-client/src';
 import { loadGate, reportWithLoad } from '../load-gate';
-import { notesOfFile } from '../report-notes';
+import { writeKeepingNotes } from '../report-notes';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3_000);
@@ -277,8 +276,7 @@ async function main(): Promise<void> {
   }
   const text = report(rows, (performance.now() - started) / 1000);
   const out = path.join(ROOT, 'bench', 'reports', 'http-client.md');
-  mkdirSync(path.dirname(out), { recursive: true });
-  writeFileSync(out, `${reportWithLoad(gate, text)}\n${notesOfFile(out)}\n`);
+  writeKeepingNotes(out, reportWithLoad(gate, text));
   console.log(`[bench] wrote ${out}`);
 }
 

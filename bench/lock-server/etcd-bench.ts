@@ -15,7 +15,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Etcd3 } from 'etcd3';
@@ -31,7 +31,7 @@ import {
   startEtcdLockServer,
 } from './etcd-common';
 import { loadGate, reportWithLoad } from '../load-gate';
-import { NOTES_MARKER, notesOfFile } from '../report-notes';
+import { NOTES_MARKER, writeKeepingNotes } from '../report-notes';
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 4000);
 const WARMUP_MS = 500;
@@ -347,8 +347,7 @@ async function main(): Promise<void> {
       }
     }
     const text = report(results, (performance.now() - began) / 1000, WITH_PG);
-    mkdirSync(path.dirname(REPORT), { recursive: true });
-    writeFileSync(REPORT, `${reportWithLoad(gate, text)}\n${notesOfFile(REPORT)}\n`);
+    writeKeepingNotes(REPORT, reportWithLoad(gate, text));
     console.log(text);
     console.log(`[etcd-bench] report written to ${path.relative(ROOT, REPORT)}`);
   } finally {

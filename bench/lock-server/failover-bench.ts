@@ -13,14 +13,13 @@
  *
  * Appends its section to bench/reports/lock-server-etcd-failover.md.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startEtcdCluster, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { ROOT, agent, call, machineLine, median, sleep, startEtcdLockServer } from './etcd-common';
 import { loadGate, reportWithLoad } from '../load-gate';
-import { notesOfFile } from '../report-notes';
+import { writeKeepingNotes } from '../report-notes';
 
 const RUNS = Number(process.env.BENCH_FAILOVER_RUNS ?? 10);
 const CLIENTS = Number(process.env.BENCH_FAILOVER_CLIENTS ?? 8);
@@ -245,8 +244,7 @@ async function main(): Promise<void> {
     .join(' ');
   const loadLine = `load average (1/5/15 min) ${loadBefore} at the start, ${loadAfter} at the end, on ${os.cpus().length} CPUs`;
   const text = section(results, (performance.now() - began) / 1000, loadLine);
-  mkdirSync(path.dirname(REPORT), { recursive: true });
-  writeFileSync(REPORT, `${reportWithLoad(gate, text)}\n${notesOfFile(REPORT)}\n`);
+  writeKeepingNotes(REPORT, reportWithLoad(gate, text));
   console.log(text);
   agent.destroy();
 }
