@@ -22,6 +22,7 @@ async function main(): Promise<void> {
   const issuer = await DevIssuer.open(dir);
   ensureSigningKeys(join(dir, 'signing', 'grant-keys.json'));
   ensureSigningKeys(join(dir, 'signing', 'instruction-keys.json'));
+  ensureSigningKeys(join(dir, 'signing', 'receipt-keys.json'));
   for (const identity of identities) {
     const files = new DevTokenFiles(issuer, identity, AUDIENCES, join(dir, 'tokens', identity));
     await files.start((err) => console.error(`[dev-identity] ${identity}: ${String(err)}`));

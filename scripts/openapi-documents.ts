@@ -23,6 +23,8 @@ const ENV = {
   GRANT_JWKS: '/nonexistent/grant-keys.jwks.json',
   INSTRUCTION_SIGNING_KEYS: '/nonexistent/instruction-keys.json',
   INSTRUCTION_JWKS: '/nonexistent/instruction-keys.jwks.json',
+  RECEIPT_SIGNING_KEYS: '/nonexistent/receipt-keys.json',
+  RECEIPT_JWKS: '/nonexistent/receipt-keys.jwks.json',
   OWNER_ID: 'openapi',
   LOCKDB_URL: 'postgres://openapi@127.0.0.1:1/lockdb',
   PAYDB_URL: 'postgres://openapi@127.0.0.1:1/paydb',

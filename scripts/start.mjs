@@ -330,11 +330,13 @@ async function identities() {
   );
   const dir = path.join(stateDir, 'identity');
   const issuer = await DevIssuer.open(dir);
-  // The lock-server's grant keys and payment-resource's instruction keys (docs/security.md,
-  // "Signed grants"): private rings for the signers, public JWKS files for the guards.
+  // The lock-server's grant keys, payment-resource's instruction keys and the rail-proxy's
+  // receipt keys (docs/security.md, "Signed grants"; docs/rail.md, "Receipts"): private
+  // rings for the signers, public JWKS files for the guards.
   const signing = {
     grants: ensureSigningKeys(path.join(dir, 'signing', 'grant-keys.json')),
     instructions: ensureSigningKeys(path.join(dir, 'signing', 'instruction-keys.json')),
+    receipts: ensureSigningKeys(path.join(dir, 'signing', 'receipt-keys.json')),
   };
   const trust = {
     AUTH_JWKS: issuer.jwksPath,
@@ -343,6 +345,7 @@ async function identities() {
     AUTH_POLICY: path.join(root, 'deploy', 'policy', 'dev-policy.yaml'),
     GRANT_JWKS: signing.grants.jwks,
     INSTRUCTION_JWKS: signing.instructions.jwks,
+    RECEIPT_JWKS: signing.receipts.jwks,
   };
   const audiences = ['lock-server', 'payment-resource', 'rail-proxy', 'executor', 'reconciler'];
   const caller = async (identity) => {
@@ -428,6 +431,7 @@ async function services({ trust, signing, caller }) {
       env: {
         ...trust,
         PROXYDB_URL: url('proxydb'),
+        RECEIPT_SIGNING_KEYS: signing.receipts.keys,
         RAIL_STUB_URL: peers.RAIL_STUB_URL,
         ...slowRail.proxy,
       },

@@ -12,7 +12,7 @@ import { payoutLockKey, railClientRef } from '../../libs/payout-contract/src/pay
 import { PaymentResourceClient } from '../../libs/payout-contract/src/payment-resource.client';
 import { RailProxyClient } from '../../libs/payout-contract/src/rail-proxy.client';
 import { testTokenProvider } from '../../libs/testing/src/identity';
-import { testGrantProof, testInstruction } from '../../libs/testing/src/proofs';
+import { testGrantProof, testInstruction, testRailReceipt } from '../../libs/testing/src/proofs';
 import { withClient } from '../../libs/testing/src/postgres';
 
 /** One route, `requests` requests per iteration. */
@@ -118,7 +118,20 @@ export function paymentResourceBatch(url: string, paydb: string): Batch {
     const payouts = (await seedPayouts(paydb, n)).map((p) => {
       const t = token();
       const proof = testGrantProof({ key: payoutLockKey(p.accountId), token: t, owner: OWNER });
-      return { ...p, fence: { token: t, proof }, submissionId: randomUUID() };
+      const submissionId = randomUUID();
+      const railReference = `rr-${submissionId}`;
+      const submission = {
+        ...p,
+        submissionId,
+        amountMinor: 100,
+        currency: 'EUR',
+        beneficiaryRef: `ben-${p.payoutId.slice(0, 8)}`,
+        presentedToken: t,
+        ownerId: OWNER,
+      };
+      // What the proxy would have answered the submit with (docs/rail.md, "Receipts").
+      const railReceipt = testRailReceipt(p.payoutId, submission, { out: 'ACKED', ref: railReference });
+      return { ...p, fence: { token: t, proof }, ack: { submissionId, railReference, railReceipt } };
     });
     const each = (
       name: string,
@@ -129,17 +142,13 @@ export function paymentResourceBatch(url: string, paydb: string): Batch {
         for (const p of payouts) await step(p);
       },
     });
-    const ack = (p: (typeof payouts)[number]) => ({
-      submissionId: p.submissionId,
-      railReference: `rr-${p.submissionId}`,
-    });
     return [
       each('claim', (p) => client.claim(p.payoutId, p.fence, 'PENDING')),
       each('rail-outcome SUBMITTED', (p) => client.markSubmitted(p.payoutId, p.fence)),
       each('rail-outcome ACKED', (p) =>
-        client.railOutcome(p.payoutId, p.fence, { outcome: 'ACKED', ...ack(p) }),
+        client.railOutcome(p.payoutId, p.fence, { outcome: 'ACKED', ...p.ack }),
       ),
-      each('post', (p) => client.post(p.payoutId, p.fence, ack(p))),
+      each('post', (p) => client.post(p.payoutId, p.fence, p.ack)),
     ];
   };
 }

@@ -46,6 +46,12 @@ const APPS = [
 const WRITABLE_MOUNT = '/tmp';
 /** Where each deployment's mounted policy file comes from in the repository. */
 const POLICY_SOURCE = { k8s: 'k8s/base', compose: 'deploy/policy' } as const;
+/** The signing rings a deployment mounts, by variable, and the test ring each stands for. */
+const SIGNING_RINGS: Record<string, 'grants' | 'instructions' | 'receipts'> = {
+  GRANT_SIGNING_KEYS: 'grants',
+  INSTRUCTION_SIGNING_KEYS: 'instructions',
+  RECEIPT_SIGNING_KEYS: 'receipts',
+};
 
 const nobody = {
   uid: Number(execFileSync('id', ['-u', 'nobody']).toString().trim()),
@@ -199,11 +205,10 @@ describe('every app starts as a non-root user on a read-only root filesystem', (
         writeFileSync(file, dbUrls[`${fileOf[1]}_URL`], { mode: 0o444 });
         out[name] = file;
       } else if (/^(LOCKDB|PAYDB|PROXYDB)_URL$/.test(name)) out[name] = dbUrls[name];
-      else if (name === 'GRANT_SIGNING_KEYS' || name === 'INSTRUCTION_SIGNING_KEYS') {
+      else if (name in SIGNING_RINGS) {
         // The signing ring the deployment mounts (k8s: a Secret; compose: the identity volume),
         // readable by the app's user as a mounted secret is.
-        const { grants, instructions } = testSigningKeys();
-        const ring = name === 'GRANT_SIGNING_KEYS' ? grants.keys : instructions.keys;
+        const ring = testSigningKeys()[SIGNING_RINGS[name]].keys;
         const file = path.join(sandbox.secretsDir, path.basename(value));
         writeFileSync(file, readFileSync(ring), { mode: 0o444 });
         out[name] = file;

@@ -108,6 +108,7 @@ const ROUTES: Record<string, unknown> = {
         errorCode: 'RAIL_TIMEOUT',
         submittedAt: '2026-12-01T06:00:01.000Z',
         resolvedAt: null,
+        railReceipt: null,
       },
     ],
   },

@@ -28,6 +28,11 @@ export class PaymentEnv extends AuthEnv {
   @EnvString({ maxLength: 2048 }) readonly GRANT_JWKS!: string;
   /** This service's own keys for the payout instructions it signs (docs/rail.md, "Instructions"). */
   @EnvString({ maxLength: 1024 }) readonly INSTRUCTION_SIGNING_KEYS!: string;
+  /**
+   * The rail-proxy's public keys rail receipts are checked against (docs/rail.md,
+   * "Receipts"): a JWKS file, or its /.well-known/jwks.json URL.
+   */
+  @EnvString({ maxLength: 2048 }) readonly RECEIPT_JWKS!: string;
   @EnvInt({ default: 10, min: 1, max: 200 }) readonly PAYDB_POOL_MAX!: number;
   /** Bounds every statement, including a wait on an account's row lock; below the request budget. */
   @EnvInt({ default: 2_000, min: 100, max: 600_000 }) readonly PAYDB_STATEMENT_TIMEOUT_MS!: number;

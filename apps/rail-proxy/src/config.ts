@@ -26,6 +26,8 @@ export class RailProxyEnv extends AuthEnv {
   @EnvString({ maxLength: 2048 }) readonly GRANT_JWKS!: string;
   /** payment-resource's public keys for payout instructions (docs/rail.md, "Instructions"). */
   @EnvString({ maxLength: 2048 }) readonly INSTRUCTION_JWKS!: string;
+  /** This service's own keys for the rail receipts it signs (docs/rail.md, "Receipts"). */
+  @EnvString({ maxLength: 1024 }) readonly RECEIPT_SIGNING_KEYS!: string;
   @EnvInt({ default: 10, min: 1, max: 100 }) readonly PROXYDB_POOL_MAX!: number;
   @EnvPeerUrl({ default: 'http://127.0.0.1:8085' }) readonly RAIL_STUB_URL!: string;
   /** 1 s connect / 8 s read, inside the executor's (read + 2 s) (docs/rail.md, "Deadlines"). */

@@ -6,6 +6,7 @@ import { serveHttpApp } from '@dlock/http-contract';
 import { serviceAuthOptions } from '@dlock/identity';
 import { RailProxyModule } from './app.module';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
+import { ReceiptSigner } from './submission/service/receipt-signer';
 
 async function main(): Promise<void> {
   // A bad environment rejects here, naming every offending variable.
@@ -16,6 +17,8 @@ async function main(): Promise<void> {
       port: config.PORT,
       name: 'rail-proxy',
       auth: serviceAuthOptions(config),
+      // payment-resource checks rail receipts against these (docs/rail.md, "Receipts").
+      publicKeys: () => created.get(ReceiptSigner).ring.publicJwks,
     };
   });
   if (!app.get<RailProxyConfig>(RAIL_PROXY_CONFIG).RAIL_PROXY_FENCING_ENABLED) {

@@ -267,6 +267,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
           errorCode: 'CONNECTION_CLOSED_BEFORE_WRITE',
           submittedAt: ISO,
           resolvedAt: ISO,
+          railReceipt: null,
         },
         {
           ...common,
@@ -278,6 +279,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
           errorCode: null,
           submittedAt: next.body.submittedAt,
           resolvedAt: next.body.resolvedAt,
+          railReceipt: next.body.railReceipt,
         },
       ],
     });

@@ -66,6 +66,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       railReference: expect.stringMatching(/^rr-/),
       submittedAt: ISO,
       resolvedAt: ISO,
+      railReceipt: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/),
     });
     expect(res.text).toContain(`"presentedToken":"${token}"`);
 

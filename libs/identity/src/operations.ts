@@ -37,6 +37,8 @@ export const OPERATIONS = [
   // rail-proxy
   'rail.submit',
   'rail.read',
+  // The rail's record of a payout, with the receipt it earns (docs/rail.md, "Receipts").
+  'rail.evidence',
   'high-water.floor',
   'high-water.list',
   // reconciler

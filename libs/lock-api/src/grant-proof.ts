@@ -50,8 +50,11 @@ export const PROOF_REFUSALS = [
 ] as const;
 export type ProofRefusal = (typeof PROOF_REFUSALS)[number];
 
-/** Which signed object was refused: a grant proof, or a payout instruction (docs/rail.md). */
-export type ProofKind = 'grant' | 'instruction';
+/**
+ * Which signed object was refused: a grant proof, a payout instruction, or a
+ * rail receipt (docs/rail.md, "Instructions" and "Receipts").
+ */
+export type ProofKind = 'grant' | 'instruction' | 'receipt';
 
 /**
  * 403 PROOF_REJECTED: the request did not prove what it asserted; nothing was

@@ -7,3 +7,4 @@ export * from './rail-proxy.client';
 export * from './rail-lookup.client';
 export * from './wire-schemas';
 export * from './payout-instruction';
+export * from './rail-receipt';

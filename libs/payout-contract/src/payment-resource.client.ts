@@ -6,6 +6,7 @@ import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
 import type { FloorRaise, RaiseResult } from './hops';
 import { assertFence } from './payout-protocol';
 import { PAYOUT_STATES, type PayoutState } from './payout-types';
+import { RAIL_RECEIPT_HEADER } from './rail-receipt';
 import type {
   AccountList,
   AccountListItem,
@@ -39,8 +40,8 @@ export type PayoutView = Pick<
 /** A P6 body as a writer sends it: ACKED names its submission and reference. */
 export type RailOutcomeRecord =
   | { outcome: 'SUBMITTED' }
-  | { outcome: 'ACKED'; submissionId: string; railReference: string }
-  | { outcome: 'REJECTED'; submissionId?: string; reason?: string }
+  | { outcome: 'ACKED'; submissionId: string; railReference: string; railReceipt: string }
+  | { outcome: 'REJECTED'; submissionId?: string; reason?: string; railReceipt: string }
   | { outcome: 'AMBIGUOUS'; submissionId?: string; reason?: string };
 
 /** What every fenced write answers first: the payout and its state after the write. */
@@ -153,15 +154,21 @@ export class PaymentResourceClient {
     signal?: AbortSignal,
   ): Promise<TransitionResult> {
     assertFence(fence);
-    const body: RailOutcomeRequest = record;
-    return this.write(payoutId, 'rail-outcome', fence, body, signal);
+    // The body is the contract's fields only (a caller may pass R1's whole answer); the
+    // receipt travels as X-Rail-Receipt (docs/rail.md, "Receipts").
+    const r = record as RailOutcomeRequest & { railReceipt?: string };
+    const body: RailOutcomeRequest = { outcome: r.outcome };
+    if (r.submissionId !== undefined) body.submissionId = r.submissionId;
+    if (r.railReference !== undefined) body.railReference = r.railReference;
+    if (r.reason !== undefined) body.reason = r.reason;
+    return this.write(payoutId, 'rail-outcome', fence, body, signal, r.railReceipt);
   }
 
-  /** P3: both ledger legs and the balance, from RAIL_ACKED to POSTED. */
+  /** P3: both ledger legs and the balance, from RAIL_ACKED to POSTED, on the ACKED receipt. */
   post(
     payoutId: string,
     fence: FenceCredential,
-    ack: { submissionId: string; railReference: string },
+    ack: { submissionId: string; railReference: string; railReceipt: string },
     signal?: AbortSignal,
   ): Promise<TransitionResult> {
     assertFence(fence);
@@ -170,18 +177,19 @@ export class PaymentResourceClient {
       submissionId: ack.submissionId,
       railOutcome: 'ACKED',
     };
-    return this.write(payoutId, 'post', fence, body, signal);
+    return this.write(payoutId, 'post', fence, body, signal, ack.railReceipt);
   }
 
-  /** P8: the only way out of RAIL_AMBIGUOUS, on the rail's evidence. */
+  /** P8: the only way out of RAIL_AMBIGUOUS, on the rail's record as the proxy receipted it (R3). */
   resolve(
     payoutId: string,
     fence: FenceCredential,
     body: ResolveRequest,
+    railReceipt: string,
     signal?: AbortSignal,
   ): Promise<TransitionResult> {
     assertFence(fence);
-    return this.write(payoutId, 'resolve', fence, body, signal);
+    return this.write(payoutId, 'resolve', fence, body, signal, railReceipt);
   }
 
   /** GET /v1/accounts (advisory): customer accounts by id, with balance and fence. */
@@ -298,8 +306,9 @@ export class PaymentResourceClient {
     fence: FenceCredential,
     body: ClaimRequest | RailOutcomeRequest | PostRequest | ResolveRequest,
     signal?: AbortSignal,
+    railReceipt?: string,
   ): Promise<TransitionResult> {
-    const answer = await this.send(payoutId, operation, fence, body, signal);
+    const answer = await this.send(payoutId, operation, fence, body, signal, railReceipt);
     const r = new BodyReader(this.hop.name, answer);
     return { payoutId: r.str('payoutId'), state: r.state('state') };
   }
@@ -310,14 +319,17 @@ export class PaymentResourceClient {
     fence: FenceCredential,
     body: ClaimRequest | RailOutcomeRequest | PostRequest | ResolveRequest,
     signal?: AbortSignal,
+    railReceipt?: string,
   ): Promise<FencedAnswer> {
+    const receipt: Record<string, string> =
+      railReceipt === undefined ? {} : { [RAIL_RECEIPT_HEADER]: railReceipt };
     return withHopRetries(
       'fencedWrite',
       () =>
         this.hop.call<FencedAnswer>({
           method: 'POST',
           path: `/v1/payouts/${encodeURIComponent(payoutId)}/${operation}`,
-          headers: protectedHeaders(fence, this.ownerId, payoutId),
+          headers: { ...protectedHeaders(fence, this.ownerId, payoutId), ...receipt },
           body,
           budget: HOP_BUDGETS.fencedWrite,
           signal,

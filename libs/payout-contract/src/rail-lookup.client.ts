@@ -13,31 +13,35 @@ export class RailLookupClient {
 
   async lookup(clientRef: string, signal?: AbortSignal): Promise<RailLookup> {
     const path = `/lookup?clientRef=${encodeURIComponent(clientRef)}`;
-    const answer = await advisoryGet<RailLookup>(this.peer, path, signal);
-    const r = new BodyReader(this.peer.name, answer);
-    return {
-      clientRef: r.str('clientRef'),
-      asOf: r.str('asOf'),
-      settlementWindowMs: r.intOrNull('settlementWindowMs'),
-      transfers: r.array('transfers').map((t) => this.transfer(t)),
-    };
+    return railLookupOf(this.peer.name, await advisoryGet<RailLookup>(this.peer, path, signal));
   }
 
   close(): void {
     this.peer.close();
   }
+}
 
-  private transfer(raw: unknown): RailTransfer {
-    const t = new BodyReader(this.peer.name, raw);
-    return {
-      railReference: t.str('railReference'),
-      clientRef: t.str('clientRef'),
-      amountMinor: t.int('amountMinor'),
-      currency: t.str('currency'),
-      acceptedAt: t.str('acceptedAt'),
-      settled: t.bool('settled'),
-      settledAt: t.strOrNull('settledAt'),
-      duplicateOf: t.strOrNull('duplicateOf'),
-    };
-  }
+/** A rail lookup read strictly: the rail's own answer, or the one the proxy's R3 carries. */
+export function railLookupOf(peer: string, raw: unknown): RailLookup {
+  const r = new BodyReader(peer, raw);
+  return {
+    clientRef: r.str('clientRef'),
+    asOf: r.str('asOf'),
+    settlementWindowMs: r.intOrNull('settlementWindowMs'),
+    transfers: r.array('transfers').map((t) => railTransfer(peer, t)),
+  };
+}
+
+function railTransfer(peer: string, raw: unknown): RailTransfer {
+  const t = new BodyReader(peer, raw);
+  return {
+    railReference: t.str('railReference'),
+    clientRef: t.str('clientRef'),
+    amountMinor: t.int('amountMinor'),
+    currency: t.str('currency'),
+    acceptedAt: t.str('acceptedAt'),
+    settled: t.bool('settled'),
+    settledAt: t.strOrNull('settledAt'),
+    duplicateOf: t.strOrNull('duplicateOf'),
+  };
 }

@@ -13,13 +13,22 @@ import type { FloorRaise, RaiseResult } from './hops';
 import { assertFence } from './payout-protocol';
 import { PAYOUT_INSTRUCTION_HEADER } from './payout-instruction';
 import type { RailOutcome } from './payout-types';
-import type { HighWaterList, SubmissionsResponse, SubmitRequest, SubmitResponse } from './wire';
+import type {
+  HighWaterList,
+  RailEvidence,
+  SubmissionsResponse,
+  SubmitRequest,
+  SubmitResponse,
+} from './wire';
+import { railLookupOf } from './rail-lookup.client';
 
 /** R1's acknowledgement as the caller uses it (the token parsed back to a bigint). */
 export interface AckedSubmission {
   submissionId: string;
   railReference: string;
   presentedToken: FencingToken;
+  /** The proxy's signed receipt: P6 ACKED and P3 carry it (docs/rail.md, "Receipts"). */
+  railReceipt: string;
 }
 
 /** The proxy's record of one submission as R2 shows it; `outcome` null = unresolved. */
@@ -28,6 +37,8 @@ export interface ProxyRecord {
   outcome: RailOutcome | null;
   railReference: string | null;
   presentedToken: FencingToken;
+  /** The receipt of an ACKED or REJECTED record; null for every other. */
+  railReceipt: string | null;
 }
 
 /**
@@ -95,6 +106,7 @@ export class RailProxyClient {
       submissionId: r.str('submissionId'),
       railReference: r.str('railReference'),
       presentedToken: r.token('presentedToken'),
+      railReceipt: r.str('railReceipt'),
     };
   }
 
@@ -115,8 +127,24 @@ export class RailProxyClient {
         outcome: r.outcome('outcome'),
         railReference: r.strOrNull('railReference'),
         presentedToken: r.token('presentedToken'),
+        railReceipt: r.strOrNull('railReceipt'),
       };
     });
+  }
+
+  /**
+   * R3: the rail's record of the payout as the proxy read it, and the receipt
+   * it earns (null: a person must read it). How a RAIL_AMBIGUOUS payout is
+   * resolved with evidence payment-resource checks (docs/rail.md, "Receipts").
+   */
+  async evidence(payoutId: string, signal?: AbortSignal): Promise<RailEvidence> {
+    const path = `/v1/rail/submissions/${encodeURIComponent(payoutId)}/evidence`;
+    const r = new BodyReader(this.hop.name, await advisoryGet(this.hop, path, signal));
+    return {
+      payoutId: r.str('payoutId'),
+      lookup: railLookupOf(this.hop.name, r.object('lookup')),
+      railReceipt: r.strOrNull('railReceipt'),
+    };
   }
 
   /** GET /v1/rail/high-water (advisory): every account's mark, by account id. */

@@ -34,6 +34,10 @@ const RAIL_OUTCOME_KIND: SchemaObject = {
   enum: ['SUBMITTED', 'ACKED', 'REJECTED', 'AMBIGUOUS'],
 };
 const FENCE = int64Text('the account fence', 0);
+const RECEIPT = {
+  type: 'string',
+  description: 'the rail-proxy’s signed rail receipt (compact JWS, docs/rail.md “Receipts”)',
+} as const;
 
 const transition: WireProperties<Wire.TransitionView> = {
   payoutId: UUID,
@@ -199,6 +203,7 @@ export const PAYOUT_WIRE_SCHEMAS = {
     railReference: STRING,
     submittedAt: INSTANT,
     resolvedAt: INSTANT,
+    railReceipt: RECEIPT,
   }),
   Submission: objectSchema<Wire.SubmissionView>({
     submissionId: UUID,
@@ -217,6 +222,7 @@ export const PAYOUT_WIRE_SCHEMAS = {
     errorCode: nullable(STRING),
     submittedAt: INSTANT,
     resolvedAt: nullable(INSTANT),
+    railReceipt: nullable(RECEIPT),
   }),
   SubmissionsResponse: objectSchema<Wire.SubmissionsResponse>({
     payoutId: UUID,
@@ -237,6 +243,11 @@ export const PAYOUT_WIRE_SCHEMAS = {
     asOf: INSTANT,
     settlementWindowMs: nullable(INTEGER),
     transfers: { type: 'array', items: ref('RailTransfer') },
+  }),
+  RailEvidence: objectSchema<Wire.RailEvidence>({
+    payoutId: UUID,
+    lookup: ref('RailLookup'),
+    railReceipt: nullable(RECEIPT),
   }),
   AccountList: objectSchema<Wire.AccountList>({
     accounts: {

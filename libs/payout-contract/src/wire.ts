@@ -303,6 +303,8 @@ export interface SubmitResponse {
   railReference: string;
   submittedAt: Instant;
   resolvedAt: Instant;
+  /** The proxy's signed receipt of the rail's answer: P6 ACKED and P3 carry it (docs/rail.md). */
+  railReceipt: string;
 }
 
 /** One account's durable high-water mark in GET /v1/rail/high-water. */
@@ -332,6 +334,8 @@ export interface SubmissionView {
   errorCode: string | null;
   submittedAt: Instant;
   resolvedAt: Instant | null;
+  /** The signed receipt of an ACKED or REJECTED record (docs/rail.md, "Receipts"); else null. */
+  railReceipt: string | null;
 }
 
 /** R2 200 (GET /v1/rail/submissions/{payoutId}); 404 when nothing was ever admitted. */
@@ -361,4 +365,16 @@ export interface RailLookup {
   /** The rail's own settlement window, when it reports one. */
   settlementWindowMs: number | null;
   transfers: RailTransfer[];
+}
+
+/**
+ * R3 200 (GET /v1/rail/submissions/{payoutId}/evidence): the rail's record of
+ * the payout as the proxy read it, and the receipt that record earns: ACKED
+ * for exactly one settled transfer that is the payout's, NOT_FOUND for none,
+ * null for anything a person must read (docs/rail.md, "Receipts").
+ */
+export interface RailEvidence {
+  payoutId: string;
+  lookup: RailLookup;
+  railReceipt: string | null;
 }

@@ -65,18 +65,20 @@ export function testIssuer(): Promise<DevIssuer> {
 }
 
 /**
- * The signing keys of this test file's lock-servers (grant proofs) and
- * payment-resources (payout instructions), with their public JWKS files for
+ * The signing keys of this test file's lock-servers (grant proofs),
+ * payment-resources (payout instructions) and rail-proxies (rail receipts), with their public JWKS files for
  * the guards (docs/security.md, "Signed grants"). Tests sign with them too
  * (proofs.ts): only a test may hold a signer's private keys.
  */
 export function testSigningKeys(): {
   grants: { keys: string; jwks: string };
   instructions: { keys: string; jwks: string };
+  receipts: { keys: string; jwks: string };
 } {
   return {
     grants: ensureSigningKeys(join(testRoot(), 'signing', 'grant-keys.json')),
     instructions: ensureSigningKeys(join(testRoot(), 'signing', 'instruction-keys.json')),
+    receipts: ensureSigningKeys(join(testRoot(), 'signing', 'receipt-keys.json')),
   };
 }
 
@@ -92,8 +94,10 @@ export async function testAuthEnv(): Promise<{
   GRANT_JWKS: string;
   INSTRUCTION_SIGNING_KEYS: string;
   INSTRUCTION_JWKS: string;
+  RECEIPT_SIGNING_KEYS: string;
+  RECEIPT_JWKS: string;
 }> {
-  const { grants, instructions } = testSigningKeys();
+  const { grants, instructions, receipts } = testSigningKeys();
   return {
     AUTH_JWKS: (await testIssuer()).jwksPath,
     AUTH_ISSUER: DEV_ISSUER,
@@ -102,6 +106,8 @@ export async function testAuthEnv(): Promise<{
     GRANT_JWKS: grants.jwks,
     INSTRUCTION_SIGNING_KEYS: instructions.keys,
     INSTRUCTION_JWKS: instructions.jwks,
+    RECEIPT_SIGNING_KEYS: receipts.keys,
+    RECEIPT_JWKS: receipts.jwks,
   };
 }
 

@@ -16,6 +16,13 @@ import {
   PAYOUT_INSTRUCTION_TYPE,
 } from '../../payout-contract/src/payout-instruction';
 import { payoutLockKey } from '../../payout-contract/src/payout-protocol';
+import {
+  RAIL_RECEIPT_HEADER,
+  RAIL_RECEIPT_TYPE,
+  receiptClaims,
+  type ReceiptOutcome,
+  type ReceiptSubject,
+} from '../../payout-contract/src/rail-receipt';
 import { testSigningKeys } from './identity';
 import { withClient } from './postgres';
 
@@ -28,6 +35,7 @@ import { withClient } from './postgres';
 
 let grantRing: SigningKeyRing | undefined;
 let instructionRing: SigningKeyRing | undefined;
+let receiptRing: SigningKeyRing | undefined;
 
 export function testGrantProof(grant: {
   key: string;
@@ -55,6 +63,21 @@ export function testInstruction(
   instructionRing ??= SigningKeyRing.open(testSigningKeys().instructions.keys);
   const claims = instructionClaims(payout, parseFencingToken(token), owner, Date.now());
   return instructionRing.sign(PAYOUT_INSTRUCTION_TYPE, claims);
+}
+
+/** A rail receipt signed with the tests' rail-proxy keys, as if the proxy had recorded `answer`. */
+export function testRailReceipt(
+  payoutId: string,
+  submission: ReceiptSubject | null,
+  answer: { out: ReceiptOutcome; ref?: string | null; atMs?: number },
+): string {
+  receiptRing ??= SigningKeyRing.open(testSigningKeys().receipts.keys);
+  const claims = receiptClaims(payoutId, submission, {
+    out: answer.out,
+    ref: answer.ref ?? null,
+    atMs: answer.atMs ?? Date.now(),
+  });
+  return receiptRing.sign(RAIL_RECEIPT_TYPE, claims);
 }
 
 /** What http() knows of a request to a guard: enough to sign what it would have been granted. */
@@ -110,26 +133,83 @@ export const lockServerProofs: ProofSource = (req) => {
   });
 };
 
-/** payment-resource: a fenced write on a payout proves its account's lock (found in paydb). */
+interface PaidPayout {
+  account_id: string;
+  amount_minor: string;
+  currency: string;
+  beneficiary_ref: string;
+}
+
+/**
+ * payment-resource: a fenced write on a payout proves its account's lock
+ * (found in paydb); one that records a rail answer carries the rail-proxy's
+ * receipt of what its body says (docs/rail.md, "Receipts"). A receipt the
+ * test sets wins; a test that sets the grant proof gets neither.
+ */
 export function paymentResourceProofs(paydbUrl: string): ProofSource {
   return async (req): Promise<Record<string, string>> => {
-    const m = /^\/v1\/payouts\/([^/]+)\/[a-z-]+$/.exec(req.url.pathname);
+    const m = /^\/v1\/payouts\/([^/]+)\/([a-z-]+)$/.exec(req.url.pathname);
     if (!m) return {};
     const payoutId = decodeURIComponent(m[1]);
-    const account = await withClient(paydbUrl, async (c) => {
+    const payout = await withClient(paydbUrl, async (c) => {
       const uuid = /^[0-9a-f-]{36}$/i.test(payoutId);
       if (!uuid) return null;
-      const rows = await c.query<{ account_id: string }>(
-        'SELECT account_id FROM payout WHERE payout_id = $1',
+      const rows = await c.query<PaidPayout>(
+        `SELECT account_id, amount_minor::text, currency, beneficiary_ref
+           FROM payout WHERE payout_id = $1`,
         [payoutId],
       );
-      return rows.rows[0]?.account_id ?? null;
+      return rows.rows[0] ?? null;
     });
-    const key = payoutLockKey(account ?? 'acct-of-no-payout');
-    return {
+    const key = payoutLockKey(payout?.account_id ?? 'acct-of-no-payout');
+    const headers: Record<string, string> = {
       [GRANT_PROOF_HEADER]: testGrantProof({ key, token: req.token, owner: req.owner }),
     };
+    const receipt = payout === null ? null : receiptFor(payoutId, m[2], payout, req);
+    if (receipt !== null) headers[RAIL_RECEIPT_HEADER] = receipt;
+    return headers;
   };
+}
+
+/** The receipt a rail-outcome, post or resolve body asks for, of this payout; null for the rest. */
+function receiptFor(
+  payoutId: string,
+  action: string,
+  payout: PaidPayout,
+  req: GuardedRequest,
+): string | null {
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const text = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : null);
+  const out =
+    action === 'post'
+      ? 'ACKED'
+      : action === 'resolve'
+        ? text('resolution')
+        : action === 'rail-outcome'
+          ? text('outcome')
+          : null;
+  if (out !== 'ACKED' && out !== 'REJECTED' && out !== 'NOT_FOUND') return null;
+  const submissionId = text('submissionId');
+  let token: bigint;
+  try {
+    token = parseFencingToken(req.token);
+  } catch {
+    return null;
+  }
+  const submission: ReceiptSubject | null =
+    submissionId === null
+      ? null
+      : {
+          payoutId,
+          submissionId,
+          accountId: payout.account_id,
+          amountMinor: Number(payout.amount_minor),
+          currency: payout.currency,
+          beneficiaryRef: payout.beneficiary_ref,
+          presentedToken: token,
+          ownerId: req.owner,
+        };
+  return testRailReceipt(payoutId, submission, { out, ref: text('railReference') });
 }
 
 const INSTRUCTED_BODY_MAX_BYTES = 2048;

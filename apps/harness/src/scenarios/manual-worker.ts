@@ -124,11 +124,7 @@ export class ManualWorker {
     await this.payments.claim(payoutId, fence, 'PENDING');
     const marked = await this.payments.markSubmitted(payoutId, fence);
     const ack = await this.submitted(payoutId, fence, marked.railInstruction);
-    await this.payments.railOutcome(payoutId, fence, {
-      outcome: 'ACKED',
-      submissionId: ack.submissionId,
-      railReference: ack.railReference,
-    });
+    await this.payments.railOutcome(payoutId, fence, { outcome: 'ACKED', ...ack });
     return this.payments.post(payoutId, fence, ack);
   }
 

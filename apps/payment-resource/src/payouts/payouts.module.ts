@@ -12,6 +12,7 @@ import { TransitionLogRepository } from './persistence/transition-log.repository
 import { FencedWriter } from './service/fenced-writer';
 import { GrantCheck } from './service/grant-check';
 import { InstructionSigner } from './service/instruction-signer';
+import { ReceiptCheck } from './service/receipt-check';
 import { PayoutCommands } from './service/payout-commands.service';
 import { PayoutQueries } from './service/payout-queries.service';
 import { SeenPayouts } from './service/seen-payouts';
@@ -31,6 +32,7 @@ import { SeenPayouts } from './service/seen-payouts';
     FencedWriter,
     GrantCheck,
     InstructionSigner,
+    ReceiptCheck,
     PayoutCommands,
     PayoutQueries,
     SeenPayouts,

@@ -3,6 +3,9 @@ import { IdempotencyRepository } from './persistence/idempotency.repository';
 import { RailProxyMetrics } from '../metrics';
 import { RailClient } from './clients/rail-client';
 import { SubmissionProofs } from './service/submission-proofs';
+import { ReceiptSigner } from './service/receipt-signer';
+import { RailEvidenceService } from './service/rail-evidence.service';
+import { RailRecordClient } from './clients/rail-record.client';
 import { SubmissionRepository } from './persistence/submission.repository';
 import { SubmissionService } from './service/submission.service';
 import { SubmissionsController } from './http/submissions.controller';
@@ -17,6 +20,10 @@ import { SubmissionsController } from './http/submissions.controller';
     IdempotencyRepository,
     SubmissionService,
     SubmissionProofs,
+    ReceiptSigner,
+    RailRecordClient,
+    RailEvidenceService,
   ],
+  exports: [ReceiptSigner],
 })
 export class SubmissionsModule {}

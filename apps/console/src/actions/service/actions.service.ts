@@ -133,12 +133,21 @@ export class ActionsService {
     try {
       const signal = AbortSignal.timeout(this.peers.budget.readTimeoutMs * 4);
       const payout = await payments.get(payoutId, signal);
+      // P8 moves a payout only on the proxy's receipt of the rail's record (docs/rail.md, "Receipts").
+      const { railReceipt } = await this.peers.rail.evidence(payoutId, signal);
+      if (railReceipt === null) {
+        throw new DlockError(
+          'PROOF_REJECTED',
+          'the rail’s record of this payout earns no receipt (several or differing transfers): read it, then abandon',
+          { details: { proof: 'receipt', reason: 'missing', payoutId } },
+        );
+      }
       const session = await locks.openSession({ signal });
       try {
         const handle = await session.acquire(payoutLockKey(payout.accountId), { signal });
         try {
           handle.checkStillHeld();
-          return await payments.resolve(payoutId, handle.fence, verdict, handle.signal);
+          return await payments.resolve(payoutId, handle.fence, verdict, railReceipt, handle.signal);
         } finally {
           await handle.release();
         }

@@ -1,11 +1,20 @@
 import type { DlockError } from '@dlock/lock-api';
 import type { PayoutView } from '@dlock/payout-contract';
 import type { AttemptResult } from './execution-outcome';
+import type { InvalidHop, Step } from '../../metrics';
 
-/** What the rail acknowledged, as P6 ACKED and P3 carry it. */
+/** What the rail acknowledged, as P6 ACKED and P3 carry it, with the proxy's receipt of it. */
 export interface Ack {
   readonly submissionId: string;
   readonly railReference: string;
+  readonly railReceipt: string;
+}
+
+/** A refusal as invalid: which hop refused which step's request, reported as payout_invalid. */
+export interface InvalidRefusal {
+  readonly hop: InvalidHop;
+  readonly step: Step;
+  readonly error: DlockError;
 }
 
 type WithoutId<T> = T extends unknown ? Omit<T, 'payoutId'> : never;
@@ -43,18 +52,17 @@ export type AttemptStep =
   | { readonly to: 'record-acked'; readonly ack: Ack }
   | {
       readonly to: 'record-rejected';
-      readonly submissionId?: string;
+      readonly submissionId: string;
       readonly why: string;
-      readonly reason: 'RAIL_REJECTED' | 'INVALID_PAYOUT';
-      /** rail-proxy's refusal as invalid, reported as payout_invalid first. */
-      readonly refusal?: DlockError;
+      /** The proxy's receipt of the rail's decline (docs/rail.md, "Receipts"). */
+      readonly railReceipt: string;
     }
   | {
       readonly to: 'quarantine';
       readonly submissionId?: string;
       readonly why: string;
-      /** payment-resource's refusal of the ACKED write as invalid, reported as payout_invalid first. */
-      readonly refusal?: DlockError;
+      /** A refusal as invalid (payment-resource's of the ACKED write, or rail-proxy's of the submission), reported as payout_invalid first. */
+      readonly refusal?: InvalidRefusal;
     }
   | { readonly to: 'post'; readonly ack: Ack }
   | {

@@ -104,26 +104,29 @@ export function afterSubmitFailure(view: PayoutView, err: unknown): AttemptStep 
   }
 }
 
-/** VALIDATION_FAILED from the proxy: a rail decline (422 REJECTED) or a refusal at its door (400). */
+/**
+ * VALIDATION_FAILED from the proxy: a rail decline (422 REJECTED, with the
+ * proxy's receipt of it), or a refusal at its door (400). A door refusal
+ * presented nothing, but this worker's word is no evidence the ledger moves
+ * on (docs/rail.md, "Receipts"): the payout is quarantined, and the
+ * reconciler ends it FAILED on the rail's record, receipted by the proxy.
+ */
 function afterSubmitRefused(
   err: DlockError,
   submissionId: string | undefined,
 ): AttemptStep | undefined {
+  const railReceipt = err.details?.railReceipt;
   if (err.httpStatus === 422 && err.details?.outcome === 'REJECTED') {
-    return {
-      to: 'record-rejected',
-      submissionId,
-      why: 'rail declined the transfer',
-      reason: 'RAIL_REJECTED',
-    };
+    if (submissionId === undefined || typeof railReceipt !== 'string') {
+      return { to: 'quarantine', submissionId, why: 'rail decline without its receipt' };
+    }
+    return { to: 'record-rejected', submissionId, why: 'rail declined the transfer', railReceipt };
   }
   if (err.httpStatus === 400) {
-    // Refused before the proxy's admission: nothing was presented (docs/rail.md).
     return {
-      to: 'record-rejected',
+      to: 'quarantine',
       why: `rail-proxy refused the submission as invalid (${fieldsOf(err)}); nothing was presented to the rail`,
-      reason: 'INVALID_PAYOUT',
-      refusal: err,
+      refusal: { hop: 'rail_proxy', step: 'submit', error: err },
     };
   }
   return undefined;
@@ -139,7 +142,7 @@ export function afterAckedRefused(err: unknown): AttemptStep | undefined {
   return {
     to: 'quarantine',
     why: 'payment-resource refused the ACKED outcome as invalid',
-    refusal: err.refusal,
+    refusal: { hop: 'payment_resource', step: err.step, error: err.refusal },
   };
 }
 

@@ -13,6 +13,8 @@ export interface ProxyRecord {
   outcome: RailOutcome | null;
   railReference: string | null;
   presentedToken: bigint;
+  /** The proxy's receipt of an ACKED or REJECTED record (docs/rail.md, "Receipts"). */
+  railReceipt: string | null;
 }
 
 /** What the holder of a fresh token does next with a payout, by its state (docs/payment-resource.md). */
@@ -20,7 +22,7 @@ export type NextStep =
   | { step: 'claim' } // PENDING
   | { step: 'reclaim' } // CLAIMED: a dead worker's claim, re-claimed under the new token
   | { step: 'resolve-from-record' } // RAIL_SUBMITTED: read R2 first, then decideFromRecord
-  | { step: 'post' } // RAIL_ACKED: money left; completing the ledger has no external effect
+  | { step: 'post' } // RAIL_ACKED: money left; R2 gives the receipt P3 is booked on
   | { step: 'leave'; why: 'quarantined' | 'terminal' };
 
 export function nextStepFor(state: PayoutState): NextStep {
@@ -103,17 +105,9 @@ export function stepForState(view: PayoutView): AttemptStep {
       return { to: 'claim', view, expected: 'CLAIMED', rereadIfMoved: false };
     case 'resolve-from-record':
       return { to: 'resolve-from-record', view };
-    case 'post': {
-      const { submissionId, railReference } = view;
-      if (submissionId === null || railReference === null) {
-        return {
-          to: 'end',
-          result: { kind: 'abandoned', reason: 'acked-without-reference' },
-          alarm: 'RAIL_ACKED payout without its rail reference',
-        };
-      }
-      return { to: 'post', ack: { submissionId, railReference } };
-    }
+    case 'post':
+      // P3 is booked on the proxy's receipt of the ACK, which R2 carries (docs/rail.md, "Receipts").
+      return { to: 'resolve-from-record', view };
   }
 }
 
@@ -139,19 +133,25 @@ export function stepFromRecords(
         alarm: 'DUPLICATE_SUBMISSION but no live record',
       };
     case 'record-acked': {
-      const { submissionId, railReference } = decision.record;
-      if (railReference === null) {
+      const { submissionId, railReference, railReceipt } = decision.record;
+      if (railReference === null || railReceipt === null) {
         return { to: 'quarantine', submissionId, why: 'acked-record-without-reference' };
       }
-      return { to: 'record-acked', ack: { submissionId, railReference } };
-    }
-    case 'record-rejected':
+      const ack = { submissionId, railReference, railReceipt };
+      // RAIL_ACKED already: only the ledger is left, for the submission payment-resource recorded.
+      if (view.state !== 'RAIL_ACKED') return { to: 'record-acked', ack };
+      if (view.submissionId?.toLowerCase() === submissionId.toLowerCase()) return { to: 'post', ack };
       return {
-        to: 'record-rejected',
-        submissionId: decision.record.submissionId,
-        why: 'rail declined the transfer',
-        reason: 'RAIL_REJECTED',
+        to: 'end',
+        result: { kind: 'abandoned', reason: 'acked-record-differs' },
+        alarm: 'RAIL_ACKED payout whose proxy record names another submission',
       };
+    }
+    case 'record-rejected': {
+      const { submissionId, railReceipt } = decision.record;
+      if (railReceipt === null) return { to: 'quarantine', submissionId, why: 'record: rejected-without-receipt' };
+      return { to: 'record-rejected', submissionId, why: 'rail declined the transfer', railReceipt };
+    }
     case 'record-ambiguous':
       return {
         to: 'quarantine',

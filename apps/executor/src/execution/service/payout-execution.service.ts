@@ -274,11 +274,7 @@ export class PayoutExecutionService {
     this.checkStillHeld(a);
     try {
       await this.payment('record_outcome', () =>
-        this.payments.railOutcome(a.payoutId, a.fence, {
-          outcome: 'ACKED',
-          submissionId: ack.submissionId,
-          railReference: ack.railReference,
-        }),
+        this.payments.railOutcome(a.payoutId, a.fence, { outcome: 'ACKED', ...ack }),
       );
     } catch (err) {
       return afterAckedRefused(err) ?? rethrow(err);
@@ -288,20 +284,20 @@ export class PayoutExecutionService {
   }
 
   /**
-   * P6 REJECTED: RAIL_SUBMITTED → FAILED, for a rail decline or a submission
-   * the proxy refused as invalid. Either way nothing moved; no rail retry.
+   * P6 REJECTED: RAIL_SUBMITTED → FAILED on the proxy's receipt of the rail's
+   * decline. Nothing moved; no rail retry.
    */
   private async recordRejected(a: Attempt, s: StepOf<'record-rejected'>): Promise<AttemptStep> {
-    if (s.refusal) this.reportInvalid(a, 'rail_proxy', 'submit', s.refusal);
     this.checkStillHeld(a);
     await this.payment('record_outcome', () =>
       this.payments.railOutcome(a.payoutId, a.fence, {
         outcome: 'REJECTED',
-        ...(s.submissionId ? { submissionId: s.submissionId } : {}),
+        submissionId: s.submissionId,
         reason: s.why.slice(0, 512),
+        railReceipt: s.railReceipt,
       }),
     );
-    return { to: 'end', result: { kind: 'failed', reason: s.reason } };
+    return { to: 'end', result: { kind: 'failed', reason: 'RAIL_REJECTED' } };
   }
 
   /**
@@ -312,7 +308,7 @@ export class PayoutExecutionService {
    * TIMEOUT/unresolved record and quarantines it: it is never resubmitted.
    */
   private async quarantine(a: Attempt, s: StepOf<'quarantine'>): Promise<AttemptStep> {
-    if (s.refusal) this.reportInvalid(a, 'payment_resource', 'record_outcome', s.refusal);
+    if (s.refusal) this.reportInvalid(a, s.refusal.hop, s.refusal.step, s.refusal.error);
     this.safety.railAmbiguous({
       payoutId: a.payoutId,
       accountId: a.accountId,

@@ -3,14 +3,22 @@ import {
   Body,
   Controller,
   Get,
+  Headers,
   HttpCode,
   Param,
   Post,
   Query,
 } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import {
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
 import type { VerifiedIdentity } from '@dlock/identity';
-import { PAYOUT_STATES } from '@dlock/payout-contract';
+import { PAYOUT_STATES, RAIL_RECEIPT_HEADER } from '@dlock/payout-contract';
 import type {
   AbandonResponse,
   ClaimResponse,
@@ -61,13 +69,28 @@ function FencedPayoutWrite(route: {
   ok: { description: string; schema: string };
   /** Answers of this write only, listed where they stand among the shared ones. */
   errors?: Parameters<typeof ApiContractErrors>;
+  /** When the write records a rail answer: which outcomes need the proxy's receipt. */
+  receipt?: string;
 }): MethodDecorator {
   const errors = route.errors ?? [...FENCED_WRITE_ERRORS, 'PROOF_REJECTED'];
+  const receipt = route.receipt
+    ? [
+        ApiHeader({
+          name: 'X-Rail-Receipt',
+          required: false,
+          description:
+            `The rail-proxy's signed receipt of the rail's answer, required ${route.receipt}; ` +
+            'missing, forged or not matching the request it is 403 PROOF_REJECTED (docs/rail.md, "Receipts")',
+          schema: { type: 'string' },
+        }),
+      ]
+    : [];
   // Listed top to bottom as they would be stacked on the method; applied bottom up like a stack.
   const stacked = [
     ApiOperation({ summary: route.summary }),
     PAYOUT_PARAM,
     ApiFencedWriteHeaders(),
+    ...receipt,
     ApiOkResponse({ description: route.ok.description, schema: schemaRef(route.ok.schema) }),
     ApiContractErrors(...errors),
     Post(`:payoutId/${route.action}`),
@@ -134,13 +157,15 @@ export class PayoutsController {
     action: 'post',
     summary: 'Post an acknowledged payout to the ledger',
     ok: { description: 'Posted', schema: 'PostResponse' },
+    receipt: 'always (an ACKED receipt)',
   })
   post(
     @Param('payoutId') payoutId: string,
     @FencedGrant() grant: FencedGrantHeaders,
     @Body() body: PostBody,
+    @Headers(RAIL_RECEIPT_HEADER) receipt: string | string[] | undefined,
   ): Promise<PostResponse> {
-    return this.commands.post(payoutIdParam(payoutId), grant, body);
+    return this.commands.post(payoutIdParam(payoutId), grant, body, receipt);
   }
 
   /** P6 — record a rail outcome (docs/contract.md). */
@@ -148,13 +173,15 @@ export class PayoutsController {
     action: 'rail-outcome',
     summary: 'Record what the rail answered for the payout',
     ok: { description: 'Recorded', schema: 'RailOutcomeResponse' },
+    receipt: 'for ACKED and REJECTED',
   })
   railOutcome(
     @Param('payoutId') payoutId: string,
     @FencedGrant() grant: FencedGrantHeaders,
     @Body() body: RailOutcomeBody,
+    @Headers(RAIL_RECEIPT_HEADER) receipt: string | string[] | undefined,
   ): Promise<RailOutcomeResponse> {
-    return this.commands.railOutcome(payoutIdParam(payoutId), grant, body);
+    return this.commands.railOutcome(payoutIdParam(payoutId), grant, body, receipt);
   }
 
   /** P7: operator action, no token. */
@@ -178,12 +205,14 @@ export class PayoutsController {
     action: 'resolve',
     summary: 'Resolve an ambiguous payout from the rail’s record',
     ok: { description: 'Resolved', schema: 'ResolveResponse' },
+    receipt: 'always (from R3, the proxy’s evidence)',
   })
   resolve(
     @Param('payoutId') payoutId: string,
     @FencedGrant() grant: FencedGrantHeaders,
     @Body() body: ResolveBody,
+    @Headers(RAIL_RECEIPT_HEADER) receipt: string | string[] | undefined,
   ): Promise<ResolveResponse> {
-    return this.commands.resolve(payoutIdParam(payoutId), grant, body);
+    return this.commands.resolve(payoutIdParam(payoutId), grant, body, receipt);
   }
 }

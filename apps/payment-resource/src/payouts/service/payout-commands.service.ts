@@ -22,7 +22,9 @@ import type {
   ResolveRequest,
   ResolveResponse,
   TransitionView,
+  RailReceiptClaims,
 } from '@dlock/payout-contract';
+import { receiptMismatch } from '@dlock/payout-contract';
 import { SafetyEvents } from '@dlock/observability';
 import { preparedManager } from '@dlock/persistence';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
@@ -51,6 +53,7 @@ import {
   type WriteOutcome,
 } from './fenced-writer';
 import { InstructionSigner } from './instruction-signer';
+import { ReceiptCheck } from './receipt-check';
 import { requestHash } from '../domain/canonical';
 import { asUnavailable } from './paydb-errors';
 
@@ -87,6 +90,7 @@ export class PayoutCommands {
     private readonly safety: SafetyEvents,
     private readonly metrics: PaymentMetrics,
     private readonly instructions: InstructionSigner,
+    private readonly receipts: ReceiptCheck,
     @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
   ) {}
 
@@ -172,16 +176,22 @@ export class PayoutCommands {
    * path (FencedWriter.tryFast); everything else, and whatever changed since
    * that read, takes the transactional path, which answers it.
    */
-  railOutcome(
+  async railOutcome(
     payoutId: string,
     grant: Grant,
     body: RailOutcomeRequest,
+    receipt: string | string[] | undefined,
   ): Promise<RailOutcomeResponse> {
     if (body.outcome === 'ACKED' && body.submissionId === undefined) {
       throw new ValidationError([
         { field: 'submissionId', message: 'submissionId is required when outcome is ACKED' },
       ]);
     }
+    // What the rail answered needs the proxy's receipt; SUBMITTED and AMBIGUOUS move no money.
+    const evidence =
+      body.outcome === 'ACKED' || body.outcome === 'REJECTED'
+        ? await this.receipts.verify(payoutId, grant, receipt, { ...body, outcome: body.outcome })
+        : null;
     const event = RAIL_EVENT[body.outcome];
     const answered = (ctx: FenceContext) => {
       // RAIL_SUBMITTED answers the instruction the rail-proxy admits the submission on.
@@ -199,11 +209,13 @@ export class PayoutCommands {
       async (tx, ctx) => {
         this.allowed(ctx.payout, event, grant);
         this.sameSubmission(ctx.payout, body.submissionId);
+        if (evidence) this.receipts.againstPayout(evidence, ctx.payout, grant);
         return this.recordAnswered(tx, ctx, answered(ctx));
       },
       (ctx) =>
         transition(ctx.payout.state, event).allowed &&
-        !otherSubmission(ctx.payout, body.submissionId)
+        !otherSubmission(ctx.payout, body.submissionId) &&
+        fits(evidence, ctx.payout)
           ? answered(ctx)
           : null,
     );
@@ -216,7 +228,16 @@ export class PayoutCommands {
    * as read allows, to a clearing account known to exist, first tries the
    * one-statement fast path, which books the same in the same lock order.
    */
-  async post(payoutId: string, grant: Grant, body: PostRequest): Promise<PostResponse> {
+  async post(
+    payoutId: string,
+    grant: Grant,
+    body: PostRequest,
+    receipt: string | string[] | undefined,
+  ): Promise<PostResponse> {
+    const evidence = await this.receipts.verify(payoutId, grant, receipt, {
+      ...body,
+      outcome: 'ACKED',
+    });
     let created: string | undefined;
     const answer = await this.writer.run(
       this.command('post', 'post', payoutId, grant, body, true),
@@ -224,6 +245,7 @@ export class PayoutCommands {
         const payout = ctx.payout;
         this.allowed(payout, 'POST', grant);
         this.sameSubmission(payout, body.submissionId);
+        this.receipts.againstPayout(evidence, payout, grant);
         const clearing = this.clearingFor(payout);
         if (!this.knownClearing.has(clearing)) {
           await this.accounts.ensureSystem(tx, clearing, 'CLEARING', payout.currency);
@@ -242,7 +264,7 @@ export class PayoutCommands {
         this.metrics.ledgerPostingsTotal.inc();
         return this.ok(postBody(payoutId, updated.state, entries, account.balanceMinor, grant));
       },
-      (ctx) => this.fastPost(ctx, grant, body),
+      (ctx) => (fits(evidence, ctx.payout) ? this.fastPost(ctx, grant, body) : null),
     );
     // Committed: the clearing account exists for good (accounts are never deleted).
     if (created !== undefined) this.knownClearing.add(created);
@@ -301,8 +323,17 @@ export class PayoutCommands {
     );
   }
 
-  /** P8: the reconciler's only way out of RAIL_AMBIGUOUS, on the rail's evidence. */
-  resolve(payoutId: string, grant: Grant, body: ResolveRequest): Promise<ResolveResponse> {
+  /** P8: the reconciler's only way out of RAIL_AMBIGUOUS, on the rail's record as the proxy receipted it. */
+  async resolve(
+    payoutId: string,
+    grant: Grant,
+    body: ResolveRequest,
+    receipt: string | string[] | undefined,
+  ): Promise<ResolveResponse> {
+    const evidence = await this.receipts.verify(payoutId, grant, receipt, {
+      ...body,
+      outcome: body.resolution,
+    });
     return this.writer.run(
       this.command('resolve', 'resolve', payoutId, grant, body, true),
       async (tx, ctx) => {
@@ -311,6 +342,7 @@ export class PayoutCommands {
           body.resolution === 'ACKED' ? 'RESOLVE_ACKED' : 'RESOLVE_NOT_FOUND';
         this.allowed(payout, event, grant);
         this.sameSubmission(payout, body.submissionId);
+        this.receipts.againstPayout(evidence, payout, grant);
         const patch: Omit<PayoutPatch, 'state'> = {
           submissionId: body.submissionId,
           railReference: body.railReference,
@@ -629,6 +661,11 @@ function railPatch(body: RailOutcomeRequest): Omit<PayoutPatch, 'state'> {
       break;
   }
   return patch;
+}
+
+/** The fast path takes only a write whose receipt is of this payout; the transaction refuses the rest. */
+function fits(evidence: RailReceiptClaims | null, payout: Payout): boolean {
+  return evidence === null || receiptMismatch(evidence, payout) === null;
 }
 
 /** An outcome naming another submission than the one recorded (INV-02). */

@@ -88,10 +88,11 @@ export function railRejectedError(
   req: SubmissionRequest,
   submissionId: string,
   railStatus: number,
+  railReceipt: string,
 ): DlockError {
   return new DlockError('VALIDATION_FAILED', 'the rail declined the transfer', {
     httpStatus: 422,
-    details: { payoutId: req.payoutId, submissionId, outcome: 'REJECTED', railStatus },
+    details: { payoutId: req.payoutId, submissionId, outcome: 'REJECTED', railStatus, railReceipt },
   });
 }
 

@@ -14,14 +14,17 @@ import { PayoutIdParams, SubmissionBody } from './dto';
 import {
   PAYOUT_INSTRUCTION_HEADER,
   railClientRef,
+  type RailEvidence,
   type SubmissionView,
   type SubmissionsResponse,
   type SubmitResponse,
 } from '@dlock/payout-contract';
 import { SubmissionService } from '../service/submission.service';
+import { RailEvidenceService } from '../service/rail-evidence.service';
+import { ReceiptSigner } from '../service/receipt-signer';
 import type { SubmissionRecord } from '../domain/submission.types';
 
-function view(r: SubmissionRecord): SubmissionView {
+function view(r: SubmissionRecord, railReceipt: string | null): SubmissionView {
   return {
     submissionId: r.submissionId,
     payoutId: r.payoutId,
@@ -36,13 +39,18 @@ function view(r: SubmissionRecord): SubmissionView {
     errorCode: r.errorCode,
     submittedAt: formatInstant(r.createdAt),
     resolvedAt: r.resolvedAt ? formatInstant(r.resolvedAt) : null,
+    railReceipt,
   };
 }
 
 @ApiTags('rail')
 @Controller('v1/rail/submissions')
 export class SubmissionsController {
-  constructor(private readonly service: SubmissionService) {}
+  constructor(
+    private readonly service: SubmissionService,
+    private readonly evidenceOf: RailEvidenceService,
+    private readonly receipts: ReceiptSigner,
+  ) {}
 
   @ApiOperation({ summary: 'Submit a payout to the rail, once, under a grant (R1)' })
   @ApiFencedWriteHeaders()
@@ -103,6 +111,17 @@ export class SubmissionsController {
     if (records.length === 0) {
       throw new DlockError('NOT_FOUND', 'no rail submission recorded for this payout');
     }
-    return { payoutId: params.payoutId.toLowerCase(), submissions: records.map(view) };
+    const submissions = records.map((r) => view(r, this.receipts.ofRecord(r)));
+    return { payoutId: params.payoutId.toLowerCase(), submissions };
+  }
+
+  /** R3: the rail's record of the payout and the receipt it earns (docs/rail.md, "Receipts"). */
+  @ApiOperation({ summary: 'The rail’s record of a payout, with the receipt it earns (R3)' })
+  @ApiOkResponse({ description: 'The record', schema: schemaRef('RailEvidence') })
+  @ApiContractErrors('RAIL_UNAVAILABLE')
+  @Get(':payoutId/evidence')
+  @Operation('rail.evidence')
+  evidence(@Param() params: PayoutIdParams): Promise<RailEvidence> {
+    return this.evidenceOf.evidence(params.payoutId);
   }
 }

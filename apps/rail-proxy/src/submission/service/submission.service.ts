@@ -28,6 +28,7 @@ import {
   type AmbiguousReason,
 } from '../domain/submission.errors';
 import { SubmissionProofs } from './submission-proofs';
+import { ReceiptSigner } from './receipt-signer';
 import { SubmissionRepository } from '../persistence/submission.repository';
 import type { SubmissionRecord, SubmissionRequest } from '../domain/submission.types';
 
@@ -57,6 +58,7 @@ export class SubmissionService {
     private readonly safety: SafetyEvents,
     private readonly metrics: RailProxyMetrics,
     private readonly proofs: SubmissionProofs,
+    private readonly receipts: ReceiptSigner,
   ) {
     safety.guardsResource('rail');
     safety.watchesRegression('rail-proxy');
@@ -274,10 +276,16 @@ export class SubmissionService {
           status: 200,
         });
         this.metrics.outcome('acked');
-        return ackedBody(resolved);
+        return this.ackedBody(resolved);
       }
       case 'declined': {
-        const error = railRejectedError(req, intent.submissionId, answer.status);
+        // The receipt rides in the stored answer, so a replay carries the same (docs/rail.md, "Receipts").
+        const receipt = this.receipts.sign(req.payoutId, intent, {
+          out: 'REJECTED',
+          ref: null,
+          atMs: Date.now(),
+        });
+        const error = railRejectedError(req, intent.submissionId, answer.status, receipt);
         await this.record(
           req,
           intent,
@@ -406,7 +414,24 @@ export class SubmissionService {
     assert(submissionId, 'an answered scope names its submission');
     const acked = await this.guardDb(req.traceId, () => this.submissions.find(submissionId));
     assert(acked, `submission ${submissionId} of an answered scope is missing`);
-    return ackedBody(acked);
+    return this.ackedBody(acked);
+  }
+
+  /** R1's 200: the acknowledged record and its receipt (docs/rail.md, "Receipts"). */
+  private ackedBody(r: SubmissionRecord): SubmitResponse {
+    assert(r.outcome === 'ACKED' && r.railReference && r.resolvedAt, 'not an acked submission');
+    const railReceipt = this.receipts.ofRecord(r);
+    assert(railReceipt !== null, 'an acked submission has a receipt');
+    return {
+      submissionId: r.submissionId,
+      payoutId: r.payoutId,
+      presentedToken: formatFencingToken(r.presentedToken),
+      outcome: 'ACKED',
+      railReference: r.railReference,
+      submittedAt: formatInstant(r.createdAt),
+      resolvedAt: formatInstant(r.resolvedAt),
+      railReceipt,
+    };
   }
 
   /** Before the intent: a rail call cut short by the deadline would be ambiguous (docs/rail.md). */
@@ -467,17 +492,4 @@ function errorName(err: unknown): string {
   const e = err as { code?: unknown; name?: unknown } | null;
   if (typeof e?.code === 'string') return e.code;
   return typeof e?.name === 'string' ? e.name : 'error';
-}
-
-export function ackedBody(r: SubmissionRecord): SubmitResponse {
-  assert(r.outcome === 'ACKED' && r.railReference && r.resolvedAt, 'not an acked submission');
-  return {
-    submissionId: r.submissionId,
-    payoutId: r.payoutId,
-    presentedToken: formatFencingToken(r.presentedToken),
-    outcome: 'ACKED',
-    railReference: r.railReference,
-    submittedAt: formatInstant(r.createdAt),
-    resolvedAt: formatInstant(r.resolvedAt),
-  };
 }

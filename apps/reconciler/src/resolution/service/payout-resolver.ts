@@ -44,6 +44,7 @@ export class PayoutResolver {
     payout: PayoutRecord,
     verdict: Writable,
     lookup: RailLookup,
+    railReceipt: string,
     signal: AbortSignal,
   ): Promise<ResolutionResult> {
     const submissionId = payout.submissionId ?? (await this.liveSubmissionId(payout.payoutId));
@@ -62,13 +63,16 @@ export class PayoutResolver {
     };
     let resolved = false;
     try {
-      const railReference = await this.resolve(handle, payout, verdict, lookup, submissionId);
+      const evidence = { verdict, lookup, railReceipt };
+      const railReference = await this.resolve(handle, payout, evidence, submissionId);
       resolved = true;
       this.logger.log(
         { event: 'ambiguous_resolved', resolution: verdict.kind, railReference, ...log },
         `RAIL_AMBIGUOUS payout resolved from rail evidence: ${verdict.kind}`,
       );
-      if (verdict.kind === 'acked') await this.post(handle, payout, verdict, submissionId, log);
+      if (verdict.kind === 'acked') {
+        await this.post(handle, payout, { verdict, railReceipt }, submissionId, log);
+      }
       return verdict.kind;
     } catch (err) {
       return this.stopped(err, resolved, verdict.kind, log);
@@ -81,8 +85,7 @@ export class PayoutResolver {
   private async resolve(
     handle: LockHandle,
     payout: PayoutRecord,
-    verdict: Writable,
-    lookup: RailLookup,
+    { verdict, lookup, railReceipt }: { verdict: Writable; lookup: RailLookup; railReceipt: string },
     submissionId: string | null,
   ): Promise<string | undefined> {
     handle.checkStillHeld();
@@ -96,16 +99,17 @@ export class PayoutResolver {
         ...(railReference !== undefined ? { railReference } : {}),
         ...(submissionId !== null ? { submissionId } : {}),
       },
+      railReceipt,
       handle.signal,
     );
     return railReference;
   }
 
-  /** Posts an ACKED resolution under the same lock, when the submission is known. */
+  /** Posts an ACKED resolution under the same lock and on the same receipt, when the submission is known. */
   private async post(
     handle: LockHandle,
     payout: PayoutRecord,
-    verdict: Extract<Verdict, { kind: 'acked' }>,
+    { verdict, railReceipt }: { verdict: Extract<Verdict, { kind: 'acked' }>; railReceipt: string },
     submissionId: string | null,
     log: ResolutionLog,
   ): Promise<void> {
@@ -120,7 +124,7 @@ export class PayoutResolver {
     await this.payments.post(
       payout.payoutId,
       handle.fence,
-      { railReference: verdict.transfer.railReference, submissionId },
+      { railReference: verdict.transfer.railReference, submissionId, railReceipt },
       handle.signal,
     );
   }

@@ -2,10 +2,15 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { formatInstant } from '@dlock/lock-api';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
 import { ReconcilerMetrics, RESOLUTION_RESULTS, type ResolutionResult } from '../../metrics';
-import type { PaymentResourceClient, PayoutRecord, RailLookupClient } from '@dlock/payout-contract';
+import {
+  RailProxyClient,
+  type PaymentResourceClient,
+  type PayoutRecord,
+} from '@dlock/payout-contract';
 import { attemptEndedAt, classify, type Verdict } from '../domain/evidence';
 import { PAYMENT_RESOURCE, PayoutResolver } from './payout-resolver';
 
+/** The rail's own lookup, read directly by the rail sweep (docs/reconciler.md). */
 export const RAIL_LOOKUP = Symbol('RAIL_LOOKUP');
 
 export interface DuplicateFlag {
@@ -69,7 +74,7 @@ export class ResolutionService {
 
   constructor(
     @Inject(PAYMENT_RESOURCE) private readonly payments: PaymentResourceClient,
-    @Inject(RAIL_LOOKUP) private readonly rail: RailLookupClient,
+    private readonly proxy: RailProxyClient,
     @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
     private readonly resolver: PayoutResolver,
     private readonly metrics: ReconcilerMetrics,
@@ -134,7 +139,8 @@ export class ResolutionService {
     try {
       payout = await this.payments.get(payoutId, signal);
       if (payout.state !== 'RAIL_AMBIGUOUS') return (result = 'not_ambiguous');
-      const lookup = await this.rail.lookup(payout.clientRef, signal);
+      // The rail's record as the proxy read it, with the receipt P8 is written on (docs/rail.md, "Receipts").
+      const { lookup, railReceipt } = await this.proxy.evidence(payoutId, signal);
       const verdict = classify(
         {
           payoutId,
@@ -151,7 +157,7 @@ export class ResolutionService {
         new Date(),
         this.config.RECONCILER_SETTLEMENT_WINDOW_MS,
       );
-      result = await this.act(payout, verdict, lookup, signal);
+      result = await this.act(payout, verdict, lookup, railReceipt, signal);
       return result;
     } catch (err) {
       this.logger.warn(
@@ -170,12 +176,18 @@ export class ResolutionService {
     payout: PayoutRecord,
     verdict: Verdict,
     lookup: Parameters<PayoutResolver['apply']>[2],
+    railReceipt: string | null,
     signal: AbortSignal,
   ): Promise<ResolutionResult> | ResolutionResult {
     switch (verdict.kind) {
       case 'acked':
       case 'not_found':
-        return this.resolver.apply(payout, verdict, lookup, signal);
+        if (railReceipt !== null) {
+          return this.resolver.apply(payout, verdict, lookup, railReceipt, signal);
+        }
+        // The proxy's rules refused what ours allowed (e.g. a transfer it has no submission for).
+        this.flagMismatch(payout, lookup.transfers[0]?.railReference ?? '', 'no rail receipt');
+        return 'mismatch';
       case 'duplicate':
         this.flagDuplicate(
           payout,
