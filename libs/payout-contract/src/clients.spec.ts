@@ -5,11 +5,14 @@ import { DlockError, FencedOutError, type FenceCredential } from '@dlock/lock-ap
 import { PeerProtocolError } from '@dlock/http-client';
 import { PaymentResourceClient } from './payment-resource.client';
 import { RailProxyClient } from './rail-proxy.client';
+import { RAIL_RECEIPT_HEADER } from './rail-receipt';
 
 /** A grant as a handle holds it: the token and the lock-server's proof of it. */
 const fence = (token: unknown, proof = 'grant-proof'): FenceCredential =>
   ({ token, proof }) as FenceCredential;
 const INSTRUCTION = 'instruction';
+/** A rail receipt as the proxy signs it; the clients carry it opaque. */
+const RECEIPT = 'eyJhbGciOiJFZERTQSJ9.receipt.sig';
 
 /** The executor's submit budget with an 800 ms rail read timeout (apps/executor lease.ts). */
 const SUBMIT_BUDGET = { connectTimeoutMs: 1_000, readTimeoutMs: 2_800 };
@@ -65,17 +68,31 @@ describe('a missing or invalid token or proof is a programming error, never a wa
     { token: 5n, proof: undefined } as unknown as FenceCredential,
   ];
 
-  test.each(bad)('payment-resource claim/outcome/post with %p throw before sending', async (f) => {
-    const c = payments();
-    expect(() => c.claim(PAYOUT, f, 'PENDING')).toThrow(AssertionError);
-    await expect(c.markSubmitted(PAYOUT, f)).rejects.toThrow(AssertionError);
-    expect(() => c.railOutcome(PAYOUT, f, { outcome: 'AMBIGUOUS' })).toThrow(AssertionError);
-    expect(() => c.post(PAYOUT, f, { submissionId: 's', railReference: 'r' })).toThrow(
-      AssertionError,
-    );
-    c.close();
-    expect(seen).toHaveLength(0);
-  });
+  test.each(bad)(
+    'payment-resource claim/outcome/post/resolve with %p throw before sending',
+    async (f) => {
+      const c = payments();
+      expect(() => c.claim(PAYOUT, f, 'PENDING')).toThrow(AssertionError);
+      await expect(c.markSubmitted(PAYOUT, f)).rejects.toThrow(AssertionError);
+      expect(() => c.railOutcome(PAYOUT, f, { outcome: 'AMBIGUOUS' })).toThrow(AssertionError);
+      expect(() =>
+        c.railOutcome(PAYOUT, f, {
+          outcome: 'ACKED',
+          submissionId: 's',
+          railReference: 'r',
+          railReceipt: RECEIPT,
+        }),
+      ).toThrow(AssertionError);
+      expect(() =>
+        c.post(PAYOUT, f, { submissionId: 's', railReference: 'r', railReceipt: RECEIPT }),
+      ).toThrow(AssertionError);
+      expect(() => c.resolve(PAYOUT, f, { resolution: 'ACKED', evidence: 'e' }, RECEIPT)).toThrow(
+        AssertionError,
+      );
+      c.close();
+      expect(seen).toHaveLength(0);
+    },
+  );
 
   test.each(bad)('rail-proxy submit with %p rejects before sending', async (f) => {
     const c = rail();
@@ -98,7 +115,11 @@ test('every protected call sends the token, its proof, the owner and the payout 
   reply = { status: 200, body: { payoutId: PAYOUT, state: 'CLAIMED' } };
   await c.claim(PAYOUT, fence(token), 'PENDING');
   reply = { status: 200, body: { payoutId: PAYOUT, state: 'POSTED' } };
-  await c.post(PAYOUT, fence(token), { submissionId: 's', railReference: 'r' });
+  await c.post(PAYOUT, fence(token), {
+    submissionId: 's',
+    railReference: 'r',
+    railReceipt: RECEIPT,
+  });
   c.close();
   const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
   reply = {
@@ -108,11 +129,17 @@ test('every protected call sends the token, its proof, the owner and the payout 
       railReference: 'r',
       presentedToken: token.toString(),
       outcome: 'ACKED',
+      railReceipt: RECEIPT,
     },
   };
   const ack = await r.submit(fence(token), INSTRUCTION, SUBMISSION);
   r.close();
-  expect(ack.presentedToken).toBe(token);
+  expect(ack).toEqual({
+    submissionId: 's',
+    railReference: 'r',
+    presentedToken: token,
+    railReceipt: RECEIPT,
+  });
   for (const call of seen) expect(call.headers['x-grant-proof']).toBe('grant-proof');
   expect(seen.map((x) => x.headers['x-payout-instruction'])).toEqual([
     undefined,
@@ -133,10 +160,68 @@ test('every protected call sends the token, its proof, the owner and the payout 
     [`/v1/payouts/${PAYOUT}/post`, '9007199254740993', 'w-1', `payout-${PAYOUT}`, '3000'],
     ['/v1/rail/submissions', '9007199254740993', 'w-1', `payout-${PAYOUT}`, '2800'],
   ]);
+  // P3 is booked on the ACKED receipt: in its header, never in the body.
+  expect(seen.map((x) => x.headers[RAIL_RECEIPT_HEADER])).toEqual([undefined, RECEIPT, undefined]);
   expect(JSON.parse(seen[1].body)).toEqual({
     railReference: 'r',
     submissionId: 's',
     railOutcome: 'ACKED',
+  });
+});
+
+describe("P6: a rail outcome carries its receipt as X-Rail-Receipt, the body stays the contract's", () => {
+  const write = async (record: Parameters<PaymentResourceClient['railOutcome']>[2]) => {
+    const c = new PaymentResourceClient(base, 'w-1');
+    reply = { status: 200, body: { payoutId: PAYOUT, state: 'RAIL_ACKED' } };
+    await c.railOutcome(PAYOUT, fence(5n), record);
+    c.close();
+    expect(seen).toHaveLength(1);
+    expect(seen[0].url).toBe(`/v1/payouts/${PAYOUT}/rail-outcome`);
+    return { receipt: seen[0].headers[RAIL_RECEIPT_HEADER], body: JSON.parse(seen[0].body) };
+  };
+
+  test('ACKED', async () => {
+    const sent = await write({
+      outcome: 'ACKED',
+      submissionId: 's',
+      railReference: 'r',
+      railReceipt: RECEIPT,
+    });
+    expect(sent).toEqual({
+      receipt: RECEIPT,
+      body: { outcome: 'ACKED', submissionId: 's', railReference: 'r' },
+    });
+  });
+
+  test('REJECTED', async () => {
+    const sent = await write({
+      outcome: 'REJECTED',
+      submissionId: 's',
+      reason: 'rail declined the transfer',
+      railReceipt: RECEIPT,
+    });
+    expect(sent).toEqual({
+      receipt: RECEIPT,
+      body: { outcome: 'REJECTED', submissionId: 's', reason: 'rail declined the transfer' },
+    });
+  });
+
+  test('AMBIGUOUS: no receipt, no header', async () => {
+    const record = { outcome: 'AMBIGUOUS' as const, submissionId: 's', reason: 'timeout' };
+    expect(await write(record)).toEqual({ receipt: undefined, body: record });
+  });
+
+  test('SUBMITTED: no receipt, no header', async () => {
+    const c = new PaymentResourceClient(base, 'w-1');
+    reply = {
+      status: 200,
+      body: { payoutId: PAYOUT, state: 'RAIL_SUBMITTED', railInstruction: INSTRUCTION },
+    };
+    await c.markSubmitted(PAYOUT, fence(5n));
+    c.close();
+    expect(seen).toHaveLength(1);
+    expect(seen[0].headers[RAIL_RECEIPT_HEADER]).toBeUndefined();
+    expect(JSON.parse(seen[0].body)).toEqual({ outcome: 'SUBMITTED' });
   });
 });
 
@@ -187,7 +272,12 @@ test('the reconciler: P8 under its own token and owner, and floor raises attribu
   const r = new RailProxyClient(base, 'reconciler-1');
   reply = { status: 200, body: { payoutId: PAYOUT, state: 'RAIL_ACKED' } };
   await expect(
-    c.resolve(PAYOUT, fence(7n), { resolution: 'ACKED', evidence: 'one settled transfer' }),
+    c.resolve(
+      PAYOUT,
+      fence(7n),
+      { resolution: 'ACKED', evidence: 'one settled transfer' },
+      RECEIPT,
+    ),
   ).resolves.toEqual({ payoutId: PAYOUT, state: 'RAIL_ACKED' });
   const raise = { revocationId: 'r-1', accountId: 'acct-1', floor: 2n ** 60n, reason: 'revoked' };
   queued.push(
@@ -207,6 +297,17 @@ test('the reconciler: P8 under its own token and owner, and floor raises attribu
     ['/v1/rail/high-water/acct-1/floor', undefined, 'reconciler-1'],
   ]);
   expect(seen[0].headers['x-owner-id']).toBe('reconciler-1');
+  // P8 is resolved on the proxy's receipt of the rail's record (R3): in its header, not the body.
+  expect(seen[0].headers[RAIL_RECEIPT_HEADER]).toBe(RECEIPT);
+  expect(JSON.parse(seen[0].body)).toEqual({
+    resolution: 'ACKED',
+    evidence: 'one settled transfer',
+  });
+  expect(seen.slice(1).map((x) => x.headers[RAIL_RECEIPT_HEADER])).toEqual([
+    undefined,
+    undefined,
+    undefined,
+  ]);
   expect(JSON.parse(seen[3].body)).toEqual({
     floor: '1152921504606846976',
     revocationId: 'r-1',
@@ -246,8 +347,26 @@ test('R2: 404 means no records; an answer off the contract is a protocol error, 
   const record = { submissionId: 's', railReference: null, presentedToken: '9' };
   reply = { status: 200, body: { payoutId: PAYOUT, submissions: [{ ...record, outcome: null }] } };
   await expect(r.records(PAYOUT)).resolves.toEqual([
-    { ...record, outcome: null, presentedToken: 9n },
+    { ...record, outcome: null, presentedToken: 9n, railReceipt: null },
   ]);
+  // An ACKED record carries the receipt P6 ACKED and P3 are booked on.
+  const acked = {
+    ...record,
+    railReference: 'r',
+    outcome: 'ACKED',
+    railReceipt: RECEIPT,
+  };
+  const fenced = { ...record, submissionId: 's-0', outcome: 'FENCED', railReceipt: null };
+  reply = { status: 200, body: { payoutId: PAYOUT, submissions: [fenced, acked] } };
+  await expect(r.records(PAYOUT)).resolves.toEqual([
+    { ...fenced, presentedToken: 9n },
+    { ...acked, presentedToken: 9n },
+  ]);
+  reply = {
+    status: 200,
+    body: { payoutId: PAYOUT, submissions: [{ ...acked, railReceipt: 42 }] },
+  };
+  await expect(r.records(PAYOUT)).rejects.toBeInstanceOf(PeerProtocolError);
   reply = {
     status: 200,
     body: { payoutId: PAYOUT, submissions: [{ ...record, outcome: 'PAID' }] },
@@ -258,6 +377,75 @@ test('R2: 404 means no records; an answer off the contract is a protocol error, 
   await expect(c.claim(PAYOUT, fence(5n), 'PENDING')).rejects.toBeInstanceOf(PeerProtocolError);
   c.close();
   r.close();
+});
+
+test('R1: a 200 without its receipt is a protocol error, never an ack to record', async () => {
+  const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
+  const acked = { submissionId: 's', railReference: 'r', presentedToken: '5', outcome: 'ACKED' };
+  reply = { status: 200, body: acked };
+  await expect(r.submit(fence(5n), INSTRUCTION, SUBMISSION)).rejects.toBeInstanceOf(
+    PeerProtocolError,
+  );
+  reply = { status: 200, body: { ...acked, railReceipt: null } };
+  await expect(r.submit(fence(5n), INSTRUCTION, SUBMISSION)).rejects.toBeInstanceOf(
+    PeerProtocolError,
+  );
+  r.close();
+});
+
+test('R1: a rail decline (422) comes back as its typed error with the receipt in its details', async () => {
+  const r = new RailProxyClient(base, 'w-1', SUBMIT_BUDGET);
+  reply = {
+    status: 422,
+    body: {
+      ...envelope('VALIDATION_FAILED'),
+      details: { outcome: 'REJECTED', submissionId: 's', railReceipt: RECEIPT },
+    },
+  };
+  const err: unknown = await r.submit(fence(5n), INSTRUCTION, SUBMISSION).catch((e: unknown) => e);
+  r.close();
+  expect(err).toBeInstanceOf(DlockError);
+  expect(err).toMatchObject({
+    code: 'VALIDATION_FAILED',
+    httpStatus: 422,
+    details: { outcome: 'REJECTED', submissionId: 's', railReceipt: RECEIPT },
+  });
+  expect(seen).toHaveLength(1);
+});
+
+test("R3: the rail's record as the proxy read it, with the receipt it earns or null", async () => {
+  const r = new RailProxyClient(base, 'reconciler-1');
+  const lookup = {
+    clientRef: `payout-${PAYOUT}`,
+    asOf: '2026-12-01T06:00:00.000Z',
+    settlementWindowMs: 60_000,
+    transfers: [
+      {
+        railReference: 'rr-1',
+        clientRef: `payout-${PAYOUT}`,
+        amountMinor: 1,
+        currency: 'EUR',
+        acceptedAt: '2026-12-01T05:59:00.000Z',
+        settled: true,
+        settledAt: '2026-12-01T05:59:30.000Z',
+        duplicateOf: null,
+      },
+    ],
+  };
+  reply = { status: 200, body: { payoutId: PAYOUT, lookup, railReceipt: RECEIPT } };
+  await expect(r.evidence(PAYOUT)).resolves.toEqual({
+    payoutId: PAYOUT,
+    lookup,
+    railReceipt: RECEIPT,
+  });
+  reply = { status: 200, body: { payoutId: PAYOUT, lookup, railReceipt: null } };
+  await expect(r.evidence(PAYOUT)).resolves.toMatchObject({ railReceipt: null });
+  reply = { status: 200, body: { payoutId: PAYOUT, lookup, railReceipt: 42 } };
+  await expect(r.evidence(PAYOUT)).rejects.toBeInstanceOf(PeerProtocolError);
+  r.close();
+  expect(seen.map((x) => [x.method, x.url])).toEqual(
+    Array.from({ length: 3 }, () => ['GET', `/v1/rail/submissions/${PAYOUT}/evidence`]),
+  );
 });
 
 test('a rail-proxy client built without a submit budget cannot submit', async () => {

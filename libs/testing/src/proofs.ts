@@ -179,7 +179,7 @@ function receiptFor(
   req: GuardedRequest,
 ): string | null {
   const body = (req.body ?? {}) as Record<string, unknown>;
-  const text = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : null);
+  const text = (k: string) => (typeof body[k] === 'string' ? body[k] : null);
   const out =
     action === 'post'
       ? 'ACKED'

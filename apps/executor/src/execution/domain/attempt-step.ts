@@ -49,6 +49,8 @@ export type AttemptStep =
       /** Set after a DUPLICATE_SUBMISSION answer (the proxy's details): never submit again. */
       readonly duplicate?: Record<string, unknown>;
     }
+  /** RAIL_ACKED whose R2 record has no receipt: the rail's record through R3 (recovery.ts). */
+  | { readonly to: 'post-from-evidence'; readonly view: PayoutView }
   | { readonly to: 'record-acked'; readonly ack: Ack }
   | {
       readonly to: 'record-rejected';

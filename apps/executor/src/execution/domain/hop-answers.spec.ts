@@ -79,29 +79,58 @@ describe('the submit: every answer of the proxy other than ACKED', () => {
       quarantine('proxy: timeout'),
     ],
     [
-      'a rail decline (422, outcome REJECTED): FAILED citing the submission',
-      refusal('VALIDATION_FAILED', 422, { outcome: 'REJECTED', submissionId: 's-1' }),
+      "a rail decline (422, outcome REJECTED): FAILED citing the submission, on the proxy's receipt",
+      refusal('VALIDATION_FAILED', 422, {
+        outcome: 'REJECTED',
+        submissionId: 's-1',
+        railReceipt: 'receipt-1',
+      }),
       {
         to: 'record-rejected',
         submissionId: 's-1',
         why: 'rail declined the transfer',
-        reason: 'RAIL_REJECTED',
+        railReceipt: 'receipt-1',
       },
     ],
     [
-      'refused at the door (400): FAILED as invalid, nothing presented',
+      "a rail decline without its receipt: quarantined, never FAILED on the worker's word",
+      refusal('VALIDATION_FAILED', 422, { outcome: 'REJECTED', submissionId: 's-1' }),
+      quarantine('rail decline without its receipt', 's-1'),
+    ],
+    [
+      'a rail decline whose receipt is not a string: quarantined',
+      refusal('VALIDATION_FAILED', 422, {
+        outcome: 'REJECTED',
+        submissionId: 's-1',
+        railReceipt: 7,
+      }),
+      quarantine('rail decline without its receipt', 's-1'),
+    ],
+    [
+      'a rail decline with a receipt but no submission: quarantined',
+      refusal('VALIDATION_FAILED', 422, { outcome: 'REJECTED', railReceipt: 'receipt-1' }),
+      quarantine('rail decline without its receipt'),
+    ],
+    [
+      'refused at the door (400): quarantined, nothing presented, the refusal reported',
       invalid400,
       {
-        to: 'record-rejected',
+        to: 'quarantine',
         why: 'rail-proxy refused the submission as invalid (VALIDATION_FAILED: beneficiaryRef); nothing was presented to the rail',
-        reason: 'INVALID_PAYOUT',
-        refusal: invalid400,
+        refusal: { hop: 'rail_proxy', step: 'submit', error: invalid400 },
       },
     ],
     [
-      'a 400 claiming outcome REJECTED is still a refusal at the door, never a decline',
-      refusal('VALIDATION_FAILED', 400, { outcome: 'REJECTED', submissionId: 's-1' }),
-      expect.objectContaining({ to: 'record-rejected', reason: 'INVALID_PAYOUT' }),
+      'a 400 claiming outcome REJECTED, even with a receipt, is still a refusal at the door, never a decline',
+      refusal('VALIDATION_FAILED', 400, {
+        outcome: 'REJECTED',
+        submissionId: 's-1',
+        railReceipt: 'receipt-1',
+      }),
+      expect.objectContaining({
+        to: 'quarantine',
+        refusal: expect.objectContaining({ hop: 'rail_proxy', step: 'submit' }),
+      }),
     ],
     [
       'outcome REJECTED with a 409: not a rail outcome',
@@ -144,6 +173,15 @@ describe('the submit: every answer of the proxy other than ACKED', () => {
     ['a non-contract error carrying a contract code', coded('RAIL_UNAVAILABLE'), undefined],
   ])('%s', (_name, err, next) => {
     expect(afterSubmitFailure(view, err)).toEqual(next);
+  });
+
+  it('no refusal at the door is recorded as FAILED: without a receipt nothing moves the ledger', () => {
+    const decline = { outcome: 'REJECTED', submissionId: 's-1', railReceipt: 'receipt-1' };
+    for (const details of [undefined, decline]) {
+      expect(afterSubmitFailure(view, refusal('VALIDATION_FAILED', 400, details))?.to).toBe(
+        'quarantine',
+      );
+    }
   });
 
   it('no answer of the proxy leads to a second submit', () => {
@@ -252,7 +290,14 @@ describe('the ACKED write: the rail took the money', () => {
     expect(afterAckedRefused(byPayments)).toEqual({
       to: 'quarantine',
       why: 'payment-resource refused the ACKED outcome as invalid',
-      refusal: invalid400,
+      refusal: { hop: 'payment_resource', step: 'record_outcome', error: invalid400 },
+    });
+  });
+
+  it('the refused step is the one payment-resource tagged', () => {
+    expect(afterAckedRefused(new RefusedByPaymentResource('post', invalid400))).toMatchObject({
+      to: 'quarantine',
+      refusal: { hop: 'payment_resource', step: 'post', error: invalid400 },
     });
   });
 

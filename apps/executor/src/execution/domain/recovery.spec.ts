@@ -10,12 +10,29 @@ import {
   firstStep,
   nextStepFor,
   stepForState,
+  stepFromEvidence,
   stepFromRecords,
   type ProxyRecord,
 } from './recovery';
 
-function record(outcome: ProxyRecord['outcome'], railReference: string | null = null): ProxyRecord {
-  return { submissionId: `sub-${String(outcome)}`, outcome, railReference, presentedToken: 7n };
+/** The proxy signs a receipt for an ACKED or REJECTED record only (docs/rail.md, "Receipts"). */
+function receiptFor(outcome: ProxyRecord['outcome']): string | null {
+  return outcome === 'ACKED' || outcome === 'REJECTED' ? `receipt-${outcome}` : null;
+}
+
+function record(
+  outcome: ProxyRecord['outcome'],
+  railReference: string | null = null,
+  over: Partial<ProxyRecord> = {},
+): ProxyRecord {
+  return {
+    submissionId: `sub-${String(outcome)}`,
+    outcome,
+    railReference,
+    presentedToken: 7n,
+    railReceipt: receiptFor(outcome),
+    ...over,
+  };
 }
 
 describe('recovery by state (docs/payment-resource.md)', () => {
@@ -138,23 +155,17 @@ describe('the step after the re-read', () => {
     expect(stepForState(viewIn(state))).toEqual(next);
   });
 
-  test('RAIL_ACKED is posted with the recorded submission and rail reference', () => {
+  test('RAIL_ACKED reads the proxy record (R2) first: P3 is booked on its receipt, not on the view', () => {
     const view = viewIn('RAIL_ACKED', { submissionId: 's-7', railReference: 'rr-7' });
-    expect(stepForState(view)).toEqual({
-      to: 'post',
-      ack: { submissionId: 's-7', railReference: 'rr-7' },
-    });
+    expect(stepForState(view)).toEqual({ to: 'resolve-from-record', view });
   });
 
   test.each([
     [{ submissionId: null, railReference: 'rr-7' }],
     [{ submissionId: 's-7', railReference: null }],
-  ])('RAIL_ACKED without its reference (%p) is not posted, and is reported', (over) => {
-    expect(stepForState(viewIn('RAIL_ACKED', over))).toEqual({
-      to: 'end',
-      result: { kind: 'abandoned', reason: 'acked-without-reference' },
-      alarm: 'RAIL_ACKED payout without its rail reference',
-    });
+  ])('RAIL_ACKED without its reference (%p) is resolved from the record too', (over) => {
+    const view = viewIn('RAIL_ACKED', over);
+    expect(stepForState(view)).toEqual({ to: 'resolve-from-record', view });
   });
 });
 
@@ -183,13 +194,19 @@ describe('the step after the proxy record', () => {
       'ACKED: recorded from it, then posted',
       [acked],
       false,
-      { to: 'record-acked', ack: { submissionId: 'sub-ACKED', railReference: 'rail-1' } },
+      {
+        to: 'record-acked',
+        ack: { submissionId: 'sub-ACKED', railReference: 'rail-1', railReceipt: 'receipt-ACKED' },
+      },
     ],
     [
       'ACKED after a duplicate: the same',
       [acked],
       true,
-      { to: 'record-acked', ack: { submissionId: 'sub-ACKED', railReference: 'rail-1' } },
+      {
+        to: 'record-acked',
+        ack: { submissionId: 'sub-ACKED', railReference: 'rail-1', railReceipt: 'receipt-ACKED' },
+      },
     ],
     [
       'ACKED without a rail reference: quarantined',
@@ -198,15 +215,27 @@ describe('the step after the proxy record', () => {
       { to: 'quarantine', submissionId: 'sub-ACKED', why: 'acked-record-without-reference' },
     ],
     [
-      'REJECTED: FAILED citing the submission',
+      "ACKED without its receipt: quarantined, never recorded on the worker's word",
+      [record('ACKED', 'rail-1', { railReceipt: null })],
+      false,
+      { to: 'quarantine', submissionId: 'sub-ACKED', why: 'acked-record-without-reference' },
+    ],
+    [
+      "REJECTED: FAILED citing the submission, on the proxy's receipt",
       [record('REJECTED')],
       false,
       {
         to: 'record-rejected',
         submissionId: 'sub-REJECTED',
         why: 'rail declined the transfer',
-        reason: 'RAIL_REJECTED',
+        railReceipt: 'receipt-REJECTED',
       },
+    ],
+    [
+      'REJECTED without its receipt: quarantined',
+      [record('REJECTED', null, { railReceipt: null })],
+      false,
+      { to: 'quarantine', submissionId: 'sub-REJECTED', why: 'record: rejected-without-receipt' },
     ],
     [
       'TIMEOUT: quarantined',
@@ -228,5 +257,96 @@ describe('the step after the proxy record', () => {
     ],
   ])('%s', (_name, records, afterDuplicate, next) => {
     expect(stepFromRecords(view, records, afterDuplicate)).toEqual(next);
+  });
+});
+
+describe('the step after the proxy record, for a RAIL_ACKED payout', () => {
+  const view = viewIn('RAIL_ACKED', { submissionId: 'sub-ACKED', railReference: 'rail-1' });
+
+  test('the record of the recorded submission: posted with its ack and receipt (no second P6 ACKED)', () => {
+    expect(stepFromRecords(view, [record('FENCED'), record('ACKED', 'rail-1')], false)).toEqual({
+      to: 'post',
+      ack: { submissionId: 'sub-ACKED', railReference: 'rail-1', railReceipt: 'receipt-ACKED' },
+    });
+  });
+
+  test('submission ids compare without regard to case', () => {
+    const upper = viewIn('RAIL_ACKED', { submissionId: 'SUB-ACKED', railReference: 'rail-1' });
+    expect(stepFromRecords(upper, [record('ACKED', 'rail-1')], false)).toEqual({
+      to: 'post',
+      ack: { submissionId: 'sub-ACKED', railReference: 'rail-1', railReceipt: 'receipt-ACKED' },
+    });
+  });
+
+  test.each<[string, PayoutView, ProxyRecord[]]>([
+    [
+      'an ACKED record of another submission',
+      view,
+      [record('ACKED', 'rail-9', { submissionId: 'sub-other' })],
+    ],
+    [
+      'an ACKED record against no recorded submission',
+      viewIn('RAIL_ACKED', { submissionId: null, railReference: 'rail-1' }),
+      [record('ACKED', 'rail-1')],
+    ],
+    [
+      'an ACKED record without its receipt',
+      view,
+      [record('ACKED', 'rail-1', { railReceipt: null })],
+    ],
+    ['only a TIMEOUT record (the reconciler resolved it)', view, [record('TIMEOUT')]],
+    ['no record at all', view, []],
+  ])('%s: the rail’s record through R3 decides, never a submit or a quarantine', (_n, v, rs) => {
+    expect(stepFromRecords(v, rs, false)).toEqual({ to: 'post-from-evidence', view: v });
+  });
+});
+
+describe('a RAIL_ACKED payout after R3', () => {
+  const view = viewIn('RAIL_ACKED', { submissionId: 'sub-1', railReference: 'rail-1' });
+  const transfer = (railReference: string) => ({
+    railReference,
+    clientRef: 'po-1',
+    amountMinor: 100,
+    currency: 'EUR',
+    acceptedAt: '2026-12-01T00:00:00.000Z',
+    settled: true,
+    settledAt: '2026-12-01T00:00:01.000Z',
+    duplicateOf: null,
+  });
+  const evidence = (transfers: ReturnType<typeof transfer>[], railReceipt: string | null) => ({
+    payoutId: 'p-1',
+    lookup: {
+      clientRef: 'po-1',
+      asOf: '2026-12-01T00:01:00.000Z',
+      settlementWindowMs: null,
+      transfers,
+    },
+    railReceipt,
+  });
+  const left = {
+    to: 'end',
+    result: { kind: 'abandoned', reason: 'acked-without-receipt' },
+    alarm: 'RAIL_ACKED payout without a receipted rail record: an operator must read it',
+  };
+
+  test('the one transfer of the recorded reference, receipted: posted on that receipt', () => {
+    expect(stepFromEvidence(view, evidence([transfer('rail-1')], 'r3'))).toEqual({
+      to: 'post',
+      ack: { submissionId: 'sub-1', railReference: 'rail-1', railReceipt: 'r3' },
+    });
+  });
+
+  test.each([
+    ['no receipt', evidence([transfer('rail-1')], null), view],
+    ['another reference', evidence([transfer('rail-9')], 'r3'), view],
+    ['two transfers', evidence([transfer('rail-1'), transfer('rail-2')], 'r3'), view],
+    ['no transfer', evidence([], 'r3'), view],
+    [
+      'no recorded submission',
+      evidence([transfer('rail-1')], 'r3'),
+      { ...view, submissionId: null },
+    ],
+  ])('%s: left for an operator, loudly', (_n, ev, v) => {
+    expect(stepFromEvidence(v, ev)).toEqual(left);
   });
 });

@@ -3,6 +3,7 @@ import {
   type PayoutState,
   type PayoutSummary,
   type PayoutView,
+  type RailEvidence,
   type RailOutcome,
 } from '@dlock/payout-contract';
 import type { AttemptStep } from './attempt-step';
@@ -121,6 +122,7 @@ export function stepFromRecords(
   records: readonly ProxyRecord[],
   afterDuplicate: boolean,
 ): AttemptStep {
+  if (view.state === 'RAIL_ACKED') return postFromRecords(view, records);
   const decision = decideFromRecords(records);
   switch (decision.action) {
     case 'submit':
@@ -137,20 +139,18 @@ export function stepFromRecords(
       if (railReference === null || railReceipt === null) {
         return { to: 'quarantine', submissionId, why: 'acked-record-without-reference' };
       }
-      const ack = { submissionId, railReference, railReceipt };
-      // RAIL_ACKED already: only the ledger is left, for the submission payment-resource recorded.
-      if (view.state !== 'RAIL_ACKED') return { to: 'record-acked', ack };
-      if (view.submissionId?.toLowerCase() === submissionId.toLowerCase()) return { to: 'post', ack };
-      return {
-        to: 'end',
-        result: { kind: 'abandoned', reason: 'acked-record-differs' },
-        alarm: 'RAIL_ACKED payout whose proxy record names another submission',
-      };
+      return { to: 'record-acked', ack: { submissionId, railReference, railReceipt } };
     }
     case 'record-rejected': {
       const { submissionId, railReceipt } = decision.record;
-      if (railReceipt === null) return { to: 'quarantine', submissionId, why: 'record: rejected-without-receipt' };
-      return { to: 'record-rejected', submissionId, why: 'rail declined the transfer', railReceipt };
+      if (railReceipt === null)
+        return { to: 'quarantine', submissionId, why: 'record: rejected-without-receipt' };
+      return {
+        to: 'record-rejected',
+        submissionId,
+        why: 'rail declined the transfer',
+        railReceipt,
+      };
     }
     case 'record-ambiguous':
       return {
@@ -159,4 +159,38 @@ export function stepFromRecords(
         why: `record: ${decision.why}`,
       };
   }
+}
+
+/**
+ * RAIL_ACKED: money left and only the ledger is missing; P3 is booked on a
+ * receipt of the submission payment-resource recorded. R2's ACKED record
+ * carries one; a payout the reconciler resolved ACKED has a TIMEOUT record,
+ * so the rail's record through R3 gives it (docs/rail.md, "Receipts"). It is
+ * never submitted, quarantined or failed from here: the table allows POST only.
+ */
+function postFromRecords(view: PayoutView, records: readonly ProxyRecord[]): AttemptStep {
+  const recorded = view.submissionId?.toLowerCase();
+  const acked = records.find(
+    (r) => r.outcome === 'ACKED' && r.submissionId.toLowerCase() === recorded,
+  );
+  if (acked?.railReference && acked.railReceipt) {
+    const { submissionId, railReference, railReceipt } = acked;
+    return { to: 'post', ack: { submissionId, railReference, railReceipt } };
+  }
+  return { to: 'post-from-evidence', view };
+}
+
+/** RAIL_ACKED after R3: post on the rail's record of the reference P6 or P8 recorded, or leave it. */
+export function stepFromEvidence(view: PayoutView, evidence: RailEvidence): AttemptStep {
+  const { submissionId, railReference } = view;
+  const [transfer, ...more] = evidence.lookup.transfers;
+  const booked = more.length === 0 && transfer?.railReference === railReference;
+  if (evidence.railReceipt === null || !booked || submissionId === null || railReference === null) {
+    return {
+      to: 'end',
+      result: { kind: 'abandoned', reason: 'acked-without-receipt' },
+      alarm: 'RAIL_ACKED payout without a receipted rail record: an operator must read it',
+    };
+  }
+  return { to: 'post', ack: { submissionId, railReference, railReceipt: evidence.railReceipt } };
 }

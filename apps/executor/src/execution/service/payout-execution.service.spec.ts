@@ -50,6 +50,25 @@ const polled: PayoutSummary = {
 
 type Outcome = 'SUBMITTED' | 'ACKED' | 'REJECTED' | 'AMBIGUOUS';
 
+/** The proxy's signed receipt of a submission's answer: opaque to the executor, carried as is. */
+const receiptOf = (submissionId: string) => `receipt-${submissionId}`;
+
+/** The proxy's record of a submission (R2); ACKED and REJECTED records carry their receipt. */
+function proxyRecord(over: Partial<ProxyRecord> = {}): ProxyRecord {
+  const r = {
+    submissionId: 's-9',
+    outcome: 'ACKED' as ProxyRecord['outcome'],
+    railReference: 'rr-9',
+    presentedToken: 7n,
+    ...over,
+  };
+  const receipted = r.outcome === 'ACKED' || r.outcome === 'REJECTED';
+  return { railReceipt: receipted ? receiptOf(r.submissionId) : null, ...r };
+}
+
+/** A rail decline (422) as the proxy answers it, with its receipt. */
+const DECLINE_DETAILS = { outcome: 'REJECTED', submissionId: 's-1', railReceipt: receiptOf('s-1') };
+
 interface Options {
   /** `posted-elsewhere`: the refusal names the state it found, POSTED (a lost race). */
   firstClaim?: 'ok' | 'not-claimable' | 'posted-elsewhere';
@@ -57,10 +76,12 @@ interface Options {
   acquire?: () => Promise<void>;
   claim?: () => Promise<void>;
   reread?: () => Promise<void>;
-  submit?: () => Promise<{ submissionId: string; railReference: string }>;
+  submit?: () => Promise<{ submissionId: string; railReference: string; railReceipt: string }>;
   railOutcome?: (outcome: Outcome, reason?: string) => Promise<void>;
   post?: () => Promise<void>;
   records?: ProxyRecord[];
+  /** R3's answer: the rail's transfers and the receipt they earn (default: none, no receipt). */
+  evidence?: { railReferences: string[]; railReceipt: string | null };
   /** checkStillHeld throws LockLostError from its n-th call on (1-based). */
   lostAtCheck?: number;
   /** What the re-read shows besides the state (submission id, rail reference). */
@@ -159,12 +180,39 @@ function harness(opts: Options = {}) {
       calls.push(`submit ${body.beneficiaryRef}`);
       submittedUnder.push(instruction);
       return (
-        opts.submit ?? (() => Promise.resolve({ submissionId: 's-1', railReference: 'rr-1' }))
+        opts.submit ??
+        (() =>
+          Promise.resolve({
+            submissionId: 's-1',
+            railReference: 'rr-1',
+            railReceipt: receiptOf('s-1'),
+          }))
       )();
     },
     records: () => {
       calls.push('records');
       return Promise.resolve(opts.records ?? []);
+    },
+    evidence: (payoutId: string) => {
+      calls.push('evidence');
+      const ev = opts.evidence ?? { railReferences: [], railReceipt: null };
+      const transfers = ev.railReferences.map((railReference) => ({
+        railReference,
+        clientRef: `po-${payoutId}`,
+        amountMinor: 100,
+        currency: 'EUR',
+        acceptedAt: '2026-12-01T00:00:00.000Z',
+        settled: true,
+        settledAt: '2026-12-01T00:00:01.000Z',
+        duplicateOf: null,
+      }));
+      const lookup = {
+        clientRef: `po-${payoutId}`,
+        asOf: '2026-12-01T00:01:00.000Z',
+        settlementWindowMs: null,
+        transfers,
+      };
+      return Promise.resolve({ payoutId, lookup, railReceipt: ev.railReceipt });
     },
   };
   const now = Date.now();
@@ -270,6 +318,14 @@ it('claims a polled PENDING payout without reading it first, and submits what th
   // The submit carries the instruction payment-resource answered RAIL_SUBMITTED with (docs/rail.md).
   expect(submittedUnder).toEqual(instructions);
   expect(instructions).toEqual(['instruction-1@42']);
+});
+
+it('records ACKED and posts on the proxy receipt of the ack (docs/rail.md, Receipts)', async () => {
+  const { outcomes, posts, run } = harness();
+  expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+  const ack = { submissionId: 's-1', railReference: 'rr-1', railReceipt: receiptOf('s-1') };
+  expect(outcomes).toEqual([{ outcome: 'SUBMITTED' }, { outcome: 'ACKED', ...ack }]);
+  expect(posts).toEqual([ack]);
 });
 
 it('when the claim finds the payout moved on, reads it and recovers by state (re-claim)', async () => {
@@ -405,7 +461,7 @@ describe('the lock is released exactly once on every path', () => {
           Promise.reject(
             new DlockError('VALIDATION_FAILED', 'declined', {
               httpStatus: 422,
-              details: { outcome: 'REJECTED', submissionId: 's-1' },
+              details: DECLINE_DETAILS,
             }),
           ),
       },
@@ -444,29 +500,32 @@ describe('the lock is released exactly once on every path', () => {
 });
 
 describe('a payout refused as invalid is never retried', () => {
-  it('refused by the proxy: FAILED through REJECTED, one submit, counted with hop=rail_proxy', async () => {
-    const reasons: (string | undefined)[] = [];
-    const { calls, run, invalidCount } = harness({
+  it('refused by the proxy at its door: quarantined (no receipt to fail it on), one submit, counted with hop=rail_proxy', async () => {
+    const { calls, outcomes, run, invalidCount, ambiguousCount } = harness({
       submit: () => Promise.reject(invalid('beneficiaryRef')),
-      railOutcome: (o, reason) => {
-        if (o === 'REJECTED') reasons.push(reason);
-        return Promise.resolve();
-      },
     });
     const before = await invalidCount('rail_proxy');
-    expect(await run()).toEqual({ kind: 'failed', payoutId: 'p-1', reason: 'INVALID_PAYOUT' });
+    const beforePayments = await invalidCount('payment_resource');
+    const ambiguousBefore = await ambiguousCount();
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
     expect(effects(calls)).toEqual([
       'acquire payout:a-1 with-signal',
       'claim PENDING 42',
       'rail-outcome SUBMITTED',
       'submit ben-1',
-      'rail-outcome REJECTED',
+      'rail-outcome AMBIGUOUS',
       'release',
     ]);
-    expect(reasons).toEqual([
-      'rail-proxy refused the submission as invalid (VALIDATION_FAILED: beneficiaryRef); nothing was presented to the rail',
-    ]);
+    // Never REJECTED on this worker's word: the reconciler ends it FAILED on the rail's record.
+    expect(outcomes.map((o) => o.outcome)).toEqual(['SUBMITTED', 'AMBIGUOUS']);
+    expect(outcomes.at(-1)).toEqual({
+      outcome: 'AMBIGUOUS',
+      reason:
+        'rail-proxy refused the submission as invalid (VALIDATION_FAILED: beneficiaryRef); nothing was presented to the rail',
+    });
     expect(await invalidCount('rail_proxy')).toBe(before + 1);
+    expect(await invalidCount('payment_resource')).toBe(beforePayments);
+    expect(await ambiguousCount()).toBe(ambiguousBefore + 1);
   });
 
   it('refused by payment-resource before the rail: left alone by this process, counted with hop=payment_resource', async () => {
@@ -502,13 +561,7 @@ describe('a payout refused as invalid is never retried', () => {
 });
 
 describe('recovery by state after the re-read', () => {
-  const record = (over: Partial<ProxyRecord>): ProxyRecord => ({
-    submissionId: 's-9',
-    outcome: 'ACKED',
-    railReference: 'rr-9',
-    presentedToken: 7n,
-    ...over,
-  });
+  const record = proxyRecord;
   const reread = (state: PayoutState, more: Options = {}) =>
     harness({ firstClaim: 'not-claimable', stateOnReread: state, ...more });
   const AFTER_REREAD = ['acquire payout:a-1 with-signal', 'claim PENDING 42', 'get'];
@@ -524,26 +577,71 @@ describe('recovery by state after the re-read', () => {
     expect(effects(calls)).toEqual([...AFTER_REREAD, 'release']);
   });
 
-  it('RAIL_ACKED is posted with the recorded submission and rail reference, nothing re-submitted', async () => {
-    const { calls, posts, run } = reread('RAIL_ACKED', {
-      view: { submissionId: 's-7', railReference: 'rr-7' },
+  it('RAIL_ACKED reads the proxy record (R2) and is posted on its receipt, nothing re-submitted or re-recorded', async () => {
+    const { calls, outcomes, posts, run } = reread('RAIL_ACKED', {
+      view: { submissionId: 's-9', railReference: 'rr-9' },
+      records: [record({ outcome: 'FENCED', submissionId: 's-8' }), record({})],
     });
     expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
-    expect(effects(calls)).toEqual([...AFTER_REREAD, 'post', 'release']);
-    expect(posts).toEqual([{ submissionId: 's-7', railReference: 'rr-7' }]);
+    expect(effects(calls)).toEqual([...AFTER_REREAD, 'records', 'post', 'release']);
+    expect(calls[calls.indexOf('post') - 1]).toBe('check');
+    expect(outcomes).toEqual([]);
+    expect(posts).toEqual([
+      { submissionId: 's-9', railReference: 'rr-9', railReceipt: receiptOf('s-9') },
+    ]);
   });
 
-  it.each([
-    [{ submissionId: null, railReference: 'rr-7' }],
-    [{ submissionId: 's-7', railReference: null }],
-  ])('RAIL_ACKED without its reference (%p) is not posted', async (view) => {
-    const { calls, run } = reread('RAIL_ACKED', { view });
-    expect(await run()).toEqual({
-      kind: 'abandoned',
-      payoutId: 'p-1',
-      reason: 'acked-without-reference',
+  it("RAIL_ACKED without a rail reference in the view is posted with the record's", async () => {
+    const { posts, run } = reread('RAIL_ACKED', {
+      view: { submissionId: 's-9', railReference: null },
+      records: [record({})],
     });
-    expect(effects(calls)).toEqual([...AFTER_REREAD, 'release']);
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    expect(posts).toEqual([
+      { submissionId: 's-9', railReference: 'rr-9', railReceipt: receiptOf('s-9') },
+    ]);
+  });
+
+  it.each<[string, Partial<PayoutView>, ProxyRecord[]]>([
+    ['another submission', { submissionId: 's-7', railReference: 'rr-7' }, [record({})]],
+    ['no submission', { submissionId: null, railReference: 'rr-9' }, [record({})]],
+    [
+      'a record without its receipt',
+      { submissionId: 's-9', railReference: 'rr-9' },
+      [record({ railReceipt: null })],
+    ],
+    [
+      'only a TIMEOUT record (resolved by the reconciler)',
+      { submissionId: 's-9', railReference: 'rr-9' },
+      [record({ outcome: 'TIMEOUT' })],
+    ],
+  ])(
+    'RAIL_ACKED with %s and no receipted rail record: R3 read, nothing written, left loudly',
+    async (_n, view, records) => {
+      const { calls, outcomes, posts, run } = reread('RAIL_ACKED', { view, records });
+      expect(await run()).toEqual({
+        kind: 'abandoned',
+        payoutId: 'p-1',
+        reason: 'acked-without-receipt',
+      });
+      expect(effects(calls)).toEqual([...AFTER_REREAD, 'records', 'evidence', 'release']);
+      expect(outcomes).toEqual([]);
+      expect(posts).toEqual([]);
+    },
+  );
+
+  it('RAIL_ACKED the reconciler resolved (TIMEOUT record): posted on R3’s receipt of the recorded reference', async () => {
+    const { calls, outcomes, posts, run } = reread('RAIL_ACKED', {
+      view: { submissionId: 's-9', railReference: 'rr-9' },
+      records: [record({ outcome: 'TIMEOUT' })],
+      evidence: { railReferences: ['rr-9'], railReceipt: 'r3-receipt' },
+    });
+    expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
+    expect(effects(calls)).toEqual([...AFTER_REREAD, 'records', 'evidence', 'post', 'release']);
+    expect(outcomes).toEqual([]);
+    expect(posts).toEqual([
+      { submissionId: 's-9', railReference: 'rr-9', railReceipt: 'r3-receipt' },
+    ]);
   });
 
   it('RAIL_SUBMITTED with no live record: nothing was presented, so it is marked again under this token and submitted (no new claim)', async () => {
@@ -574,8 +672,9 @@ describe('recovery by state after the re-read', () => {
       'post',
       'release',
     ]);
-    expect(outcomes).toEqual([{ outcome: 'ACKED', submissionId: 's-9', railReference: 'rr-9' }]);
-    expect(posts).toEqual([{ submissionId: 's-9', railReference: 'rr-9' }]);
+    const ack = { submissionId: 's-9', railReference: 'rr-9', railReceipt: receiptOf('s-9') };
+    expect(outcomes).toEqual([{ outcome: 'ACKED', ...ack }]);
+    expect(posts).toEqual([ack]);
   });
 
   it('an ACKED record without a rail reference is quarantined, not posted', async () => {
@@ -594,6 +693,22 @@ describe('recovery by state after the re-read', () => {
       { outcome: 'AMBIGUOUS', submissionId: 's-9', reason: 'acked-record-without-reference' },
     ]);
     expect(await ambiguousCount()).toBe(before + 1);
+  });
+
+  it('an ACKED record without its receipt is quarantined: nothing recorded ACKED, not posted', async () => {
+    const { calls, outcomes, run } = reread('RAIL_SUBMITTED', {
+      records: [record({ railReceipt: null })],
+    });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(effects(calls)).toEqual([
+      ...AFTER_REREAD,
+      'records',
+      'rail-outcome AMBIGUOUS',
+      'release',
+    ]);
+    expect(outcomes).toEqual([
+      { outcome: 'AMBIGUOUS', submissionId: 's-9', reason: 'acked-record-without-reference' },
+    ]);
   });
 
   it('an ACKED record whose ACKED write payment-resource refuses as invalid: quarantined', async () => {
@@ -618,7 +733,28 @@ describe('recovery by state after the re-read', () => {
       'release',
     ]);
     expect(outcomes).toEqual([
-      { outcome: 'REJECTED', submissionId: 's-9', reason: 'rail declined the transfer' },
+      {
+        outcome: 'REJECTED',
+        submissionId: 's-9',
+        reason: 'rail declined the transfer',
+        railReceipt: receiptOf('s-9'),
+      },
+    ]);
+  });
+
+  it('a REJECTED record without its receipt is quarantined, never FAILED', async () => {
+    const { calls, outcomes, run } = reread('RAIL_SUBMITTED', {
+      records: [record({ outcome: 'REJECTED', railReference: null, railReceipt: null })],
+    });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(effects(calls)).toEqual([
+      ...AFTER_REREAD,
+      'records',
+      'rail-outcome AMBIGUOUS',
+      'release',
+    ]);
+    expect(outcomes).toEqual([
+      { outcome: 'AMBIGUOUS', submissionId: 's-9', reason: 'record: rejected-without-receipt' },
     ]);
   });
 
@@ -697,16 +833,40 @@ describe('every answer of the submit, and what is written after it', () => {
     expect(effects(calls).slice(-2)).toEqual(['rail-outcome AMBIGUOUS', 'release']);
   });
 
-  it('a rail decline (422, outcome REJECTED) fails the payout, citing the submission', async () => {
+  it("a rail decline (422, outcome REJECTED) fails the payout on the proxy's receipt, citing the submission", async () => {
     const { outcomes, run } = harness({
-      submit: refuse('VALIDATION_FAILED', 422, { outcome: 'REJECTED', submissionId: 's-1' }),
+      submit: refuse('VALIDATION_FAILED', 422, DECLINE_DETAILS),
     });
     expect(await run()).toEqual({ kind: 'failed', payoutId: 'p-1', reason: 'RAIL_REJECTED' });
     expect(outcomes.at(-1)).toEqual({
       outcome: 'REJECTED',
       submissionId: 's-1',
       reason: 'rail declined the transfer',
+      railReceipt: receiptOf('s-1'),
     });
+  });
+
+  it.each<[string, Record<string, unknown>, string | undefined]>([
+    ['without its receipt', { outcome: 'REJECTED', submissionId: 's-1' }, 's-1'],
+    [
+      'with a receipt that is not a string',
+      { outcome: 'REJECTED', submissionId: 's-1', railReceipt: 7 },
+      's-1',
+    ],
+    ['without its submission', { outcome: 'REJECTED', railReceipt: receiptOf('s-1') }, undefined],
+  ])('a rail decline %s: quarantined, never FAILED', async (_n, details, submissionId) => {
+    const { calls, outcomes, run, ambiguousCount } = harness({
+      submit: refuse('VALIDATION_FAILED', 422, details),
+    });
+    const before = await ambiguousCount();
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(effects(calls)).toEqual([...UP_TO_SUBMIT, 'rail-outcome AMBIGUOUS', 'release']);
+    expect(outcomes.at(-1)).toEqual({
+      outcome: 'AMBIGUOUS',
+      reason: 'rail decline without its receipt',
+      ...(submissionId === undefined ? {} : { submissionId }),
+    });
+    expect(await ambiguousCount()).toBe(before + 1);
   });
 
   it.each([
@@ -730,9 +890,7 @@ describe('every answer of the submit, and what is written after it', () => {
   it('DUPLICATE_SUBMISSION: resolved from the proxy record, not submitted again', async () => {
     const { calls, posts, run } = harness({
       submit: refuse('DUPLICATE_SUBMISSION', 409, { submissionId: 's-0' }),
-      records: [
-        { submissionId: 's-0', outcome: 'ACKED', railReference: 'rr-0', presentedToken: 41n },
-      ],
+      records: [proxyRecord({ submissionId: 's-0', railReference: 'rr-0', presentedToken: 41n })],
     });
     expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
     expect(effects(calls)).toEqual([
@@ -742,7 +900,9 @@ describe('every answer of the submit, and what is written after it', () => {
       'post',
       'release',
     ]);
-    expect(posts).toEqual([{ submissionId: 's-0', railReference: 'rr-0' }]);
+    expect(posts).toEqual([
+      { submissionId: 's-0', railReference: 'rr-0', railReceipt: receiptOf('s-0') },
+    ]);
   });
 
   it('DUPLICATE_SUBMISSION with no live record: given up, never a second submit', async () => {
@@ -814,9 +974,9 @@ describe('the reasons written for a refusal as invalid', () => {
     [{ fields: [{ field: 'a' }, { field: 3 }, null, 'x'] }, 'VALIDATION_FAILED: a, ?, ?, ?'],
   ])('fields %p are named as %j', async (details, named) => {
     const { outcomes, run } = harness({ submit: refused(details) });
-    expect(await run()).toEqual({ kind: 'failed', payoutId: 'p-1', reason: 'INVALID_PAYOUT' });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
     expect(outcomes.at(-1)).toEqual({
-      outcome: 'REJECTED',
+      outcome: 'AMBIGUOUS',
       reason: `rail-proxy refused the submission as invalid (${named}); nothing was presented to the rail`,
     });
   });
@@ -1022,9 +1182,7 @@ describe('the order of one attempt, as the harness sees it', () => {
         Promise.reject(
           new DlockError('DUPLICATE_SUBMISSION', 'dup', { httpStatus: 409, details: {} }),
         ),
-      records: [
-        { submissionId: 's-0', outcome: 'ACKED', railReference: 'rr-0', presentedToken: 41n },
-      ],
+      records: [proxyRecord({ submissionId: 's-0', railReference: 'rr-0', presentedToken: 41n })],
     });
     expect(await run()).toEqual({ kind: 'posted', payoutId: 'p-1' });
     const between = effects(calls).slice(1, -1);
@@ -1082,7 +1240,11 @@ describe('the submit is tried once even when a second try would succeed', () => 
     return () =>
       ++tries === 1
         ? Promise.reject(first)
-        : Promise.resolve({ submissionId: 's-2', railReference: 'rr-2' });
+        : Promise.resolve({
+            submissionId: 's-2',
+            railReference: 'rr-2',
+            railReceipt: receiptOf('s-2'),
+          });
   };
 
   it('timed out (connected, no answer): abandoned for recovery from the record, never resubmitted', async () => {
@@ -1160,10 +1322,7 @@ describe('the ACKED write failing for a reason other than a refusal as invalid',
 describe('VALIDATION_FAILED from the proxy is a decline only as a 422 with outcome REJECTED', () => {
   const answer = (httpStatus: number) => () =>
     Promise.reject(
-      new DlockError('VALIDATION_FAILED', 'x', {
-        httpStatus,
-        details: { outcome: 'REJECTED', submissionId: 's-1' },
-      }),
+      new DlockError('VALIDATION_FAILED', 'x', { httpStatus, details: DECLINE_DETAILS }),
     );
 
   it.each([409, 500, 200])(
@@ -1180,15 +1339,17 @@ describe('VALIDATION_FAILED from the proxy is a decline only as a 422 with outco
     },
   );
 
-  it('outcome REJECTED with a 400: a refusal at the door (INVALID_PAYOUT), no submission cited', async () => {
-    const { outcomes, run, invalidCount } = harness({ submit: answer(400) });
+  it('outcome REJECTED with a 400, receipt and all: a refusal at the door, quarantined, no submission cited, reported', async () => {
+    const { outcomes, run, invalidCount, railAmbiguous } = harness({ submit: answer(400) });
     const before = await invalidCount('rail_proxy');
-    expect(await run()).toEqual({ kind: 'failed', payoutId: 'p-1', reason: 'INVALID_PAYOUT' });
-    expect(outcomes.at(-1)).toEqual({
-      outcome: 'REJECTED',
-      reason:
-        'rail-proxy refused the submission as invalid (VALIDATION_FAILED); nothing was presented to the rail',
-    });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    const reason =
+      'rail-proxy refused the submission as invalid (VALIDATION_FAILED); nothing was presented to the rail';
+    expect(outcomes.map((o) => o.outcome)).toEqual(['SUBMITTED', 'AMBIGUOUS']);
+    expect(outcomes.at(-1)).toEqual({ outcome: 'AMBIGUOUS', reason });
+    expect(railAmbiguous).toHaveBeenCalledWith(
+      expect.objectContaining({ submissionId: null, reason }),
+    );
     expect(await invalidCount('rail_proxy')).toBe(before + 1);
   });
 });
@@ -1198,7 +1359,7 @@ describe('liveness on the other paths', () => {
     Promise.reject(
       new DlockError('VALIDATION_FAILED', 'declined', {
         httpStatus: 422,
-        details: { outcome: 'REJECTED', submissionId: 's-1' },
+        details: DECLINE_DETAILS,
       }),
     );
 
@@ -1212,9 +1373,7 @@ describe('liveness on the other paths', () => {
   });
 
   it('recovered from an ACKED record: a check precedes the ACKED write and the post', async () => {
-    const records: ProxyRecord[] = [
-      { submissionId: 's-9', outcome: 'ACKED', railReference: 'rr-9', presentedToken: 7n },
-    ];
+    const records: ProxyRecord[] = [proxyRecord()];
     const opts: Options = { firstClaim: 'not-claimable', stateOnReread: 'RAIL_SUBMITTED', records };
     const { calls, run } = harness(opts);
     expect(await run()).toMatchObject({ kind: 'posted' });
@@ -1229,6 +1388,22 @@ describe('liveness on the other paths', () => {
       expect(await lost.run()).toMatchObject({ reason: 'lock-lost' });
       expect(effects(lost.calls).slice(-2)).toEqual([last, 'release']);
     }
+  });
+
+  it('recovered RAIL_ACKED: a check precedes the post; a lock lost there posts nothing', async () => {
+    const opts: Options = {
+      firstClaim: 'not-claimable',
+      stateOnReread: 'RAIL_ACKED',
+      view: { submissionId: 's-9', railReference: 'rr-9' },
+      records: [proxyRecord()],
+    };
+    const { calls, run } = harness(opts);
+    expect(await run()).toMatchObject({ kind: 'posted' });
+    expect(calls[calls.indexOf('post') - 1]).toBe('check');
+    const lost = harness({ ...opts, lostAtCheck: 2 });
+    expect(await lost.run()).toMatchObject({ reason: 'lock-lost' });
+    expect(effects(lost.calls).slice(-2)).toEqual(['records', 'release']);
+    expect(lost.posts).toEqual([]);
   });
 
   it('a stop during the claim: no SUBMITTED write either', async () => {
@@ -1255,13 +1430,7 @@ describe('liveness on the other paths', () => {
 });
 
 describe('the release happens once, last, on every other path too', () => {
-  const record = (over: Partial<ProxyRecord>): ProxyRecord => ({
-    submissionId: 's-9',
-    outcome: 'ACKED',
-    railReference: 'rr-9',
-    presentedToken: 7n,
-    ...over,
-  });
+  const record = proxyRecord;
   const stopped = new AbortController();
   stopped.abort();
   it.each<[string, Options, string]>([
@@ -1278,8 +1447,13 @@ describe('the release happens once, last, on every other path too', () => {
       'abandoned',
     ],
     [
-      'acked without its reference',
-      { firstClaim: 'not-claimable', stateOnReread: 'RAIL_ACKED' },
+      'acked, but the proxy record names another submission',
+      {
+        firstClaim: 'not-claimable',
+        stateOnReread: 'RAIL_ACKED',
+        view: { submissionId: 's-7', railReference: 'rr-7' },
+        records: [record({})],
+      },
       'abandoned',
     ],
     [
@@ -1332,9 +1506,7 @@ describe('what an operator sees', () => {
       stateOnReread: 'CLAIMED',
       submit: () =>
         Promise.reject(new DlockError('DUPLICATE_SUBMISSION', 'dup', { httpStatus: 409 })),
-      records: [
-        { submissionId: 's-0', outcome: 'ACKED', railReference: 'rr-0', presentedToken: 41n },
-      ],
+      records: [proxyRecord({ submissionId: 's-0', railReference: 'rr-0', presentedToken: 41n })],
     });
     const before = await steps(h.metrics);
     await h.run();
@@ -1376,7 +1548,7 @@ describe('what an operator sees', () => {
           Promise.reject(
             new DlockError('VALIDATION_FAILED', 'declined', {
               httpStatus: 422,
-              details: { outcome: 'REJECTED', submissionId: 's-1' },
+              details: DECLINE_DETAILS,
             }),
           ),
       },
@@ -1411,9 +1583,7 @@ describe('what an operator sees', () => {
     const { run } = harness({
       firstClaim: 'not-claimable',
       stateOnReread: 'RAIL_SUBMITTED',
-      records: [
-        { submissionId: 's-0', outcome: 'ACKED', railReference: 'rr-0', presentedToken: 41n },
-      ],
+      records: [proxyRecord({ submissionId: 's-0', railReference: 'rr-0', presentedToken: 41n })],
     });
     await run();
     expect(logs.mock.calls.map(([fields]) => (fields as { event?: string }).event)).not.toContain(
@@ -1497,10 +1667,22 @@ describe('what an operator sees', () => {
     );
   });
 
-  it('a refusal as invalid is the payout_invalid event, naming hop, step and fields', async () => {
+  it('a refusal as invalid is the payout_invalid event, naming hop, step and fields, then rail_ambiguous', async () => {
     const logs = errorLogs();
-    const { run } = harness({ submit: () => Promise.reject(invalid('beneficiaryRef')) });
-    await run();
+    const { run, railAmbiguous } = harness({
+      submit: () => Promise.reject(invalid('beneficiaryRef')),
+    });
+    expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
+    expect(railAmbiguous).toHaveBeenCalledWith({
+      payoutId: 'p-1',
+      accountId: 'a-1',
+      submissionId: null,
+      presentedToken: '42',
+      ownerId: 'exec-test',
+      reason:
+        'rail-proxy refused the submission as invalid (VALIDATION_FAILED: beneficiaryRef); nothing was presented to the rail',
+      source: 'executor',
+    });
     expect(logs).toHaveBeenCalledWith(
       {
         event: 'payout_invalid',
@@ -1562,13 +1744,18 @@ describe('what an operator sees', () => {
     });
   });
 
-  it('RAIL_ACKED without its reference is reported at error level', async () => {
+  it('RAIL_ACKED without a receipted rail record is reported at error level', async () => {
     const logs = errorLogs();
-    const { run } = harness({ firstClaim: 'not-claimable', stateOnReread: 'RAIL_ACKED' });
+    const { run } = harness({
+      firstClaim: 'not-claimable',
+      stateOnReread: 'RAIL_ACKED',
+      view: { submissionId: 's-7', railReference: 'rr-7' },
+      records: [proxyRecord()],
+    });
     await run();
     expect(logs).toHaveBeenCalledWith(
       { payoutId: 'p-1' },
-      'RAIL_ACKED payout without its rail reference',
+      'RAIL_ACKED payout without a receipted rail record: an operator must read it',
     );
   });
 });

@@ -29,7 +29,7 @@ import {
   isRefusedAsInvalid,
   RefusedByPaymentResource,
 } from '../domain/hop-answers';
-import { firstStep, stepForState, stepFromRecords } from '../domain/recovery';
+import { firstStep, stepForState, stepFromEvidence, stepFromRecords } from '../domain/recovery';
 import { RefusedPayouts } from '../domain/refused-payouts';
 
 /** Everything one attempt needs; the grant is captured once from the handle and never re-read. */
@@ -175,6 +175,8 @@ export class PayoutExecutionService {
         return this.markSubmitted(a, s.view);
       case 'submit':
         return this.submit(a, s.view, s.instruction);
+      case 'post-from-evidence':
+        return this.postFromEvidence(a, s.view);
       case 'record-acked':
         return this.recordAcked(a, s.ack);
       case 'record-rejected':
@@ -210,6 +212,12 @@ export class PayoutExecutionService {
     }
     const records = await this.metrics.step('proxy_record', () => this.rail.records(a.payoutId));
     return stepFromRecords(s.view, records, s.duplicate !== undefined);
+  }
+
+  /** R3: the rail's record of a RAIL_ACKED payout, receipted by the proxy, for its post. */
+  private async postFromEvidence(a: Attempt, view: PayoutView): Promise<AttemptStep> {
+    const evidence = await this.metrics.step('proxy_record', () => this.rail.evidence(a.payoutId));
+    return stepFromEvidence(view, evidence);
   }
 
   /** P2: PENDING → CLAIMED, or the recovery re-claim CLAIMED → CLAIMED under the newer token. */
