@@ -218,7 +218,7 @@ describe('a worker’s report of the rail moves nothing without the proxy’s re
     honestAck = ack;
   });
 
-  it('ACKED and post for a submission the proxy never made are refused, whatever receipt comes with them', async () => {
+  it('ACKED for a submission the proxy never made is refused, whatever receipt comes with it', async () => {
     const p = await submittedPayout();
     const before = await everything();
     const made = { outcome: 'ACKED', submissionId: randomUUID(), railReference: 'made-up' };
@@ -230,7 +230,6 @@ describe('a worker’s report of the rail moves nothing without the proxy’s re
     const send = (action: 'rail-outcome' | 'post', body: object, receipt?: string) =>
       writeByHand(action, p.payoutId, p.handle, WORKER, body, receipt);
     expectRefused(await send('rail-outcome', made), 'missing');
-    expectRefused(await send('post', post), 'missing');
     const forged = forgedReceipt(p.payoutId, p.accountId, p.handle.fencingToken);
     expectRefused(await send('rail-outcome', made, forged), 'unknown-key');
     // A genuine receipt, of another payout the proxy really paid.
@@ -240,12 +239,10 @@ describe('a worker’s report of the rail moves nothing without the proxy’s re
       railReference: honestAck.railReference,
     };
     expectRefused(await send('rail-outcome', other, honestAck.railReceipt), 'mismatch', 'payoutId');
-    const otherPost = {
-      ...post,
-      submissionId: other.submissionId,
-      railReference: other.railReference,
-    };
-    expectRefused(await send('post', otherPost, honestAck.railReceipt), 'mismatch', 'payoutId');
+    // And P3 from RAIL_SUBMITTED is no transition at all, whatever it carries.
+    expect((await send('post', post, honestAck.railReceipt)).body.code).toBe(
+      'PAYOUT_NOT_CLAIMABLE',
+    );
     expect(await everything()).toEqual(before);
     expect((await p.pay.get(p.payoutId)).state).toBe('RAIL_SUBMITTED');
     expect(await transfersOf(p.payoutId)).toBe(0);
@@ -275,12 +272,26 @@ describe('a worker’s report of the rail moves nothing without the proxy’s re
     );
     expect(await everything()).toEqual(before);
     await p.pay.railOutcome(p.payoutId, p.handle.fence, { outcome: 'ACKED', ...ack });
+    // RAIL_ACKED: the post, too, moves the ledger only on this payout's receipt.
+    const post = {
+      railOutcome: 'ACKED',
+      submissionId: ack.submissionId,
+      railReference: ack.railReference,
+    };
+    const acked = await everything();
+    expectRefused(await writeByHand('post', p.payoutId, p.handle, WORKER, post), 'missing');
+    expectRefused(
+      await writeByHand('post', p.payoutId, p.handle, WORKER, post, honestAck.railReceipt),
+      'mismatch',
+      'payoutId',
+    );
+    expect(await everything()).toEqual(acked);
     await p.pay.post(p.payoutId, p.handle.fence, ack);
     expect(await balanceOf(p.accountId)).toBe(funded - 100);
     await p.handle.release();
   });
 
-  it('a rail decline carries the proxy’s REJECTED receipt: FAILED on it, never posted with it', async () => {
+  it('a rail decline carries the proxy’s REJECTED receipt: FAILED on it, never ACKED with it', async () => {
     await http('POST', `${stub.url}/admin/faults`, { body: { declineRate: 1 } });
     const p = await submittedPayout();
     let declined: DlockError | undefined;
@@ -295,9 +306,9 @@ describe('a worker’s report of the rail moves nothing without the proxy’s re
     expect([declined?.code, details.outcome]).toEqual(['VALIDATION_FAILED', 'REJECTED']);
     const receipt = details.railReceipt as string;
     const submissionId = details.submissionId as string;
-    const post = { railOutcome: 'ACKED', submissionId, railReference: 'made-up' };
+    const acked = { outcome: 'ACKED', submissionId, railReference: 'made-up' };
     expectRefused(
-      await writeByHand('post', p.payoutId, p.handle, WORKER, post, receipt),
+      await writeByHand('rail-outcome', p.payoutId, p.handle, WORKER, acked, receipt),
       'mismatch',
       'outcome',
     );

@@ -14,6 +14,7 @@ const NOT_USED_HERE = {
   AUTH_POLICY: '/run/dlock/policy.yaml',
   GRANT_JWKS: '/unused/grant-keys.jwks.json',
   INSTRUCTION_JWKS: '/unused/instruction-keys.jwks.json',
+  RECEIPT_SIGNING_KEYS: '/unused/receipt-keys.json',
 };
 
 /**

@@ -126,6 +126,8 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
           errorCode: null,
           submittedAt: res.body.submittedAt,
           resolvedAt: res.body.resolvedAt,
+          // The receipt of a record is the same bytes each time it is signed (docs/rail.md, "Receipts").
+          railReceipt: res.body.railReceipt,
         },
       ],
     });
@@ -152,7 +154,13 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       code: 'VALIDATION_FAILED',
       message: expect.any(String),
       retrySafe: false,
-      details: { payoutId: p.payoutId, submissionId: UUID, outcome: 'REJECTED', railStatus: 402 },
+      details: {
+        payoutId: p.payoutId,
+        submissionId: UUID,
+        outcome: 'REJECTED',
+        railStatus: 402,
+        railReceipt: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/),
+      },
       traceId: TRACE,
     });
     const rows = await rowsOf(db, p.payoutId);

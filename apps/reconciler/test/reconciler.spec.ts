@@ -37,6 +37,7 @@ let lockServer: RunningApp;
 let payments: RunningApp;
 let stub: RunningApp;
 let reconciler: RunningApp;
+let proxy: RunningApp;
 let session: LockSession;
 
 async function sql<T = Record<string, unknown>>(url: string, text: string, params: unknown[] = []) {
@@ -73,6 +74,41 @@ async function railSubmit(clientRef: string, amountMinor: number): Promise<strin
   return (res.body as { railReference: string }).railReference;
 }
 
+/**
+ * The proxy's intent for the submission, left unresolved: a proxy that died
+ * between the intent and the rail's answer, which is what R3 reads (docs/rail.md).
+ */
+async function proxyIntent(
+  payoutId: string,
+  accountId: string,
+  amountMinor: number,
+  submissionId: string,
+  token: bigint,
+): Promise<void> {
+  const [{ beneficiary_ref }] = await sql<{ beneficiary_ref: string }>(
+    paydb,
+    'SELECT beneficiary_ref FROM payout WHERE payout_id = $1',
+    [payoutId],
+  );
+  await sql(
+    proxydb,
+    `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
+       idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, fencing_enforced)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'EUR', $9, true)`,
+    [
+      submissionId,
+      payoutId,
+      accountId,
+      token.toString(),
+      TEST_OWNER,
+      `payout-${payoutId}`,
+      railClientRef(payoutId),
+      amountMinor,
+      beneficiary_ref,
+    ],
+  );
+}
+
 interface Ambiguous {
   payoutId: string;
   accountId: string;
@@ -98,6 +134,7 @@ async function ambiguousPayout(
   try {
     await write(payoutId, 'claim', token, { expectedState: 'PENDING' });
     await write(payoutId, 'rail-outcome', token, { outcome: 'SUBMITTED', submissionId });
+    await proxyIntent(payoutId, accountId, amountMinor, submissionId, token);
     const railReferences = await onRail(railClientRef(payoutId), amountMinor);
     await write(payoutId, 'rail-outcome', token, { outcome: 'AMBIGUOUS', submissionId });
     return { payoutId, accountId, amountMinor, submissionId, token, railReferences };
@@ -151,10 +188,13 @@ beforeAll(async () => {
       RAIL_STUB_SETTLEMENT_WINDOW_MS: String(WINDOW_MS),
     }),
   ]);
+  // R3, the rail's record receipted, is what P8 and P3 are written on (docs/rail.md, "Receipts").
+  proxy = await spawnApp('rail-proxy', { PROXYDB_URL: proxydb, RAIL_STUB_URL: stub.url });
   // As it is deployed: every database through its read-only role (docs/operations.md).
   reconciler = await spawnApp('reconciler', {
     LOCK_SERVER_URL: lockServer.url,
     PAYMENT_RESOURCE_URL: payments.url,
+    RAIL_PROXY_URL: proxy.url,
     RAIL_STUB_URL: stub.url,
     PAYDB_URL: readerUrl(paydb),
     PROXYDB_URL: readerUrl(proxydb),
@@ -174,7 +214,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await session?.close();
-  await Promise.all([reconciler, payments, stub, lockServer].map((app) => app?.stop()));
+  await Promise.all([reconciler, proxy, payments, stub, lockServer].map((app) => app?.stop()));
 });
 
 describe('reconciler: RAIL_AMBIGUOUS resolution from rail evidence (FR-26)', () => {

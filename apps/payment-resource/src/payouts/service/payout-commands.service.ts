@@ -22,9 +22,7 @@ import type {
   ResolveRequest,
   ResolveResponse,
   TransitionView,
-  RailReceiptClaims,
 } from '@dlock/payout-contract';
-import { receiptMismatch } from '@dlock/payout-contract';
 import { SafetyEvents } from '@dlock/observability';
 import { preparedManager } from '@dlock/persistence';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
@@ -53,7 +51,7 @@ import {
   type WriteOutcome,
 } from './fenced-writer';
 import { InstructionSigner } from './instruction-signer';
-import { ReceiptCheck } from './receipt-check';
+import { ReceiptCheck, receiptFits } from './receipt-check';
 import { requestHash } from '../domain/canonical';
 import { asUnavailable } from './paydb-errors';
 
@@ -190,7 +188,7 @@ export class PayoutCommands {
     // What the rail answered needs the proxy's receipt; SUBMITTED and AMBIGUOUS move no money.
     const evidence =
       body.outcome === 'ACKED' || body.outcome === 'REJECTED'
-        ? await this.receipts.verify(payoutId, grant, receipt, { ...body, outcome: body.outcome })
+        ? await this.receipts.read(receipt, { ...body, outcome: body.outcome, payoutId, grant })
         : null;
     const event = RAIL_EVENT[body.outcome];
     const answered = (ctx: FenceContext) => {
@@ -215,7 +213,7 @@ export class PayoutCommands {
       (ctx) =>
         transition(ctx.payout.state, event).allowed &&
         !otherSubmission(ctx.payout, body.submissionId) &&
-        fits(evidence, ctx.payout)
+        receiptFits(evidence, ctx.payout)
           ? answered(ctx)
           : null,
     );
@@ -234,9 +232,11 @@ export class PayoutCommands {
     body: PostRequest,
     receipt: string | string[] | undefined,
   ): Promise<PostResponse> {
-    const evidence = await this.receipts.verify(payoutId, grant, receipt, {
+    const evidence = await this.receipts.read(receipt, {
       ...body,
       outcome: 'ACKED',
+      payoutId,
+      grant,
     });
     let created: string | undefined;
     const answer = await this.writer.run(
@@ -264,7 +264,7 @@ export class PayoutCommands {
         this.metrics.ledgerPostingsTotal.inc();
         return this.ok(postBody(payoutId, updated.state, entries, account.balanceMinor, grant));
       },
-      (ctx) => (fits(evidence, ctx.payout) ? this.fastPost(ctx, grant, body) : null),
+      (ctx) => (receiptFits(evidence, ctx.payout) ? this.fastPost(ctx, grant, body) : null),
     );
     // Committed: the clearing account exists for good (accounts are never deleted).
     if (created !== undefined) this.knownClearing.add(created);
@@ -330,9 +330,11 @@ export class PayoutCommands {
     body: ResolveRequest,
     receipt: string | string[] | undefined,
   ): Promise<ResolveResponse> {
-    const evidence = await this.receipts.verify(payoutId, grant, receipt, {
+    const evidence = await this.receipts.read(receipt, {
       ...body,
       outcome: body.resolution,
+      payoutId,
+      grant,
     });
     return this.writer.run(
       this.command('resolve', 'resolve', payoutId, grant, body, true),
@@ -661,11 +663,6 @@ function railPatch(body: RailOutcomeRequest): Omit<PayoutPatch, 'state'> {
       break;
   }
   return patch;
-}
-
-/** The fast path takes only a write whose receipt is of this payout; the transaction refuses the rest. */
-function fits(evidence: RailReceiptClaims | null, payout: Payout): boolean {
-  return evidence === null || receiptMismatch(evidence, payout) === null;
 }
 
 /** An outcome naming another submission than the one recorded (INV-02). */

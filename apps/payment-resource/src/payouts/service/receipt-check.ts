@@ -9,10 +9,20 @@ import {
   receiptMismatch,
   type RailReceiptClaims,
   type ReceiptOutcome,
-  type ReceiptPayout,
 } from '@dlock/payout-contract';
+import type { Payout } from '../persistence/payout.repository';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
 import type { Grant } from './payout-commands.service';
+
+/** A receipt as read: its claims, or why it proves nothing. */
+export type Evidence = { claims: RailReceiptClaims } | { refused: ProofRejectedError };
+
+/** The fast path takes only a write whose receipt stands; the transaction refuses the rest. */
+export function receiptFits(evidence: Evidence | null, payout: Payout): boolean {
+  return (
+    evidence === null || ('claims' in evidence && receiptMismatch(evidence.claims, payout) === null)
+  );
+}
 
 /** What a rail outcome's request records: the rail's answer, and the submission it names. */
 export interface RecordedAnswer {
@@ -49,26 +59,29 @@ export class ReceiptCheck implements OnModuleInit {
     return this.verifier.start();
   }
 
-  /** The claims of a genuine receipt that states what the request records; PROOF_REJECTED otherwise. */
-  async verify(
-    payoutId: string,
-    grant: Grant,
+  /**
+   * The receipt read before the write: its claims when it is genuine and
+   * states what the request records, or why not. Nothing is refused yet: an
+   * unknown payout, a stale token or a transition the payout does not allow
+   * answer as they would without it; the write refuses the rest (againstPayout).
+   */
+  async read(
     receipt: string | string[] | undefined,
-    answer: RecordedAnswer,
-  ): Promise<RailReceiptClaims> {
+    expect: RecordedAnswer & { payoutId: string; grant: Grant },
+  ): Promise<Evidence> {
     try {
       const claims = parseReceiptClaims(await this.verifier.verify(receipt));
-      checkReceipt(claims, { payoutId, token: grant.token, ...answer });
-      return claims;
+      checkReceipt(claims, { ...expect, token: expect.grant.token });
+      return { claims };
     } catch (err) {
-      if (err instanceof ProofRejectedError) this.refused(payoutId, grant, err);
+      if (err instanceof ProofRejectedError) return { refused: err };
       throw err;
     }
   }
 
-  /** Under the write's row lock: the receipt's submission is this payout's, or PROOF_REJECTED. */
-  againstPayout(claims: RailReceiptClaims, payout: ReceiptPayout & { payoutId: string }, grant: Grant) {
-    const err = receiptMismatch(claims, payout);
+  /** Under the write's row lock: a genuine receipt of this payout's submission, or PROOF_REJECTED. */
+  againstPayout(evidence: Evidence, payout: Payout, grant: Grant): void {
+    const err = 'refused' in evidence ? evidence.refused : receiptMismatch(evidence.claims, payout);
     if (err === null) return;
     this.refused(payout.payoutId, grant, err);
     throw err;
