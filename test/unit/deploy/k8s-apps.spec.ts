@@ -365,12 +365,19 @@ describe('the executor autoscaler (gke-dev)', () => {
         external: {
           metric: {
             name: `prometheus.googleapis.com|${gauge.name}|gauge`,
-            selector: { matchLabels: { 'resource.labels.namespace': 'dlock' } },
+            selector: {
+              matchLabels: {
+                'resource.labels.cluster': 'dlock-dev',
+                'resource.labels.namespace': 'dlock',
+              },
+            },
           },
           target: { type: 'AverageValue', averageValue: expect.any(String) },
         },
       },
     ]);
+    // ... of the cluster terraform creates ...
+    expect(readRepoFile('terraform/envs/dev/main.tf')).toMatch(/^\s*name\s*=\s*"dlock-dev"$/m);
     // ... scraped from the executors by Managed Prometheus.
     const monitor = named(docs, 'PodMonitoring', 'executor');
     expect(monitor.spec.selector.matchLabels).toEqual(
