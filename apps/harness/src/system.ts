@@ -60,6 +60,8 @@ export interface SystemOptions {
    * of their own, for partitions (where a PacketFilter can run; `netUnavailable` says why not).
    */
   partitions?: boolean;
+  /** The rail stub's latency on every call (default 0): keeps payouts at the rail a while. */
+  railLatencyMs?: number;
 }
 
 /**
@@ -221,6 +223,7 @@ export class DlockSystem {
           RAIL_STUB_SETTLEMENT_WINDOW_MS: String(t.settlementMs),
           RAIL_STUB_HOLD_MS: String(t.railHoldMs),
           RAIL_STUB_SEED: String(this.opts.railSeed ?? 1),
+          RAIL_STUB_LATENCY_MS: String(this.opts.railLatencyMs ?? 0),
         },
         { port: stubPort },
       ),

@@ -5,7 +5,7 @@ export const TRACE_EXPORTERS = ['none', 'otlp', 'memory'] as const;
 export type TraceExporterKind = (typeof TRACE_EXPORTERS)[number];
 
 /** The standard OpenTelemetry variables dlock honours (docs/tracing.md has the table). */
-class TracingEnv {
+export class TracingEnv {
   @EnvString({ optional: true }) readonly OTEL_TRACES_EXPORTER?: string;
   @EnvUrl({ optional: true }) readonly OTEL_EXPORTER_OTLP_ENDPOINT?: string;
   @EnvUrl({ optional: true }) readonly OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;

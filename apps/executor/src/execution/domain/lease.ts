@@ -15,6 +15,8 @@
  * checked: `checkStillHeld()` throws once the session deadline has passed.
  */
 
+import { HOP_BUDGETS, HOP_RETRIES, RETRY_DELAY_MAX_MS } from '@dlock/http-client';
+
 export const SUBMIT_CONNECT_TIMEOUT_MS = 1_000;
 /** The executor's read timeout exceeds the proxy's rail read timeout by this much. */
 export const SUBMIT_READ_SLACK_MS = 2_000;
@@ -26,4 +28,21 @@ export function submitReadTimeoutMs(railReadTimeoutMs: number): number {
 /** Worst case of one POST /v1/rail/submissions as the executor waits for it. */
 export function submitBudgetMs(railReadTimeoutMs: number): number {
   return SUBMIT_CONNECT_TIMEOUT_MS + submitReadTimeoutMs(railReadTimeoutMs);
+}
+
+/** A fenced write (P6, P3) at its worst: every try to its read timeout, the longest wait between. */
+function fencedWriteWorstMs(): number {
+  const { connectTimeoutMs, readTimeoutMs } = HOP_BUDGETS.fencedWrite;
+  const { retries } = HOP_RETRIES.fencedWrite;
+  return (retries + 1) * (connectTimeoutMs + readTimeoutMs) + retries * RETRY_DELAY_MAX_MS;
+}
+
+/**
+ * The longest a payout already at the rail takes to finish after SIGTERM (docs/executor.md,
+ * "SIGTERM"): its submit is never aborted, then P6 ACKED and P3 post run to the end.
+ * EXECUTOR_SHUTDOWN_GRACE_MS, and a pod's termination grace above it, cover this
+ * (docs/operations.md, "Scaling the executors").
+ */
+export function drainBudgetMs(railReadTimeoutMs: number): number {
+  return submitBudgetMs(railReadTimeoutMs) + 2 * fencedWriteWorstMs();
 }
