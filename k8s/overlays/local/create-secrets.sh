@@ -19,6 +19,7 @@ fs.writeFileSync(process.argv[1]+'.jwks.json',JSON.stringify({keys:[pub]}));" "$
 }
 ring grant-keys
 ring instruction-keys
+ring receipt-keys
 admin_lock=$(pw); app_lock=$(pw); admin_pay=$(pw); app_pay=$(pw); reader=$(pw)
 
 kubectl -n "$ns" create secret generic pg-lock-credentials \
@@ -34,12 +35,14 @@ kubectl -n "$ns" create secret generic payment-resource-db \
   --from-literal=paydb-url="postgres://pay_app:$app_pay@pg-pay:5432/paydb" \
   --from-file=instruction-keys.json="$keys/instruction-keys.json"
 kubectl -n "$ns" create secret generic rail-proxy-db \
-  --from-literal=proxydb-url="postgres://proxy_app:$app_pay@pg-pay:5432/proxydb"
+  --from-literal=proxydb-url="postgres://proxy_app:$app_pay@pg-pay:5432/proxydb" \
+  --from-file=receipt-keys.json="$keys/receipt-keys.json"
 kubectl -n "$ns" create secret generic reconciler-db \
   --from-literal=paydb-url="postgres://reconciler_ro:$reader@pg-pay:5432/paydb" \
   --from-literal=proxydb-url="postgres://reconciler_ro:$reader@pg-pay:5432/proxydb"
 # The guards read the public halves as files, never over the network (k8s/base/apps/*.yaml).
 kubectl -n "$ns" create configmap dlock-signer-jwks \
   --from-file=grant-keys.jwks.json="$keys/grant-keys.jwks.json" \
-  --from-file=instruction-keys.jwks.json="$keys/instruction-keys.jwks.json"
+  --from-file=instruction-keys.jwks.json="$keys/instruction-keys.jwks.json" \
+  --from-file=receipt-keys.jwks.json="$keys/receipt-keys.jwks.json"
 echo "secrets created in namespace $ns"

@@ -13,7 +13,7 @@ locals {
   workloads = {
     "lock-server"      = { cloudsql_instances = ["dlock-pg-lock"], secret_ids = ["dlock-lockdb-url", "dlock-grant-keys"] }
     "payment-resource" = { cloudsql_instances = ["dlock-pg-pay"], secret_ids = ["dlock-paydb-url", "dlock-instruction-keys"] }
-    "rail-proxy"       = { cloudsql_instances = ["dlock-pg-pay"], secret_ids = ["dlock-proxydb-url"] }
+    "rail-proxy"       = { cloudsql_instances = ["dlock-pg-pay"], secret_ids = ["dlock-proxydb-url", "dlock-receipt-keys"] }
     "reconciler"       = { cloudsql_instances = ["dlock-pg-pay"], secret_ids = ["dlock-recon-paydb-url", "dlock-recon-proxydb-url"] }
     "executor"         = { cloudsql_instances = [], secret_ids = [] }
     "rail-stub"        = { cloudsql_instances = [], secret_ids = [] }

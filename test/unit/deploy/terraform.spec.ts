@@ -95,13 +95,13 @@ describe('terraform', () => {
     );
 
     expect(workloads()).toEqual({
-      // The signing rings of grant proofs and payout instructions (docs/security.md).
+      // The signing rings of grant proofs, payout instructions and rail receipts (docs/security.md).
       'lock-server': { sql: ['dlock-pg-lock'], secrets: ['dlock-lockdb-url', 'dlock-grant-keys'] },
       'payment-resource': {
         sql: ['dlock-pg-pay'],
         secrets: ['dlock-paydb-url', 'dlock-instruction-keys'],
       },
-      'rail-proxy': { sql: ['dlock-pg-pay'], secrets: ['dlock-proxydb-url'] },
+      'rail-proxy': { sql: ['dlock-pg-pay'], secrets: ['dlock-proxydb-url', 'dlock-receipt-keys'] },
       reconciler: {
         sql: ['dlock-pg-pay'],
         secrets: ['dlock-recon-paydb-url', 'dlock-recon-proxydb-url'],
