@@ -14,6 +14,7 @@ async function main(): Promise<void> {
     const config = app.get<PaymentConfig>(PAYMENT_CONFIG);
     return {
       port: config.PORT,
+      host: config.BIND_HOST,
       name: 'payment-resource',
       auth: serviceAuthOptions(config),
       // The rail-proxy checks payout instructions against these (docs/rail.md, "Instructions").

@@ -14,6 +14,7 @@ async function main(): Promise<void> {
     const config = created.get<RailProxyConfig>(RAIL_PROXY_CONFIG);
     return {
       port: config.PORT,
+      host: config.BIND_HOST,
       name: 'rail-proxy',
       auth: serviceAuthOptions(config),
     };

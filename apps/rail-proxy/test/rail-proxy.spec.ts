@@ -360,7 +360,9 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       new Set(['409 FENCED_OUT']),
     );
     expect((await rowsOf(db, second.payoutId)).map((r) => r.outcome)).toEqual(['FENCED']);
-    expect(await metric(proxy.url, 'lock_fenced_out_total{resource="rail"}')).toBe(fencedBefore + 1);
+    expect(await metric(proxy.url, 'lock_fenced_out_total{resource="rail"}')).toBe(
+      fencedBefore + 1,
+    );
     expect((await stubStats(stub.url)).submitsReceived).toBe(received);
     // The honest holder still submits once.
     expect((await submit(proxy.url, second, '61')).status).toBe(200);
