@@ -17,6 +17,8 @@ async function main(): Promise<void> {
       host: config.BIND_HOST,
       name: 'payment-resource',
       auth: serviceAuthOptions(config),
+      // Every route counts against the caller's budget (PAYMENT_RATE_LIMIT).
+      rateLimited: true,
       // The rail-proxy checks payout instructions against these (docs/rail.md, "Instructions").
       publicKeys: () => app.get(InstructionSigner).ring.publicJwks,
     };

@@ -17,6 +17,8 @@ async function main(): Promise<void> {
       host: config.BIND_HOST,
       name: 'rail-proxy',
       auth: serviceAuthOptions(config),
+      // Every route counts against the caller's budget (RAIL_PROXY_RATE_LIMIT).
+      rateLimited: true,
     };
   });
   if (!app.get<RailProxyConfig>(RAIL_PROXY_CONFIG).RAIL_PROXY_FENCING_ENABLED) {

@@ -165,6 +165,8 @@ export interface ServeOptions extends ContractHooks {
   auth: AuthOptions | 'open: external rail simulator' | 'people: sessions the app gates itself';
   /** The public keys this service signs with, served at /.well-known/jwks.json. */
   publicKeys?: () => object;
+  /** Every route counts against the caller's budget (OpenApiOptions.rateLimited). */
+  rateLimited?: boolean;
   /** Files served as they are (a page and its scripts), `index.html` at `/`. */
   staticDir?: string;
   /** Runs once the port is known (PORT=0 learns it at listen), before `listening` is logged. */
@@ -214,6 +216,7 @@ export async function serveHttpApp(
       name: options.name,
       authenticated: typeof options.auth !== 'string',
       publishesKeys: options.publicKeys !== undefined,
+      rateLimited: options.rateLimited,
     });
   }
   app.enableShutdownHooks();
