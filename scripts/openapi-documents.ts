@@ -37,7 +37,12 @@ type EntryModule = Type<unknown> | DynamicModule | Promise<DynamicModule>;
 /** Every app with an HTTP surface, as its main.ts serves it (name = token audience). */
 export const OPENAPI_APPS: Record<
   string,
-  { module: () => EntryModule; authenticated: boolean; publishesKeys?: boolean }
+  {
+    module: () => EntryModule;
+    authenticated: boolean;
+    publishesKeys?: boolean;
+    rateLimited?: boolean;
+  }
 > = {
   'lock-server': {
     module: () => LockServerModule.forRoot({ env: ENV }),
@@ -48,8 +53,13 @@ export const OPENAPI_APPS: Record<
     module: () => PaymentResourceModule.forRoot({ env: ENV }),
     authenticated: true,
     publishesKeys: true,
+    rateLimited: true,
   },
-  'rail-proxy': { module: () => RailProxyModule.forRoot({ env: ENV }), authenticated: true },
+  'rail-proxy': {
+    module: () => RailProxyModule.forRoot({ env: ENV }),
+    authenticated: true,
+    rateLimited: true,
+  },
   'rail-stub': { module: () => RailStubModule.forRoot({ env: ENV }), authenticated: false },
   executor: { module: () => ExecutorModule.forRoot({ env: ENV }), authenticated: true },
   reconciler: { module: () => ReconcilerModule.forRoot({ env: ENV }), authenticated: true },
@@ -68,6 +78,7 @@ export async function openApiDocument(name: string): Promise<OpenAPIObject> {
       name,
       authenticated: entry.authenticated,
       publishesKeys: entry.publishesKeys,
+      rateLimited: entry.rateLimited,
     });
   } finally {
     await app.close();

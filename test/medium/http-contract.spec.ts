@@ -25,6 +25,12 @@ class ProbeController {
     return { name: body.name, token };
   }
 
+  @Post('ping')
+  @Operation('debug.spans')
+  ping() {
+    return { pong: true };
+  }
+
   @Get('fenced')
   @Operation('debug.spans')
   fenced() {
@@ -266,6 +272,66 @@ describe('HTTP contract (envelope on every non-2xx)', () => {
           code: 'VALIDATION_FAILED',
           message: 'malformed HTTP request',
           retrySafe: false,
+          traceId,
+        },
+      });
+    }
+  });
+
+  it('reads a body only as JSON: another type, or none, is 415; a request without a body needs no type', async () => {
+    const bearer = await testBearer('operator', 'probe');
+    const post = (headers: string, body: string) =>
+      raw(
+        `POST /v1/echo HTTP/1.1\r\nhost: x\r\nauthorization: ${bearer}\r\nx-fencing-token: 5\r\n` +
+          `${headers}content-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+      );
+    const json = '{"name":"ok"}';
+    for (const type of [
+      'content-type: text/plain\r\n',
+      'content-type: application/jsonx\r\n',
+      '',
+    ]) {
+      const res = await post(type, json);
+      expect({ type, status: res.status, body: JSON.parse(res.body) }).toEqual({
+        type,
+        status: 415,
+        body: {
+          code: 'VALIDATION_FAILED',
+          message: expect.stringMatching(/^unsupported request body type/),
+          retrySafe: false,
+          details: { fields: [{ field: 'Content-Type', message: 'must be application/json' }] },
+          traceId,
+        },
+      });
+    }
+    expect((await post('content-type: Application/JSON; charset=utf-8\r\n', json)).status).toBe(
+      201,
+    );
+    for (const type of ['', 'content-type: text/plain\r\n']) {
+      const ping = await raw(
+        `POST /v1/ping HTTP/1.1\r\nhost: x\r\nauthorization: ${bearer}\r\n${type}` +
+          `content-length: 0\r\nconnection: close\r\n\r\n`,
+      );
+      expect({ type, status: ping.status }).toEqual({ type, status: 201 });
+    }
+  });
+
+  it('refuses a header that must come once and came twice: node would have kept the first', async () => {
+    const bearer = await testBearer('operator', 'probe');
+    for (const [twice, field] of [
+      [`authorization: ${bearer}\r\nAuthorization: Bearer x`, 'Authorization'],
+      [`authorization: ${bearer}\r\nx-fencing-token: 5\r\nX-Fencing-Token: 6`, 'X-Fencing-Token'],
+    ]) {
+      const res = await raw(
+        `GET /v1/fenced HTTP/1.1\r\nhost: x\r\n${twice}\r\nconnection: close\r\n\r\n`,
+      );
+      expect({ status: res.status, body: JSON.parse(res.body) }).toEqual({
+        status: 400,
+        body: {
+          code: 'VALIDATION_FAILED',
+          message: 'request validation failed',
+          retrySafe: false,
+          details: { fields: [{ field, message: 'header sent more than once' }] },
           traceId,
         },
       });

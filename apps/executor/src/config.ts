@@ -1,13 +1,14 @@
 import {
+  EnvBindHost,
   EnvBool,
   EnvError,
   EnvInt,
   EnvNumber,
   EnvOneOf,
   EnvPeerUrl,
+  type EnvSource,
   EnvString,
   validateEnv,
-  type EnvSource,
 } from '@dlock/config';
 import { CallerAuthEnv } from '@dlock/identity';
 import {
@@ -34,6 +35,8 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** Every variable the executor reads (docs/executor.md has the table). */
 export class ExecutorEnv extends CallerAuthEnv {
   @EnvInt({ default: 8084, min: 0, max: 65535 }) readonly PORT!: number;
+  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
+  @EnvBindHost() readonly BIND_HOST!: string;
   @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
   @EnvString({ maxLength: OWNER_ID_MAX_LENGTH, pattern: /^[\x20-\x7e]+$/ })
   readonly OWNER_ID!: string;

@@ -14,6 +14,7 @@ async function main(): Promise<void> {
     const config = app.get<ExecutorConfig>(EXECUTOR_CONFIG);
     return {
       port: config.PORT,
+      host: config.BIND_HOST,
       name: 'executor',
       auth: serviceAuthOptions(config),
     };

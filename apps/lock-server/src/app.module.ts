@@ -1,12 +1,10 @@
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import type { RouteInfo } from '@nestjs/common/interfaces';
 import { APP_GUARD } from '@nestjs/core';
-import { ThrottlerModule } from '@nestjs/throttler';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
-import { DeadlineGuard } from '@dlock/http-contract';
+import { DeadlineGuard, IdentityThrottlingModule } from '@dlock/http-contract';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, readLockServerConfig } from './config';
-import { IdentityThrottlerGuard } from './http/identity-throttler.guard';
 import { LocksModule } from './locks/locks.module';
 import { RevocationsModule } from './revocations/revocations.module';
 import { SessionsModule } from './sessions/sessions.module';
@@ -48,10 +46,8 @@ export class LockServerModule {
         }),
         store,
         HealthModule.register(LockBackendReadiness, [store]),
-        ThrottlerModule.forRoot({
-          throttlers: [{ limit: config.LOCK_RATE_LIMIT, ttl: config.LOCK_RATE_WINDOW_MS }],
-          setHeaders: false,
-        }),
+        // Per caller identity, limits in config (LOCK_RATE_LIMIT, LOCK_RATE_WINDOW_MS).
+        IdentityThrottlingModule.forRoot(config.LOCK_RATE_LIMIT, config.LOCK_RATE_WINDOW_MS),
         SessionsModule,
         LocksModule,
         RevocationsModule,
@@ -59,8 +55,6 @@ export class LockServerModule {
       providers: [
         // A caller with less than this left would not hear the answer (docs/lock-server.md).
         { provide: APP_GUARD, useValue: new DeadlineGuard(LOCK_DEADLINE_MIN_MS) },
-        // Per caller identity, limits in config (LOCK_RATE_LIMIT, LOCK_RATE_WINDOW_MS).
-        { provide: APP_GUARD, useClass: IdentityThrottlerGuard },
       ],
     };
   }

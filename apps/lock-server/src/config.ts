@@ -1,12 +1,13 @@
 import {
+  EnvBindHost,
   EnvError,
   EnvInt,
   EnvOneOf,
   EnvPeerUrl,
   EnvPostgresUrl,
+  type EnvSource,
   EnvString,
   validateEnv,
-  type EnvSource,
 } from '@dlock/config';
 import { AuthEnv } from '@dlock/identity';
 import {
@@ -25,6 +26,8 @@ export const LOCK_SERVER_BROKEN_MODES = ['off', ...BROKEN_MODES] as const;
 /** Every environment variable the lock-server reads (docs/lock-server.md has the table). */
 export class LockServerEnv extends AuthEnv {
   @EnvInt({ default: 8081, min: 0, max: 65535 }) readonly PORT!: number;
+  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
+  @EnvBindHost() readonly BIND_HOST!: string;
   @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
   @EnvOneOf(LOCK_BACKENDS, { default: 'pg' })
   readonly LOCK_BACKEND!: (typeof LOCK_BACKENDS)[number];

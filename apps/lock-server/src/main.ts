@@ -14,6 +14,7 @@ async function main(): Promise<void> {
     const config = app.get<LockServerConfig>(LOCK_SERVER_CONFIG);
     return {
       port: config.PORT,
+      host: config.BIND_HOST,
       name: 'lock-server',
       auth: serviceAuthOptions(config),
       publicKeys: () => app.get(GrantProofs).ring.publicJwks,

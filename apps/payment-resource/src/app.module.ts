@@ -1,6 +1,7 @@
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import type { RouteInfo } from '@nestjs/common/interfaces';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
+import { IdentityThrottlingModule } from '@dlock/http-contract';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { PAYMENT_CONFIG, readPaymentConfig } from './config';
 import { FenceFloorModule } from './fence-floor/fence-floor.module';
@@ -43,6 +44,8 @@ export class PaymentResourceModule {
           untracedRoutes: PER_PAYOUT_ROUTES,
         }),
         HealthModule.register(PaydbReadiness, [PaydbModule]),
+        // Before any proof is checked or event recorded (docs/security.md, "Limits").
+        IdentityThrottlingModule.forRoot(values.PAYMENT_RATE_LIMIT, values.PAYMENT_RATE_WINDOW_MS),
         LedgerModule,
         PayoutsModule,
         AccountsModule,

@@ -15,7 +15,10 @@ describe('payment-resource config', () => {
   it('has the documented defaults', () => {
     expect(readPaymentConfig({ PAYDB_URL: DB, ...AUTH })).toEqual({
       PORT: 8082,
+      BIND_HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
+      PAYMENT_RATE_LIMIT: 2_000,
+      PAYMENT_RATE_WINDOW_MS: 1_000,
       PAYDB_URL: DB,
       ...AUTH,
       AUTH_TOKEN_LIFETIME_MAX_MS: 3_600_000,

@@ -14,8 +14,11 @@ async function main(): Promise<void> {
     const config = app.get<PaymentConfig>(PAYMENT_CONFIG);
     return {
       port: config.PORT,
+      host: config.BIND_HOST,
       name: 'payment-resource',
       auth: serviceAuthOptions(config),
+      // Every route counts against the caller's budget (PAYMENT_RATE_LIMIT).
+      rateLimited: true,
       // The rail-proxy checks payout instructions against these (docs/rail.md, "Instructions").
       publicKeys: () => app.get(InstructionSigner).ring.publicJwks,
     };

@@ -104,6 +104,8 @@ describe('GET /v1/accounts (console)', () => {
             ownerId: OWNER_B,
             traceId: TRACE_ID,
           },
+          count: 1,
+          lastAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
         },
       ],
       nextAfter: 1,

@@ -1,5 +1,6 @@
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
+import { IdentityThrottlingModule } from '@dlock/http-contract';
 import { DatabaseModule } from '@dlock/persistence';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, readRailProxyConfig, type RailProxyConfig } from './config';
@@ -44,6 +45,11 @@ export class RailProxyModule {
         }),
         proxydb,
         HealthModule.register(ProxydbReadiness),
+        // Before any proof is checked or event recorded (docs/security.md, "Limits").
+        IdentityThrottlingModule.forRoot(
+          values.RAIL_PROXY_RATE_LIMIT,
+          values.RAIL_PROXY_RATE_WINDOW_MS,
+        ),
         SubmissionsModule,
         HighWaterModule,
       ],

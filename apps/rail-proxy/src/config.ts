@@ -1,14 +1,15 @@
 import {
+  assertKillSwitchAllowed,
+  EnvBindHost,
   EnvBool,
   EnvError,
   EnvInt,
   EnvOneOf,
   EnvPeerUrl,
   EnvPostgresUrl,
-  EnvString,
-  assertKillSwitchAllowed,
-  validateEnv,
   type EnvSource,
+  EnvString,
+  validateEnv,
 } from '@dlock/config';
 import { AuthEnv } from '@dlock/identity';
 
@@ -17,7 +18,12 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** Every knob of rail-proxy (docs/rail.md). Read once at boot. */
 export class RailProxyEnv extends AuthEnv {
   @EnvInt({ default: 8083, min: 0, max: 65535 }) readonly PORT!: number;
+  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
+  @EnvBindHost() readonly BIND_HOST!: string;
   @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  /** Requests one caller identity may make per RAIL_PROXY_RATE_WINDOW_MS; past it 429 (docs/security.md, "Limits"). */
+  @EnvInt({ default: 2_000, min: 1, max: 1_000_000 }) readonly RAIL_PROXY_RATE_LIMIT!: number;
+  @EnvInt({ default: 1_000, min: 100, max: 3_600_000 }) readonly RAIL_PROXY_RATE_WINDOW_MS!: number;
   @EnvPostgresUrl() readonly PROXYDB_URL!: string;
   /**
    * The lock-server's public keys grant proofs are checked against

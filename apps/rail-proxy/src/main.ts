@@ -15,10 +15,13 @@ async function main(): Promise<void> {
     const config = created.get<RailProxyConfig>(RAIL_PROXY_CONFIG);
     return {
       port: config.PORT,
+      host: config.BIND_HOST,
       name: 'rail-proxy',
       auth: serviceAuthOptions(config),
       // payment-resource checks rail receipts against these (docs/rail.md, "Receipts").
       publicKeys: () => created.get(ReceiptSigner).ring.publicJwks,
+      // Every route counts against the caller's budget (RAIL_PROXY_RATE_LIMIT).
+      rateLimited: true,
     };
   });
   if (!app.get<RailProxyConfig>(RAIL_PROXY_CONFIG).RAIL_PROXY_FENCING_ENABLED) {

@@ -89,6 +89,9 @@ describe('rail-proxy console reads: GET /v1/rail/high-water, GET /v1/safety-even
           presentedToken: '41',
           highestToken: '42',
         }),
+        // A refusal a caller can repeat: its repeats count here (docs/operations.md).
+        count: 1,
+        lastAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
       },
     ]);
     expect(res.body.nextAfter).toBe(res.body.events.at(-1).seq);

@@ -85,7 +85,7 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     // Started after both replicas died, whatever ran before: a restart, then the steady proxy.
     const restarted = track(await startProxy(db, stub.url));
     steady ??= restarted;
-    const afterRestart = await submit(restarted.url, second, '29', { key: 'k-after-restart' });
+    const afterRestart = await submit(restarted.url, second, '29');
     expect(afterRestart.status).toBe(409);
     expect(afterRestart.body.code).toBe('FENCED_OUT');
     expect(afterRestart.body.details.highestToken).toBe('30');

@@ -217,10 +217,11 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       },
       traceId: TRACE,
     });
-    // The same token under a fresh key: step 1 comes first and it is not above the mark (11).
+    // The same token under a fresh key: only the payout's own key is taken (docs/rail.md).
     const sameToken = await submit(proxy.url, p, '10', { key: `${keyOf(p)}-regenerated` });
-    expect(sameToken.status).toBe(409);
-    expect(sameToken.body.code).toBe('FENCED_OUT');
+    expect(sameToken.status).toBe(400);
+    expect(sameToken.body.code).toBe('VALIDATION_FAILED');
+    expect(sameToken.body.details.fields[0].field).toBe('X-Idempotency-Key');
     // The exact retry (same key, token, body) gets the original answer back.
     const retry = await submit(proxy.url, p, '10');
     expect(retry.status).toBe(409);
@@ -228,7 +229,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
 
     expect((await stubStats(stub.url)).submitsReceived).toBe(after.submitsReceived);
     expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
-    expect((await rowsOf(db, p.payoutId)).map((r) => r.outcome)).toEqual(['TIMEOUT', 'FENCED']);
+    expect((await rowsOf(db, p.payoutId)).map((r) => r.outcome)).toEqual(['TIMEOUT']);
     expect(await metric(proxy.url, 'rail_duplicate_attempted_total')).toBe(duplicatesBefore + 1);
     expect(proxy.output()).toContain('"event":"duplicate_rail_submission_attempted"');
     expect(proxy.output()).toContain('"event":"rail_ambiguous"');
@@ -303,7 +304,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       traceId: TRACE,
     });
     // Strictly greater: an equal token is refused as well (docs/rail.md).
-    const equal = await submit(proxy.url, second, '20', { key: `${keyOf(second)}-b` });
+    const equal = await submit(proxy.url, second, '20');
     expect(equal.status).toBe(409);
     expect(equal.body.details.highestToken).toBe('20');
     expect((await stubStats(stub.url)).submitsReceived).toBe(before.submitsReceived);
@@ -338,6 +339,43 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       ownerId: 'worker-stale',
       traceId: stale.body.traceId,
     });
+  });
+
+  it('a revoked holder retrying 50 times under fresh keys or the payout key leaves one FENCED row', async () => {
+    const first = newPayout();
+    const second = newPayout(first.accountId);
+    expect((await submit(proxy.url, first, '60')).status).toBe(200);
+    const received = (await stubStats(stub.url)).submitsReceived;
+    const fencedBefore = await metric(proxy.url, 'lock_fenced_out_total{resource="rail"}');
+    const freshKeys = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        submit(proxy.url, second, '59', { ownerId: 'revoked', key: `payout-${randomUUID()}-${i}` }),
+      ),
+    );
+    // Another payout's key, and the payout's own key with its id in capitals, are not its key.
+    freshKeys.push(await submit(proxy.url, second, '59', { key: keyOf(first) }));
+    freshKeys.push(
+      await submit(proxy.url, second, '59', { key: `payout-${second.payoutId.toUpperCase()}` }),
+    );
+    expect(new Set(freshKeys.map((r) => `${r.status} ${r.body.code}`))).toEqual(
+      new Set(['400 VALIDATION_FAILED']),
+    );
+    expect(await rowsOf(db, second.payoutId)).toEqual([]);
+    expect(await idempotencyRows(db, keyOf(second))).toBe(0);
+
+    const stable = [];
+    for (let i = 0; i < 50; i++) stable.push(await submit(proxy.url, second, '59'));
+    expect(new Set(stable.map((r) => `${r.status} ${r.body.code}`))).toEqual(
+      new Set(['409 FENCED_OUT']),
+    );
+    expect((await rowsOf(db, second.payoutId)).map((r) => r.outcome)).toEqual(['FENCED']);
+    expect(await metric(proxy.url, 'lock_fenced_out_total{resource="rail"}')).toBe(
+      fencedBefore + 1,
+    );
+    expect((await stubStats(stub.url)).submitsReceived).toBe(received);
+    // The honest holder still submits once.
+    expect((await submit(proxy.url, second, '61')).status).toBe(200);
+    expect(await transfersFor(stub.url, railClientRef(second.payoutId))).toHaveLength(1);
   });
 
   it('an admitted submission is one statement, then its outcome; a refused one is answered in a transaction that leaves only its answer', async () => {
@@ -408,6 +446,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     // Naming exactly the derived reference is accepted (it changes nothing); the rail sees only it.
     const upper = { ...p, payoutId: p.payoutId.toUpperCase() };
     const ok = await submit(proxy.url, upper, '9', {
+      key: keyOf(p),
       body: { ...upper, clientRef: railClientRef(p.payoutId) },
     });
     expect(ok.status).toBe(200);

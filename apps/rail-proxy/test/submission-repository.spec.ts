@@ -125,6 +125,26 @@ describe('rail-proxy SubmissionRepository on a real proxydb', () => {
     });
   });
 
+  it('a stale attempt retried leaves one FENCED row per payout and token', async () => {
+    const first = request({ presentedToken: 9n });
+    await admit(first);
+    const stale = request({ accountId: first.accountId, presentedToken: 4n });
+    const fence = (req: SubmissionRequest) =>
+      db.transaction(async (m) =>
+        repo.insertFenced(m, req, await repo.highWater(m, req.accountId)),
+      );
+    const once = await fence(stale);
+    // Under another key (a scope of its own) the same payout and token find the row already there.
+    const again = await fence({ ...stale, idempotencyKey: `${stale.idempotencyKey}-x` });
+    expect(again.submissionId).toBe(once.submissionId);
+    const older = await fence({ ...stale, presentedToken: 3n });
+    expect(older.submissionId).not.toBe(once.submissionId);
+    expect((await repo.listByPayout(stale.payoutId)).map((r) => r.presentedToken)).toEqual([
+      4n,
+      3n,
+    ]);
+  });
+
   it('a higher token raises the mark; a payout with a live submission gets no second intent', async () => {
     const first = request({ presentedToken: 7n });
     await admit(first);

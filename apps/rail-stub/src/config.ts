@@ -1,13 +1,14 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
+  EnvBindHost,
   EnvBool,
   EnvInt,
   EnvNumber,
   EnvOneOf,
+  type EnvSource,
   EnvString,
   validateEnv,
-  type EnvSource,
 } from '@dlock/config';
 import { FAILURE_MODES, type FailureMode } from './rail/domain/fault-plan';
 
@@ -16,6 +17,8 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** Every knob of the rail stub (docs/rail.md). Read once at boot. */
 export class RailStubEnv {
   @EnvInt({ default: 8085, min: 0, max: 65535 }) readonly PORT!: number;
+  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
+  @EnvBindHost() readonly BIND_HOST!: string;
   @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
   @EnvInt({ default: 0, min: 0, max: 600_000 }) readonly RAIL_STUB_LATENCY_MS!: number;
   @EnvNumber({ default: 0, min: 0, max: 1 }) readonly RAIL_STUB_FAILURE_RATE!: number;

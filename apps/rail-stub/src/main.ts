@@ -10,6 +10,7 @@ async function main(): Promise<void> {
   const module = await RailStubModule.forRoot();
   await serveHttpApp(module, (app) => ({
     port: app.get<RailStubConfig>(RAIL_STUB_CONFIG).PORT,
+    host: app.get<RailStubConfig>(RAIL_STUB_CONFIG).BIND_HOST,
     name: 'rail-stub',
     // The stand-in for a bank outside this system: its callers' authentication is the bank's.
     auth: 'open: external rail simulator',

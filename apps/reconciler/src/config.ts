@@ -1,12 +1,13 @@
 import {
+  EnvBindHost,
   EnvInt,
   EnvNumber,
   EnvOneOf,
   EnvPeerUrl,
   EnvPostgresUrl,
+  type EnvSource,
   EnvString,
   validateEnv,
-  type EnvSource,
 } from '@dlock/config';
 import { CallerAuthEnv } from '@dlock/identity';
 
@@ -15,6 +16,8 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** Every knob of the reconciler (docs/reconciler.md has the table). Read once at boot. */
 export class ReconcilerEnv extends CallerAuthEnv {
   @EnvInt({ default: 8086, min: 0, max: 65535 }) readonly PORT!: number;
+  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
+  @EnvBindHost() readonly BIND_HOST!: string;
   @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
   @EnvString({ default: 'reconciler', maxLength: 64, pattern: /^[\x20-\x7e]+$/ })
   readonly OWNER_ID!: string;

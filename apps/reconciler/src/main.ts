@@ -13,6 +13,7 @@ async function main(): Promise<void> {
     const config = app.get<ReconcilerConfig>(RECONCILER_CONFIG);
     return {
       port: config.PORT,
+      host: config.BIND_HOST,
       name: 'reconciler',
       auth: serviceAuthOptions(config),
     };

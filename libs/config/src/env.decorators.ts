@@ -129,6 +129,15 @@ export function EnvString(opts: StringOptions = {}): PropertyDecorator {
   );
 }
 
+/**
+ * The address a service listens on (BIND_HOST): loopback unless told otherwise,
+ * so a laptop's `npm start` is not reachable from its network. Containers set
+ * 0.0.0.0 (k8s, docker-compose.yml; docs/security.md, "Hardening").
+ */
+export function EnvBindHost(): PropertyDecorator {
+  return EnvString({ default: '127.0.0.1', maxLength: 255, pattern: /^[0-9A-Za-z.:-]+$/ });
+}
+
 /** One of a fixed list of words. */
 export function EnvOneOf(values: readonly string[], opts: { default?: string } = {}) {
   const list = values.join(', ');

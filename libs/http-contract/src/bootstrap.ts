@@ -17,6 +17,7 @@ import { authenticateRequests, type AuthGate, type AuthOptions } from './authent
 import { inboundTrace, runInRequestTrace } from '@dlock/tracing';
 import { OperationGuard } from './operation';
 import { requestDeadline } from './deadline';
+import { refuseNonJsonBody, refuseRepeatedHeaders } from './headers';
 import { ContractExceptionFilter, sendError } from './exception.filter';
 import { int64Replacer, parseRequestBody } from './json';
 import { renderError } from './envelope';
@@ -63,8 +64,10 @@ export function applyHttpContract(
     // Export off: this hop's trace, parsed once and kept on the request (docs/tracing.md).
     req.hopTrace = inboundTrace(req.headers);
     res.setHeader('trace-id', requestTraceId(req));
-    // The caller's budget starts counting on arrival; a malformed one is refused here.
+    // The caller's budget starts counting on arrival; a malformed one is refused here, as is
+    // a header that must come once and came twice (before the auth gate reads the first).
     try {
+      refuseRepeatedHeaders(req.rawHeaders);
       requestDeadline(req);
       next();
     } catch (err) {
@@ -78,6 +81,14 @@ export function applyHttpContract(
   hooks.beforeBody?.(app);
   const limit = hooks.bodyLimitBytes ?? BODY_LIMIT_BYTES;
   // inflate: false: a Content-Encoding other than identity is 415, never decoded (README, Wire conventions).
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    try {
+      refuseNonJsonBody(req);
+      next();
+    } catch (err) {
+      next(err);
+    }
+  });
   app.use(text({ type: () => true, limit, inflate: false }));
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const raw: unknown = req.body;
@@ -154,6 +165,8 @@ export interface ServeOptions extends ContractHooks {
   auth: AuthOptions | 'open: external rail simulator' | 'people: sessions the app gates itself';
   /** The public keys this service signs with, served at /.well-known/jwks.json. */
   publicKeys?: () => object;
+  /** Every route counts against the caller's budget (OpenApiOptions.rateLimited). */
+  rateLimited?: boolean;
   /** Files served as they are (a page and its scripts), `index.html` at `/`. */
   staticDir?: string;
   /** Runs once the port is known (PORT=0 learns it at listen), before `listening` is logged. */
@@ -203,10 +216,11 @@ export async function serveHttpApp(
       name: options.name,
       authenticated: typeof options.auth !== 'string',
       publishesKeys: options.publicKeys !== undefined,
+      rateLimited: options.rateLimited,
     });
   }
   app.enableShutdownHooks();
-  await app.listen(options.port, options.host ?? '0.0.0.0');
+  await app.listen(options.port, options.host ?? '127.0.0.1');
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   const note = options.afterListen?.(app, port) ?? {};

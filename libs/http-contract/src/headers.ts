@@ -1,6 +1,7 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import {
+  DlockError,
   OWNER_ID_MAX_LENGTH,
   ValidationError,
   parseFencingToken,
@@ -14,6 +15,66 @@ const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]+$/;
 function single(req: Request, name: string): string | undefined {
   const value = req.headers[name.toLowerCase()];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Headers a request may carry once. Node keeps only the first Authorization
+ * (and Content-Type) and joins repeated X- headers with ", ", so a repeat is
+ * seen only in `rawHeaders`: one is refused before anything reads it
+ * (docs/security.md, "Hardening").
+ */
+const SINGULAR_HEADERS: ReadonlySet<string> = new Set([
+  'authorization',
+  'content-type',
+  'idempotency-key',
+  'x-acting-for',
+  'x-csrf-token',
+  'x-fencing-token',
+  'x-goog-iap-jwt-assertion',
+  'x-grant-proof',
+  'x-idempotency-key',
+  'x-operator',
+  'x-owner-id',
+  'x-payout-instruction',
+  'x-request-deadline-ms',
+]);
+
+/** 400 VALIDATION_FAILED naming the first header of SINGULAR_HEADERS sent more than once. */
+export function refuseRepeatedHeaders(rawHeaders: readonly string[]): void {
+  let seen: Set<string> | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i].toLowerCase();
+    if (!SINGULAR_HEADERS.has(name)) continue;
+    seen ??= new Set();
+    if (seen.has(name)) {
+      throw new ValidationError([{ field: rawHeaders[i], message: 'header sent more than once' }]);
+    }
+    seen.add(name);
+  }
+}
+
+/** Media types a request body may have: JSON, with or without parameters (a charset). */
+const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
+
+/**
+ * A request that carries a body must say it is JSON: any other Content-Type
+ * (or none) is 415 VALIDATION_FAILED before a byte is read. A request
+ * without a body passes, whatever it says (docs/contract.md, "Bodies and numbers").
+ */
+export function refuseNonJsonBody(req: Request): void {
+  const length = req.headers['content-length'];
+  const hasBody =
+    req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  const type = req.headers['content-type'];
+  if (!hasBody || (type !== undefined && JSON_MEDIA_TYPE.test(type))) return;
+  throw new DlockError(
+    'VALIDATION_FAILED',
+    `unsupported request body type (${type ?? 'none'}): send application/json`,
+    {
+      httpStatus: 415,
+      details: { fields: [{ field: 'Content-Type', message: 'must be application/json' }] },
+    },
+  );
 }
 
 /** `X-Fencing-Token`: required, strict int64 > 0, else 400 INVALID_TOKEN. */

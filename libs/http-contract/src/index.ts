@@ -12,3 +12,4 @@ export * from './read-query';
 export * from './openapi';
 export * from './operation';
 export * from './fenced-grant';
+export * from './identity-throttler';

@@ -213,6 +213,12 @@ export interface OpenApiOptions {
   authenticated: boolean;
   /** True for a service that publishes signing keys at JWKS_PATH (servePublicKeys). */
   publishesKeys?: boolean;
+  /**
+   * True for a service whose every route counts against the caller's budget
+   * (IdentityThrottlingModule): 429 CONTENTION_EXCEEDED is documented on all
+   * of them. The lock-server, which exempts some routes, declares its 429s per route.
+   */
+  rateLimited?: boolean;
 }
 
 /** Paths served outside Nest's controllers or open to probes (authentication.ts OPEN_PATHS). */
@@ -396,7 +402,9 @@ export function buildOpenApiDocument(
       ...SHARED_PARAMETERS,
       ...(options.authenticated ? [ACTING_FOR_PARAMETER] : []),
     ];
-    addSharedErrors(op, sharedErrors(options.authenticated, op.requestBody !== undefined));
+    const errors = sharedErrors(options.authenticated, op.requestBody !== undefined);
+    if (options.rateLimited) errors.push('CONTENTION_EXCEEDED');
+    addSharedErrors(op, errors);
   }
   addNamedSchemas(doc);
   return sortedKeys(doc);

@@ -64,6 +64,79 @@ describe('SafetyEventFeed', () => {
   });
 });
 
+describe('SafetyEventFeed coalescing', () => {
+  let nowMs = AT.getTime();
+  const clock = () => new Date(nowMs);
+  beforeEach(() => {
+    nowMs = AT.getTime();
+  });
+
+  it('counts the repeats of one refusal on its record: a flood keeps a real event in the ring', () => {
+    const feed = new SafetyEventFeed(4, clock, 60_000);
+    feed.append('fenced_out', { real: true }, 'holder-1');
+    for (let i = 0; i < 1200; i++) {
+      nowMs += 10;
+      feed.append('proof_rejected', { n: i }, 'attacker');
+    }
+    expect(feed.after(0, 10)).toEqual({
+      events: [
+        {
+          seq: 1,
+          at: AT.toISOString(),
+          event: 'fenced_out',
+          fields: { real: true },
+          count: 1,
+          lastAt: AT.toISOString(),
+        },
+        {
+          seq: 2,
+          at: new Date(AT.getTime() + 10).toISOString(),
+          event: 'proof_rejected',
+          fields: { n: 0 },
+          count: 1200,
+          lastAt: new Date(nowMs).toISOString(),
+        },
+      ],
+      nextAfter: 2,
+    });
+  });
+
+  it('keeps apart other keys, other events and uncoalesced events', () => {
+    const feed = new SafetyEventFeed(10, clock, 60_000);
+    feed.append('proof_rejected', {}, 'a');
+    feed.append('proof_rejected', {}, 'b');
+    feed.append('fenced_out', {}, 'a');
+    feed.append('lock_revoked', {});
+    feed.append('lock_revoked', {});
+    feed.append('proof_rejected', {}, 'a');
+    expect(feed.after(0, 10).events.map((e) => [e.event, e.count])).toEqual([
+      ['proof_rejected', 2],
+      ['proof_rejected', 1],
+      ['fenced_out', 1],
+      ['lock_revoked', undefined],
+      ['lock_revoked', undefined],
+    ]);
+  });
+
+  it('opens a new record once the window is over, or once its record left the ring', () => {
+    const feed = new SafetyEventFeed(2, clock, 60_000);
+    feed.append('proof_rejected', {}, 'a');
+    nowMs += 60_000;
+    feed.append('proof_rejected', {}, 'a');
+    expect(feed.after(0, 10).events.map((e) => [e.seq, e.count])).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+    feed.append('lock_revoked', {});
+    feed.append('lock_revoked', {});
+    feed.append('proof_rejected', {}, 'a');
+    expect(feed.after(0, 10).events.map((e) => [e.seq, e.count])).toEqual([
+      [4, undefined],
+      [5, 1],
+    ]);
+  });
+});
+
 describe('SafetyEvents feeds its ring', () => {
   it('appends every emitted event with the log line fields, bigints as decimal strings', () => {
     const feed = new SafetyEventFeed(10, () => AT);
@@ -88,6 +161,8 @@ describe('SafetyEvents feeds its ring', () => {
           highestToken: '42',
           ownerId: 'w-1',
         },
+        count: 1,
+        lastAt: '2026-12-01T06:00:00.000Z',
       },
       {
         seq: 2,

@@ -27,16 +27,25 @@ const SAFETY_EVENTS_SCHEMA = wireSchema<SafetyEventsResponse>('SafetyEvents', {
   service: { type: 'string' },
   events: {
     type: 'array',
-    items: objectSchema<SafetyEventRecord>({
-      seq: { type: 'integer', minimum: 1 },
-      at: INSTANT,
-      event: { type: 'string', example: 'fenced_out' },
-      fields: {
-        type: 'object',
-        additionalProperties: true,
-        description: "the log line's fields; tokens as decimal strings",
+    items: objectSchema<SafetyEventRecord>(
+      {
+        seq: { type: 'integer', minimum: 1 },
+        at: INSTANT,
+        event: { type: 'string', example: 'fenced_out' },
+        fields: {
+          type: 'object',
+          additionalProperties: true,
+          description: "the first occurrence's log line fields; tokens as decimal strings",
+        },
+        count: {
+          type: 'integer',
+          minimum: 1,
+          description: 'a refusal that coalesces: how many times it happened within its window',
+        },
+        lastAt: { ...INSTANT, description: 'a refusal that coalesces: its latest occurrence' },
       },
-    }),
+      ['count', 'lastAt'],
+    ),
   },
   nextAfter: { type: 'integer', minimum: 0 },
 });

@@ -140,11 +140,18 @@ export class SafetyEvents {
     traceId?: string;
   }): void {
     this.fencedOutTotal.inc({ resource: fields.resource });
-    this.emit('fenced_out', 'stale fencing token rejected', {
-      ...fields,
-      presentedToken: fields.presentedToken.toString(),
-      highestToken: fields.highestToken?.toString() ?? null,
-    });
+    const presented = fields.presentedToken.toString();
+    this.emit(
+      'fenced_out',
+      'stale fencing token rejected',
+      {
+        ...fields,
+        presentedToken: presented,
+        highestToken: fields.highestToken?.toString() ?? null,
+      },
+      // The same stale holder retrying the same resource counts on one record.
+      [fields.resource, fields.resourceId, fields.ownerId, presented],
+    );
   }
 
   railAmbiguous(fields: Record<string, unknown>): void {
@@ -158,6 +165,7 @@ export class SafetyEvents {
       'duplicate_rail_submission_attempted',
       'second submission for a payout refused',
       fields,
+      [fields.payoutId, fields.ownerId, fields.presentedToken],
     );
   }
 
@@ -173,7 +181,11 @@ export class SafetyEvents {
 
   invalidTransition(fields: Record<string, unknown>): void {
     this.invalidTransitionTotal.inc();
-    this.emit('invalid_transition', 'payout transition rejected', fields);
+    this.emit('invalid_transition', 'payout transition rejected', fields, [
+      fields.payoutId,
+      fields.payoutEvent,
+      fields.actor,
+    ]);
   }
 
   tokenRegression(fields: { guard: string } & Record<string, unknown>): void {
@@ -194,7 +206,13 @@ export class SafetyEvents {
       proof: fields.proof,
       reason: fields.reason,
     });
-    this.emit('proof_rejected', 'request refused: its proof does not hold', fields);
+    // Whatever payout each names: one caller's garbage proofs are one record (docs/operations.md).
+    this.emit('proof_rejected', 'request refused: its proof does not hold', fields, [
+      fields.guard,
+      fields.proof,
+      fields.reason,
+      fields.ownerId,
+    ]);
   }
 
   /** Call once per payout and finding: the counter is "how many payouts", not "how many looks". */
@@ -203,12 +221,26 @@ export class SafetyEvents {
     this.emit(finding, 'the rail disagrees with a terminal payout; a human must decide', fields);
   }
 
-  private emit(event: SafetyEventName, message: string, fields: Record<string, unknown>): void {
+  /**
+   * `coalesceBy`: for a refusal a caller can repeat at will, the fields that
+   * make two of them the same refusal; the feed then counts repeats on one
+   * record. The log and the counters still see every one.
+   */
+  private emit(
+    event: SafetyEventName,
+    message: string,
+    fields: Record<string, unknown>,
+    coalesceBy?: unknown[],
+  ): void {
     const safe = Object.fromEntries(
       Object.entries(fields).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString() : v]),
     );
     // The event's name wins over a field of the same name: it is what operators search for.
     this.logger.warn({ ...safe, event }, message);
-    this.feed.append(event, safe);
+    const key =
+      coalesceBy === undefined
+        ? undefined
+        : JSON.stringify(coalesceBy.map((v) => (typeof v === 'bigint' ? v.toString() : v)));
+    this.feed.append(event, safe, key);
   }
 }

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { DlockError, formatFencingToken, formatInstant } from '@dlock/lock-api';
+import { DlockError, formatFencingToken, formatInstant, ValidationError } from '@dlock/lock-api';
 import { ApiHeader } from '@nestjs/swagger';
 import {
   ApiContractErrors,
@@ -12,6 +12,7 @@ import {
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
 import {
+  idempotencyKeyFor,
   PAYOUT_INSTRUCTION_HEADER,
   railClientRef,
   type RailEvidence,
@@ -83,6 +84,13 @@ export class SubmissionsController {
   ): Promise<SubmitResponse> {
     const payoutId = body.payoutId.toLowerCase();
     const { token, proof, ownerId, idempotencyKey, traceId, deadline } = grant;
+    // Only the payout's own stable key (docs/contract.md, "Headers"): a fresh key per
+    // retry would open a new scope, and a new audit row, for every stale attempt.
+    if (idempotencyKey !== idempotencyKeyFor(payoutId)) {
+      throw new ValidationError([
+        { field: 'X-Idempotency-Key', message: `must be the payout's key, payout-<payoutId>` },
+      ]);
+    }
     return this.service.submit({
       presentedToken: token,
       grantProof: proof,

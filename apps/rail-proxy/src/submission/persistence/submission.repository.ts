@@ -210,7 +210,12 @@ export class SubmissionRepository {
     return rows.length === 0 ? null : toRecord(rows[0]);
   }
 
-  /** A stale attempt, recorded resolved as FENCED; never presented to the rail. */
+  /**
+   * A stale attempt, recorded resolved as FENCED; never presented to the rail.
+   * One row per payout and token, however often it is retried: a row already
+   * there is answered instead. Race-free because the admission statement of the
+   * same transaction holds the account's high-water row (docs/rail.md).
+   */
   async insertFenced(
     m: EntityManager,
     req: SubmissionRequest,
@@ -218,13 +223,22 @@ export class SubmissionRepository {
   ): Promise<SubmissionRecord> {
     const rows: SubmissionRow[] = await sqlRows(
       m,
-      `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
-         idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, outcome, error_code,
-         highest_token_seen, resolved_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'FENCED', 'STALE_TOKEN', $11, now())
-       RETURNING ${COLUMNS}`,
+      `WITH inserted AS (
+         INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token,
+           owner_id, idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, outcome,
+           error_code, highest_token_seen, resolved_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'FENCED', 'STALE_TOKEN', $11, now()
+          WHERE NOT EXISTS (SELECT 1 FROM rail_submission
+                             WHERE payout_id = $2 AND presented_token = $4 AND outcome = 'FENCED')
+         RETURNING ${COLUMNS})
+       SELECT ${COLUMNS} FROM inserted
+       UNION ALL
+       (SELECT ${COLUMNS} FROM rail_submission
+         WHERE payout_id = $2 AND presented_token = $4 AND outcome = 'FENCED'
+         ORDER BY created_at LIMIT 1)`,
       [...requestColumns(req), highest.toString()],
     );
+    assert.equal(rows.length, 1, 'a fenced attempt has exactly one row');
     return toRecord(rows[0]);
   }
 

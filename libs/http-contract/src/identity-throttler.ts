@@ -1,19 +1,20 @@
-import { Injectable, type ExecutionContext } from '@nestjs/common';
+import { Injectable, Module, type DynamicModule, type ExecutionContext } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
 import type { Request } from 'express';
-import { ThrottlerGuard, type ThrottlerLimitDetail } from '@nestjs/throttler';
+import { ThrottlerGuard, ThrottlerModule, type ThrottlerLimitDetail } from '@nestjs/throttler';
 import { ContentionError } from '@dlock/lock-api';
-import { OPEN_PATHS, type AuthenticatedRequest } from '@dlock/http-contract';
+import { OPEN_PATHS, type AuthenticatedRequest } from './authentication';
 
 /**
  * Requests per caller identity, not per address (many workers share a node's
  * address; one identity is one worker, docs/security.md). Past the limit:
  * 429 CONTENTION_EXCEEDED with retryAfterMillis, before any statement runs.
  *
- * Never limited (docs/security.md, "Limits"): giving a lock back and keeping
- * a session alive (release L6, close L3, heartbeat L2: @SkipThrottle on those
- * routes), and whatever carries no identity — probes, scrapes and the OpenAPI
- * document (OPEN_PATHS). Those would otherwise share one anonymous bucket, so
- * anyone who can reach /metrics could make the readiness probe fail.
+ * Never limited (docs/security.md, "Limits"): routes marked @SkipThrottle (at
+ * the lock-server, giving a lock back and keeping a session alive), and
+ * whatever carries no identity — probes, scrapes and the OpenAPI document
+ * (OPEN_PATHS). Those would otherwise share one anonymous bucket, so anyone
+ * who can reach /metrics could make the readiness probe fail.
  */
 @Injectable()
 export class IdentityThrottlerGuard extends ThrottlerGuard {
@@ -44,5 +45,23 @@ export class IdentityThrottlerGuard extends ThrottlerGuard {
       retryAfterMillis: Math.max(1, detail.timeToBlockExpire) * 1000,
       details: { reason: 'rate-limit', limit: detail.limit, windowMs: detail.ttl },
     });
+  }
+}
+
+/**
+ * The per-identity budget of a service: `limit` requests per `windowMs` for
+ * each caller identity, across every route (the lock-server, payment-resource
+ * and the rail-proxy; docs/security.md, "Limits").
+ */
+@Module({})
+export class IdentityThrottlingModule {
+  static forRoot(limit: number, windowMs: number): DynamicModule {
+    return {
+      module: IdentityThrottlingModule,
+      imports: [
+        ThrottlerModule.forRoot({ throttlers: [{ limit, ttl: windowMs }], setHeaders: false }),
+      ],
+      providers: [{ provide: APP_GUARD, useClass: IdentityThrottlerGuard }],
+    };
   }
 }
