@@ -48,10 +48,14 @@ export class LockServerModule {
         }),
         store,
         HealthModule.register(LockBackendReadiness, [store]),
-        ThrottlerModule.forRoot({
-          throttlers: [{ limit: config.LOCK_RATE_LIMIT, ttl: config.LOCK_RATE_WINDOW_MS }],
-          setHeaders: false,
-        }),
+        // Global: the waiters charge their re-tries to the same per-identity budget (CallerBudget).
+        {
+          ...ThrottlerModule.forRoot({
+            throttlers: [{ limit: config.LOCK_RATE_LIMIT, ttl: config.LOCK_RATE_WINDOW_MS }],
+            setHeaders: false,
+          }),
+          global: true,
+        },
         SessionsModule,
         LocksModule,
         RevocationsModule,

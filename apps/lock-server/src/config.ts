@@ -61,6 +61,10 @@ export class LockServerEnv extends AuthEnv {
   readonly LOCK_SESSION_RETENTION_MS!: number;
   /** Server-side waiters allowed per key in this process; beyond it 429 CONTENTION_EXCEEDED. */
   @EnvInt({ default: 64, min: 0, max: 10_000 }) readonly LOCK_WAITERS_MAX!: number;
+  /** Server-side waiters one identity may have in this process, over all keys (docs/lock-server.md, "Limits"). */
+  @EnvInt({ default: 32, min: 0, max: 10_000 }) readonly LOCK_WAITERS_PER_OWNER_MAX!: number;
+  /** Server-side waiters in this process in all: each re-tries against the backend while it waits. */
+  @EnvInt({ default: 256, min: 0, max: 100_000 }) readonly LOCK_WAITERS_TOTAL_MAX!: number;
   /** A waiting acquire re-tries at least this often (catches releases made by other replicas). */
   @EnvInt({ default: 100, min: 10, max: 5_000 }) readonly LOCK_WAIT_POLL_MS!: number;
   /** Requests one caller identity may make per LOCK_RATE_WINDOW_MS (docs/security.md has what is exempt). */

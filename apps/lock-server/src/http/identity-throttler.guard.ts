@@ -1,8 +1,8 @@
 import { Injectable, type ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import { ThrottlerGuard, type ThrottlerLimitDetail } from '@nestjs/throttler';
-import { ContentionError } from '@dlock/lock-api';
 import { OPEN_PATHS, type AuthenticatedRequest } from '@dlock/http-contract';
+import { budgetKey, rateLimited } from '../locks/service/caller-budget';
 
 /**
  * Requests per caller identity, not per address (many workers share a node's
@@ -14,6 +14,7 @@ import { OPEN_PATHS, type AuthenticatedRequest } from '@dlock/http-contract';
  * routes), and whatever carries no identity — probes, scrapes and the OpenAPI
  * document (OPEN_PATHS). Those would otherwise share one anonymous bucket, so
  * anyone who can reach /metrics could make the readiness probe fail.
+ * A server-side wait draws on the same budget as it re-tries (CallerBudget).
  */
 @Injectable()
 export class IdentityThrottlerGuard extends ThrottlerGuard {
@@ -33,16 +34,13 @@ export class IdentityThrottlerGuard extends ThrottlerGuard {
     tracker: string,
     name: string,
   ): string {
-    return `${name}:${tracker}`;
+    return budgetKey(name, tracker);
   }
 
   protected override throwThrottlingException(
     _context: ExecutionContext,
     detail: ThrottlerLimitDetail,
   ): Promise<void> {
-    throw new ContentionError('request rate limit of this identity exceeded', {
-      retryAfterMillis: Math.max(1, detail.timeToBlockExpire) * 1000,
-      details: { reason: 'rate-limit', limit: detail.limit, windowMs: detail.ttl },
-    });
+    throw rateLimited(detail.limit, detail.ttl, detail.timeToBlockExpire);
   }
 }

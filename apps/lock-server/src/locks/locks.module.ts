@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AuthPolicy, policyFile } from '@dlock/identity';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
+import { CallerBudget } from './service/caller-budget';
 import { GrantProofs } from './service/grant-proofs';
 import { LockService } from './service/lock.service';
 import { RevocationFloors } from '../revocations/service/revocation-floors';
@@ -18,6 +19,7 @@ import { LocksController } from './http/locks.controller';
   controllers: [LocksController, LockListingController],
   providers: [
     LockService,
+    CallerBudget,
     RevokeService,
     GrantProofs,
     SessionOwners,

@@ -18,7 +18,8 @@ import { GrantProofs } from './grant-proofs';
 import { RevocationFloors, type GuardFloors } from '../../revocations/service/revocation-floors';
 import { LockMetrics } from '../../metrics';
 import { SessionOwners } from '../../sessions/service/session-owners';
-import { Waiters } from './waiters';
+import { CallerBudget } from './caller-budget';
+import { Waiters, type WaiterRefusal } from './waiters';
 
 /** A grant and the lock-server's signature over it (docs/security.md, "Signed grants"). */
 export interface SignedGrant {
@@ -52,9 +53,14 @@ export class LockService {
     private readonly owners: SessionOwners,
     private readonly policy: AuthPolicy,
     private readonly floors: RevocationFloors,
+    private readonly budget: CallerBudget,
     @Inject(LOCK_SERVER_CONFIG) private readonly config: LockServerConfig,
   ) {
-    this.waiters = new Waiters(config.LOCK_WAITERS_MAX);
+    this.waiters = new Waiters({
+      perKeyMax: config.LOCK_WAITERS_MAX,
+      perOwnerMax: config.LOCK_WAITERS_PER_OWNER_MAX,
+      totalMax: config.LOCK_WAITERS_TOTAL_MAX,
+    });
     this.metrics = new LockMetrics({
       activity: store.activity ? () => store.activity!() : undefined,
       waiting: () => this.waiters.all(),
@@ -92,12 +98,8 @@ export class LockService {
     let result = await this.store.acquire(request);
     if (result.kind === 'granted') return result.grant;
     if (waitMillis <= 0) throw this.contended(result);
-    if (!this.waiters.tryEnter(command.key)) {
-      throw new ContentionError(
-        `too many acquires already waiting for this key (max ${this.config.LOCK_WAITERS_MAX})`,
-        { retryAfterMillis: this.config.LOCK_CONTENTION_RETRY_AFTER_MS },
-      );
-    }
+    const refusal = this.waiters.tryEnter(command.key, command.ownerId);
+    if (refusal !== undefined) throw this.tooManyWaiters(refusal);
     try {
       for (;;) {
         const remainingMs = deadline - performance.now();
@@ -107,12 +109,27 @@ export class LockService {
           Math.min(remainingMs, this.config.LOCK_WAIT_POLL_MS),
           command.signal,
         );
+        // Each re-try is a request made for the caller: waiting draws on its budget.
+        await this.budget.charge(command.ownerId);
         result = await this.store.acquire(request);
         if (result.kind === 'granted') return result.grant;
       }
     } finally {
-      this.waiters.leave(command.key);
+      this.waiters.leave(command.key, command.ownerId);
     }
+  }
+
+  private tooManyWaiters(refusal: WaiterRefusal): ContentionError {
+    const { perKeyMax, perOwnerMax, totalMax } = this.waiters.limits;
+    const [what, max] = {
+      'waiters-per-key': ['for this key', perKeyMax],
+      'waiters-per-owner': ['for this identity', perOwnerMax],
+      'waiters-total': ['in this lock-server', totalMax],
+    }[refusal] as [string, number];
+    return new ContentionError(`too many acquires already waiting ${what} (max ${max})`, {
+      retryAfterMillis: this.config.LOCK_CONTENTION_RETRY_AFTER_MS,
+      details: { reason: refusal, waitersMax: max },
+    });
   }
 
   /** Until the key is released through this process, `ms` pass, or the caller leaves. */
