@@ -70,6 +70,16 @@ export class LockServerEnv extends AuthEnv {
   /** Requests one caller identity may make per LOCK_RATE_WINDOW_MS (docs/security.md has what is exempt). */
   @EnvInt({ default: 2_000, min: 1, max: 1_000_000 }) readonly LOCK_RATE_LIMIT!: number;
   @EnvInt({ default: 1_000, min: 100, max: 3_600_000 }) readonly LOCK_RATE_WINDOW_MS!: number;
+  /**
+   * Requests without a valid token one source address may make per
+   * LOCK_UNAUTHENTICATED_RATE_WINDOW_MS before they are answered 429 (docs/security.md, "Limits").
+   */
+  @EnvInt({ default: 200, min: 1, max: 1_000_000 })
+  readonly LOCK_UNAUTHENTICATED_RATE_LIMIT!: number;
+  @EnvInt({ default: 10_000, min: 100, max: 3_600_000 })
+  readonly LOCK_UNAUTHENTICATED_RATE_WINDOW_MS!: number;
+  /** `auth_refused` log lines per LOCK_UNAUTHENTICATED_RATE_WINDOW_MS; the rest are counted, not logged. */
+  @EnvInt({ default: 20, min: 1, max: 100_000 }) readonly LOCK_REFUSAL_LOG_LINES_MAX!: number;
   /** retryAfterMillis on 503 NOT_LEADER. */
   @EnvInt({ default: 1000, min: 1, max: 60_000 }) readonly LOCK_NOT_LEADER_RETRY_AFTER_MS!: number;
   /** retryAfterMillis on 429 CONTENTION_EXCEEDED. */

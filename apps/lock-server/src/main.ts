@@ -15,7 +15,14 @@ async function main(): Promise<void> {
     return {
       port: config.PORT,
       name: 'lock-server',
-      auth: serviceAuthOptions(config),
+      auth: {
+        ...serviceAuthOptions(config),
+        refusals: {
+          perSourceMax: config.LOCK_UNAUTHENTICATED_RATE_LIMIT,
+          logLinesMax: config.LOCK_REFUSAL_LOG_LINES_MAX,
+          windowMs: config.LOCK_UNAUTHENTICATED_RATE_WINDOW_MS,
+        },
+      },
       publicKeys: () => app.get(GrantProofs).ring.publicJwks,
     };
   });
