@@ -65,6 +65,10 @@ export class LockServerEnv extends AuthEnv {
   @EnvInt({ default: 32, min: 0, max: 10_000 }) readonly LOCK_WAITERS_PER_OWNER_MAX!: number;
   /** Server-side waiters in this process in all: each re-tries against the backend while it waits. */
   @EnvInt({ default: 256, min: 0, max: 100_000 }) readonly LOCK_WAITERS_TOTAL_MAX!: number;
+  /** Live sessions one identity may have open; beyond it L1 is 429 (docs/lock-server.md, "Limits"). */
+  @EnvInt({ default: 16, min: 1, max: 100_000 }) readonly LOCK_SESSIONS_PER_OWNER_MAX!: number;
+  /** Live locks one identity may hold over all its sessions; beyond it L4 is 429. */
+  @EnvInt({ default: 256, min: 1, max: 1_000_000 }) readonly LOCK_LOCKS_PER_OWNER_MAX!: number;
   /** A waiting acquire re-tries at least this often (catches releases made by other replicas). */
   @EnvInt({ default: 100, min: 10, max: 5_000 }) readonly LOCK_WAIT_POLL_MS!: number;
   /** Requests one caller identity may make per LOCK_RATE_WINDOW_MS (docs/security.md has what is exempt). */

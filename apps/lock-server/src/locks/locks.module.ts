@@ -6,6 +6,7 @@ import { GrantProofs } from './service/grant-proofs';
 import { LockService } from './service/lock.service';
 import { RevocationFloors } from '../revocations/service/revocation-floors';
 import { RevokeService } from '../revocations/service/revoke.service';
+import { OwnerCaps } from '../sessions/service/owner-caps';
 import { SessionOwners } from '../sessions/service/session-owners';
 import { LockListingController } from './http/listings.controller';
 import { LocksController } from './http/locks.controller';
@@ -23,6 +24,7 @@ import { LocksController } from './http/locks.controller';
     RevokeService,
     GrantProofs,
     SessionOwners,
+    OwnerCaps,
     RevocationFloors,
     {
       provide: AuthPolicy,
@@ -30,6 +32,6 @@ import { LocksController } from './http/locks.controller';
       useFactory: (config: LockServerConfig) => policyFile(config.AUTH_POLICY),
     },
   ],
-  exports: [LockService, RevokeService, SessionOwners, GrantProofs],
+  exports: [LockService, RevokeService, SessionOwners, OwnerCaps, GrantProofs],
 })
 export class LocksModule {}
