@@ -87,6 +87,8 @@ async function startBuild(
       PORT: String(port),
       LOG_LEVEL: 'warn',
       LOCK_WAITERS_MAX: '1000',
+      LOCK_WAITERS_PER_OWNER_MAX: '1000',
+      LOCK_WAITERS_TOTAL_MAX: '1000',
       LOCK_BACKEND: 'pg',
       LOCKDB_URL: dbUrl,
       ...DB_TIMEOUTS,

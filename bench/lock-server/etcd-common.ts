@@ -65,6 +65,8 @@ export async function startLockServerProcess(
       PORT: String(port),
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       LOCK_WAITERS_MAX: '1000',
+      LOCK_WAITERS_PER_OWNER_MAX: '1000',
+      LOCK_WAITERS_TOTAL_MAX: '1000',
       ...(await testAuthEnv()),
       ...cpuProfileEnv(),
       ...env,

@@ -64,11 +64,29 @@ export class LockServerEnv extends AuthEnv {
   readonly LOCK_SESSION_RETENTION_MS!: number;
   /** Server-side waiters allowed per key in this process; beyond it 429 CONTENTION_EXCEEDED. */
   @EnvInt({ default: 64, min: 0, max: 10_000 }) readonly LOCK_WAITERS_MAX!: number;
+  /** Server-side waiters one identity may have in this process, over all keys (docs/lock-server.md, "Limits"). */
+  @EnvInt({ default: 32, min: 0, max: 10_000 }) readonly LOCK_WAITERS_PER_OWNER_MAX!: number;
+  /** Server-side waiters in this process in all: each re-tries against the backend while it waits. */
+  @EnvInt({ default: 256, min: 0, max: 100_000 }) readonly LOCK_WAITERS_TOTAL_MAX!: number;
+  /** Live sessions one identity may have open; beyond it L1 is 429 (docs/lock-server.md, "Limits"). */
+  @EnvInt({ default: 16, min: 1, max: 100_000 }) readonly LOCK_SESSIONS_PER_OWNER_MAX!: number;
+  /** Live locks one identity may hold over all its sessions; beyond it L4 is 429. */
+  @EnvInt({ default: 256, min: 1, max: 1_000_000 }) readonly LOCK_LOCKS_PER_OWNER_MAX!: number;
   /** A waiting acquire re-tries at least this often (catches releases made by other replicas). */
   @EnvInt({ default: 100, min: 10, max: 5_000 }) readonly LOCK_WAIT_POLL_MS!: number;
   /** Requests one caller identity may make per LOCK_RATE_WINDOW_MS (docs/security.md has what is exempt). */
   @EnvInt({ default: 2_000, min: 1, max: 1_000_000 }) readonly LOCK_RATE_LIMIT!: number;
   @EnvInt({ default: 1_000, min: 100, max: 3_600_000 }) readonly LOCK_RATE_WINDOW_MS!: number;
+  /**
+   * Requests without a valid token one source address may make per
+   * LOCK_UNAUTHENTICATED_RATE_WINDOW_MS before they are answered 429 (docs/security.md, "Limits").
+   */
+  @EnvInt({ default: 200, min: 1, max: 1_000_000 })
+  readonly LOCK_UNAUTHENTICATED_RATE_LIMIT!: number;
+  @EnvInt({ default: 10_000, min: 100, max: 3_600_000 })
+  readonly LOCK_UNAUTHENTICATED_RATE_WINDOW_MS!: number;
+  /** `auth_refused` log lines per LOCK_UNAUTHENTICATED_RATE_WINDOW_MS; the rest are counted, not logged. */
+  @EnvInt({ default: 20, min: 1, max: 100_000 }) readonly LOCK_REFUSAL_LOG_LINES_MAX!: number;
   /** retryAfterMillis on 503 NOT_LEADER. */
   @EnvInt({ default: 1000, min: 1, max: 60_000 }) readonly LOCK_NOT_LEADER_RETRY_AFTER_MS!: number;
   /** retryAfterMillis on 429 CONTENTION_EXCEEDED. */

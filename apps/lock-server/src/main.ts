@@ -16,7 +16,14 @@ async function main(): Promise<void> {
       port: config.PORT,
       host: config.BIND_HOST,
       name: 'lock-server',
-      auth: serviceAuthOptions(config),
+      auth: {
+        ...serviceAuthOptions(config),
+        refusals: {
+          perSourceMax: config.LOCK_UNAUTHENTICATED_RATE_LIMIT,
+          logLinesMax: config.LOCK_REFUSAL_LOG_LINES_MAX,
+          windowMs: config.LOCK_UNAUTHENTICATED_RATE_WINDOW_MS,
+        },
+      },
       publicKeys: () => app.get(GrantProofs).ring.publicJwks,
     };
   });

@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { IncomingHttpHeaders } from 'node:http';
 import { counter } from '@dlock/metrics';
 import type { Counter } from 'prom-client';
-import { DlockError } from '@dlock/lock-api';
+import { ContentionError, DlockError } from '@dlock/lock-api';
 import {
   ForbiddenError,
   TokenVerifier,
@@ -14,6 +14,7 @@ import {
   type VerifierOptions,
 } from '@dlock/identity';
 import { JWKS_PATH, OPENAPI_PATH } from './openapi';
+import { RefusalLimiter, type LogDecision, type RefusalLimits } from './refusal-limits';
 import { requestTraceId, type TracedRequest } from './trace';
 
 /**
@@ -42,6 +43,8 @@ export interface AuthenticatedRequest extends TracedRequest {
 export type AuthOptions = Omit<VerifierOptions, 'audience'> & {
   policyFile: string;
   operator?: VerifierOptions;
+  /** Limits on callers without a valid token; none when left out (docs/security.md, "Limits"). */
+  refusals?: RefusalLimits;
 };
 
 /** Why a request was refused: the `refusal` label of `auth_refusals_total`. */
@@ -79,11 +82,13 @@ export function recordAuthRefusal(
   err: DlockError,
   subject?: string,
   kind?: RefusalKind,
+  sampled: LogDecision = { log: true, suppressed: 0 },
 ): void {
   if (recorded.has(err)) return;
   recorded.add(err);
   const refusal = kind ?? (err.code === 'FORBIDDEN' ? 'forbidden' : 'unauthenticated');
   refusalCounter().inc({ refusal });
+  if (!sampled.log) return;
   logger.warn(
     {
       event: 'auth_refused',
@@ -93,6 +98,8 @@ export function recordAuthRefusal(
       method: req.method,
       path: req.path,
       traceId: requestTraceId(req),
+      // Refusals counted but not logged since the last line (sampled, docs/security.md "Limits").
+      ...(sampled.suppressed > 0 ? { suppressed: sampled.suppressed } : {}),
     },
     `request refused: ${err.message}`,
   );
@@ -110,6 +117,8 @@ export interface AuthGate {
   verifier: TokenVerifier;
   operatorVerifier: TokenVerifier;
   policy: AuthPolicy;
+  /** Per-source limit and log sampling of the gate's refusals; none when left out. */
+  refusals?: RefusalLimiter;
 }
 
 /** Who a request acts as, or why it is refused (and as which refusal it is counted). */
@@ -192,11 +201,37 @@ export function authenticateRequests(app: NestExpressApplication, gate: AuthGate
           req.identity = outcome.identity;
           return next();
         }
-        recordAuthRefusal(logger, req, outcome.refused, outcome.subject, outcome.kind);
-        next(outcome.refused);
+        next(refuse(logger, req, outcome, gate.refusals));
       },
       (err: unknown) => next(err),
     );
+  });
+}
+
+/**
+ * Records a gate refusal (its log line sampled when the gate has limits) and
+ * returns what to answer: the refusal itself, or 429 CONTENTION_EXCEEDED once
+ * the source address has spent its allowance of unauthenticated requests.
+ */
+function refuse(
+  logger: Logger,
+  req: AuthenticatedRequest & Request,
+  outcome: Extract<GateOutcome, { refused: DlockError }>,
+  limiter: RefusalLimiter | undefined,
+): DlockError {
+  const { refused, subject, kind } = outcome;
+  if (limiter === undefined) {
+    recordAuthRefusal(logger, req, refused, subject, kind);
+    return refused;
+  }
+  const retryAfterMillis =
+    kind === 'unauthenticated' ? limiter.admit(req.socket.remoteAddress ?? 'unknown') : 0;
+  recordAuthRefusal(logger, req, refused, subject, kind, limiter.logLine());
+  if (retryAfterMillis === 0) return refused;
+  const { perSourceMax: limit, windowMs } = limiter.limits;
+  return new ContentionError('too many unauthenticated requests from this address', {
+    retryAfterMillis,
+    details: { reason: 'unauthenticated-rate-limit', limit, windowMs },
   });
 }
 

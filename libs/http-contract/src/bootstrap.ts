@@ -14,6 +14,7 @@ import type { Duplex } from 'node:stream';
 import { Logger as PinoLogger } from 'nestjs-pino';
 import { OPERATOR_AUDIENCE, policyFile, TokenVerifier } from '@dlock/identity';
 import { authenticateRequests, type AuthGate, type AuthOptions } from './authentication';
+import { RefusalLimiter } from './refusal-limits';
 import { inboundTrace, runInRequestTrace } from '@dlock/tracing';
 import { OperationGuard } from './operation';
 import { requestDeadline } from './deadline';
@@ -180,8 +181,9 @@ function requestAuth(options: ServeOptions): RequestAuth {
     return options.auth;
   }
   if (typeof options.auth === 'string') return options.auth;
-  const { policyFile: file, operator, ...verifier } = options.auth;
+  const { policyFile: file, operator, refusals, ...verifier } = options.auth;
   return {
+    ...(refusals === undefined ? {} : { refusals: new RefusalLimiter(refusals) }),
     verifier: new TokenVerifier({ ...verifier, audience: options.name }),
     operatorVerifier: new TokenVerifier(
       operator ?? { jwks: verifier.jwks, issuer: verifier.issuer, audience: OPERATOR_AUDIENCE },

@@ -5,6 +5,19 @@ import { ThrottlerGuard, ThrottlerModule, type ThrottlerLimitDetail } from '@nes
 import { ContentionError } from '@dlock/lock-api';
 import { OPEN_PATHS, type AuthenticatedRequest } from './authentication';
 
+/** The storage key of one identity's request budget: one per identity across every route. */
+export function budgetKey(throttlerName: string, subject: string): string {
+  return `${throttlerName}:${subject}`;
+}
+
+/** 429 CONTENTION_EXCEEDED for an identity whose budget is spent, `blockedForS` seconds left. */
+export function rateLimited(limit: number, windowMs: number, blockedForS: number): ContentionError {
+  return new ContentionError('request rate limit of this identity exceeded', {
+    retryAfterMillis: Math.max(1, blockedForS) * 1000,
+    details: { reason: 'rate-limit', limit, windowMs },
+  });
+}
+
 /**
  * Requests per caller identity, not per address (many workers share a node's
  * address; one identity is one worker, docs/security.md). Past the limit:
@@ -14,7 +27,9 @@ import { OPEN_PATHS, type AuthenticatedRequest } from './authentication';
  * the lock-server, giving a lock back and keeping a session alive), and
  * whatever carries no identity — probes, scrapes and the OpenAPI document
  * (OPEN_PATHS). Those would otherwise share one anonymous bucket, so anyone
- * who can reach /metrics could make the readiness probe fail.
+ * who can reach /metrics could make the readiness probe fail. The budget's
+ * storage is global, so a service can charge work it does for a caller beyond
+ * the request itself (the lock-server's waits, docs/lock-server.md "Limits").
  */
 @Injectable()
 export class IdentityThrottlerGuard extends ThrottlerGuard {
@@ -28,23 +43,19 @@ export class IdentityThrottlerGuard extends ThrottlerGuard {
     return Promise.resolve((req as unknown as AuthenticatedRequest).identity!.subject);
   }
 
-  /** One budget per identity across every route (the default key is per route). */
   protected override generateKey(
     _context: ExecutionContext,
     tracker: string,
     name: string,
   ): string {
-    return `${name}:${tracker}`;
+    return budgetKey(name, tracker);
   }
 
   protected override throwThrottlingException(
     _context: ExecutionContext,
     detail: ThrottlerLimitDetail,
   ): Promise<void> {
-    throw new ContentionError('request rate limit of this identity exceeded', {
-      retryAfterMillis: Math.max(1, detail.timeToBlockExpire) * 1000,
-      details: { reason: 'rate-limit', limit: detail.limit, windowMs: detail.ttl },
-    });
+    throw rateLimited(detail.limit, detail.ttl, detail.timeToBlockExpire);
   }
 }
 
@@ -56,12 +67,16 @@ export class IdentityThrottlerGuard extends ThrottlerGuard {
 @Module({})
 export class IdentityThrottlingModule {
   static forRoot(limit: number, windowMs: number): DynamicModule {
+    const throttler = ThrottlerModule.forRoot({
+      throttlers: [{ limit, ttl: windowMs }],
+      setHeaders: false,
+    });
     return {
       module: IdentityThrottlingModule,
-      imports: [
-        ThrottlerModule.forRoot({ throttlers: [{ limit, ttl: windowMs }], setHeaders: false }),
-      ],
+      global: true,
+      imports: [throttler],
       providers: [{ provide: APP_GUARD, useClass: IdentityThrottlerGuard }],
+      exports: [throttler],
     };
   }
 }

@@ -8,6 +8,7 @@ export * from './json';
 export * from './trace';
 export * from './validation';
 export * from './authentication';
+export * from './refusal-limits';
 export * from './read-query';
 export * from './openapi';
 export * from './operation';

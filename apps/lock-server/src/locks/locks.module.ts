@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
 import { AuthPolicy, policyFile } from '@dlock/identity';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
+import { CallerBudget } from './service/caller-budget';
 import { GrantProofs } from './service/grant-proofs';
 import { LockService } from './service/lock.service';
 import { RevocationFloors } from '../revocations/service/revocation-floors';
 import { RevokeService } from '../revocations/service/revoke.service';
+import { OwnerCaps } from '../sessions/service/owner-caps';
 import { SessionOwners } from '../sessions/service/session-owners';
 import { LockListingController } from './http/listings.controller';
 import { LocksController } from './http/locks.controller';
@@ -18,9 +20,11 @@ import { LocksController } from './http/locks.controller';
   controllers: [LocksController, LockListingController],
   providers: [
     LockService,
+    CallerBudget,
     RevokeService,
     GrantProofs,
     SessionOwners,
+    OwnerCaps,
     RevocationFloors,
     {
       provide: AuthPolicy,
@@ -28,6 +32,6 @@ import { LocksController } from './http/locks.controller';
       useFactory: (config: LockServerConfig) => policyFile(config.AUTH_POLICY),
     },
   ],
-  exports: [LockService, RevokeService, SessionOwners, GrantProofs],
+  exports: [LockService, RevokeService, SessionOwners, OwnerCaps, GrantProofs],
 })
 export class LocksModule {}

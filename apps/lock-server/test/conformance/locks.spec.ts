@@ -145,9 +145,10 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     expect(res.status).toBe(429);
     expect(res.body).toEqual({
       code: 'CONTENTION_EXCEEDED',
-      message: expect.any(String),
+      message: 'too many acquires already waiting for this key (max 1)',
       retrySafe: true,
       retryAfterMillis: expect.any(Number),
+      details: { reason: 'waiters-per-key', waitersMax: 1 },
       traceId: TRACE_ID,
     });
     expect((await first).status).toBe(409);

@@ -17,6 +17,7 @@ describe('lock-server: per-identity request limit', () => {
     server = await pgBackend.start({
       LOCK_RATE_LIMIT: String(LIMIT),
       LOCK_RATE_WINDOW_MS: '60000',
+      LOCK_WAIT_POLL_MS: '50',
     });
     api = new LockApi(server.url);
   });
@@ -93,5 +94,31 @@ describe('lock-server: per-identity request limit', () => {
     for (let i = 0; i < LIMIT; i++) expect({ i, status: await beat() }).toEqual({ i, status: 200 });
     const token = grant.body.fencingToken as string;
     expect((await api.release('beat:1', session, token, 'beat')).status).toBe(204);
+  });
+
+  it("a wait is charged per re-try: a long wait spends the caller's budget and ends in 429 before its deadline", async () => {
+    const holder = await api.session('holds'); // holds: 1
+    expect((await api.acquire('charged:1', holder, 'holds')).status).toBe(200); // holds: 2
+    const session = await api.session('patient'); // patient: 1
+    const started = performance.now();
+    // One request that asks to wait 20 s; each re-try every 50 ms costs one more.
+    const res = await api.acquire('charged:1', session, 'patient', { waitMillis: 20_000 });
+    const elapsedMs = performance.now() - started;
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 429,
+      body: {
+        code: 'CONTENTION_EXCEEDED',
+        message: 'request rate limit of this identity exceeded',
+        retrySafe: true,
+        retryAfterMillis: expect.any(Number),
+        details: { reason: 'rate-limit', limit: LIMIT, windowMs: 60000 },
+        traceId: TRACE_ID,
+      },
+    });
+    expect(elapsedMs).toBeLessThan(10_000);
+    // The budget is spent: the next request is refused before it runs.
+    const next = await api.acquire('charged:2', session, 'patient');
+    expect([next.status, next.body.details?.reason]).toEqual([429, 'rate-limit']);
+    expect((await http('GET', `${server.url}/v1/locks/charged:2`)).status).toBe(404);
   });
 });

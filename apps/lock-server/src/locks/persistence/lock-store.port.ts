@@ -71,6 +71,12 @@ export interface ListedSession {
   locksHeld: number;
 }
 
+/** What one owner holds now: its live sessions and the live locks on them. */
+export interface OwnerLoad {
+  sessions: number;
+  locks: number;
+}
+
 /** A bounded listing: at most the limit asked for; `truncated` when there may be more. */
 export interface Listing<T> {
   items: T[];
@@ -90,6 +96,8 @@ export abstract class SessionRegistry {
    * changes, so callers may remember the answer (docs/security.md).
    */
   abstract ownerOf(sessionId: string): Promise<string | null>;
+  /** The owner's live sessions and their live locks, for the per-owner caps (docs/lock-server.md, "Limits"). */
+  abstract loadOf(ownerId: string): Promise<OwnerLoad>;
   /** Advisory: live sessions by sessionId, at most `limit`, with their live lock counts. */
   abstract listLive(limit: number): Promise<Listing<ListedSession>>;
 }

@@ -13,12 +13,14 @@ import {
 import { AuthPolicy } from '@dlock/identity';
 import { SafetyEvents } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
-import { LockStore, type AcquireResult } from '../persistence/lock-store.port';
+import { LockStore, type AcquireRequest, type AcquireResult } from '../persistence/lock-store.port';
 import { GrantProofs } from './grant-proofs';
 import { RevocationFloors, type GuardFloors } from '../../revocations/service/revocation-floors';
 import { LockMetrics } from '../../metrics';
+import { OwnerCaps } from '../../sessions/service/owner-caps';
 import { SessionOwners } from '../../sessions/service/session-owners';
-import { Waiters } from './waiters';
+import { CallerBudget } from './caller-budget';
+import { Waiters, type WaiterRefusal } from './waiters';
 
 /** A grant and the lock-server's signature over it (docs/security.md, "Signed grants"). */
 export interface SignedGrant {
@@ -52,9 +54,15 @@ export class LockService {
     private readonly owners: SessionOwners,
     private readonly policy: AuthPolicy,
     private readonly floors: RevocationFloors,
+    private readonly budget: CallerBudget,
+    private readonly caps: OwnerCaps,
     @Inject(LOCK_SERVER_CONFIG) private readonly config: LockServerConfig,
   ) {
-    this.waiters = new Waiters(config.LOCK_WAITERS_MAX);
+    this.waiters = new Waiters({
+      perKeyMax: config.LOCK_WAITERS_MAX,
+      perOwnerMax: config.LOCK_WAITERS_PER_OWNER_MAX,
+      totalMax: config.LOCK_WAITERS_TOTAL_MAX,
+    });
     this.metrics = new LockMetrics({
       activity: store.activity ? () => store.activity!() : undefined,
       waiting: () => this.waiters.all(),
@@ -72,7 +80,9 @@ export class LockService {
   acquire(command: AcquireCommand): Promise<SignedGrant> {
     return this.metrics.observe('acquire', async () => {
       await this.owners.check(command.sessionId, command.ownerId);
-      return this.signed(await this.acquireWithin(command));
+      const grant = await this.acquireWithin(command);
+      this.caps.granted(command.ownerId);
+      return this.signed(grant);
     });
   }
 
@@ -88,31 +98,54 @@ export class LockService {
       ttlMillis: command.ttlMillis ?? this.config.LOCK_DEFAULT_TTL_MS,
     };
     const waitMillis = command.waitMillis ?? 0;
+    if (waitMillis <= 0) {
+      await this.caps.checkAcquire(command.ownerId);
+      const result = await this.store.acquire(request);
+      if (result.kind === 'granted') return result.grant;
+      throw this.contended(result);
+    }
+    // The place is taken before the first attempt: a burst of waiting acquires
+    // past a cap is refused before it reaches the backend (docs/lock-server.md, "Limits").
+    const refusal = this.waiters.tryEnter(command.key, command.ownerId);
+    if (refusal !== undefined) throw this.tooManyWaiters(refusal);
+    try {
+      await this.caps.checkAcquire(command.ownerId);
+      return await this.waitFor(request, waitMillis, command.signal);
+    } finally {
+      this.waiters.leave(command.key, command.ownerId);
+    }
+  }
+
+  /** Attempts until granted, or until `waitMillis` pass or the caller leaves (then contended). */
+  private async waitFor(
+    request: AcquireRequest,
+    waitMillis: number,
+    signal: AbortSignal | undefined,
+  ): Promise<LockGrant> {
     const deadline = performance.now() + waitMillis;
     let result = await this.store.acquire(request);
-    if (result.kind === 'granted') return result.grant;
-    if (waitMillis <= 0) throw this.contended(result);
-    if (!this.waiters.tryEnter(command.key)) {
-      throw new ContentionError(
-        `too many acquires already waiting for this key (max ${this.config.LOCK_WAITERS_MAX})`,
-        { retryAfterMillis: this.config.LOCK_CONTENTION_RETRY_AFTER_MS },
-      );
+    for (;;) {
+      if (result.kind === 'granted') return result.grant;
+      const remainingMs = deadline - performance.now();
+      if (remainingMs <= 0 || signal?.aborted) throw this.contended(result);
+      await this.pause(request.key, Math.min(remainingMs, this.config.LOCK_WAIT_POLL_MS), signal);
+      // Each re-try is a request made for the caller: waiting draws on its budget.
+      await this.budget.charge(request.ownerId);
+      result = await this.store.acquire(request);
     }
-    try {
-      for (;;) {
-        const remainingMs = deadline - performance.now();
-        if (remainingMs <= 0 || command.signal?.aborted) throw this.contended(result);
-        await this.pause(
-          command.key,
-          Math.min(remainingMs, this.config.LOCK_WAIT_POLL_MS),
-          command.signal,
-        );
-        result = await this.store.acquire(request);
-        if (result.kind === 'granted') return result.grant;
-      }
-    } finally {
-      this.waiters.leave(command.key);
-    }
+  }
+
+  private tooManyWaiters(refusal: WaiterRefusal): ContentionError {
+    const { perKeyMax, perOwnerMax, totalMax } = this.waiters.limits;
+    const [what, max] = {
+      'waiters-per-key': ['for this key', perKeyMax],
+      'waiters-per-owner': ['for this identity', perOwnerMax],
+      'waiters-total': ['in this lock-server', totalMax],
+    }[refusal] as [string, number];
+    return new ContentionError(`too many acquires already waiting ${what} (max ${max})`, {
+      retryAfterMillis: this.config.LOCK_CONTENTION_RETRY_AFTER_MS,
+      details: { reason: refusal, waitersMax: max },
+    });
   }
 
   /** Until the key is released through this process, `ms` pass, or the caller leaves. */
@@ -174,6 +207,7 @@ export class LockService {
     return this.metrics.observe('release', async () => {
       const claims = await this.proofs.check(proof, { token, owner: caller, key });
       await this.store.release(key, token, claims.sid);
+      this.caps.forget(caller);
     });
   }
 

@@ -6,11 +6,12 @@ import {
   type OpenedSession,
 } from '../../locks/persistence/lock-store.port';
 import { LockService } from '../../locks/service/lock.service';
+import { OwnerCaps } from './owner-caps';
 import { SessionOwners } from './session-owners';
 
 /**
  * L1-L3: session lifecycle; a requested TTL is clamped down to
- * LOCK_SESSION_TTL_MAX_MS. Only a session's owner may keep it alive or close
+ * LOCK_SESSION_TTL_MAX_MS, and an owner opens at most LOCK_SESSIONS_PER_OWNER_MAX. Only a session's owner may keep it alive or close
  * it (docs/security.md).
  */
 @Injectable()
@@ -19,6 +20,7 @@ export class SessionService {
     private readonly registry: SessionRegistry,
     private readonly locks: LockService,
     private readonly owners: SessionOwners,
+    private readonly caps: OwnerCaps,
     @Inject(LOCK_SERVER_CONFIG) private readonly config: LockServerConfig,
   ) {}
 
@@ -28,7 +30,9 @@ export class SessionService {
       this.config.LOCK_SESSION_TTL_MAX_MS,
     );
     return this.locks.lockMetrics.session('open', async () => {
+      await this.caps.checkOpen(ownerId);
       const opened = await this.registry.open(ownerId, granted);
+      this.caps.opened(ownerId);
       this.owners.remember(opened.sessionId, opened.ownerId);
       return opened;
     });
@@ -46,6 +50,7 @@ export class SessionService {
       await this.owners.check(sessionId, caller);
       await this.registry.close(sessionId);
       this.owners.forget(sessionId);
+      this.caps.forget(caller);
     });
   }
 }

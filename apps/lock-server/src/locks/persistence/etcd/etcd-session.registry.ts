@@ -5,6 +5,7 @@ import {
   type ListedSession,
   type Listing,
   type OpenedSession,
+  type OwnerLoad,
 } from '../lock-store.port';
 import type { IKeyValue } from 'etcd3';
 import {
@@ -25,6 +26,13 @@ import {
 import { sessionGoneFrom } from './etcd-session-state';
 import type { EtcdSessionWatch } from './etcd-session-watch';
 import { decodeSession, encode, type SessionValue } from './etcd-values';
+
+/**
+ * Live sessions one owner-load read looks through: etcd has no index by owner,
+ * so the read is a bounded scan of session/ (opening a session is rare, and the
+ * service reads an owner's load at most once a second per owner for acquires).
+ */
+const SESSIONS_SCANNED_MAX = 10_000;
 
 /**
  * Sessions on etcd: one lease per session (whole seconds, rounded up; the
@@ -153,6 +161,24 @@ export class EtcdSessionRegistry extends SessionRegistry {
     const res = await this.gw.read([get(this.gw.keys.sessionMeta(sessionId))], this.gw.deadline());
     const kv = firstAt(res, 0);
     return kv ? decodeSession(kv).ownerId : null;
+  }
+
+  override async loadOf(ownerId: string): Promise<OwnerLoad> {
+    const deadline = this.gw.deadline();
+    const keys = this.gw.keys;
+    const res = await this.gw.read(
+      [listPrefix(keys.sessionsPrefix(), SESSIONS_SCANNED_MAX)],
+      deadline,
+    );
+    const ids = rangeAt(res, 0)
+      .filter((kv) => decodeSession(kv).ownerId === ownerId)
+      .map((kv) => keys.sessionIdOf(kv.key));
+    const counts = await this.gw.readMany(
+      ids.map((id) => countPrefix(keys.sessionLocksPrefix(id))),
+      deadline,
+    );
+    const locks = counts.flatMap((txn) => txn.responses.map((_, i) => countAt(txn, i)));
+    return { sessions: ids.length, locks: locks.reduce((a, b) => a + b, 0) };
   }
 
   override async listLive(limit: number): Promise<Listing<ListedSession>> {

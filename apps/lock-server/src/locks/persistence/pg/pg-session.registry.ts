@@ -6,6 +6,7 @@ import {
   type ListedSession,
   type Listing,
   type OpenedSession,
+  type OwnerLoad,
 } from '../lock-store.port';
 import type { PgDatabase } from './pg-database';
 import type { ReleaseSignal } from './release-signal';
@@ -14,6 +15,7 @@ import {
   HEARTBEAT_SQL,
   LIST_SESSIONS_SQL,
   OPEN_SESSION_SQL,
+  OWNER_LOAD_SQL,
   SESSION_OWNER_SQL,
   SESSION_STATE_SQL,
 } from './sql';
@@ -74,6 +76,11 @@ export class PgSessionRegistry extends SessionRegistry {
   async ownerOf(sessionId: string): Promise<string | null> {
     const [row] = await this.db.rows<{ owner_id: string }>(SESSION_OWNER_SQL, [sessionId]);
     return row?.owner_id ?? null;
+  }
+
+  async loadOf(ownerId: string): Promise<OwnerLoad> {
+    const [row] = await this.db.rows<OwnerLoad>(OWNER_LOAD_SQL, [ownerId]);
+    return row ?? { sessions: 0, locks: 0 };
   }
 
   async listLive(limit: number): Promise<Listing<ListedSession>> {

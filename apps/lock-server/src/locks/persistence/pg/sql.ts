@@ -164,6 +164,19 @@ VALUES (gen_random_uuid(), $1, $2::int, clock_timestamp() + $2::int * interval '
 RETURNING session_id::text AS session_id, owner_id, ttl_ms, expires_at`;
 
 /**
+ * An owner's live sessions and the live locks they hold (the per-owner caps).
+ * Live sessions are found by expires_at, so the read stays as small as the
+ * live sessions. $1 ownerId.
+ */
+export const OWNER_LOAD_SQL = `
+SELECT count(*)::int AS sessions,
+       COALESCE(sum((SELECT count(*) FROM lock_entry l
+                     WHERE l.session_id = s.session_id
+                       AND l.expires_at > clock_timestamp())), 0)::int AS locks
+FROM lock_session s
+WHERE s.owner_id = $1 AND s.expires_at > clock_timestamp()`;
+
+/**
  * L2: extend a session that is still alive by its own TTL, and count its live
  * grants. An expired session is never revived here. $1 sessionId.
  */
