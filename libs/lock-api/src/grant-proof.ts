@@ -50,8 +50,11 @@ export const PROOF_REFUSALS = [
 ] as const;
 export type ProofRefusal = (typeof PROOF_REFUSALS)[number];
 
-/** Which signed object was refused: a grant proof, or a payout instruction (docs/rail.md). */
-export type ProofKind = 'grant' | 'instruction';
+/**
+ * Which signed object was refused: a grant proof, a payout instruction
+ * (docs/rail.md), or a revocation notice (docs/security.md, "Revocation notices").
+ */
+export type ProofKind = 'grant' | 'instruction' | 'revocation';
 
 /**
  * 403 PROOF_REJECTED: the request did not prove what it asserted; nothing was

@@ -52,7 +52,10 @@ export class RevokeService {
     const command = asActor(asked, caller);
     const { approvals, approvalWindowMs } = this.policy.revoke;
     if (approvals === 1) {
-      return { kind: 'revoked', outcome: await this.locks.revoke(command, { by: caller }) };
+      return { kind: 'revoked', outcome: await this.locks.revoke(command, {
+          requestedBy: caller,
+          approvedBy: caller,
+        }) };
     }
     // Nothing to ask a second person about: the same 404 the single-step revoke answers.
     if (!(await this.locks.inspect(command.key, caller)).held) {
