@@ -59,9 +59,20 @@ export function revocationNoticeClaims(payload: unknown): RevocationNoticeClaims
     typeof p.iat === 'number' &&
     Number.isSafeInteger(p.iat);
   if (!ok) {
-    throw new ProofRejectedError('revocation', 'malformed', 'revocation notice claims are malformed');
+    throw new ProofRejectedError(
+      'revocation',
+      'malformed',
+      'revocation notice claims are malformed',
+    );
   }
-  return { key: p.key, floor: p.floor, rid: p.rid, req: p.req, apr: p.apr, iat: p.iat } as RevocationNoticeClaims;
+  return {
+    key: p.key,
+    floor: p.floor,
+    rid: p.rid,
+    req: p.req,
+    apr: p.apr,
+    iat: p.iat,
+  } as RevocationNoticeClaims;
 }
 
 /** What a fence point expects a notice to say about the raise in front of it. */
@@ -79,16 +90,29 @@ export function checkRevocationNotice(
   expect: NoticeExpectation,
 ): bigint {
   if (claims.key !== expect.key) {
-    throw new ProofRejectedError('revocation', 'lock-key', 'the revocation notice is for another lock key');
+    throw new ProofRejectedError(
+      'revocation',
+      'lock-key',
+      'the revocation notice is for another lock key',
+    );
   }
   const floor = BigInt(claims.floor);
   if (expect.floor !== undefined && expect.floor !== floor) {
-    throw new ProofRejectedError('revocation', 'mismatch', 'the revocation notice is for another floor', {
-      noticeFloor: claims.floor,
-    });
+    throw new ProofRejectedError(
+      'revocation',
+      'mismatch',
+      'the revocation notice is for another floor',
+      {
+        noticeFloor: claims.floor,
+      },
+    );
   }
   if (expect.revocationId !== undefined && expect.revocationId !== claims.rid) {
-    throw new ProofRejectedError('revocation', 'mismatch', 'the revocation notice is for another revocation');
+    throw new ProofRejectedError(
+      'revocation',
+      'mismatch',
+      'the revocation notice is for another revocation',
+    );
   }
   return floor;
 }
