@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ensureSigningKeys, SigningKeyRing } from '@dlock/identity';
-import { GRANT_PROOF_TYPE, REVOCATION_NOTICE_TYPE } from '@dlock/lock-api';
+import { REVOCATION_NOTICE_TYPE } from '@dlock/lock-api';
 import { LockClient, type LockHandle } from '@dlock/lock-client';
 import { PaymentResourceClient, payoutLockKey } from '@dlock/payout-contract';
 import {

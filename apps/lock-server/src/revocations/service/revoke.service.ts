@@ -52,10 +52,13 @@ export class RevokeService {
     const command = asActor(asked, caller);
     const { approvals, approvalWindowMs } = this.policy.revoke;
     if (approvals === 1) {
-      return { kind: 'revoked', outcome: await this.locks.revoke(command, {
+      return {
+        kind: 'revoked',
+        outcome: await this.locks.revoke(command, {
           requestedBy: caller,
           approvedBy: caller,
-        }) };
+        }),
+      };
     }
     // A request by a team account cannot be told apart from its approver's.
     this.refuseShared(caller, 'ask for');
