@@ -9,9 +9,10 @@
  */
 const PLAIN_SUBJECT = /^[A-Za-z0-9][A-Za-z0-9._:@+=/|~-]{0,255}$/;
 
-/** `raw` when it is a plain subject (NFC, which leaves ASCII as it is); undefined otherwise. */
+/**
+ * `raw` itself when it is a plain subject; undefined otherwise. Not even NFC is
+ * applied: it maps some characters onto ASCII (the Kelvin sign onto `K`).
+ */
 export function plainSubject(raw: unknown): string | undefined {
-  if (typeof raw !== 'string') return undefined;
-  const subject = raw.normalize('NFC');
-  return PLAIN_SUBJECT.test(subject) ? subject : undefined;
+  return typeof raw === 'string' && PLAIN_SUBJECT.test(raw) ? raw : undefined;
 }

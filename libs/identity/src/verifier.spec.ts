@@ -54,6 +54,7 @@ describe('TokenVerifier', () => {
     ['a zero-width space', 'operator-alice\u200b'],
     ['a full-width letter', '\uff4fperator-alice'],
     ['a Cyrillic look-alike', 'operat\u043er-alice'],
+    ['a Kelvin sign, which NFC would turn into K', 'operator-\u212aate'],
     ['a space', 'operator alice'],
     ['a control character', 'operator-alice\n'],
     ['a leading separator', '-operator'],
