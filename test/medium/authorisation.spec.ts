@@ -12,6 +12,7 @@ import {
   spawnApp,
   testAppAuthEnv,
   testBearer,
+  testRevocationNotice,
   tableSnapshot,
   type RunningApp,
   spawnGroup,
@@ -406,7 +407,10 @@ describe('the identity the policy allows gets the usual answers', () => {
       'POST',
       `/v1/accounts/${accountId}/fence-floor`,
       {
-        body: { floor: '7' },
+        body: {
+          floor: '7',
+          notice: testRevocationNotice({ key: `payout:${accountId}`, floor: '7' }),
+        },
         headers: { 'x-operator': 'operator' },
       },
     );

@@ -20,6 +20,7 @@ import {
   type RunningApp,
   testTokenProvider,
   testTokenDir,
+  testRevocationNotice,
   spawnGroup,
   scratchDir,
 } from '@dlock/testing';
@@ -690,13 +691,14 @@ const CASES: Case[] = [
       // Both guards just saw a token the source issued (raised to it as the reconciler would).
       const token = `${await freshToken()}`;
       const accountId = await seedFundedAccount(dbUrl('paydb'));
+      const notice = testRevocationNotice({ key: `payout:${accountId}`, floor: token });
       for (const url of [
         `${payments.url}/v1/accounts/${accountId}/fence-floor`,
         `${proxy.url}/v1/rail/high-water/${accountId}/floor`,
       ]) {
         const res = await http('POST', url, {
           headers: { 'x-operator': OPERATOR },
-          body: { floor: token },
+          body: { floor: token, notice },
         });
         expect(res.status).toBe(200);
       }
@@ -932,13 +934,12 @@ const CASES: Case[] = [
   {
     block: '/v1/accounts/$ACCOUNT_ID/fence-floor',
     async prepare() {
-      return {
-        env: {
-          ACCOUNT_ID: await seedFundedAccount(dbUrl('paydb')),
-          FLOOR: `${await freshToken()}`,
-          OPERATOR,
-        },
-      };
+      // A revocation's floor and the notice the lock-server signs over it (what GET
+      // /v1/revocations lists); the reconciler is not given this account's revocation first.
+      const accountId = await seedFundedAccount(dbUrl('paydb'));
+      const floor = `${await freshToken()}`;
+      const notice = testRevocationNotice({ key: `payout:${accountId}`, floor });
+      return { env: { ACCOUNT_ID: accountId, FLOOR: floor, NOTICE: notice, OPERATOR } };
     },
     async check(out, env, again) {
       ok(out);
@@ -952,11 +953,17 @@ const CASES: Case[] = [
         [200, false],
         [200, false],
       ]);
-      // An account payment-resource does not know: 404 there; the proxy creates the mark.
-      const unknown = replies((await again({ ...env, ACCOUNT_ID: 'acct-unknown1' })).stdout);
-      expect(unknown.map((r) => [r.status, r.body.code ?? r.body.raised])).toEqual([
-        [404, 'NOT_FOUND'],
-        [200, true],
+      // The notice is for this account's key: presented for another account, nothing moves.
+      const other = replies((await again({ ...env, ACCOUNT_ID: 'acct-unknown1' })).stdout);
+      expect(other.map((r) => [r.status, r.body.code, r.body.details?.reason])).toEqual([
+        [403, 'PROOF_REJECTED', 'lock-key'],
+        [403, 'PROOF_REJECTED', 'lock-key'],
+      ]);
+      // A floor of the operator's own, without the lock-server's notice: nothing moves.
+      const own = replies((await again({ ...env, FLOOR: '9223372036854775807' })).stdout);
+      expect(own.map((r) => [r.status, r.body.code, r.body.details?.reason])).toEqual([
+        [403, 'PROOF_REJECTED', 'mismatch'],
+        [403, 'PROOF_REJECTED', 'mismatch'],
       ]);
     },
   },

@@ -1,4 +1,4 @@
-import { http, migratedDatabase, type RunningApp } from '@dlock/testing';
+import { http, migratedDatabase, testRevocationNotice, type RunningApp } from '@dlock/testing';
 import { newPayout, startProxy, startStub, submit } from './rail-fixtures';
 
 const TRACE_ID = expect.stringMatching(/^[0-9a-f]{32}$/);
@@ -21,7 +21,7 @@ describe('rail-proxy console reads: GET /v1/rail/high-water, GET /v1/safety-even
   const raise = (accountId: string, floor: string) =>
     http('POST', `${proxy.url}/v1/rail/high-water/${accountId}/floor`, {
       headers: { 'x-operator': 'ops-test' },
-      body: { floor },
+      body: { floor, notice: testRevocationNotice({ key: `payout:${accountId}`, floor }) },
     });
 
   it('lists every account mark by account id, int64 exact, truncated past the limit', async () => {

@@ -14,6 +14,7 @@ import {
   type EtcdCluster,
   type RunningApp,
   testTokenProvider,
+  testRevocationNotice,
   scratchDir,
 } from '@dlock/testing';
 
@@ -275,15 +276,22 @@ describe.each(['pg', 'etcd'] as const)('lock backend %s', (backend) => {
   });
 
   describe('fence-floor endpoints (operator/reconciler only)', () => {
+    /** The body with a genuine notice over its floor, as a revocation would give (a valid floor only). */
+    const noticed = (accountId: string, body: unknown): unknown => {
+      const { floor, revocationId } = body as { floor?: unknown; revocationId?: string };
+      if (typeof floor !== 'string' || !/^[1-9][0-9]{0,17}$/.test(floor)) return body;
+      const key = `payout:${accountId}`;
+      return { ...(body as object), notice: testRevocationNotice({ key, floor, revocationId }) };
+    };
     const raiseFence = (accountId: string, body: unknown, operator: string | null = 'ops-jane') =>
       http('POST', `${payments.url}/v1/accounts/${accountId}/fence-floor`, {
         headers: operator === null ? {} : { 'x-operator': operator },
-        body,
+        body: noticed(accountId, body),
       });
     const raiseMark = (accountId: string, body: unknown, operator: string | null = 'ops-jane') =>
       http('POST', `${proxy.url}/v1/rail/high-water/${accountId}/floor`, {
         headers: operator === null ? {} : { 'x-operator': operator },
-        body,
+        body: noticed(accountId, body),
       });
 
     it('raising to the fence a holder already set cuts its equal-token continuation', async () => {

@@ -8,3 +8,4 @@ export * from './operations';
 export * from './policy';
 export * from './signing-keys';
 export * from './proof-verifier';
+export * from './subjects';

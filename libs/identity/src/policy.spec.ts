@@ -308,3 +308,44 @@ describe('policy validation names the line and the entry', () => {
     }
   });
 });
+
+describe('shared identities and plain subjects (docs/security.md, "Identities")', () => {
+  const policy = parsePolicy(
+    `version: 1
+revoke: { approvals: 2, approvalWindowMs: 60000 }
+roles:
+  operator:
+    operations: [locks.revoke, revocations.approve]
+identities:
+  - { subject: operator, roles: [operator], shared: true }
+  - { subject: 'operator-*', roles: [operator] }
+`,
+    'p.yaml',
+  );
+
+  it('marks only the subjects of a shared entry as shared', () => {
+    expect(policy.isShared('operator')).toBe(true);
+    expect(policy.isShared('operator-alice')).toBe(false);
+    expect(policy.decide('operator', 'revocations.approve')).toEqual({ allowed: true });
+  });
+
+  it('matches no subject outside the plain set, whatever the pattern', () => {
+    expect(policy.decide('operator-alice', 'revocations.approve')).toEqual({ allowed: true });
+    expect(policy.decide('operator-alice\u200b', 'revocations.approve')).toEqual({
+      allowed: false,
+      reason: 'subject has characters outside the plain set',
+    });
+  });
+
+  it('refuses a shared flag that is no boolean, naming its line', () => {
+    expect(
+      problems(VALID.replace('roles: [worker]', "roles: [worker]\n    shared: 'yes'")),
+    ).toEqual(['AUTH_POLICY p.yaml:9: identities.0.shared: must be true or false']);
+  });
+
+  it('refuses a pattern with a character outside the plain set', () => {
+    expect(problems(VALID.replace("'w-*'", "'w\u200b-*'"))[0]).toContain(
+      'is not a subject pattern',
+    );
+  });
+});

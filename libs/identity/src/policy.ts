@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Document, LineCounter } from 'yaml';
 import { EnvError } from '@dlock/config/env';
 import { isOperationName, type OperationName } from './operations';
+import { plainSubject } from './subjects';
 
 /**
  * The authorisation policy (docs/security.md, "Authorisation policy"): which
@@ -25,7 +26,18 @@ export interface RoleSpec {
 export interface PolicySpec {
   revoke: RevokePolicy;
   roles: Readonly<Record<string, RoleSpec>>;
-  identities: readonly { subject: string; roles: readonly string[] }[];
+  identities: readonly IdentitySpec[];
+}
+
+/**
+ * Who matches `subject` gets `roles`. `shared: true` marks an identity several
+ * people use (a team account): it may act, but never counts as the second
+ * person of a two-person revoke (docs/security.md, "Authorisation policy").
+ */
+export interface IdentitySpec {
+  subject: string;
+  roles: readonly string[];
+  shared?: boolean;
 }
 
 export type PolicyDecision = { allowed: true } | { allowed: false; reason: string };
@@ -65,8 +77,8 @@ export function globToRegExp(pattern: string): RegExp {
  * `operator` nor `operator-`, and `operator*` (which would also name
  * `operatorevil`) is no pattern at all.
  */
-const SUBJECT_EXACT = /^[\x21-\x29\x2b-\x7e]+$/;
-const SUBJECT_PREFIX = /^[\x21-\x29\x2b-\x7e]*[-:./]\*$/;
+const SUBJECT_EXACT = /^[A-Za-z0-9][A-Za-z0-9._:@+=/|~-]*$/;
+const SUBJECT_PREFIX = /^[A-Za-z0-9][A-Za-z0-9._:@+=/|~-]*[-:./]\*$/;
 
 /** Why `pattern` is not a subject pattern, or undefined when it is one. */
 export function subjectPatternProblem(pattern: unknown): string | undefined {
@@ -95,7 +107,11 @@ interface CompiledRole {
 
 /** The policy in force: answers "may `subject` do `operation` (on `lockKey`)?". */
 export class AuthPolicy {
-  private readonly identities: { subject: (s: string) => boolean; roles: CompiledRole[] }[];
+  private readonly identities: {
+    subject: (s: string) => boolean;
+    roles: CompiledRole[];
+    shared: boolean;
+  }[];
   private readonly memo = new Map<string, CompiledRole[]>();
 
   constructor(readonly spec: PolicySpec) {
@@ -109,6 +125,7 @@ export class AuthPolicy {
     this.identities = spec.identities.map((entry) => ({
       subject: subjectMatcher(entry.subject),
       roles: entry.roles.map((r) => roles.get(r)!),
+      shared: entry.shared === true,
     }));
   }
 
@@ -116,7 +133,19 @@ export class AuthPolicy {
     return this.spec.revoke;
   }
 
+  /**
+   * True when `subject` is, or may be, used by several people (an identity
+   * entry marked `shared` matches it): such a subject is no second person.
+   */
+  isShared(subject: string): boolean {
+    return this.identities.some((e) => e.shared && e.subject(subject));
+  }
+
   decide(subject: string, operation: OperationName, lockKey?: string): PolicyDecision {
+    // The verifier lets in only plain subjects; a policy matches nothing else either.
+    if (plainSubject(subject) !== subject) {
+      return { allowed: false, reason: 'subject has characters outside the plain set' };
+    }
     const granting = this.rolesOf(subject).filter((r) => r.operations.has(operation));
     if (granting.length === 0) {
       return { allowed: false, reason: `identity may not call ${operation}` };
@@ -304,13 +333,12 @@ class Checker {
     return roles;
   }
 
-  private identities(
-    value: unknown,
-    roles: Record<string, RoleSpec>,
-  ): { subject: string; roles: string[] }[] {
+  private identities(value: unknown, roles: Record<string, RoleSpec>): IdentitySpec[] {
     const entries = this.list(['identities'], value, (entry, at) => {
       if (!isRecord(entry)) return this.problem(at, 'must be a mapping {subject, roles}');
-      this.onlyKeys(at, entry, ['subject', 'roles']);
+      this.onlyKeys(at, entry, ['subject', 'roles', 'shared']);
+      if (entry.shared !== undefined && typeof entry.shared !== 'boolean')
+        this.problem([...at, 'shared'], 'must be true or false');
       const problem = subjectPatternProblem(entry.subject);
       if (problem !== undefined) this.problem([...at, 'subject'], problem);
       this.list([...at, 'roles'], entry.roles, (role, roleAt) =>
@@ -320,7 +348,7 @@ class Checker {
       );
       return true;
     });
-    return entries as { subject: string; roles: string[] }[];
+    return entries as IdentitySpec[];
   }
 
   /** A non-empty bounded list; `each` reports a bad item (returns false) or accepts it. */

@@ -19,13 +19,20 @@ export const VERIFIED_PROOF_CACHE_MS = 60_000;
 const VERIFIED_PROOF_CACHE_MAX = 10_000;
 const URL_FETCH_TIMEOUT_MS = 2_000;
 
+const PROOF_NAMES: Record<ProofKind, string> = {
+  grant: 'grant proof',
+  instruction: 'payout instruction',
+  receipt: 'rail receipt',
+  revocation: 'revocation notice',
+};
+
 export interface ProofVerifierOptions {
   /**
    * The signer's public keys: a JWKS file path, an http(s) URL (its
    * `/.well-known/jwks.json`), or the keys themselves (the signer checking its own proofs).
    */
   jwks: string | (() => { keys: JsonWebKey[] });
-  /** The JWS `typ` this verifier accepts (GRANT_PROOF_TYPE, INSTRUCTION_TYPE). */
+  /** The JWS `typ` this verifier accepts (GRANT_PROOF_TYPE, INSTRUCTION_TYPE, REVOCATION_NOTICE_TYPE). */
   type: string;
   kind: ProofKind;
   reloadMs?: number;
@@ -139,7 +146,7 @@ export class ProofVerifier {
   }
 
   private refuse(reason: ConstructorParameters<typeof ProofRejectedError>[1], why: string) {
-    const what = this.options.kind === 'grant' ? 'grant proof' : 'payout instruction';
+    const what = PROOF_NAMES[this.options.kind];
     return new ProofRejectedError(this.options.kind, reason, `${what} ${why}`);
   }
 

@@ -49,6 +49,35 @@ describe('TokenVerifier', () => {
     expect(identity.expiresAtMs).toBeGreaterThan(Date.now());
   });
 
+  // docs/security.md, "Identities": one spelling per subject, before any policy match.
+  it.each([
+    ['a zero-width space', 'operator-alice\u200b'],
+    ['a full-width letter', '\uff4fperator-alice'],
+    ['a Cyrillic look-alike', 'operat\u043er-alice'],
+    ['a Kelvin sign, which NFC would turn into K', 'operator-\u212aate'],
+    ['a space', 'operator alice'],
+    ['a control character', 'operator-alice\n'],
+    ['a leading separator', '-operator'],
+  ])('refuses a subject with %s before any policy sees it', async (_what, subject) => {
+    const token = await issuer.mint(subject, AUDIENCE);
+    expect(await refusal(verifier, `Bearer ${token}`)).toBe(
+      'token subject has characters outside the plain set',
+    );
+  });
+
+  it('accepts the plain subjects issuers use', async () => {
+    for (const subject of [
+      'operator-alice',
+      'system:serviceaccount:dlock:operator-bob',
+      'auth0|5f1c.x_y',
+      'alice@example.com',
+      '00uAbC123~x/y+z=',
+    ]) {
+      const token = await issuer.mint(subject, AUDIENCE);
+      expect((await verifier.verify(`Bearer ${token}`)).subject).toBe(subject);
+    }
+  });
+
   const cases: [string, () => Promise<string | string[] | undefined>, string][] = [
     ['no header', async () => undefined, 'Authorization header missing'],
     [

@@ -10,6 +10,7 @@ import {
   type JWTVerifyGetKey,
 } from 'jose';
 import { UnauthenticatedError } from './errors';
+import { plainSubject } from './subjects';
 
 /** Asymmetric only: `none` and every HMAC alg are refused (a public key is no secret). */
 export const ACCEPTED_ALGORITHMS = ['ES256', 'RS256'] as const;
@@ -153,7 +154,12 @@ export class TokenVerifier {
       throw new UnauthenticatedError(`token lifetime longer than ${lifetimeMaxMs / 1000} s`);
     if (typeof payload.sub !== 'string' || payload.sub === '' || payload.sub.length > 256)
       throw new UnauthenticatedError('token subject is missing or too long');
-    const subject = kubernetesIdentity(payload, payload.sub, this.options.kubernetes ?? {});
+    // One spelling per identity before any policy match (docs/security.md, "Identities").
+    const subject = plainSubject(
+      kubernetesIdentity(payload, payload.sub, this.options.kubernetes ?? {}),
+    );
+    if (subject === undefined)
+      throw new UnauthenticatedError('token subject has characters outside the plain set');
     return { subject, expiresAtMs: exp * 1000 };
   }
 }

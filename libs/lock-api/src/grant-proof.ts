@@ -51,10 +51,12 @@ export const PROOF_REFUSALS = [
 export type ProofRefusal = (typeof PROOF_REFUSALS)[number];
 
 /**
- * Which signed object was refused: a grant proof, a payout instruction, or a
- * rail receipt (docs/rail.md, "Instructions" and "Receipts").
+/**
+ * Which signed object was refused: a grant proof, a payout instruction, a rail
+ * receipt (docs/rail.md, "Instructions" and "Receipts"), or a revocation
+ * notice (docs/security.md, "Revocation notices").
  */
-export type ProofKind = 'grant' | 'instruction' | 'receipt';
+export type ProofKind = 'grant' | 'instruction' | 'receipt' | 'revocation';
 
 /**
  * 403 PROOF_REJECTED: the request did not prove what it asserted; nothing was

@@ -5,3 +5,4 @@ export * from './lock-types';
 export * from './time';
 export * from './request-deadline';
 export * from './grant-proof';
+export * from './revocation-notice';

@@ -267,7 +267,7 @@ test('a 503 on a fenced write is retried exactly once; the submit never is', asy
 
 const envelope = (code: string) => ({ code, message: 'm', retrySafe: false, traceId: 't' });
 
-test('the reconciler: P8 under its own token and owner, and floor raises attributed by X-Operator', async () => {
+test('the reconciler: P8 under its own token and owner, and floor raises attributed by X-Operator and carrying their notice', async () => {
   const c = new PaymentResourceClient(base, 'reconciler-1');
   const r = new RailProxyClient(base, 'reconciler-1');
   reply = { status: 200, body: { payoutId: PAYOUT, state: 'RAIL_ACKED' } };
@@ -279,7 +279,13 @@ test('the reconciler: P8 under its own token and owner, and floor raises attribu
       RECEIPT,
     ),
   ).resolves.toEqual({ payoutId: PAYOUT, state: 'RAIL_ACKED' });
-  const raise = { revocationId: 'r-1', accountId: 'acct-1', floor: 2n ** 60n, reason: 'revoked' };
+  const raise = {
+    revocationId: 'r-1',
+    accountId: 'acct-1',
+    floor: 2n ** 60n,
+    notice: 'h.p.s',
+    reason: 'revoked',
+  };
   queued.push(
     { status: 200, body: { raised: true } },
     { status: 404, body: envelope('NOT_FOUND') },
@@ -310,6 +316,7 @@ test('the reconciler: P8 under its own token and owner, and floor raises attribu
   ]);
   expect(JSON.parse(seen[3].body)).toEqual({
     floor: '1152921504606846976',
+    notice: 'h.p.s',
     revocationId: 'r-1',
     reason: 'revoked',
   });

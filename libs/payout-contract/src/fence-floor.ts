@@ -3,10 +3,21 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, IsUUID, Length } from 'class-validator';
 import { counter } from '@dlock/metrics';
 import type { Counter } from 'prom-client';
-import { FENCING_TOKEN_MAX, ValidationError, type ValidationFailure } from '@dlock/lock-api';
+import {
+  checkRevocationNotice,
+  FENCING_TOKEN_MAX,
+  PROOF_BYTES_MAX,
+  ProofRejectedError,
+  REVOCATION_NOTICE_TYPE,
+  revocationNoticeClaims,
+  ValidationError,
+  type RevocationNoticeClaims,
+  type ValidationFailure,
+} from '@dlock/lock-api';
+import { ProofVerifier } from '@dlock/identity';
 import { int64Text } from '@dlock/http-contract/schema';
 import type { FloorRaiseRequest } from './wire';
-import { isAccountId } from './payout-protocol';
+import { isAccountId, payoutLockKey } from './payout-protocol';
 
 /**
  * Imported as `@dlock/payout-contract/fence-floor`, by the two apps that serve
@@ -14,12 +25,24 @@ import { isAccountId } from './payout-protocol';
  * The operator/reconciler raise of a guard's memory to a floor, shared by the
  * account fence (payment-resource) and the rail high-water mark (rail-proxy):
  * docs/operations.md, "Revocation fencing". One request shape, one parse, one
- * audit trail, so the two guards cannot drift apart.
+ * notice check, one audit trail, so the two guards cannot drift apart.
  */
 export class FenceFloorBody implements FloorRaiseRequest {
-  @ApiProperty(int64Text('the floor the guard’s memory is raised to'))
+  @ApiProperty(int64Text('the floor the guard’s memory is raised to: the notice’s floor'))
   @IsString()
   floor!: string;
+
+  // Required, but its absence is a refused proof (403 PROOF_REJECTED, reason `missing`), as a
+  // missing grant proof is, not a 400: the checker says so.
+  @ApiProperty({
+    maxLength: PROOF_BYTES_MAX,
+    description:
+      'The revocation notice the lock-server signed over this floor (docs/security.md, ' +
+      '“Revocation notices”); without a genuine one nothing is raised (403 PROOF_REJECTED)',
+  })
+  @IsOptional()
+  @IsString()
+  notice?: string;
 
   @ApiPropertyOptional({ format: 'uuid', description: 'The lock-server revocation behind it' })
   @IsOptional()
@@ -36,6 +59,8 @@ export class FenceFloorBody implements FloorRaiseRequest {
 export interface FloorCommand {
   accountId: string;
   floor: bigint;
+  /** The revocation notice as presented: checked by FloorNotices before anything is raised. */
+  notice: string | undefined;
   operator: string;
   revocationId: string | null;
   reason: string | null;
@@ -66,10 +91,55 @@ export function parseFloorRequest(
   return {
     accountId,
     floor: BigInt(body.floor),
+    notice: body.notice,
     operator: operator as string,
     revocationId: body.revocationId?.toLowerCase() ?? null,
     reason: body.reason ?? null,
   };
+}
+
+/**
+ * The guards' one question before a floor raise: did the lock-server sign a
+ * revocation notice for this account's lock key at exactly this floor
+ * (docs/security.md, "Revocation notices")? Checked offline against the
+ * lock-server's published keys (GRANT_JWKS). A "no" is PROOF_REJECTED, handed
+ * to `refused` (the guard's safety event) before it is thrown.
+ */
+export class FloorNotices {
+  private readonly verifier: ProofVerifier;
+
+  constructor(
+    jwks: string,
+    private readonly refused: (cmd: FloorCommand, err: ProofRejectedError) => void,
+  ) {
+    // Each notice is met a few times at most (revoke, reconciler): memory buys nothing.
+    this.verifier = new ProofVerifier({
+      jwks,
+      type: REVOCATION_NOTICE_TYPE,
+      kind: 'revocation',
+      rememberMs: 0,
+    });
+  }
+
+  start(): Promise<void> {
+    return this.verifier.start();
+  }
+
+  /** The notice's claims when it is genuine and describes `cmd`; PROOF_REJECTED otherwise. */
+  async check(cmd: FloorCommand): Promise<RevocationNoticeClaims> {
+    try {
+      const claims = revocationNoticeClaims(await this.verifier.verify(cmd.notice));
+      checkRevocationNotice(claims, {
+        key: payoutLockKey(cmd.accountId),
+        floor: cmd.floor,
+        revocationId: cmd.revocationId ?? undefined,
+      });
+      return claims;
+    } catch (err) {
+      if (err instanceof ProofRejectedError) this.refused(cmd, err);
+      throw err;
+    }
+  }
 }
 
 const RAISES_METRIC = 'fence_floor_raises_total';
@@ -89,14 +159,21 @@ export class FenceFloorAudit {
     for (const result of ['raised', 'unchanged']) this.raises.inc({ result }, 0);
   }
 
-  record(cmd: FloorCommand, raised: boolean, values: Record<string, string | null>): void {
+  record(
+    cmd: FloorCommand,
+    notice: RevocationNoticeClaims,
+    raised: boolean,
+    values: Record<string, string | null>,
+  ): void {
     this.raises.inc({ result: raised ? 'raised' : 'unchanged' });
     const audit = {
       accountId: cmd.accountId,
       floor: cmd.floor.toString(),
       ...values,
       operator: cmd.operator,
-      revocationId: cmd.revocationId,
+      revocationId: notice.rid,
+      requestedBy: notice.req,
+      approvedBy: notice.apr,
       reason: cmd.reason,
     };
     if (raised)

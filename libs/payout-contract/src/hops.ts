@@ -34,6 +34,8 @@ export interface FloorRaise {
   revocationId: string;
   accountId: string;
   floor: bigint;
+  /** The lock-server's signed notice of the revocation: the guards raise nothing without it. */
+  notice: string;
   reason: string;
 }
 
@@ -54,6 +56,7 @@ export async function raiseFloor(
 ): Promise<'raised' | 'unchanged'> {
   const body: FloorRaiseRequest = {
     floor: formatFencingToken(raise.floor),
+    notice: raise.notice,
     revocationId: raise.revocationId,
     reason: raise.reason,
   };

@@ -261,6 +261,8 @@ export type ResolveResponse = TransitionView & { resolution: Resolution };
 /** Body of both floor raises. */
 export interface FloorRaiseRequest {
   floor: Int64Text;
+  /** The lock-server's revocation notice over `floor` (docs/security.md, "Revocation notices"). */
+  notice?: string;
   revocationId?: string;
   reason?: string;
 }

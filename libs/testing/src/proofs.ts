@@ -3,7 +3,9 @@ import {
   GRANT_PROOF_HEADER,
   GRANT_PROOF_TYPE,
   parseFencingToken,
+  REVOCATION_NOTICE_TYPE,
   type GrantProofClaims,
+  type RevocationNoticeClaims,
 } from '@dlock/lock-api';
 import type { SubmitRequest } from '@dlock/payout-contract';
 // Files of @dlock/identity and @dlock/payout-contract, not their indexes: those load
@@ -53,6 +55,30 @@ export function testGrantProof(grant: {
     iat: grant.iat ?? Math.floor(Date.now() / 1000),
   };
   return grantRing.sign(GRANT_PROOF_TYPE, claims);
+}
+
+/**
+ * A revocation notice as the lock-server would sign it over `floor` of `key`
+ * (docs/security.md, "Revocation notices"): what a test presents to a guard's
+ * floor raise, as if a revoke had computed that floor.
+ */
+export function testRevocationNotice(notice: {
+  key: string;
+  floor: bigint | string;
+  revocationId?: string;
+  requestedBy?: string;
+  approvedBy?: string | null;
+}): string {
+  grantRing ??= SigningKeyRing.open(testSigningKeys().grants.keys);
+  const claims: RevocationNoticeClaims = {
+    key: notice.key,
+    floor: parseFencingToken(notice.floor).toString(),
+    rid: notice.revocationId ?? randomUUID(),
+    req: notice.requestedBy ?? 'operator-alice',
+    apr: notice.approvedBy === undefined ? 'operator-bob' : notice.approvedBy,
+    iat: Math.floor(Date.now() / 1000),
+  };
+  return grantRing.sign(REVOCATION_NOTICE_TYPE, claims);
 }
 
 export function testInstruction(

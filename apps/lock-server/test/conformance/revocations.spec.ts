@@ -47,6 +47,7 @@ describe.each(BACKENDS)('revocations list [$name]', (backend) => {
           operator: 'operator',
           reason: 'stuck worker OPS-7',
           revokedAt: INSTANT,
+          notice: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/),
         },
         {
           revocationId: second.revocationId,
@@ -56,8 +57,24 @@ describe.each(BACKENDS)('revocations list [$name]', (backend) => {
           operator: 'operator',
           reason: 'stuck worker OPS-7 [noted operator: ops-jane]',
           revokedAt: INSTANT,
+          notice: expect.stringMatching(/^[\w-]+\.[\w-]+\.[\w-]+$/),
         },
       ],
+    });
+    // Each record's notice speaks of that record: its key, floor and id, and who asked
+    // (docs/security.md, "Revocation notices").
+    const [header, claims] = (all.body.items[0].notice as string)
+      .split('.')
+      .slice(0, 2)
+      .map((part) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8')));
+    expect(header).toMatchObject({ alg: 'EdDSA', typ: 'dlock-revocation+jws' });
+    expect(claims).toEqual({
+      key: 'payout:acct-rv1',
+      floor: first.newTokenFloor,
+      rid: first.revocationId,
+      req: 'operator',
+      apr: null,
+      iat: expect.any(Number),
     });
     const page = await list(`?afterFloor=${first.newTokenFloor}&limit=1`);
     expect(page.body.items.map((i: { revocationId: string }) => i.revocationId)).toEqual([

@@ -5,6 +5,8 @@ import {
   ProofRejectedError,
   grantProofClaims,
   GRANT_PROOF_TYPE,
+  REVOCATION_NOTICE_TYPE,
+  type RevocationNoticeClaims,
   type GrantExpectation,
   type GrantProofClaims,
   type LockGrant,
@@ -14,9 +16,11 @@ import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
 
 /**
  * Signs every grant this server issues, and checks the proofs callers bring
- * back (docs/security.md, "Signed grants"). The key ring is the lock-server's
- * own (GRANT_SIGNING_KEYS), shared by its replicas; its public half is served
- * at /.well-known/jwks.json for the fence points.
+ * back (docs/security.md, "Signed grants"); signs the notice of each
+ * revocation, the only thing a fence point raises a floor on ("Revocation
+ * notices"). The key ring is the lock-server's own (GRANT_SIGNING_KEYS),
+ * shared by its replicas; its public half is served at /.well-known/jwks.json
+ * for the fence points. The JWS `typ` keeps a notice from passing as a grant.
  */
 @Injectable()
 export class GrantProofs {
@@ -44,6 +48,29 @@ export class GrantProofs {
     const proof = this.ring.sign(GRANT_PROOF_TYPE, claims);
     this.verifier.remember(proof, claims);
     return proof;
+  }
+
+  /**
+   * The notice of a revocation this server recorded: `floor` is the one its
+   * revoke took from the token sequence, never a caller's number, so no notice
+   * names a floor above the sequence.
+   */
+  notice(revocation: {
+    key: string;
+    floor: bigint;
+    revocationId: string;
+    requestedBy: string;
+    approvedBy: string | null;
+  }): string {
+    const claims: RevocationNoticeClaims = {
+      key: revocation.key,
+      floor: formatFencingToken(revocation.floor),
+      rid: revocation.revocationId,
+      req: revocation.requestedBy,
+      apr: revocation.approvedBy,
+      iat: Math.floor(Date.now() / 1000),
+    };
+    return this.ring.sign(REVOCATION_NOTICE_TYPE, claims);
   }
 
   /**

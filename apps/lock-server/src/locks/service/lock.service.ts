@@ -28,6 +28,17 @@ export interface SignedGrant {
   proof: string;
 }
 
+/**
+ * Who a revoke is on the authority of: the operator who asked and the one who
+ * approved (the same subject when the policy lets one operator revoke alone),
+ * and the two-person request it came from.
+ */
+export interface RevokeAuthority {
+  requestedBy: string;
+  approvedBy: string;
+  requestId?: string;
+}
+
 /** A revoke's outcome, and (for a payout key) which fence points already hold its floor. */
 export type Revoked = LockOutcome & { guards?: GuardFloors };
 
@@ -251,12 +262,19 @@ export class LockService {
       reason: string;
       expectedToken?: FencingToken;
     },
-    /** Who authorised it (subjects, two-person request id), for the event only. */
-    authorisedBy: Record<string, string> = {},
+    /** Who authorised it: the event's attribution and the revocation notice's. */
+    authorisedBy: RevokeAuthority,
   ): Promise<Revoked> {
     return this.metrics.observe('revoke', async () => {
       const outcome = await this.store.revoke(command);
-      const guards = await this.floors.raise(command.key, outcome, command.operator);
+      const notice = this.proofs.notice({
+        key: command.key,
+        floor: outcome.newTokenFloor,
+        revocationId: outcome.revocationId,
+        requestedBy: authorisedBy.requestedBy,
+        approvedBy: authorisedBy.approvedBy,
+      });
+      const guards = await this.floors.raise(command.key, outcome, notice, command.operator);
       this.safety.lockRevoked({
         key: command.key,
         operator: command.operator,

@@ -10,6 +10,7 @@ import {
 import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
 import { RevokeService } from '../service/revoke.service';
 import { RevocationLog } from '../../locks/persistence/revocation-log.port';
+import { GrantProofs } from '../../locks/service/grant-proofs';
 import { parseRequestId } from '../../http/params';
 import { outcomeView, REVOKE_APPROVAL_SCHEMA } from '../../http/views';
 import {
@@ -68,14 +69,21 @@ const REVOCATIONS_PAGE_SCHEMA = wireSchema<RevocationsPage>('RevocationsPage', {
       operator: { type: 'string' },
       reason: { type: 'string' },
       revokedAt: INSTANT,
+      notice: {
+        type: 'string',
+        description:
+          'The revocation notice over this record’s floor (docs/security.md, “Revocation ' +
+          'notices”): what a fence point raises its floor on',
+      },
     }),
   },
 });
 
 /**
  * The L8 audit records of every key, in floor order, for the reconciler's
- * revocation fencing (docs/reconciler.md). Read-only; the lock-server gives
- * no meaning to any key.
+ * revocation fencing (docs/reconciler.md), each with the notice this server
+ * signs over its floor, so the reconciler can present what a fence point
+ * requires. Read-only; the lock-server gives no meaning to any key.
  */
 @ApiTags('revocations')
 @Controller('v1/revocations')
@@ -85,6 +93,7 @@ export class RevocationsController {
   constructor(
     private readonly log: RevocationLog,
     private readonly revocations: RevokeService,
+    private readonly proofs: GrantProofs,
   ) {}
 
   /**
@@ -151,6 +160,14 @@ export class RevocationsController {
         operator: r.operator,
         reason: r.reason,
         revokedAt: formatInstant(r.revokedAt),
+        // The record keeps the operator who asked; its approval is in its request.
+        notice: this.proofs.notice({
+          key: r.key,
+          floor: r.newTokenFloor,
+          revocationId: r.revocationId,
+          requestedBy: r.operator,
+          approvedBy: null,
+        }),
       })),
     };
   }

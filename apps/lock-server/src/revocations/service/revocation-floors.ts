@@ -22,7 +22,9 @@ export const FLOOR_RAISE_BUDGET_MS = 2_000;
 /**
  * Revocation fencing at revoke time (docs/security.md, "Signed grants"): a
  * revoke of `payout:{accountId}` raises the account's fence and the rail
- * high-water mark to the new token floor before it answers, so the revoked
+ * high-water mark to the new token floor before it answers, presenting the
+ * revocation notice it signed over that floor (the guards raise on nothing
+ * else, docs/security.md "Revocation notices"), so the revoked
  * holder's genuine proof is refused at once, not on the reconciler's next pass.
  * The answer says which guard holds the floor; one that did not answer is
  * raised by the reconciler (docs/reconciler.md). Off when the guards' URLs are
@@ -44,13 +46,19 @@ export class RevocationFloors implements OnModuleDestroy {
   }
 
   /** Both guards at the floor of `outcome`, or what stopped one; undefined when not a payout key or off. */
-  async raise(key: string, outcome: LockOutcome, by: string): Promise<GuardFloors | undefined> {
+  async raise(
+    key: string,
+    outcome: LockOutcome,
+    notice: string,
+    by: string,
+  ): Promise<GuardFloors | undefined> {
     const accountId = payoutAccountOf(key);
     if (accountId === null || this.guards === undefined) return undefined;
     const raise = {
       revocationId: outcome.revocationId,
       accountId,
       floor: outcome.newTokenFloor,
+      notice,
       reason: `lock ${key} revoked by ${by} (token ${formatFencingToken(outcome.revokedToken)})`,
     };
     const signal = AbortSignal.timeout(FLOOR_RAISE_BUDGET_MS);

@@ -52,8 +52,16 @@ export class RevokeService {
     const command = asActor(asked, caller);
     const { approvals, approvalWindowMs } = this.policy.revoke;
     if (approvals === 1) {
-      return { kind: 'revoked', outcome: await this.locks.revoke(command, { by: caller }) };
+      return {
+        kind: 'revoked',
+        outcome: await this.locks.revoke(command, {
+          requestedBy: caller,
+          approvedBy: caller,
+        }),
+      };
     }
+    // A request by a team account cannot be told apart from its approver's.
+    this.refuseShared(caller, 'ask for');
     // Nothing to ask a second person about: the same 404 the single-step revoke answers.
     if (!(await this.locks.inspect(command.key, caller)).held) {
       throw new DlockError('NOT_FOUND', 'the key is not held');
@@ -78,6 +86,7 @@ export class RevokeService {
   }
 
   async approve(requestId: string, approver: string): Promise<LockOutcome> {
+    this.refuseShared(approver, 'approve');
     const approved = await this.requests.approve(requestId, approver);
     switch (approved) {
       case 'unknown':
@@ -102,5 +111,16 @@ export class RevokeService {
     );
     const { requestId: _id, requestedBy, requestedAt: _at, expiresAt: _exp, ...command } = approved;
     return this.locks.revoke(command, { requestId, requestedBy, approvedBy: approver });
+  }
+
+  /**
+   * A shared identity (policy `shared: true`) is no person of a two-person
+   * revoke: whoever used it may be the other operator (docs/security.md).
+   */
+  private refuseShared(subject: string, what: string): void {
+    if (!this.policy.isShared(subject)) return;
+    throw new ForbiddenError(`a shared identity cannot ${what} a two-person revoke`, {
+      reason: 'shared-identity',
+    });
   }
 }

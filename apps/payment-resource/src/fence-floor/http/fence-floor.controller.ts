@@ -7,8 +7,9 @@ import type { AccountFloorResponse } from '@dlock/payout-contract';
 import { FenceFloorService } from '../service/fence-floor.service';
 
 /**
- * Operator/reconciler only (docs/operations.md, "Revocation fencing"): never
- * called by a worker path.
+ * The lock-server and reconciler only (docs/operations.md, "Revocation
+ * fencing"), with a revocation notice the lock-server signed: never called by
+ * a worker path, and no caller's word sets a floor.
  */
 @ApiTags('accounts')
 @Controller('v1/accounts')
@@ -22,7 +23,7 @@ export class FenceFloorController {
     description: 'Raised, or already at or past the floor',
     schema: schemaRef('AccountFloorResponse'),
   })
-  @ApiContractErrors('NOT_FOUND')
+  @ApiContractErrors('NOT_FOUND', 'PROOF_REJECTED')
   @Post(':accountId/fence-floor')
   @Operation('accounts.fence-floor')
   @HttpCode(200)

@@ -1,15 +1,16 @@
 import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { ApiOperatorHeader, Operation, schemaRef } from '@dlock/http-contract';
+import { ApiContractErrors, ApiOperatorHeader, Operation, schemaRef } from '@dlock/http-contract';
 import { FenceFloorBody, parseFloorRequest } from '@dlock/payout-contract/fence-floor';
 import type { HighWaterFloorResponse } from '@dlock/payout-contract';
 import { HighWaterFloorService } from '../service/high-water-floor.service';
 
 /**
- * Operator/reconciler only (docs/operations.md, "Revocation fencing"): raises
- * an account's high-water mark so a revoked holder's token is refused before
- * any new holder submits. Idempotent: a floor already passed is a no-op 200.
+ * The lock-server and reconciler only (docs/operations.md, "Revocation
+ * fencing"), with a revocation notice the lock-server signed: raises an
+ * account's high-water mark so a revoked holder's token is refused before any
+ * new holder submits. Idempotent: a floor already passed is a no-op 200.
  */
 @ApiTags('rail')
 @Controller('v1/rail/high-water')
@@ -23,6 +24,7 @@ export class HighWaterFloorController {
     description: 'Raised, or already at or past the floor',
     schema: schemaRef('HighWaterFloorResponse'),
   })
+  @ApiContractErrors('PROOF_REJECTED')
   @Post(':accountId/floor')
   @Operation('high-water.floor')
   @HttpCode(200)

@@ -1,20 +1,51 @@
-import { Injectable } from '@nestjs/common';
-import { FenceFloorAudit, type FloorCommand } from '@dlock/payout-contract/fence-floor';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { PROOF_REFUSALS } from '@dlock/lock-api';
+import { SafetyEvents } from '@dlock/observability';
+import {
+  FenceFloorAudit,
+  FloorNotices,
+  type FloorCommand,
+} from '@dlock/payout-contract/fence-floor';
 import type { HighWaterFloorResponse } from '@dlock/payout-contract';
+import { RAIL_PROXY_CONFIG, type RailProxyConfig } from '../../config';
 import { HighWaterFloorRepository } from '../persistence/high-water-floor.repository';
 
 /**
  * Raises an account's high-water mark so a revoked holder's token is refused
- * before any new holder submits (docs/operations.md, "Revocation fencing").
- * Every request is audited with its attribution.
+ * before any new holder submits (docs/operations.md, "Revocation fencing"),
+ * and only to a floor the lock-server signed a revocation notice over
+ * (docs/security.md, "Revocation notices"). Every raise is audited with its
+ * attribution; every refusal is a safety event.
  */
 @Injectable()
-export class HighWaterFloorService {
+export class HighWaterFloorService implements OnModuleInit {
   private readonly audit = new FenceFloorAudit('fence-floor');
+  private readonly notices: FloorNotices;
 
-  constructor(private readonly repo: HighWaterFloorRepository) {}
+  constructor(
+    private readonly repo: HighWaterFloorRepository,
+    @Inject(RAIL_PROXY_CONFIG) config: RailProxyConfig,
+    safety: SafetyEvents,
+  ) {
+    safety.checksProofs('rail-proxy', 'revocation', PROOF_REFUSALS);
+    this.notices = new FloorNotices(config.GRANT_JWKS, (cmd, err) =>
+      safety.proofRejected({
+        guard: 'rail-proxy',
+        proof: err.proof,
+        reason: err.reason,
+        accountId: cmd.accountId,
+        floor: cmd.floor.toString(),
+        operator: cmd.operator,
+      }),
+    );
+  }
+
+  onModuleInit(): Promise<void> {
+    return this.notices.start();
+  }
 
   async raise(cmd: FloorCommand): Promise<HighWaterFloorResponse> {
+    const notice = await this.notices.check(cmd);
     const out = await this.repo.raise(cmd.accountId, cmd.floor);
     const view: HighWaterFloorResponse = {
       accountId: cmd.accountId,
@@ -23,7 +54,7 @@ export class HighWaterFloorService {
       highestTokenAfter: out.highestAfter.toString(),
       raised: out.raised,
     };
-    this.audit.record(cmd, out.raised, {
+    this.audit.record(cmd, notice, out.raised, {
       highestTokenBefore: view.highestTokenBefore,
       highestTokenAfter: view.highestTokenAfter,
     });

@@ -9,6 +9,8 @@ export interface Revocation {
   revokedToken: bigint;
   newTokenFloor: bigint;
   revokedAt: Date;
+  /** The lock-server's signed notice over the floor: what the guards raise on. */
+  notice: string;
 }
 
 function str(o: Record<string, unknown>, k: string): string {
@@ -44,6 +46,7 @@ export class RevocationsClient {
       revokedToken: parseFencingToken(str(item, 'revokedToken'), 'revokedToken'),
       newTokenFloor: parseFencingToken(str(item, 'newTokenFloor'), 'newTokenFloor'),
       revokedAt: new Date(str(item, 'revokedAt')),
+      notice: str(item, 'notice'),
     }));
   }
 }

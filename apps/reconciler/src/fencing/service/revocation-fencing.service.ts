@@ -20,8 +20,9 @@ export interface FencingPass {
  * Revocation fencing (docs/reconciler.md): every L8 revocation of a payout
  * key `payout:{accountId}` becomes a raise of that account's fence
  * (payment-resource) and high-water mark (rail-proxy) to the revocation's
- * newTokenFloor, so the revoked holder is fenced out at once, not only when
- * a new holder writes. The floor is above the revoked token and the guards
+ * newTokenFloor, presenting the notice the lock-server signed over it (the
+ * guards raise on nothing else, docs/security.md "Revocation notices"), so
+ * the revoked holder is fenced out at once, not only when a new holder writes. The floor is above the revoked token and the guards
  * admit a token only above their value. A guard that fails keeps the
  * revocation pending: the cursor never passes it, the next pass retries.
  */
@@ -93,6 +94,7 @@ export class RevocationFencingService {
       revocationId: r.revocationId,
       accountId,
       floor: r.newTokenFloor,
+      notice: r.notice,
       reason: `lock ${r.key} revoked (token ${r.revokedToken.toString()})`,
     };
     const [account, rail] = await Promise.all([
