@@ -1,7 +1,7 @@
 import { EnvError } from '@dlock/config';
 import { readConsoleConfig } from './config';
 
-const base = { AUTH_TOKEN_DIR: '/tmp/tokens' };
+const base = { AUTH_TOKEN_DIR: '/tmp/tokens', AUTH_POLICY: '/etc/dlock/policy.yaml' };
 
 describe('readConsoleConfig', () => {
   it('polls the three services, each executor and the reconciler for safety events', () => {
