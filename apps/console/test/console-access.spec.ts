@@ -12,7 +12,7 @@ import {
   testTokenProvider,
   type RunningApp,
 } from '@dlock/testing';
-import { personToken, signInOnPage } from './support';
+import { personToken, signInOnPage, waitInPage } from './support';
 
 /**
  * Who may use the console, and how much of it one identity can take
@@ -307,10 +307,10 @@ describe('the panels group by owner: one noisy executor cannot hide the others',
       `${NOISY_LOCKS + 1} now, 2 owners`,
     );
     await owner('locks', 'executor-noisy').locator('button').click();
-    await page.waitForFunction(
+    await waitInPage(
+      page,
       `document.querySelectorAll('#locks tr[data-owner="executor-noisy"]:not(.owner)').length === ${NOISY_LOCKS}`,
-      undefined,
-      { timeout: WAIT_MS },
+      WAIT_MS,
     );
   });
 });
