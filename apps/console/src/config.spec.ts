@@ -33,6 +33,14 @@ describe('readConsoleConfig', () => {
     });
   });
 
+  it('needs the policy: without it nobody could be checked, so it does not start', () => {
+    expect(() => readConsoleConfig({ AUTH_TOKEN_DIR: '/tmp/tokens' })).toThrow(/AUTH_POLICY/);
+    expect(readConsoleConfig(base)).toMatchObject({
+      CONSOLE_SESSIONS_PER_SUBJECT_MAX: 4,
+      CONSOLE_SSE_CLIENTS_PER_SUBJECT_MAX: 4,
+    });
+  });
+
   it('reads the Host names it answers to, and names a bad one', () => {
     expect(
       readConsoleConfig({ ...base, CONSOLE_ALLOWED_HOSTS: 'Console.Example.com, 10.0.0.5:8090' })

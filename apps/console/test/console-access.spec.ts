@@ -1,10 +1,11 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request, type ClientRequest, type IncomingHttpHeaders } from 'node:http';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { LockClient, type LockHandle, type LockSession } from '@dlock/lock-client';
 import {
   DEV_POLICY_PATH,
+  REPO_ROOT,
   migratedDatabase,
   refusingPort,
   scratchDir,
@@ -25,6 +26,7 @@ jest.setTimeout(120_000);
 
 const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 const WAIT_MS = 30_000;
+const OUTPUT_DIR = path.join(REPO_ROOT, '.tmp', 'console');
 const SESSIONS_PER_SUBJECT_MAX = 2;
 const STREAMS_PER_SUBJECT_MAX = 2;
 /** Sessions and locks of one noisy executor: more than a 50-row panel held. */
@@ -267,7 +269,9 @@ describe('the panels group by owner: one noisy executor cannot hide the others',
 
   beforeAll(async () => {
     const noisy = lockClient('executor-noisy');
-    for (let i = 0; i < NOISY_SESSIONS; i++) opened.push(await noisy.openSession());
+    // Twenty at a time: a burst, as a misbehaving executor would open them.
+    for (let i = 0; i < NOISY_SESSIONS; i += 20)
+      opened.push(...(await Promise.all(Array.from({ length: 20 }, () => noisy.openSession()))));
     const first = opened[opened.length - NOISY_SESSIONS];
     for (let i = 0; i < NOISY_LOCKS; i++)
       await first.acquire(`payout:aa-noisy-${String(i).padStart(2, '0')}`);
@@ -306,6 +310,8 @@ describe('the panels group by owner: one noisy executor cannot hide the others',
     await expect(page.locator('#locks-note').textContent()).resolves.toBe(
       `${NOISY_LOCKS + 1} now, 2 owners`,
     );
+    mkdirSync(OUTPUT_DIR, { recursive: true });
+    await page.screenshot({ path: path.join(OUTPUT_DIR, 'owners.png') });
     await owner('locks', 'executor-noisy').locator('button').click();
     await waitInPage(
       page,
