@@ -83,9 +83,9 @@ beforeAll(async () => {
       LOCK_SERVER_URL: lockServer.url,
       PAYMENT_RESOURCE_URL: nowhere,
       RAIL_PROXY_URL: nowhere,
-      CONSOLE_EVENT_POLL_MS: '60000',
+      CONSOLE_EVENT_POLL_MS: '300',
       // Room for everyone these tests sign in, not for ten sign-ins of one person on top.
-      CONSOLE_SESSIONS_MAX: '12',
+      CONSOLE_SESSIONS_MAX: '16',
       CONSOLE_SESSIONS_PER_SUBJECT_MAX: String(SESSIONS_PER_SUBJECT_MAX),
       CONSOLE_SSE_CLIENTS_MAX: '6',
       CONSOLE_SSE_CLIENTS_PER_SUBJECT_MAX: String(STREAMS_PER_SUBJECT_MAX),
@@ -110,10 +110,17 @@ interface Answer {
 }
 
 /** One request to the console as its own page would send it (its Host and Origin). */
-function call(method: string, p: string, cookie?: string, body?: unknown): Promise<Answer> {
+function call(
+  method: string,
+  p: string,
+  cookie?: string,
+  body?: unknown,
+  extra: Record<string, string> = {},
+): Promise<Answer> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const headers: Record<string, string> = {
     host: `127.0.0.1:${consoleApp.port}`,
+    ...extra,
     ...(cookie === undefined ? {} : { cookie }),
     ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
   };
@@ -220,6 +227,65 @@ describe('tokens and session ids only for locks.read-grants', () => {
     expect(full.locks.data.grantsShown).toBe(true);
     expect(JSON.stringify(full.locks)).toContain(`"token":"${token}"`);
     expect(JSON.stringify(full.sessions)).toContain(sessionId);
+  });
+});
+
+/** The stream's text from its start until it holds `text` (or the deadline passes). */
+function streamUntil(cookie: string, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(() => {
+      req.destroy();
+      reject(new Error(`no ${text} in the stream within ${WAIT_MS} ms: ${seen}`));
+    }, WAIT_MS);
+    const req = request(
+      `${consoleApp.url}/api/events`,
+      { headers: { host: `127.0.0.1:${consoleApp.port}`, cookie } },
+      (res) =>
+        res.on('data', (c: Buffer) => {
+          seen += c.toString();
+          if (!seen.includes(text)) return;
+          clearTimeout(timer);
+          req.destroy();
+          resolve(seen);
+        }),
+    );
+    req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+    req.end();
+  });
+}
+
+describe('the safety feed without locks.read-grants', () => {
+  it("carries a revoke's event without the revoked token to a viewer, with it to an operator", async () => {
+    const key = 'payout:revoke-me';
+    const session = await lockClient('executor-2').openSession();
+    opened.push(session);
+    const handle = await session.acquire(key);
+    const olga = await signIn('operator-olga');
+    const revoked = await call(
+      'POST',
+      '/api/actions/revoke',
+      olga.cookie,
+      {
+        key,
+        reason: 'holder stuck on a dead worker',
+      },
+      { 'x-csrf-token': olga.body.csrfToken as string },
+    );
+    expect(revoked.status).toBe(200);
+    const token = handle.fencingToken.toString();
+    expect(revoked.body.revokedToken).toBe(token);
+    const event = (stream: string) =>
+      stream
+        .split('\n')
+        .filter((l) => l.startsWith('data: ') && l.includes(key))
+        .map((l) => JSON.parse(l.slice('data: '.length)))
+        .find((e) => e.event === 'lock_revoked');
+    const viewer = event(await streamUntil((await signIn('viewer-vic')).cookie, key));
+    expect(viewer.fields).toMatchObject({ key, operator: 'operator-olga' });
+    expect(viewer.fields).not.toHaveProperty('revokedToken');
+    const operator = event(await streamUntil(olga.cookie, key));
+    expect(operator.fields).toMatchObject({ key, revokedToken: token });
   });
 });
 

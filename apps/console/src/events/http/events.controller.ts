@@ -1,7 +1,8 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { DlockError } from '@dlock/lock-api';
-import { EventFeed } from '../service/event-feed';
+import { withoutGrantFields } from '../domain/grant-fields';
+import { EventFeed, type FeedEvent } from '../service/event-feed';
 import { ForbiddenError } from '@dlock/identity';
 import { SignedIn } from '../../sessions/http/signed-in';
 import { PersonRights } from '../../sessions/service/person-rights';
@@ -31,8 +32,14 @@ export class EventsController {
   events(@SignedIn() session: ConsoleSession, @Req() req: Request, @Res() res: Response): void {
     if (!this.rights.may(session.subject, 'safety-events.read'))
       throw new ForbiddenError('your roles do not grant safety-events.read', { reason: 'policy' });
-    const send = (kind: 'safety' | 'sources', data: unknown) =>
-      res.write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
+    const grants = this.rights.may(session.subject, 'locks.read-grants');
+    const send = (kind: 'safety' | 'sources', data: unknown) => {
+      const shown =
+        kind === 'safety' && !grants
+          ? { ...(data as FeedEvent), fields: withoutGrantFields((data as FeedEvent).fields) }
+          : data;
+      res.write(`event: ${kind}\ndata: ${JSON.stringify(shown)}\n\n`);
+    };
     const subscribed = this.feed.subscribe(send, session.subject);
     if (subscribed !== 'subscribed') {
       const whose = subscribed === 'full' ? 'open' : 'of yours open';
