@@ -1,7 +1,7 @@
 import { EnvError } from '@dlock/config';
 import { readConsoleConfig } from './config';
 
-const base = { AUTH_TOKEN_DIR: '/tmp/tokens' };
+const base = { AUTH_TOKEN_DIR: '/tmp/tokens', AUTH_POLICY: '/etc/dlock/policy.yaml' };
 
 describe('readConsoleConfig', () => {
   it('polls the three services, each executor and the reconciler for safety events', () => {
@@ -30,6 +30,14 @@ describe('readConsoleConfig', () => {
       AUTH_OPERATOR_AUDIENCE: 'console',
       CONSOLE_SESSIONS_MAX: 64,
       CONSOLE_SESSION_MAX_MS: 43_200_000,
+    });
+  });
+
+  it('needs the policy: without it nobody could be checked, so it does not start', () => {
+    expect(() => readConsoleConfig({ AUTH_TOKEN_DIR: '/tmp/tokens' })).toThrow(/AUTH_POLICY/);
+    expect(readConsoleConfig(base)).toMatchObject({
+      CONSOLE_SESSIONS_PER_SUBJECT_MAX: 4,
+      CONSOLE_SSE_CLIENTS_PER_SUBJECT_MAX: 4,
     });
   });
 

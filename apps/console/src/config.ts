@@ -31,6 +31,12 @@ export class ConsoleEnv extends OperatorAuthEnv {
   @EnvString({ default: '.dlock/identity/jwks.json', maxLength: 2048 })
   readonly AUTH_JWKS!: string;
   @EnvString({ default: DEV_ISSUER, maxLength: 512 }) readonly AUTH_ISSUER!: string;
+  /**
+   * The services' authorisation policy (docs/security.md): a person signs in
+   * only with a role in it, and sees what their roles let them read. Required:
+   * without it nobody would be checked (fail closed).
+   */
+  @EnvString({ maxLength: 1024 }) readonly AUTH_POLICY!: string;
   @EnvInt({ default: 8090, min: 0, max: 65535 }) readonly PORT!: number;
   /** Loopback unless configured: only people on this machine reach the page (docs/console.md). */
   @EnvString({ default: '127.0.0.1', maxLength: 255 }) readonly CONSOLE_HOST!: string;
@@ -48,6 +54,8 @@ export class ConsoleEnv extends OperatorAuthEnv {
   readonly CONSOLE_SIGN_IN_HEADER!: string;
   /** People signed in at once; one more sign-in is 503 until one signs out or expires. */
   @EnvInt({ default: 64, min: 1, max: 10_000 }) readonly CONSOLE_SESSIONS_MAX!: number;
+  /** Sessions of one person; a sign-in beyond it ends that person's oldest session. */
+  @EnvInt({ default: 4, min: 1, max: 100 }) readonly CONSOLE_SESSIONS_PER_SUBJECT_MAX!: number;
   /** A session ends when its token expires, and at the latest after this long. */
   @EnvInt({ default: 43_200_000, min: 60_000, max: 86_400_000 })
   readonly CONSOLE_SESSION_MAX_MS!: number;
@@ -66,6 +74,8 @@ export class ConsoleEnv extends OperatorAuthEnv {
   @EnvInt({ default: 200, min: 1, max: 10_000 }) readonly CONSOLE_EVENT_BUFFER!: number;
   /** Browsers streaming the feed at once. */
   @EnvInt({ default: 32, min: 1, max: 1_000 }) readonly CONSOLE_SSE_CLIENTS_MAX!: number;
+  /** Browsers one person streams the feed to at once; one more gets 503. */
+  @EnvInt({ default: 4, min: 1, max: 100 }) readonly CONSOLE_SSE_CLIENTS_PER_SUBJECT_MAX!: number;
 }
 
 const EXECUTORS_MAX = 16;

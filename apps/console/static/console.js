@@ -32,6 +32,11 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+/** A time of day on a 24-hour clock in UTC, as the services' logs write it: `14:03:07`. */
+function clock(at) {
+  return new Date(at).toISOString().slice(11, 19);
+}
+
 function seconds(ms) {
   return ms >= 10000 ? `${Math.round(ms / 1000)} s` : `${(ms / 1000).toFixed(1)} s`;
 }
@@ -47,7 +52,7 @@ function renderStats(section) {
   const chart = $('chart');
   chart.replaceChildren();
   if (!section.ok) {
-    states.append(unreachable(section));
+    states.append(unavailable(section));
     $('latency').replaceChildren();
     return;
   }
@@ -121,81 +126,147 @@ function drawChart(chart, buckets, bucketSeconds) {
   chart.append(svg('text', { x: 2, y: 10 }, `${max.toFixed(1)}/s`));
   chart.append(svg('text', { x: 2, y: H - bottom }, '0'));
   if (buckets.length > 0) {
-    chart.append(svg('text', { x: left, y: H - 1 }, new Date(buckets[0].at).toLocaleTimeString()));
-    chart.append(
-      svg(
-        'text',
-        { x: W - 62, y: H - 1 },
-        new Date(buckets[buckets.length - 1].at).toLocaleTimeString(),
-      ),
-    );
+    chart.append(svg('text', { x: left, y: H - 1 }, clock(buckets[0].at)));
+    const last = `${clock(buckets[buckets.length - 1].at)} UTC`;
+    chart.append(svg('text', { x: W - 2, y: H - 1, 'text-anchor': 'end' }, last));
   }
 }
 
-function renderLocks(section) {
-  const body = $('locks').tBodies[0];
+/** Rows shown per owner until that owner is expanded: one owner cannot fill a panel. */
+const ROWS_PER_OWNER = 3;
+/** Owners whose every row is shown, per table; kept across refreshes. */
+const expanded = { locks: new Set(), sessions: new Set() };
+/** The last data of each grouped table, to redraw it when an owner is expanded or folded. */
+const lastGrouped = {};
+
+/**
+ * One line per owner (its counts, and a button to show all its rows), then
+ * its first rows: every owner stays in sight however many rows one has.
+ */
+function renderGroups(table, section, columns, summary, row) {
+  lastGrouped[table] = { section, columns, summary, row };
+  const body = $(table).tBodies[0];
   body.replaceChildren();
-  if (!section.ok) {
-    $('locks-note').replaceChildren(unreachable(section));
-    return;
-  }
-  const { locks, truncated } = section.data;
-  $('locks-note').textContent = `${locks.length}${truncated ? '+' : ''} now`;
-  for (const l of locks) {
+  for (const group of section.data.owners) {
+    const open = expanded[table].has(group.ownerId);
+    const hidden = open ? 0 : Math.max(0, group.count - ROWS_PER_OWNER);
+    const toggle =
+      group.count > ROWS_PER_OWNER
+        ? el(
+            'button',
+            {
+              type: 'button',
+              class: 'toggle',
+              onclick: () => {
+                if (open) expanded[table].delete(group.ownerId);
+                else expanded[table].add(group.ownerId);
+                const last = lastGrouped[table];
+                renderGroups(table, last.section, last.columns, last.summary, last.row);
+              },
+            },
+            open ? 'show fewer' : `show all ${group.count}`,
+          )
+        : '';
     body.append(
       el(
         'tr',
-        { 'data-key': l.key },
+        { class: 'owner', 'data-owner': group.ownerId },
+        el(
+          'td',
+          { colspan: columns },
+          el('b', {}, group.ownerId),
+          ` · ${summary(group)}`,
+          hidden > 0 ? ` (${hidden} more)` : '',
+          toggle,
+        ),
+      ),
+    );
+    for (const r of open ? group.rows : group.rows.slice(0, ROWS_PER_OWNER)) body.append(row(r));
+  }
+}
+
+/** What the panel shows instead when a service failed or the person may not see it. */
+function unavailable(section) {
+  if (section.denied)
+    return el('span', { class: 'denied' }, `not shown: your roles do not grant ${section.denied}`);
+  return unreachable(section);
+}
+
+const HIDDEN_GRANT = 'your roles do not grant locks.read-grants';
+
+function renderLocks(section) {
+  if (!section.ok) {
+    $('locks').tBodies[0].replaceChildren();
+    $('locks-note').replaceChildren(unavailable(section));
+    return;
+  }
+  const { owners, count, truncated } = section.data;
+  $('locks-note').textContent =
+    `${count}${truncated ? '+' : ''} now, ${owners.length} owner${owners.length === 1 ? '' : 's'}`;
+  renderGroups(
+    'locks',
+    section,
+    4,
+    (g) => `${g.count} lock${g.count === 1 ? '' : 's'}`,
+    (l) =>
+      el(
+        'tr',
+        { 'data-key': l.key, 'data-owner': l.ownerId },
         el('td', { title: l.key }, l.key),
-        el('td', {}, l.ownerId),
-        el('td', { class: 'num token' }, l.token),
+        el('td', { class: 'num token', title: l.token ? '' : HIDDEN_GRANT }, l.token ?? '–'),
         el('td', { class: 'num' }, seconds(l.leaseRemainingMillis)),
         el('td', {}, el('button', { type: 'button', onclick: () => prefillRevoke(l) }, 'revoke…')),
       ),
-    );
-  }
+  );
 }
 
 function renderSessions(section) {
-  const body = $('sessions').tBodies[0];
-  body.replaceChildren();
   if (!section.ok) {
-    $('sessions-note').replaceChildren(unreachable(section));
+    $('sessions').tBodies[0].replaceChildren();
+    $('sessions-note').replaceChildren(unavailable(section));
     return;
   }
-  const { sessions, truncated } = section.data;
-  $('sessions-note').textContent = `${sessions.length}${truncated ? '+' : ''} open`;
-  for (const s of sessions) {
-    // A heartbeat resets the session's TTL: the time since the last one is what the TTL lost.
-    const since = Math.max(0, s.ttlMillis - s.ttlRemainingMillis);
-    body.append(
-      el(
+  const { owners, count, truncated } = section.data;
+  $('sessions-note').textContent =
+    `${count}${truncated ? '+' : ''} open, ${owners.length} owner${owners.length === 1 ? '' : 's'}`;
+  renderGroups(
+    'sessions',
+    section,
+    4,
+    (g) => {
+      const locks = g.rows.reduce((n, s) => n + s.locksHeld, 0);
+      return `${g.count} session${g.count === 1 ? '' : 's'}, ${locks} lock${locks === 1 ? '' : 's'}`;
+    },
+    (s) => {
+      // A heartbeat resets the session's TTL: the time since the last one is what the TTL lost.
+      const since = Math.max(0, s.ttlMillis - s.ttlRemainingMillis);
+      return el(
         'tr',
-        {},
-        el('td', {}, s.ownerId),
-        el('td', { title: s.sessionId }, s.sessionId.slice(0, 8)),
+        { 'data-owner': s.ownerId },
+        s.sessionId
+          ? el('td', { title: s.sessionId }, s.sessionId.slice(0, 8))
+          : el('td', { title: HIDDEN_GRANT }, '–'),
         el('td', { class: 'num' }, s.locksHeld),
         el('td', { class: 'num' }, `${seconds(since)} ago`),
         el('td', { class: 'num' }, seconds(s.ttlRemainingMillis)),
-      ),
-    );
-  }
+      );
+    },
+  );
 }
 
 function renderFences(section) {
   const body = $('fences').tBodies[0];
   body.replaceChildren();
   if (!section.ok) {
-    $('fences-note').replaceChildren(unreachable(section));
+    $('fences-note').replaceChildren(unavailable(section));
     return;
   }
   const { rows, truncated, highWaterError } = section.data;
   const gaps = rows.filter((r) => !r.agree).length;
   $('fences-note').replaceChildren(
     `${rows.length}${truncated ? '+' : ''} accounts, ${gaps} differ`,
-    highWaterError
-      ? el('span', { class: 'unreachable' }, ` rail-proxy unreachable: ${highWaterError}`)
-      : '',
+    el('span', { class: 'more-below', 'data-testid': 'fences-more' }),
+    highWaterError ? el('span', { class: 'unreachable' }, ` rail-proxy: ${highWaterError}`) : '',
   );
   for (const r of rows) {
     body.append(
@@ -213,27 +284,52 @@ function renderFences(section) {
       ),
     );
   }
+  showRowsBelow();
 }
+
+/**
+ * Says in the fences panel's title how many rows lie below its scrolled view
+ * (the panel holds every account; a laptop shows a dozen).
+ */
+function showRowsBelow() {
+  const box = $('fences').closest('.scroll');
+  const note = document.querySelector('[data-testid=fences-more]');
+  if (!note) return;
+  const bottom = box.getBoundingClientRect().bottom;
+  const below = [...$('fences').tBodies[0].rows].filter(
+    (tr) => tr.getBoundingClientRect().bottom > bottom + 1,
+  ).length;
+  note.textContent = below > 0 ? ` · ${below} more below, scroll ↓` : '';
+}
+$('fences').closest('.scroll').addEventListener('scroll', showRowsBelow, { passive: true });
 
 function renderAmbiguous(section) {
   const box = $('ambiguous');
   box.replaceChildren();
   if (!section.ok) {
-    $('ambiguous-note').replaceChildren(unreachable(section));
+    $('ambiguous-note').replaceChildren(unavailable(section));
     return;
   }
   const { items, more } = section.data;
   $('ambiguous-note').textContent = `${items.length}${more ? '+' : ''} waiting`;
   for (const { payout, evidence } of items) {
     const subs = !evidence.ok
-      ? [el('div', { class: 'sub unreachable' }, `evidence unavailable: ${evidence.error}`)]
+      ? [
+          evidence.denied
+            ? el(
+                'div',
+                { class: 'sub denied' },
+                `evidence not shown: your roles do not grant ${evidence.denied}`,
+              )
+            : el('div', { class: 'sub unreachable' }, `evidence unavailable: ${evidence.error}`),
+        ]
       : evidence.data.length === 0
         ? [el('div', { class: 'sub' }, 'no rail submission recorded')]
         : evidence.data.map((s) =>
             el(
               'div',
               { class: 'sub' },
-              `${s.submissionId.slice(0, 8)} token ${s.presentedToken} by ${s.ownerId}: ${s.outcome ?? 'no outcome'}`,
+              `${s.submissionId.slice(0, 8)} token ${s.presentedToken ?? '–'} by ${s.ownerId}: ${s.outcome ?? 'no outcome'}`,
               s.railReference ? ` ref ${s.railReference}` : '',
               s.errorCode ? ` (${s.errorCode})` : '',
             ),
@@ -244,7 +340,15 @@ function renderAmbiguous(section) {
         { class: 'amb', 'data-payout': payout.payoutId },
         el('code', {}, payout.payoutId),
         ` ${payout.accountId} ${payout.amountMinor} ${payout.currency} `,
-        el('button', { type: 'button', onclick: () => prefillPayout(payout, evidence) }, 'act…'),
+        el(
+          'button',
+          {
+            type: 'button',
+            title: 'copies the payout and its rail reference into the Action form',
+            onclick: () => prefillPayout(payout, evidence),
+          },
+          'resolve / abandon…',
+        ),
         ...subs,
       ),
     );
@@ -271,7 +375,7 @@ function renderRequests(requests) {
         'li',
         { 'data-request-id': r.requestId, 'data-key': r.key },
         el('code', {}, r.key),
-        ` by ${r.requestedBy}: ${r.reason} (until ${new Date(r.expiresAt).toLocaleTimeString()})`,
+        ` by ${r.requestedBy}: ${r.reason} (until ${clock(r.expiresAt)} UTC)`,
         button,
       ),
     );
@@ -279,7 +383,7 @@ function renderRequests(requests) {
 }
 
 function renderOverview(o) {
-  $('updated').textContent = `updated ${new Date(o.at).toLocaleTimeString()}`;
+  $('updated').textContent = `updated ${clock(o.at)} UTC`;
   renderStats(o.stats);
   renderLocks(o.locks);
   renderSessions(o.sessions);
@@ -369,7 +473,7 @@ function addEvent(e) {
   const li = el(
     'li',
     { 'data-event': e.event, 'data-service': e.service },
-    `${new Date(e.at).toLocaleTimeString()} `,
+    `${clock(e.at)} `,
     el('span', { class: 'ev' }, e.event),
     ' ',
     el('span', { class: 'svc' }, e.service),
@@ -393,7 +497,8 @@ function listen() {
 
 function prefillRevoke(lock) {
   $('revoke-key').value = lock.key;
-  $('revoke-token').value = lock.token;
+  // Without locks.read-grants the token is not shown: the revoke goes without an expected token.
+  $('revoke-token').value = lock.token ?? '';
   $('revoke-reason').focus();
 }
 
@@ -407,7 +512,7 @@ function prefillPayout(payout, evidence) {
 /** What an action's answer says changed (or, for a two-person revoke, what is now asked). */
 function describe(body) {
   if (body.status === 'PENDING_APPROVAL')
-    return `revoke of ${body.key} requested by ${body.requestedBy}: waiting for a second operator (until ${new Date(body.expiresAt).toLocaleTimeString()})`;
+    return `revoke of ${body.key} requested by ${body.requestedBy}: waiting for a second operator (until ${clock(body.expiresAt)} UTC)`;
   if (body.approvedBy)
     return `revoked ${body.key ?? `(request ${body.requestId})`}: token ${body.revokedToken} revoked, new token floor ${body.newTokenFloor}; requested by ${body.requestedBy ?? 'another operator'}, approved by ${body.approvedBy}`;
   if (body.newTokenFloor)

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { REPO_ROOT, spawnApp, type RunningApp } from '@dlock/testing';
-import { signInOnPage } from './support';
+import { signInOnPage, waitInPage } from './support';
 
 /**
  * The page's own logic (which rows are highlighted, what the ambiguous queue
@@ -22,6 +22,8 @@ const PAYOUT = '5b0d1c52-4d7e-4f47-9d51-0d6d3c1f2a10';
 const ACCOUNT_GAP = 'acct-gap-3f1c2b7e-8a4d-4c51-9e0f-6b2d1a7c9e43';
 const LOCK_KEY = `payout:${ACCOUNT_GAP}`;
 const SUBMISSION = '9a3c1e1b-2f44-4b8e-8e7a-6c1d2b3a4f50';
+/** Accounts whose guards agree: more than the fences panel shows at 1280x800. */
+const FILLERS = Array.from({ length: 40 }, (_, i) => `acct-filler-${String(i).padStart(2, '0')}`);
 
 const ROUTES: Record<string, unknown> = {
   '/v1/locks': {
@@ -67,6 +69,7 @@ const ROUTES: Record<string, unknown> = {
     accounts: [
       { accountId: 'acct-agree', currency: 'EUR', balanceMinor: 100, fence: '7' },
       { accountId: ACCOUNT_GAP, currency: 'EUR', balanceMinor: 200, fence: '12' },
+      ...FILLERS.map((accountId) => ({ accountId, currency: 'EUR', balanceMinor: 1, fence: '3' })),
     ],
     truncated: false,
   },
@@ -74,6 +77,7 @@ const ROUTES: Record<string, unknown> = {
     accounts: [
       { accountId: 'acct-agree', highWater: '7' },
       { accountId: ACCOUNT_GAP, highWater: '15' },
+      ...FILLERS.map((accountId) => ({ accountId, highWater: '3' })),
     ],
     truncated: false,
   },
@@ -118,6 +122,8 @@ let fake: Server;
 let consoleApp: RunningApp;
 let browser: Browser;
 let page: Page;
+/** Every answer of 400 or more the page got while it loaded (a missing favicon was one). */
+const failed: string[] = [];
 
 beforeAll(async () => {
   fake = createServer((req, res) => {
@@ -140,6 +146,9 @@ beforeAll(async () => {
     chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] }),
   ]);
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.on('response', (r) => {
+    if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+  });
   await page.goto(consoleApp.url);
   await signInOnPage(page, 'operator-alice');
 });
@@ -158,7 +167,20 @@ it('highlights an account whose fence and rail high-water differ, and only that 
   await expect(
     page.locator('#fences tr[data-account=acct-agree]').getAttribute('class'),
   ).resolves.toBe('');
-  await expect(page.locator('#fences-note').textContent()).resolves.toBe('2 accounts, 1 differ');
+  // More rows than the panel shows: its title says how many lie below, until they are in view.
+  const note = page.locator('#fences-note');
+  await expect(note.textContent()).resolves.toMatch(
+    /^42 accounts, 1 differ · \d+ more below, scroll ↓$/,
+  );
+  await page.locator('#fences').evaluate((t) => {
+    const box = t.closest('.scroll')!;
+    box.scrollTop = box.scrollHeight;
+  });
+  await waitInPage(
+    page,
+    `document.querySelector('#fences-note').textContent === '42 accounts, 1 differ'`,
+    WAIT_MS,
+  );
 });
 
 it("lists an ambiguous payout with the rail-proxy's record, and fills the action form from it", async () => {
@@ -167,6 +189,7 @@ it("lists an ambiguous payout with the rail-proxy's record, and fills the action
   await expect(item.locator('.sub').textContent()).resolves.toBe(
     '9a3c1e1b token 15 by executor-2: AMBIGUOUS ref rail-77 (RAIL_TIMEOUT)',
   );
+  await expect(item.locator('button').textContent()).resolves.toBe('resolve / abandon…');
   await item.locator('button').click();
   await expect(page.locator('#payout-id').inputValue()).resolves.toBe(PAYOUT);
   await expect(page.locator('#payout-railref').inputValue()).resolves.toBe('rail-77');
@@ -204,7 +227,7 @@ it('at a laptop width (1280x800) every panel fits: time left, revoke, high-water
   await lock.waitFor({ timeout: WAIT_MS });
   await expect(cutOff('#locks tbody td')).resolves.toEqual([]);
   await expect(cutOff('#fences tbody td')).resolves.toEqual([]);
-  await expect(lock.locator('td').nth(3).textContent()).resolves.toMatch(/^\d+(\.\d)? s$/);
+  await expect(lock.locator('td').nth(2).textContent()).resolves.toMatch(/^\d+(\.\d)? s$/);
   // The cut key keeps its whole text for a hover.
   await expect(lock.locator('td').first().getAttribute('title')).resolves.toBe(LOCK_KEY);
   const sideways = await page
@@ -216,6 +239,10 @@ it('at a laptop width (1280x800) every panel fits: time left, revoke, high-water
   await lock.locator('button').click();
   await expect(page.locator('#revoke-key').inputValue()).resolves.toBe(LOCK_KEY);
   await expect(page.locator('#revoke-token').inputValue()).resolves.toBe('123456789012');
+  // The key input shows the whole key, not its first half.
+  await expect(
+    page.locator('#revoke-key').evaluate((i) => i.scrollWidth <= i.clientWidth),
+  ).resolves.toBe(true);
   await page.screenshot({ path: path.join(OUTPUT_DIR, 'page-1280.png') });
 });
 
@@ -241,4 +268,16 @@ it('filters the safety feed by event kind, and shows every kind again', async ()
     );
   expect(hidden).toBe(0);
   await expect(feed.count()).resolves.toBeGreaterThanOrEqual(all);
+});
+
+it('writes times on a 24-hour clock in UTC, and the page loads without a missing file', async () => {
+  await page.locator('#feed li[data-event=lock_revoked]').first().waitFor({ timeout: WAIT_MS });
+  await expect(
+    page.locator('#feed li[data-event=lock_revoked]').first().textContent(),
+  ).resolves.toMatch(/^06:00:00 lock_revoked/);
+  await expect(page.locator('#updated').textContent()).resolves.toMatch(
+    /^updated \d\d:\d\d:\d\d UTC$/,
+  );
+  await expect(page.locator('#chart text').last().textContent()).resolves.toBe('06:00:00 UTC');
+  expect(failed).toEqual([]);
 });

@@ -23,7 +23,7 @@ import {
   waitForState,
   type Services,
 } from '../../executor/test/support';
-import { signInOnPage } from './support';
+import { signInOnPage, waitInPage } from './support';
 
 /**
  * The operator console in a real browser (Debian's chromium, driven by
@@ -135,10 +135,10 @@ it('shows who is signed in and payouts moving', async () => {
   const before = await postedOnPage();
   for (let i = 0; i < 5; i++) await seedPendingPayout(s.paydb, accountId);
   // Evaluated in the page (a string: the test's TypeScript has no DOM types).
-  await page.waitForFunction(
+  await waitInPage(
+    page,
     `Number(document.querySelector('[data-testid=posted-count] b')?.textContent) > ${before}`,
-    undefined,
-    { timeout: WAIT_MS },
+    WAIT_MS,
   );
   expect(await postedOnPage()).toBeGreaterThan(before);
 });
@@ -257,7 +257,7 @@ it('revoking a payout lock held through a slow rail call fences its holder, and 
     // The executor's lock on the page, and its submission at the rail with no answer yet.
     const row = page.locator(`#locks tr[data-key="${key}"]`);
     await row.waitFor({ timeout: WAIT_MS });
-    await expect(row.locator('td', { hasText: 'executor-1' }).count()).resolves.toBe(1);
+    await expect(row.getAttribute('data-owner')).resolves.toBe('executor-1');
     token = (await row.locator('td.token').textContent()) ?? '';
     await waitFor(
       async () => (await submissions(s.proxydb, payoutId)).length === 1,

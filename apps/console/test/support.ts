@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { OPERATOR_AUDIENCE } from '@dlock/identity';
-import { testIssuer } from '@dlock/testing';
+import { testIssuer, waitFor } from '@dlock/testing';
 
 /** A person's token as `npm run identity:token` mints it, from the tests' issuer. */
 export async function personToken(subject: string): Promise<string> {
@@ -14,4 +14,17 @@ export async function signInOnPage(page: Page, subject: string, timeoutMs = 30_0
   await page
     .locator('[data-testid=operator]', { hasText: new RegExp(`^signed in as ${subject}$`) })
     .waitFor({ timeout: timeoutMs });
+}
+
+/**
+ * Waits until `expression`, evaluated in the page, is true. Not waitForFunction: its polling
+ * evaluates a string with eval, which the page's Content-Security-Policy refuses (docs/console.md).
+ */
+export async function waitInPage(
+  page: Page,
+  expression: string,
+  timeoutMs: number,
+  what = expression,
+): Promise<void> {
+  await waitFor(async () => (await page.evaluate(expression)) === true, timeoutMs, what);
 }

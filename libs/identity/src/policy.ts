@@ -200,7 +200,7 @@ let parser: typeof import('yaml') | undefined;
 
 /**
  * The YAML parser, read from disk when the first policy is parsed: the services that read no
- * policy (the rail stub and the console, docs/security.md) never load its ~70 modules.
+ * policy (the rail stub, docs/security.md) never load its ~70 modules.
  */
 function yaml(): typeof import('yaml') {
   // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -14,7 +14,10 @@ import { SafetyEventPoller } from './service/safety-event-poller';
       provide: EventFeed,
       inject: [CONSOLE_CONFIG],
       useFactory: (config: ConsoleConfig) =>
-        new EventFeed(config.CONSOLE_EVENT_BUFFER, config.CONSOLE_SSE_CLIENTS_MAX),
+        new EventFeed(config.CONSOLE_EVENT_BUFFER, {
+          listenersMax: config.CONSOLE_SSE_CLIENTS_MAX,
+          perSubjectMax: config.CONSOLE_SSE_CLIENTS_PER_SUBJECT_MAX,
+        }),
     },
     SafetyEventPoller,
   ],

@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
+import { policyFile } from '@dlock/identity';
 import { CONSOLE_CONFIG, type ConsoleConfig } from '../config';
 import { SessionController } from './http/session.controller';
+import { PersonRights } from './service/person-rights';
 import { PersonVerifier } from './service/person-verifier';
 import { SessionStore } from './service/sessions';
 
-/** Signing people in and out; the store the request guard and the event stream check. */
+/** Signing people in and out; the store and the rights the other features check. */
 @Module({
   controllers: [SessionController],
   providers: [
@@ -12,7 +14,17 @@ import { SessionStore } from './service/sessions';
       provide: SessionStore,
       inject: [CONSOLE_CONFIG],
       useFactory: (config: ConsoleConfig) =>
-        new SessionStore(config.CONSOLE_SESSIONS_MAX, config.CONSOLE_SESSION_MAX_MS),
+        new SessionStore({
+          max: config.CONSOLE_SESSIONS_MAX,
+          perSubjectMax: config.CONSOLE_SESSIONS_PER_SUBJECT_MAX,
+          maxAgeMs: config.CONSOLE_SESSION_MAX_MS,
+        }),
+    },
+    {
+      // Read and checked at boot: a bad policy stops the console like any other bad setting.
+      provide: PersonRights,
+      inject: [CONSOLE_CONFIG],
+      useFactory: (config: ConsoleConfig) => new PersonRights(policyFile(config.AUTH_POLICY)),
     },
     {
       provide: PersonVerifier,
@@ -21,6 +33,6 @@ import { SessionStore } from './service/sessions';
         new PersonVerifier(config, sessions),
     },
   ],
-  exports: [SessionStore, PersonVerifier],
+  exports: [SessionStore, PersonVerifier, PersonRights],
 })
 export class SessionsModule {}

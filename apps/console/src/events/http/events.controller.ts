@@ -1,8 +1,11 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { DlockError } from '@dlock/lock-api';
-import { EventFeed } from '../service/event-feed';
+import { withoutGrantFields } from '../domain/grant-fields';
+import { EventFeed, type FeedEvent } from '../service/event-feed';
+import { ForbiddenError } from '@dlock/identity';
 import { SignedIn } from '../../sessions/http/signed-in';
+import { PersonRights } from '../../sessions/service/person-rights';
 import { SessionStore, type ConsoleSession } from '../../sessions/service/sessions';
 
 /** Keeps idle proxies from closing the stream; a comment line, ignored by EventSource. */
@@ -17,6 +20,7 @@ export class EventsController {
   constructor(
     private readonly feed: EventFeed,
     private readonly sessions: SessionStore,
+    private readonly rights: PersonRights,
   ) {}
 
   /**
@@ -26,12 +30,23 @@ export class EventsController {
    */
   @Get('events')
   events(@SignedIn() session: ConsoleSession, @Req() req: Request, @Res() res: Response): void {
-    const send = (kind: 'safety' | 'sources', data: unknown) =>
-      res.write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
-    if (!this.feed.subscribe(send)) {
-      throw new DlockError('UNAVAILABLE', 'too many open event streams', {
+    if (!this.rights.may(session.subject, 'safety-events.read'))
+      throw new ForbiddenError('your roles do not grant safety-events.read', { reason: 'policy' });
+    const grants = this.rights.may(session.subject, 'locks.read-grants');
+    const send = (kind: 'safety' | 'sources', data: unknown) => {
+      const shown =
+        kind === 'safety' && !grants
+          ? { ...(data as FeedEvent), fields: withoutGrantFields((data as FeedEvent).fields) }
+          : data;
+      res.write(`event: ${kind}\ndata: ${JSON.stringify(shown)}\n\n`);
+    };
+    const subscribed = this.feed.subscribe(send, session.subject);
+    if (subscribed !== 'subscribed') {
+      const whose = subscribed === 'full' ? 'open' : 'of yours open';
+      throw new DlockError('UNAVAILABLE', `too many event streams ${whose}`, {
         httpStatus: 503,
         retryAfterMillis: 5_000,
+        details: { reason: subscribed === 'full' ? 'streams-full' : 'streams-per-subject' },
       });
     }
     res.status(200).set({

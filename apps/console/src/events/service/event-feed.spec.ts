@@ -10,9 +10,9 @@ const page = (seqs: number[], when = at): SafetyEventsPage => ({
 
 describe('EventFeed', () => {
   it('asks each service from one before its newest event and pushes only events past it', () => {
-    const feed = new EventFeed(10, 2);
+    const feed = new EventFeed(10, { listenersMax: 2, perSubjectMax: 2 });
     const pushed: unknown[] = [];
-    feed.subscribe((kind, data) => kind === 'safety' && pushed.push(data));
+    feed.subscribe((kind, data) => kind === 'safety' && pushed.push(data), 'operator');
     expect(feed.askAfter('lock-server')).toBe(0);
     feed.accept('lock-server', page([1, 2]));
     expect(feed.askAfter('lock-server')).toBe(1);
@@ -28,13 +28,13 @@ describe('EventFeed', () => {
   });
 
   it('keeps only the newest `capacity` events for a page that opens late', () => {
-    const feed = new EventFeed(2, 1);
+    const feed = new EventFeed(2, { listenersMax: 1, perSubjectMax: 1 });
     feed.accept('executor', page([1, 2, 3]));
     expect(feed.snapshot().events.map((e) => e.seq)).toEqual([2, 3]);
   });
 
   it('reads a restarted service from its first event again', () => {
-    const feed = new EventFeed(10, 1);
+    const feed = new EventFeed(10, { listenersMax: 1, perSubjectMax: 1 });
     feed.accept('executor', page([1, 2, 3, 4, 5]));
     // fewer events than before: the newest one seen is gone
     expect(feed.accept('executor', page([]))).toEqual([]);
@@ -51,16 +51,16 @@ describe('EventFeed', () => {
   });
 
   it('carries on past events the service dropped before the feed read them', () => {
-    const feed = new EventFeed(10, 1);
+    const feed = new EventFeed(10, { listenersMax: 1, perSubjectMax: 1 });
     feed.accept('executor', page([1, 2]));
     expect(feed.accept('executor', page([7, 8])).map((e) => e.seq)).toEqual([7, 8]);
     expect(feed.cursor('executor')).toBe(8);
   });
 
   it('reports a service unreachable, and reachable again, once per change', () => {
-    const feed = new EventFeed(10, 1);
+    const feed = new EventFeed(10, { listenersMax: 1, perSubjectMax: 1 });
     const statuses: unknown[] = [];
-    feed.subscribe((kind, data) => kind === 'sources' && statuses.push(data));
+    feed.subscribe((kind, data) => kind === 'sources' && statuses.push(data), 'operator');
     feed.failed('rail-proxy', 'UNAVAILABLE: connect ECONNREFUSED');
     feed.failed('rail-proxy', 'UNAVAILABLE: connect ECONNREFUSED');
     feed.accept('rail-proxy', page([]));
@@ -72,11 +72,21 @@ describe('EventFeed', () => {
   });
 
   it('refuses listeners beyond its maximum and frees the place on unsubscribe', () => {
-    const feed = new EventFeed(10, 1);
+    const feed = new EventFeed(10, { listenersMax: 1, perSubjectMax: 1 });
     const first = () => undefined;
-    expect(feed.subscribe(first)).toBe(true);
-    expect(feed.subscribe(() => undefined)).toBe(false);
+    expect(feed.subscribe(first, 'operator-alice')).toBe('subscribed');
+    expect(feed.subscribe(() => undefined, 'operator-bob')).toBe('full');
     feed.unsubscribe(first);
-    expect(feed.subscribe(() => undefined)).toBe(true);
+    expect(feed.subscribe(() => undefined, 'operator-bob')).toBe('subscribed');
+  });
+
+  it("refuses one person's stream beyond their share, while another person still gets one", () => {
+    const feed = new EventFeed(10, { listenersMax: 4, perSubjectMax: 2 });
+    const mine = [() => undefined, () => undefined];
+    for (const l of mine) expect(feed.subscribe(l, 'mallory')).toBe('subscribed');
+    expect(feed.subscribe(() => undefined, 'mallory')).toBe('subject-full');
+    expect(feed.subscribe(() => undefined, 'operator-alice')).toBe('subscribed');
+    feed.unsubscribe(mine[0]);
+    expect(feed.subscribe(() => undefined, 'mallory')).toBe('subscribed');
   });
 });

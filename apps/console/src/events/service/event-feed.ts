@@ -30,6 +30,9 @@ function continues(last: FeedEvent, first: WireEvent | undefined): boolean {
   return first.seq === last.seq && first.at === last.at && first.event === last.event;
 }
 
+/** One open stream: it is handed every new event and every change of the badges. */
+export type Listener = (kind: 'safety' | 'sources', data: unknown) => void;
+
 export interface SafetyEventsPage {
   events: { seq: number; at: string; event: string; fields?: Record<string, unknown> }[];
   nextAfter: number;
@@ -44,13 +47,14 @@ export class EventFeed {
   private readonly recent: FeedEvent[] = [];
   private readonly lastSeen = new Map<string, FeedEvent>();
   private readonly statuses = new Map<string, SourceStatus>();
-  private readonly listeners = new Set<(kind: 'safety' | 'sources', data: unknown) => void>();
+  /** Each open stream, and the person it streams to. */
+  private readonly listeners = new Map<Listener, string>();
 
   constructor(
     readonly capacity: number,
-    readonly listenersMax: number,
+    readonly limits: { listenersMax: number; perSubjectMax: number },
   ) {
-    assert.ok(capacity >= 1 && listenersMax >= 1);
+    assert.ok(capacity >= 1 && limits.listenersMax >= 1 && limits.perSubjectMax >= 1);
   }
 
   /** Newest seq read from `service`; 0 before the first event. */
@@ -97,14 +101,21 @@ export class EventFeed {
     return { events: [...this.recent], sources: [...this.statuses.values()] };
   }
 
-  /** Adds a listener; false when the feed already has as many as it serves. */
-  subscribe(listener: (kind: 'safety' | 'sources', data: unknown) => void): boolean {
-    if (this.listeners.size >= this.listenersMax) return false;
-    this.listeners.add(listener);
-    return true;
+  /**
+   * Adds `subject`'s listener, or says why not: the feed serves as many as it
+   * may, or this person has their share already (one identity cannot take
+   * every stream, docs/console.md).
+   */
+  subscribe(listener: Listener, subject: string): 'subscribed' | 'full' | 'subject-full' {
+    if (this.listeners.size >= this.limits.listenersMax) return 'full';
+    let theirs = 0;
+    for (const s of this.listeners.values()) if (s === subject) theirs += 1;
+    if (theirs >= this.limits.perSubjectMax) return 'subject-full';
+    this.listeners.set(listener, subject);
+    return 'subscribed';
   }
 
-  unsubscribe(listener: (kind: 'safety' | 'sources', data: unknown) => void): void {
+  unsubscribe(listener: Listener): void {
     this.listeners.delete(listener);
   }
 
@@ -116,6 +127,6 @@ export class EventFeed {
   }
 
   private emit(kind: 'safety' | 'sources', data: unknown): void {
-    for (const l of this.listeners) l(kind, data);
+    for (const l of this.listeners.keys()) l(kind, data);
   }
 }

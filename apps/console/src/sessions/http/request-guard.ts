@@ -98,6 +98,35 @@ export function hostAndOriginGuard(hosts: () => ReadonlySet<string>) {
   };
 }
 
+/**
+ * What every answer of the console tells the browser (docs/security.md,
+ * "The console's page"): the page loads only its own script, stylesheet and
+ * icon and talks only to its own origin (no inline script or style, no eval),
+ * no other page may frame it, types are never sniffed, and no address of it
+ * leaks in a Referer.
+ */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self'",
+    "connect-src 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; '),
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+};
+
+export function pageHeaders(_req: Request, res: Response, next: NextFunction): void {
+  res.set(PAGE_HEADERS);
+  next();
+}
+
 /** The session id the browser sent, if any (one cookie; nothing else is read from it). */
 export function sessionIdOf(req: Request): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
@@ -153,6 +182,8 @@ export function gateRequests(config: ConsoleConfig) {
   let hosts = allowedHosts(config.allowedHosts, config.CONSOLE_HOST, config.PORT);
   return {
     install(app: INestApplication): void {
+      // First, so a refusal carries them too.
+      app.use(pageHeaders);
       app.use(hostAndOriginGuard(() => hosts));
       app.use(sessionGate(app.get(SessionStore), app.get(PersonVerifier)));
     },

@@ -1,10 +1,16 @@
 import { Body, Controller, Delete, Get, HttpCode, Logger, Post, Req, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { TOKEN_BYTES_MAX, UnauthenticatedError, type VerifiedIdentity } from '@dlock/identity';
+import {
+  ForbiddenError,
+  TOKEN_BYTES_MAX,
+  UnauthenticatedError,
+  type VerifiedIdentity,
+} from '@dlock/identity';
 import { recordAuthRefusal } from '@dlock/http-contract';
 import { ValidationError } from '@dlock/lock-api';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
 import { ConsolePeers } from '../../console-peers';
+import { PersonRights } from '../service/person-rights';
 import { PersonVerifier } from '../service/person-verifier';
 import { SESSION_COOKIE, type ConsoleRequest } from './request-guard';
 import { SessionStore, type ConsoleSession } from '../service/sessions';
@@ -41,6 +47,7 @@ export class SessionController {
   constructor(
     private readonly store: SessionStore,
     private readonly persons: PersonVerifier,
+    private readonly rights: PersonRights,
     private readonly peers: ConsolePeers,
   ) {}
 
@@ -56,18 +63,30 @@ export class SessionController {
     @Res({ passthrough: true }) res: Response,
     @Body() body: SignInBody,
   ): Promise<SessionView> {
-    let person: { identity: VerifiedIdentity; token: string };
+    let person: { identity: VerifiedIdentity; token: string } | undefined;
     try {
       person = await this.person(req, body);
+      // A valid token is not enough: the policy must give the person a role (docs/console.md).
+      this.rights.admit(person.identity.subject);
     } catch (err) {
-      if (err instanceof UnauthenticatedError) recordAuthRefusal(this.logger, req, err);
+      if (err instanceof UnauthenticatedError || err instanceof ForbiddenError)
+        recordAuthRefusal(this.logger, req, err, person?.identity.subject);
       throw err;
     }
-    const session = this.store.create(
+    const { session, ended } = this.store.create(
       { subject: person.identity.subject, token: person.token },
       person.identity.expiresAtMs,
       req.consoleSession?.id,
     );
+    for (const old of ended)
+      this.logger.log(
+        {
+          event: 'console_session_replaced',
+          subject: old.subject,
+          startedAt: iso(old.startedAtMs),
+        },
+        "a new sign-in ended this person's oldest session",
+      );
     res.cookie(SESSION_COOKIE, session.id, {
       httpOnly: true,
       sameSite: 'strict',

@@ -33,39 +33,52 @@ export function sameSecret(a: string, b: string): boolean {
 /**
  * The signed-in people, in memory: a random id (the cookie), the person's
  * verified token kept server-side, an anti-CSRF token, and an end (the
- * token's expiry, at most `maxAgeMs` away). At most `max` at once; a full
- * store refuses a new sign-in (503) rather than push someone out.
+ * token's expiry, at most `maxAgeMs` away). At most `perSubjectMax` per
+ * person: their next sign-in ends their oldest session, so one identity
+ * cannot take every place (docs/console.md, "Signing in"). At most `max` in
+ * all; a full store refuses a new sign-in (503) rather than push someone else out.
  */
 export class SessionStore {
   private readonly sessions = new Map<string, ConsoleSession>();
 
   constructor(
-    private readonly max: number,
-    private readonly maxAgeMs: number,
+    private readonly limits: { max: number; perSubjectMax: number; maxAgeMs: number },
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Starts a session for a verified token; `replacing` (the browser's old session) ends first. */
-  create(actor: Actor, tokenExpiresAtMs: number, replacing?: string): ConsoleSession {
+  /**
+   * Starts a session for a verified token; `replacing` (the browser's old
+   * session) ends first, then the person's oldest while they hold their share.
+   * Returns the new session and the ones it ended.
+   */
+  create(
+    actor: Actor,
+    tokenExpiresAtMs: number,
+    replacing?: string,
+  ): { session: ConsoleSession; ended: ConsoleSession[] } {
     if (replacing !== undefined) this.sessions.delete(replacing);
     this.sweep();
-    if (this.sessions.size >= this.max) {
-      throw new DlockError('UNAVAILABLE', `${this.max} people are signed in already`, {
+    // Map order is sign-in order: the first of the person's is their oldest.
+    const theirs = [...this.sessions.values()].filter((s) => s.subject === actor.subject);
+    const ended = theirs.slice(0, Math.max(0, theirs.length - this.limits.perSubjectMax + 1));
+    if (this.sessions.size - ended.length >= this.limits.max) {
+      throw new DlockError('UNAVAILABLE', `${this.limits.max} people are signed in already`, {
         httpStatus: 503,
         retryAfterMillis: 60_000,
         details: { reason: 'sessions-full' },
       });
     }
+    for (const s of ended) this.sessions.delete(s.id);
     const now = this.now();
     const session: ConsoleSession = {
       ...actor,
       id: randomId(),
       csrfToken: randomId(),
       startedAtMs: now,
-      expiresAtMs: Math.min(tokenExpiresAtMs, now + this.maxAgeMs),
+      expiresAtMs: Math.min(tokenExpiresAtMs, now + this.limits.maxAgeMs),
     };
     this.sessions.set(session.id, session);
-    return session;
+    return { session, ended };
   }
 
   /** The live session of this id, if any; an expired one is forgotten here. */
@@ -84,7 +97,7 @@ export class SessionStore {
    */
   refresh(session: ConsoleSession, token: string, tokenExpiresAtMs: number): void {
     session.token = token;
-    session.expiresAtMs = Math.min(tokenExpiresAtMs, session.startedAtMs + this.maxAgeMs);
+    session.expiresAtMs = Math.min(tokenExpiresAtMs, session.startedAtMs + this.limits.maxAgeMs);
   }
 
   delete(id: string): void {
