@@ -15,13 +15,21 @@ import {
   readFileSync,
   readdirSync,
   realpathSync,
-  rmSync,
   writeFileSync,
 } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
+import {
+  ADOPTERS,
+  DATABASE_URL,
+  MIGRATIONS,
+  guideCommands,
+  makeAdopter,
+  type Adopter,
+} from './adopter-projects';
 import {
   DEV_POLICY_PATH,
   REPO_ROOT,
@@ -90,6 +98,8 @@ const TSCONFIG = {
     noFallthroughCasesInSwitch: true,
   },
   include: ['src'],
+  // The example's own specs, for the adopter projects' runners (./adopter-projects.ts).
+  exclude: ['src/**/*.spec.ts'],
 };
 /** A team's unit check of `@dlock/lock-client/testing` (docs/extending.md, "Testing"). */
 const CHECK_TESTING = `
@@ -219,13 +229,21 @@ function problemsOf(dir: string): string[] {
 }
 
 let work: string;
+let stopping = false;
+/** `run`, refused once the file's afterAll began: nothing starts while the directory goes. */
+const runUnlessStopping: typeof run = (...args) =>
+  stopping ? Promise.resolve({ code: null, out: 'the test is stopping' }) : run(...args);
+/** The three adopter projects, made while the pinned one is set up; an Error names the step that failed. */
+const adopters = new Map<string, Promise<Adopter | Error>>();
 let app: string;
 let refundsDb: string;
 let lockServer: RunningApp;
 const teamApps: ChildProcess[] = [];
 
 /** The example's main.js as `ownerId`, answering HTTP (its readiness may still say no session). */
-async function startTeamApp(ownerId: string): Promise<{ url: string; output: () => string }> {
+async function startTeamApp(
+  ownerId: string,
+): Promise<{ url: string; output: () => string; firstReady: number }> {
   const port = await freePort();
   const proc = spawnGroup(process.execPath, ['dist/main.js'], {
     cwd: app,
@@ -244,15 +262,15 @@ async function startTeamApp(ownerId: string): Promise<{ url: string; output: () 
   proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(
+  const firstReady = await waitFor(
     async () => {
       if (proc.exitCode !== null) throw new Error(`exited ${proc.exitCode}: ${out}`);
-      return fetch(`${url}/health/ready`).then(() => true);
+      return fetch(`${url}/health/ready`).then((res) => res.status);
     },
     30_000,
     `the team's app as ${ownerId}`,
   );
-  return { url, output: () => out };
+  return { url, output: () => out, firstReady };
 }
 
 async function stopTeamApps(): Promise<void> {
@@ -298,6 +316,13 @@ beforeAll(async () => {
     baseEnv(),
   );
   expectExit(packed, 'npm run pack:libs');
+  for (const kind of ADOPTERS)
+    adopters.set(
+      kind.name,
+      makeAdopter(kind, work, packagesDir, runUnlessStopping, baseEnv()).catch((err: unknown) =>
+        err instanceof Error ? err : new Error(String(err)),
+      ),
+    );
   // Built beside the sources, a package would shadow its alias: `nest build` leaves an import
   // that resolves as a package unrewritten, and the app would load the package (scripts/packages.js).
   for (const dir of ROOT_PACKAGE.workspaces ?? [])
@@ -375,11 +400,15 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
+  stopping = true;
   for (const proc of children) proc.kill('SIGKILL');
   await stopTeamApps();
   await lockServer?.stop();
-  if (work) rmSync(work, { recursive: true, force: true });
-}, 30_000);
+  // An adopter still being made stops: its running step was killed, it starts no other.
+  await Promise.all(adopters.values());
+  // Four projects' node_modules: tens of thousands of files, so not in one blocking call.
+  if (work) await rm(work, { recursive: true, force: true });
+}, 180_000);
 
 it('installs every package from its tarball, none from a registry', () => {
   const lock = readJson<{ packages: Record<string, { resolved?: string }> }>(
@@ -409,11 +438,8 @@ it('@dlock/lock-client/testing runs the SDK on the in-memory lock-server', async
 
 it('sends a refund once under withLock and its fenced writes; the lock is released after', async () => {
   const team = await startTeamApp('refunds-1');
-  await waitFor(
-    async () => (await fetch(`${team.url}/health/ready`)).status === 200,
-    15_000,
-    'a lock session',
-  );
+  // The session opened while the app booted: its very first readiness answer is yes.
+  expect(team.firstReady).toBe(200);
   await withClient(refundsDb, (c) =>
     c.query(`INSERT INTO refund (id, amount_minor) VALUES ('r-1', 1250), ('r-2', 990)`),
   );
@@ -441,6 +467,11 @@ it('sends a refund once under withLock and its fenced writes; the lock is releas
     body: { id: 'r-2', result: 'fenced' },
   });
   expect(await refund('r-2')).toEqual({ status: 'PENDING', fence: newer, sent_token: null });
+
+  // A healthy app's log: Nest's start-up lines and the session, nothing alarming, one line each.
+  const log = team.output();
+  expect(log).toContain('lock session opened sessionId=');
+  expect(log).not.toMatch(/\b(ERROR|WARN)\b|Object\(\d+\)|^\s+at /m);
 });
 
 it('an identity the policy does not name is refused: 403 FORBIDDEN, answered by DlockExceptionFilter', async () => {
@@ -458,3 +489,41 @@ it('an identity the policy does not name is refused: 403 FORBIDDEN, answered by 
     },
   });
 });
+
+describe.each(ADOPTERS.map((kind) => [kind.name, kind] as const))(
+  'a %s project made by nest new',
+  (name, kind) => {
+    it('migrates with the TypeORM CLI, then its own specs pass under its runner: FakeLockServer, and a real lock-server', async () => {
+      const made = await adopters.get(name);
+      if (made instanceof Error) throw made;
+      const { project, env } = made!;
+      const database = await createDatabase('refunds');
+      // The guide's migration line, its example URL swapped for this test's database.
+      const [migrate] = guideCommands(MIGRATIONS).filter((line) => line.startsWith(DATABASE_URL));
+      const command = migrate.replace(/^REFUNDS_DATABASE_URL=\S+ /, '');
+      const migrated = await run('sh', ['-c', command], project, {
+        ...env,
+        REFUNDS_DATABASE_URL: database,
+      });
+      expectExit(migrated, `${name}: ${command}`);
+      expect(migrated.out).toContain('RefundTable1764600000000');
+      const tested = await run(
+        'npm',
+        ['test'],
+        project,
+        {
+          ...env,
+          LOCK_SERVER_URL: lockServer.url,
+          OWNER_ID: 'refunds-1',
+          AUTH_TOKEN_DIR: await testTokenDir('refunds-1'),
+          REFUNDS_DATABASE_URL: database,
+        },
+        180_000,
+      );
+      expectExit(tested, `${name}: npm test`);
+      for (const spec of ['refunds.fake-lock-server.spec.ts', 'refunds.lock-server.spec.ts'])
+        expect(tested.out).toContain(spec);
+      expect(tested.out).toContain(kind.esm ? 'vitest' : 'jest');
+    }, 900_000);
+  },
+);

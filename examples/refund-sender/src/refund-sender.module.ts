@@ -46,6 +46,8 @@ export class RefundModule {}
         safetyMargin: 0.3,
         sessionTtlMs: 15_000,
         lockTtlMs: 15_000,
+        // Open the session while the app boots: its first readiness probe already answers 200.
+        openAtBootstrap: true,
       }),
     }),
     TerminusModule,

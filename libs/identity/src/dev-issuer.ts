@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+// jose-free, so that fileTokenProvider (./token-files) loads no ESM-only package.
+import { DEV_TOKEN_TTL_SEC, writeAtomically } from './files';
 
 /** The `iss` of every development token; the services are told to expect it. */
 export const DEV_ISSUER = 'https://dlock.dev-issuer.local';
-export const DEV_TOKEN_TTL_SEC = 600;
 export const DEV_TOKEN_TTL_MAX_SEC = 3_600;
 const ALG = 'ES256';
 type SigningKey = Awaited<ReturnType<typeof importJWK>>;
@@ -100,9 +101,4 @@ async function addKey(dir: string, file: KeyFile): Promise<void> {
   chmodSync(keyPath(dir), 0o600);
 }
 
-/** Readers (other processes) see the old file or the new one, never half of one. */
-export function writeAtomically(path: string, text: string, mode = 0o600): void {
-  const tmp = `${path}.${process.pid}.${randomUUID()}.tmp`;
-  writeFileSync(tmp, text, { mode });
-  renameSync(tmp, path);
-}
+export { DEV_TOKEN_TTL_SEC, writeAtomically };

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DevIssuer } from './dev-issuer';
-import { DEV_TOKEN_TTL_SEC, writeAtomically } from './dev-issuer';
+import { DEV_TOKEN_TTL_SEC, writeAtomically } from './files';
 import type { TokenProvider } from './token-provider';
 
 /** How long a token read from a file is reused before the file is read again. */

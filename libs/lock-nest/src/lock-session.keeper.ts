@@ -5,7 +5,9 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DlockError, LockClient, type LockHandle, type LockSession } from '@dlock/lock-client';
+import { logLine } from './nest-logger';
 import { LOCK_CLIENT_MODULE_OPTIONS, type LockClientModuleOptions } from './lock-client.options';
 
 export interface WithLockOptions {
@@ -13,6 +15,13 @@ export interface WithLockOptions {
   signal?: AbortSignal;
   /** Lease TTL to ask for; defaults to the client's `lockTtlMs`. */
   ttlMs?: number;
+  /**
+   * Renews the lease every third of its TTL while `work` runs, for work that may outlast
+   * ≈ 0.7 × the TTL (the lease ends locally a safety margin early). Off by default: a short
+   * callback needs none. When a renew finds the lock lost, `handle.signal` aborts and the work
+   * must stop (docs/extending.md, "4. Take a grant").
+   */
+  renew?: boolean;
 }
 
 /**
@@ -64,11 +73,35 @@ export class LockSessionKeeper implements OnApplicationBootstrap, OnApplicationS
   ): Promise<T> {
     const session = await this.session(options.signal);
     const handle = await session.acquire(key, { signal: options.signal, ttlMs: options.ttlMs });
+    const done = new AbortController();
+    const renewing = options.renew ? this.keepRenewing(handle, done.signal) : undefined;
     try {
       return await work(handle);
     } finally {
+      done.abort();
+      await renewing;
       // Never rejects; a release that fails leaves the lease to lapse on the server.
       await handle.release();
+    }
+  }
+
+  /**
+   * Renews `handle` every third of its TTL until `done` or the lock is lost. A renew that
+   * answers LOCK_LOST marks the handle lost (its signal aborts); one that cannot reach the
+   * lock-server is tried again next round, and the local deadline ends the lease if none lands.
+   */
+  private async keepRenewing(handle: LockHandle, done: AbortSignal): Promise<void> {
+    const stop = AbortSignal.any([done, handle.signal]);
+    const everyMs = Math.max(1, Math.floor(handle.ttlMs / 3));
+    while (!stop.aborted) {
+      const slept = await sleep(everyMs, true, { signal: stop }).catch(() => false);
+      if (!slept) return;
+      await handle.renew({ signal: stop }).catch((err: unknown) => {
+        if (!stop.aborted)
+          this.logger.warn(
+            logLine('renew failed; trying again', { key: handle.key, everyMs, err }),
+          );
+      });
     }
   }
 
@@ -78,8 +111,7 @@ export class LockSessionKeeper implements OnApplicationBootstrap, OnApplicationS
       await this.session();
     } catch (err) {
       this.logger.warn(
-        { code: err instanceof DlockError ? err.code : undefined, err: (err as Error).message },
-        'no lock-server session at boot; every lock waits until one opens',
+        logLine('no lock-server session at boot; every lock waits until one opens', { err }),
       );
     }
   }
@@ -106,7 +138,9 @@ export class LockSessionKeeper implements OnApplicationBootstrap, OnApplicationS
       throw shuttingDown();
     }
     this.current = session;
-    this.logger.log({ sessionId: session.sessionId, ttlMs: session.ttlMs }, 'lock session opened');
+    this.logger.log(
+      logLine('lock session opened', { sessionId: session.sessionId, ttlMs: session.ttlMs }),
+    );
     return session;
   }
 }

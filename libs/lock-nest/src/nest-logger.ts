@@ -1,21 +1,38 @@
 import type { Logger } from '@nestjs/common';
-import type { LockClientLogger } from '@dlock/lock-client';
+import { DlockError, type LockClientLogger } from '@dlock/lock-client';
 
 /**
- * The SDK's logger on a Nest Logger. The SDK writes its own `event` field on
- * a loss; it is renamed `sdkEvent` here so the SafetyEvents line stays the
- * only one carrying `event=session_lost` (docs/lock-client.md).
+ * The SDK's logger on a Nest Logger, one line per event: the message, then
+ * the fields as `name=value`. Nest's console logger prints an object argument
+ * as a multi-line `Object(n) {…}` block and an error with its whole stack;
+ * here an error is its code and message (every one the SDK logs is expected
+ * and typed). The SDK's own `event` field is written `sdkEvent`, so the
+ * SafetyEvents line stays the only one carrying `event=session_lost`
+ * (docs/lock-client.md).
  */
 export function nestLockClientLogger(logger: Logger): LockClientLogger {
-  const strip = (fields: Record<string, unknown>) => {
-    if (!('event' in fields)) return fields;
-    const { event, ...rest } = fields;
-    return { ...rest, sdkEvent: event };
-  };
   return {
-    debug: (fields, message) => logger.debug(strip(fields), message),
-    info: (fields, message) => logger.log(strip(fields), message),
-    warn: (fields, message) => logger.warn(strip(fields), message),
-    error: (fields, message) => logger.error(strip(fields), message),
+    debug: (fields, message) => logger.debug(logLine(message, fields)),
+    info: (fields, message) => logger.log(logLine(message, fields)),
+    warn: (fields, message) => logger.warn(logLine(message, fields)),
+    error: (fields, message) => logger.error(logLine(message, fields)),
   };
+}
+
+/** `message name=value …`; undefined fields left out, errors as `code: message`. */
+export function logLine(message: string, fields: Record<string, unknown> = {}): string {
+  const pairs = Object.entries(fields)
+    .filter(([, value]) => value !== undefined)
+    .map(([name, value]) => `${name === 'event' ? 'sdkEvent' : name}=${fieldText(value)}`);
+  return [message, ...pairs].join(' ');
+}
+
+function fieldText(value: unknown): string {
+  if (value instanceof DlockError) return JSON.stringify(`${value.code}: ${value.message}`);
+  if (value instanceof Error) return JSON.stringify(value.message);
+  if (typeof value === 'string') return /^[\w:.\-/]+$/.test(value) ? value : JSON.stringify(value);
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'object' && value !== null)
+    return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  return String(value);
 }

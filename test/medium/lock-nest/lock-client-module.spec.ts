@@ -182,6 +182,57 @@ describe('with the lock-server up', () => {
     expect((await lockInfo('ln:revoked')).held).toBe(false);
   });
 
+  it('withLock({ renew: true }) holds the lock through work longer than its lease, then releases', async () => {
+    // lockTtlMs 3 s: without renewing, the lease ends locally at ≈ 2.1 s (margin 0.3).
+    const token = await locks.withLock(
+      'ln:renewed',
+      async (handle) => {
+        await sleepFor(5_000, undefined, { signal: handle.signal });
+        handle.checkStillHeld();
+        expect(await lockInfo('ln:renewed')).toMatchObject({
+          held: true,
+          fencingToken: handle.fencingToken.toString(),
+        });
+        return handle.fencingToken;
+      },
+      { renew: true },
+    );
+    expect(token).toBeGreaterThan(0n);
+    expect(await lockInfo('ln:renewed')).toEqual({
+      key: 'ln:renewed',
+      held: false,
+      waiterCount: 0,
+    });
+  });
+
+  it('withLock({ renew: true }) after an operator revoke: the next renew aborts the work', async () => {
+    await expect(
+      locks.withLock(
+        'ln:renew-revoked',
+        async (handle) => {
+          const res = await http('POST', `${server.url}/v1/locks/ln:renew-revoked/revoke`, {
+            body: {
+              operator: 'lock-nest-test-operator',
+              reason: 'test revoke',
+              expectedToken: handle.fencingToken.toString(),
+            },
+          });
+          expect(res.status).toBe(200);
+          // Ends when handle.signal aborts: the renew a third of the TTL in answers LOCK_LOST.
+          await sleepFor(20_000, undefined, { signal: handle.signal }).catch(() =>
+            handle.signal.throwIfAborted(),
+          );
+          return 'unreachable: the work must stop';
+        },
+        { renew: true },
+      ),
+    ).rejects.toMatchObject({
+      code: 'LOCK_LOST',
+      // The renew's answer, not the local deadline (≈ 2.1 s) running out.
+      details: { reason: 'lock_lost' },
+    });
+  });
+
   it('a lease that runs out mid-callback aborts handle.signal; the side effect never runs; SafetyEvents counts it', async () => {
     const before = await sessionLostCount(app);
     const effects: string[] = [];

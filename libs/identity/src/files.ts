@@ -1,0 +1,15 @@
+import { randomUUID } from 'node:crypto';
+import { renameSync, writeFileSync } from 'node:fs';
+
+// What the token files and the development issuer share, without jose: the published
+// @dlock/identity entry (fileTokenProvider) must load no ESM-only package, or Jest on Node.js
+// before 24.9 cannot load it (docs/extending.md, "Which projects").
+
+export const DEV_TOKEN_TTL_SEC = 600;
+
+/** Readers (other processes) see the old file or the new one, never half of one. */
+export function writeAtomically(path: string, text: string, mode = 0o600): void {
+  const tmp = `${path}.${process.pid}.${randomUUID()}.tmp`;
+  writeFileSync(tmp, text, { mode });
+  renameSync(tmp, path);
+}
