@@ -130,8 +130,15 @@ export function paymentResourceBatch(url: string, paydb: string): Batch {
         ownerId: OWNER,
       };
       // What the proxy would have answered the submit with (docs/rail.md, "Receipts").
-      const railReceipt = testRailReceipt(p.payoutId, submission, { out: 'ACKED', ref: railReference });
-      return { ...p, fence: { token: t, proof }, ack: { submissionId, railReference, railReceipt } };
+      const railReceipt = testRailReceipt(p.payoutId, submission, {
+        out: 'ACKED',
+        ref: railReference,
+      });
+      return {
+        ...p,
+        fence: { token: t, proof },
+        ack: { submissionId, railReference, railReceipt },
+      };
     });
     const each = (
       name: string,

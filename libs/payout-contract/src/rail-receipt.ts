@@ -123,7 +123,8 @@ export function checkReceipt(claims: RailReceiptClaims, expect: ReceiptExpectati
   if (expect.submissionId !== undefined) {
     fields.push(['submissionId', claims.sid, expect.submissionId.toLowerCase()]);
   }
-  if (claims.out === 'ACKED') fields.push(['railReference', claims.ref, expect.railReference ?? null]);
+  if (claims.out === 'ACKED')
+    fields.push(['railReference', claims.ref, expect.railReference ?? null]);
   for (const [field, stated, asked] of fields) {
     if (stated !== asked) {
       throw refuse('mismatch', `${field} differs from what the rail-proxy recorded`, field);
@@ -161,7 +162,10 @@ export function receiptMismatch(
       return refuse('mismatch', `${field} differs from the payout`, field);
     }
   }
-  if (claims.out === 'NOT_FOUND' && (payout.ambiguousAt === null || claims.at < +payout.ambiguousAt)) {
+  if (
+    claims.out === 'NOT_FOUND' &&
+    (payout.ambiguousAt === null || claims.at < +payout.ambiguousAt)
+  ) {
     return refuse('mismatch', 'the rail was read before the payout was quarantined', 'at');
   }
   return null;

@@ -147,7 +147,13 @@ export class ActionsService {
         const handle = await session.acquire(payoutLockKey(payout.accountId), { signal });
         try {
           handle.checkStillHeld();
-          return await payments.resolve(payoutId, handle.fence, verdict, railReceipt, handle.signal);
+          return await payments.resolve(
+            payoutId,
+            handle.fence,
+            verdict,
+            railReceipt,
+            handle.signal,
+          );
         } finally {
           await handle.release();
         }

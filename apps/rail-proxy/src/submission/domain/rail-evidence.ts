@@ -21,14 +21,18 @@ export type EvidenceVerdict =
  * person reads it. When NOT_FOUND is final is the reconciler's call (its
  * settlement window), not this function's.
  */
-export function evidenceOf(lookup: RailLookup, records: readonly SubmissionRecord[]): EvidenceVerdict {
+export function evidenceOf(
+  lookup: RailLookup,
+  records: readonly SubmissionRecord[],
+): EvidenceVerdict {
   const live = records.filter((r) => isLiveRailOutcome(r.outcome));
   const atMs = Date.parse(lookup.asOf);
   if (!Number.isSafeInteger(atMs)) return { receipt: false, why: 'lookup-without-time' };
   if (live.length > 1) return { receipt: false, why: 'several-live-submissions' };
   const submission = live[0] ?? null;
   const transfers = lookup.transfers;
-  if (transfers.length === 0) return { receipt: true, submission, out: 'NOT_FOUND', ref: null, atMs };
+  if (transfers.length === 0)
+    return { receipt: true, submission, out: 'NOT_FOUND', ref: null, atMs };
   if (transfers.length > 1) return { receipt: false, why: 'several-transfers' };
   const [t] = transfers;
   if (submission === null) return { receipt: false, why: 'transfer-without-submission' };

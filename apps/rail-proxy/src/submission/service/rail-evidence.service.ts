@@ -32,7 +32,10 @@ export class RailEvidenceService {
     const records = await this.submissions.listByPayout(id);
     let lookup;
     try {
-      lookup = await this.rail.lookup(railClientRef(id), AbortSignal.timeout(EVIDENCE_LOOKUP_TIMEOUT_MS));
+      lookup = await this.rail.lookup(
+        railClientRef(id),
+        AbortSignal.timeout(EVIDENCE_LOOKUP_TIMEOUT_MS),
+      );
     } catch (err) {
       this.logger.warn({ payoutId: id, err: (err as Error).message }, 'rail lookup failed');
       const retryMs = this.config.RAIL_PROXY_UNAVAILABLE_RETRY_AFTER_MS;
@@ -44,6 +47,10 @@ export class RailEvidenceService {
       return { payoutId: id, lookup, railReceipt: null };
     }
     const { submission, out, ref, atMs } = verdict;
-    return { payoutId: id, lookup, railReceipt: this.receipts.sign(id, submission, { out, ref, atMs }) };
+    return {
+      payoutId: id,
+      lookup,
+      railReceipt: this.receipts.sign(id, submission, { out, ref, atMs }),
+    };
   }
 }

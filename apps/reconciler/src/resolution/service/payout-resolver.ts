@@ -85,7 +85,11 @@ export class PayoutResolver {
   private async resolve(
     handle: LockHandle,
     payout: PayoutRecord,
-    { verdict, lookup, railReceipt }: { verdict: Writable; lookup: RailLookup; railReceipt: string },
+    {
+      verdict,
+      lookup,
+      railReceipt,
+    }: { verdict: Writable; lookup: RailLookup; railReceipt: string },
     submissionId: string | null,
   ): Promise<string | undefined> {
     handle.checkStillHeld();
