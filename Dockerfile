@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # One image for every dlock service; the service is chosen at run time by APP
 # (lock-server, payment-resource, rail-proxy, executor, rail-stub, reconciler, console).
 # Migrations run from the same image with another command (docs/operations.md).
