@@ -9,10 +9,10 @@ const CONTAINERS_ENV = 'DLOCK_TEST_CONTAINERS';
 const BACKEND_ENV = 'DLOCK_TEST_BACKEND';
 /** The run's own Docker network, created by the global setup: every container joins it. */
 const NETWORK_ENV = 'DLOCK_TEST_DOCKER_NETWORK';
-// The official images; a machine without a registry names its local ones
+// The official images; a machine without a registry names its local ones, as compose does
 // (scripts/images-local.sh, deploy/docker/local-images.env).
-const PG_IMAGE = process.env.DLOCK_TEST_PG_IMAGE || 'postgres:17-alpine';
-const ETCD_IMAGE = process.env.DLOCK_TEST_ETCD_IMAGE || 'gcr.io/etcd-development/etcd:v3.5.21';
+const PG_IMAGE = process.env.DLOCK_POSTGRES_IMAGE || 'postgres:17-alpine';
+const ETCD_IMAGE = process.env.DLOCK_ETCD_IMAGE || 'gcr.io/etcd-development/etcd:v3.5.21';
 
 /** What the environment asks for; a value other than 1, 0 or unset is refused, not guessed. */
 function requestedBackend(env) {
