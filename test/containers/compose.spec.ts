@@ -48,7 +48,12 @@ async function state(service: string): Promise<{ status: string; exit: number; s
   const id = await containerOf(service);
   if (id === '') return { status: 'absent', exit: -1, started: '' };
   const [status, exit, started] = (
-    await docker(['inspect', '--format', '{{.State.Status}} {{.State.ExitCode}} {{.State.StartedAt}}', id])
+    await docker([
+      'inspect',
+      '--format',
+      '{{.State.Status}} {{.State.ExitCode}} {{.State.StartedAt}}',
+      id,
+    ])
   ).split(' ');
   return { status, exit: Number(exit), started };
 }
@@ -143,7 +148,13 @@ beforeAll(async () => {
   upStartedAt = Date.now();
   // -d returns once every service is started, each after what it depends on.
   const up = compose(['-p', PROJECT, 'up', '-d', '--no-build', ...SERVICES], env);
-  await Promise.all([up, watchReadiness()]);
+  await Promise.all([up, watchReadiness()]).catch(async (err: unknown) => {
+    // What each service said: the reader of a failure needs it before `down` removes it.
+    const logs = await compose(['-p', PROJECT, 'logs', '--no-color', '--tail', '15'], env).catch(
+      String,
+    );
+    throw new Error(`${String(err)}\n${logs}`);
+  });
 });
 
 afterAll(async () => {
@@ -151,7 +162,12 @@ afterAll(async () => {
   await compose(['-p', PROJECT, 'down', '-v', '--remove-orphans', '-t', '5'], env).catch(
     (err: unknown) => console.error(`compose down failed: ${String(err)}`),
   );
-  const left = await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${PROJECT}`]);
+  const left = await docker([
+    'ps',
+    '-aq',
+    '--filter',
+    `label=com.docker.compose.project=${PROJECT}`,
+  ]);
   expect(left).toBe('');
 });
 
@@ -189,7 +205,11 @@ it('every service answers ready; each uid is 1000 and the issuer wrote its volum
 
 it('payouts flow, seen through the console', async () => {
   const alice = await signIn('operator-alice');
-  const first = await waitFor(async () => (await posted(alice)) > 0 && posted(alice), WAIT_MS, 'a POSTED payout');
+  const first = await waitFor(
+    async () => (await posted(alice)) > 0 && posted(alice),
+    WAIT_MS,
+    'a POSTED payout',
+  );
   upToPayoutsMs = Date.now() - upStartedAt;
   await waitFor(async () => (await posted(alice)) > first, WAIT_MS, 'more POSTED payouts');
   console.log(`compose: first payout POSTED ${upToPayoutsMs} ms after up`);

@@ -55,6 +55,7 @@ export async function requireEngineAndImages(images: string[]): Promise<void> {
   } catch (err) {
     throw new Error(
       `the container tests need a Docker engine (scripts/container-engine.sh start): ${String(err)}`,
+      { cause: err },
     );
   }
   for (const image of images) {

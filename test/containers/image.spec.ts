@@ -49,7 +49,15 @@ it('is of a recorded size', async () => {
 it('runs as uid 1000 on a read-only root where only /tmp is writable', async () => {
   expect(await inImage('id', '-u')).toBe('1000');
   expect(await inImage('id', '-g')).toBe('1000');
-  const dirs = ['/', '/app', '/app/dist', '/app/node_modules', '/home/node', '/identity', '/var/tmp'];
+  const dirs = [
+    '/',
+    '/app',
+    '/app/dist',
+    '/app/node_modules',
+    '/home/node',
+    '/identity',
+    '/var/tmp',
+  ];
   const probe = dirs.map((d) => `touch ${d}/.w 2>/dev/null && echo "${d} writable"`).join('; ');
   expect(await shell(`${probe}; touch /tmp/.w && echo /tmp ok`)).toBe('/tmp ok');
   // Read-only also without --read-only: the app's files are root's, not the app user's.
