@@ -11,7 +11,7 @@ import { baseImages, compose, docker, DLOCK_IMAGE, requireEngineAndImages } from
  * from a registry this machine may not have. The stack runs on the project's own bridge
  * network compose creates; the host reaches it through ports published on 127.0.0.1.
  */
-jest.setTimeout(600_000);
+jest.setTimeout(900_000);
 
 const PROJECT = `dlock-compose-test-${process.pid}`;
 const APPS = [
@@ -26,7 +26,7 @@ const APPS = [
 type App = (typeof APPS)[number];
 const ONE_SHOTS = ['migrate', 'seed'];
 const SERVICES = ['pg-lock', 'pg-pay', 'identity', ...ONE_SHOTS, 'feed', ...APPS];
-const UP_DEADLINE_MS = 300_000;
+const UP_DEADLINE_MS = 420_000;
 const WAIT_MS = 60_000;
 /** A rail call this slow keeps the executor's lock long enough to be seen and revoked. */
 const SLOW_CALL_MS = 10_000;
@@ -56,6 +56,14 @@ async function state(service: string): Promise<{ status: string; exit: number; s
     ])
   ).split(' ');
   return { status, exit: Number(exit), started };
+}
+
+/** The ready probe's status and body, for a failure's message. */
+async function readyAnswer(app: App): Promise<string> {
+  return fetch(url(app, '/health/ready'), { signal: AbortSignal.timeout(5_000) }).then(
+    async (res) => `${res.status} ${(await res.text()).slice(0, 300)}`,
+    (err: unknown) => String(err),
+  );
 }
 
 async function ready(app: App): Promise<boolean> {
@@ -148,13 +156,16 @@ beforeAll(async () => {
   upStartedAt = Date.now();
   // -d returns once every service is started, each after what it depends on.
   const up = compose(['-p', PROJECT, 'up', '-d', '--no-build', ...SERVICES], env);
-  await Promise.all([up, watchReadiness()]).catch(async (err: unknown) => {
-    // What each service said: the reader of a failure needs it before `down` removes it.
-    const logs = await compose(['-p', PROJECT, 'logs', '--no-color', '--tail', '15'], env).catch(
-      String,
-    );
-    throw new Error(`${String(err)}\n${logs}`);
-  });
+  const [upDone, readyDone] = await Promise.allSettled([up, watchReadiness()]);
+  // Both settled: a failed `up` no longer starts anything behind the `down` of afterAll.
+  const failed = [upDone, readyDone].find((r) => r.status === 'rejected');
+  if (failed === undefined) return;
+  // What each service said: the reader of a failure needs it before `down` removes it.
+  const ready = await Promise.all(APPS.map(async (app) => `${app}: ${await readyAnswer(app)}`));
+  const logs = await compose(['-p', PROJECT, 'logs', '--no-color', '--tail', '8'], env).catch(
+    String,
+  );
+  throw new Error(`${String(failed.reason)}\n${ready.join('\n')}\n${logs}`);
 });
 
 afterAll(async () => {
