@@ -10,7 +10,14 @@
 # deploy/docker/local-images.env names them for compose and the tests. Each image is
 # built once: an image that exists is kept (DLOCK_IMAGES_REBUILD=1 builds them again).
 # Usage: npm run images:local   (root, on Debian; the engine: scripts/container-engine.sh start)
+#        scripts/images-local.sh --testcontainers   only what the testcontainers tests use (CI)
 set -euo pipefail
+only_testcontainers=false
+case "${1:-}" in
+  '') ;;
+  --testcontainers) only_testcontainers=true ;;
+  *) echo "usage: $0 [--testcontainers]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 # Debian's docker client: BuildKit without the buildx plugin (a newer client without it
 # falls back to the legacy builder, which refuses the Dockerfile's COPY --chmod).
@@ -45,7 +52,7 @@ if ! has_image "$DEBIAN_IMAGE"; then
   rm -rf "$work/rootfs"
 fi
 
-if ! has_image "$DLOCK_NODE_IMAGE"; then
+if ! $only_testcontainers && ! has_image "$DLOCK_NODE_IMAGE"; then
   step "$DLOCK_NODE_IMAGE from $(command -v node) $(node --version) ..."
   ctx="$work/node"
   cp -r deploy/docker/local/node "$ctx"
@@ -69,7 +76,7 @@ for kind in postgres etcd; do
   fi
 done
 
-if [ "${1:-}" != --bases-only ]; then
+if ! $only_testcontainers; then
   step "dlock:local from the Dockerfile (FROM $DLOCK_NODE_IMAGE) ..."
   "$DOCKER" build -q --network host --build-arg NODE_IMAGE="$DLOCK_NODE_IMAGE" -t dlock:local .
 fi
