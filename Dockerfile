@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # One image for every dlock service; the service is chosen at run time by APP
 # (lock-server, payment-resource, rail-proxy, executor, rail-stub, reconciler, console).
 # Migrations run from the same image with another command (docs/operations.md).
@@ -35,6 +34,10 @@ COPY --from=deps --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/dist ./dist
 COPY --chown=root:root package.json ./
 COPY --chown=root:root --chmod=0755 deploy/docker/entrypoint.sh /usr/local/bin/dlock-entrypoint
+# Compose's `identity` volume (the development issuer's keys and tokens) is mounted here: a
+# new named volume takes the ownership of the image's directory, so the app (uid 1000) can
+# write it. Without the directory Docker makes the volume root's and the issuer gets EACCES.
+RUN mkdir /identity && chown 1000:1000 /identity
 ARG APP=lock-server
 ENV APP=${APP}
 # uid/gid 1000 is the image's `node` user; numeric so runAsNonRoot can verify it.

@@ -82,6 +82,9 @@ async function startPostgres() {
   process.env[backends.BACKEND_ENV] = backend;
   if (process.env.DLOCK_TEST_PG_URL) return;
   if (backend === 'containers') {
+    const network = await backends.startTestNetwork();
+    globalThis.__DLOCK_NETWORK__ = network;
+    process.env[backends.NETWORK_ENV] = network.name;
     const container = await backends.startPostgresContainer();
     globalThis.__DLOCK_PG__ = { pg: container, dir: undefined };
     process.env.DLOCK_TEST_PG_URL = container.url;

@@ -26,7 +26,10 @@ export default async function globalTeardown() {
     process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
   }
   const state = globalThis.__DLOCK_PG__;
-  if (!state) return;
-  await state.pg.stop().catch(() => undefined);
-  if (state.dir) rmSync(state.dir, { recursive: true, force: true });
+  if (state) {
+    await state.pg.stop().catch(() => undefined);
+    if (state.dir) rmSync(state.dir, { recursive: true, force: true });
+  }
+  // Last: the run's containers are gone by now (test-backends.js, startTestNetwork).
+  await globalThis.__DLOCK_NETWORK__?.stop().catch(() => undefined);
 }

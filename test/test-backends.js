@@ -7,8 +7,12 @@
 const CONTAINERS_ENV = 'DLOCK_TEST_CONTAINERS';
 /** Set by the global setup for the test workers: `embedded` or `containers`. */
 const BACKEND_ENV = 'DLOCK_TEST_BACKEND';
-const PG_IMAGE = 'postgres:17-alpine';
-const ETCD_IMAGE = 'gcr.io/etcd-development/etcd:v3.5.21';
+/** The run's own Docker network, created by the global setup: every container joins it. */
+const NETWORK_ENV = 'DLOCK_TEST_DOCKER_NETWORK';
+// The official images; a machine without a registry names its local ones, as compose does
+// (scripts/images-local.sh, deploy/docker/local-images.env).
+const PG_IMAGE = process.env.DLOCK_POSTGRES_IMAGE || 'postgres:17-alpine';
+const ETCD_IMAGE = process.env.DLOCK_ETCD_IMAGE || 'gcr.io/etcd-development/etcd:v3.5.21';
 
 /** What the environment asks for; a value other than 1, 0 or unset is refused, not guessed. */
 function requestedBackend(env) {
@@ -47,10 +51,28 @@ async function dockerReachable() {
   }
 }
 
+/**
+ * A bridge network of this run's own, so its containers need no network of the engine's
+ * (an engine started without its default bridge has none) and reach nothing else.
+ */
+async function startTestNetwork() {
+  const { Network } = require('testcontainers');
+  const network = await new Network().start();
+  return { name: network.getName(), stop: () => network.stop() };
+}
+
+/** The network the global setup created for this run (startTestNetwork). */
+function testNetwork() {
+  const name = process.env[NETWORK_ENV];
+  if (!name) throw new Error(`${NETWORK_ENV} is unset: the global setup creates the run's network`);
+  return name;
+}
+
 /** One PostgreSQL container for the run, tuned as the embedded one is (global-setup.mjs). */
 async function startPostgresContainer() {
   const { PostgreSqlContainer } = require('@testcontainers/postgresql');
   const container = await new PostgreSqlContainer(PG_IMAGE)
+    .withNetworkMode(testNetwork())
     .withUsername('postgres')
     .withPassword('postgres')
     .withDatabase('postgres')
@@ -63,6 +85,7 @@ async function startPostgresContainer() {
 async function startEtcdContainer({ heartbeatMs, electionMs }) {
   const { GenericContainer, Wait } = require('testcontainers');
   const container = await new GenericContainer(ETCD_IMAGE)
+    .withNetworkMode(testNetwork())
     .withCommand([
       '/usr/local/bin/etcd',
       '--name=m1',
@@ -87,9 +110,11 @@ async function startEtcdContainer({ heartbeatMs, electionMs }) {
 module.exports = {
   BACKEND_ENV,
   CONTAINERS_ENV,
+  NETWORK_ENV,
   dockerReachable,
   requestedBackend,
   selectTestBackend,
   startEtcdContainer,
   startPostgresContainer,
+  startTestNetwork,
 };

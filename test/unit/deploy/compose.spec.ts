@@ -9,7 +9,10 @@ const APPS: Record<string, number> = {
   executor: 8084,
   'rail-stub': 8085,
   reconciler: 8086,
+  console: 8090,
 };
+/** DLOCK_PORT_LOCK_SERVER, …: the host port, the service's own by default. */
+const portVar = (app: string) => `DLOCK_PORT_${app.toUpperCase().replace('-', '_')}`;
 
 /** `docker compose` (v2 plugin) when present, else Debian's docker-compose (v1.29). */
 function composeCommand(): [string, string[]] {
@@ -39,8 +42,9 @@ describe('docker-compose.yml', () => {
   );
 
   it('has two PostgreSQL instances: lockdb alone, paydb + proxydb together', () => {
-    expect(services['pg-lock'].image).toMatch(/^postgres:16/);
-    expect(services['pg-pay'].image).toMatch(/^postgres:16/);
+    // The official image unless DLOCK_POSTGRES_IMAGE names another (npm run images:local).
+    expect(services['pg-lock'].image).toMatch(/^\$\{DLOCK_POSTGRES_IMAGE:-postgres:16-/);
+    expect(services['pg-pay'].image).toBe(services['pg-lock'].image);
     expect(services['pg-lock'].environment.DLOCK_DATABASES).toBe('lockdb:lock_app');
     expect(services['pg-pay'].environment.DLOCK_DATABASES).toBe('paydb:pay_app proxydb:proxy_app');
     for (const pg of ['pg-lock', 'pg-pay']) {
@@ -57,7 +61,11 @@ describe('docker-compose.yml', () => {
   });
 
   it('migrates once, before any app starts', () => {
-    expect(services.migrate.command).toEqual(['node', 'dist/scripts/migrate.js']);
+    // The entrypoint's migration mode: the TypeORM CLI on each database's data source.
+    expect(services.migrate.command.slice(0, 2)).toEqual(['sh', '-c']);
+    expect(services.migrate.command[2]).toContain(
+      'for db in lockdb paydb proxydb; do node node_modules/typeorm/cli.js migration:run -d dist/migrations/$$db/data-source.js || exit 1;',
+    );
     expect(services.migrate.restart).toBe('no');
     expect(Object.keys(services.migrate.environment).sort()).toEqual([
       'LOCKDB_URL',
@@ -76,7 +84,7 @@ describe('docker-compose.yml', () => {
       expect(services[app].image).toBe('dlock:local');
       expect(services[app].environment.APP).toBe(app);
       expect(services[app].environment.PORT).toBe(String(port));
-      expect(services[app].ports).toEqual([`127.0.0.1:${port}:${port}`]);
+      expect(services[app].ports).toEqual([`127.0.0.1:\${${portVar(app)}:-${port}}:${port}`]);
     }
   });
 
@@ -105,7 +113,9 @@ describe('docker-compose.yml', () => {
     const targets = Object.fromEntries(
       (prom.scrape_configs as any[]).map((c) => [c.job_name, c.static_configs[0].targets[0]]),
     );
-    for (const [app, port] of Object.entries(APPS)) expect(targets[app]).toBe(`${app}:${port}`);
+    // The console is a reader of the services, without a scrape job of its own (as in k8s).
+    for (const [app, port] of Object.entries(APPS).filter(([a]) => a !== 'console'))
+      expect(targets[app]).toBe(`${app}:${port}`);
   });
 
   it("sends every app's spans to the Jaeger service over OTLP/HTTP", () => {
