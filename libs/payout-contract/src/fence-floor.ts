@@ -7,6 +7,7 @@ import {
   checkRevocationNotice,
   FENCING_TOKEN_MAX,
   PROOF_BYTES_MAX,
+  PROOF_REFUSALS,
   ProofRejectedError,
   REVOCATION_NOTICE_TYPE,
   revocationNoticeClaims,
@@ -98,20 +99,30 @@ export function parseFloorRequest(
   };
 }
 
+/** What a guard reports refused notices to: its SafetyEvents (libs/observability, a layer above). */
+export interface NoticeRefusals {
+  checksProofs(guard: string, proof: string, reasons: readonly string[]): void;
+  proofRejected(
+    fields: { guard: string; proof: string; reason: string } & Record<string, unknown>,
+  ): void;
+}
+
 /**
  * The guards' one question before a floor raise: did the lock-server sign a
  * revocation notice for this account's lock key at exactly this floor
  * (docs/security.md, "Revocation notices")? Checked offline against the
- * lock-server's published keys (GRANT_JWKS). A "no" is PROOF_REJECTED, handed
- * to `refused` (the guard's safety event) before it is thrown.
+ * lock-server's published keys (GRANT_JWKS). A "no" is PROOF_REJECTED, a
+ * `proof_rejected` safety event of `guard` before it is thrown.
  */
 export class FloorNotices {
   private readonly verifier: ProofVerifier;
 
   constructor(
+    private readonly guard: string,
     jwks: string,
-    private readonly refused: (cmd: FloorCommand, err: ProofRejectedError) => void,
+    private readonly safety: NoticeRefusals,
   ) {
+    safety.checksProofs(guard, 'revocation', PROOF_REFUSALS);
     // Each notice is met a few times at most (revoke, reconciler): memory buys nothing.
     this.verifier = new ProofVerifier({
       jwks,
@@ -139,6 +150,17 @@ export class FloorNotices {
       if (err instanceof ProofRejectedError) this.refused(cmd, err);
       throw err;
     }
+  }
+
+  private refused(cmd: FloorCommand, err: ProofRejectedError): void {
+    this.safety.proofRejected({
+      guard: this.guard,
+      proof: err.proof,
+      reason: err.reason,
+      accountId: cmd.accountId,
+      floor: cmd.floor.toString(),
+      operator: cmd.operator,
+    });
   }
 }
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DlockError, PROOF_REFUSALS } from '@dlock/lock-api';
+import { DlockError } from '@dlock/lock-api';
 import { SafetyEvents } from '@dlock/observability';
 import {
   FenceFloorAudit,
@@ -29,17 +29,7 @@ export class FenceFloorService implements OnModuleInit {
     @Inject(PAYMENT_CONFIG) config: PaymentConfig,
     safety: SafetyEvents,
   ) {
-    safety.checksProofs('payment-resource', 'revocation', PROOF_REFUSALS);
-    this.notices = new FloorNotices(config.GRANT_JWKS, (cmd, err) =>
-      safety.proofRejected({
-        guard: 'payment-resource',
-        proof: err.proof,
-        reason: err.reason,
-        accountId: cmd.accountId,
-        floor: cmd.floor.toString(),
-        operator: cmd.operator,
-      }),
-    );
+    this.notices = new FloorNotices('payment-resource', config.GRANT_JWKS, safety);
   }
 
   onModuleInit(): Promise<void> {

@@ -1,5 +1,4 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
-import { PROOF_REFUSALS } from '@dlock/lock-api';
 import { SafetyEvents } from '@dlock/observability';
 import {
   FenceFloorAudit,
@@ -27,17 +26,7 @@ export class HighWaterFloorService implements OnModuleInit {
     @Inject(RAIL_PROXY_CONFIG) config: RailProxyConfig,
     safety: SafetyEvents,
   ) {
-    safety.checksProofs('rail-proxy', 'revocation', PROOF_REFUSALS);
-    this.notices = new FloorNotices(config.GRANT_JWKS, (cmd, err) =>
-      safety.proofRejected({
-        guard: 'rail-proxy',
-        proof: err.proof,
-        reason: err.reason,
-        accountId: cmd.accountId,
-        floor: cmd.floor.toString(),
-        operator: cmd.operator,
-      }),
-    );
+    this.notices = new FloorNotices('rail-proxy', config.GRANT_JWKS, safety);
   }
 
   onModuleInit(): Promise<void> {
