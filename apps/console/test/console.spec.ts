@@ -340,6 +340,15 @@ it('resolves an ambiguous payout as ACKED from the page; a refused resolve shows
   await waitForState(s.paydb, payoutId, ['RAIL_AMBIGUOUS'], WAIT_MS);
   const [transfer] = await railTransfers(payoutId);
   expect(transfer).toBeDefined();
+  // P8 is written on the proxy's receipt of the rail's record, which a settled transfer earns
+  // (docs/rail.md, "Receipts"): the stub settles it RAIL_STUB_SETTLEMENT_WINDOW_MS after booking.
+  await waitFor(
+    async () =>
+      (await http('GET', `${s.proxy.url}/v1/rail/submissions/${payoutId}/evidence`)).body
+        ?.railReceipt,
+    WAIT_MS,
+    'the rail-proxy to receipt the settled transfer',
+  );
 
   const item = page.locator(`#ambiguous .amb[data-payout="${payoutId}"]`);
   await item.waitFor({ timeout: WAIT_MS });

@@ -79,7 +79,7 @@ async function failureReason(payoutId: string): Promise<string | null> {
   return res.rows[0].failure_reason;
 }
 
-test('a payout the proxy refuses as invalid ends FAILED after one attempt; the rail saw nothing', async () => {
+test('a payout the proxy refuses as invalid is quarantined after one attempt, never failed on the worker’s word; the rail saw nothing', async () => {
   const account = await seedAccount(s.paydb);
   const payoutId = await seedPayout(s.paydb, account);
   // payment-resource stores any beneficiary; the proxy takes printable ASCII only (docs/rail.md).
@@ -88,19 +88,19 @@ test('a payout the proxy refuses as invalid ends FAILED after one attempt; the r
   );
   const stubBefore = await stubSubmits(s.stub.url);
   const exec = await executorFor(account, 'exec-invalid');
-  await waitForState(s.paydb, payoutId, ['FAILED']);
-  expect(await failureReason(payoutId)).toBe(
-    'RAIL_REJECTED: rail-proxy refused the submission as invalid (VALIDATION_FAILED: beneficiaryRef); nothing was presented to the rail',
-  );
+  // A door refusal earns no rail receipt: the reconciler ends it FAILED on the rail's record
+  // (R3 NOT_FOUND, docs/rail.md "Receipts"), not this worker.
+  await waitForState(s.paydb, payoutId, ['RAIL_AMBIGUOUS']);
   // Many passes later (poll 100 ms, recovery 300 ms): still one attempt, one refusal.
   await sleep(1_500);
-  expect(await payoutState(s.paydb, payoutId)).toBe('FAILED');
+  expect(await payoutState(s.paydb, payoutId)).toBe('RAIL_AMBIGUOUS');
+  expect(await failureReason(payoutId)).toBeNull();
   expect(await metric(exec.url, 'executor_payout_invalid_total', { hop: 'rail_proxy' })).toBe(1);
   expect(await metric(exec.url, 'executor_payout_invalid_total', { hop: 'payment_resource' })).toBe(
     0,
   );
   expect(await metric(exec.url, 'executor_step_seconds_count', { step: 'submit' })).toBe(1);
-  expect(await metric(exec.url, 'executor_payout_attempts_total', { result: 'failed' })).toBe(1);
+  expect(await metric(exec.url, 'executor_payout_attempts_total', { result: 'ambiguous' })).toBe(1);
   expect(exec.output()).toContain('payout_invalid');
   expect(await submissions(s.proxydb, payoutId)).toEqual([]);
   expect(await stubSubmits(s.stub.url)).toBe(stubBefore);

@@ -245,6 +245,8 @@ export class DlockSystem {
       PROXYDB_URL: this.proxydbUrl,
       LOCK_SERVER_URL: this.recorder.url,
       PAYMENT_RESOURCE_URL: this.payment.url,
+      // R3: the rail's record as the proxy receipts it, what P8 is written on (docs/rail.md).
+      RAIL_PROXY_URL: this.railProxy.url,
       RAIL_STUB_URL: this.railStub.url,
       RECONCILER_INTERVAL_MS: String(t.reconcilerIntervalMs),
       RECONCILER_CHECK_INTERVAL_MS: '2000',

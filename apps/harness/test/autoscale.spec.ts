@@ -13,6 +13,13 @@ import { log, removeWorkDir, testPg, testWorkDir, TEST_SEED } from './support';
  * with payouts at the rail (the stub answers after 200 ms) and gives them the grace the
  * pod has: every invariant checker clean, nothing RAIL_AMBIGUOUS.
  */
+/**
+ * The rail answers in 200 ms; a read timeout of 1 s (FAST_TIMING) is a real rail timeout on a
+ * loaded machine, a RAIL_AMBIGUOUS no scale-in caused. 3 s keeps the scale the only variable;
+ * the lease still covers a worst-case submit (lockTtl × 0.7 ≥ 1 s + read timeout + 2 s).
+ */
+const TIMING = { ...FAST_TIMING, railReadTimeoutMs: 3_000, lockTtlMs: 10_000 };
+
 describe('executors autoscaled under load', () => {
   let h: Harness;
   beforeAll(async () => {
@@ -23,6 +30,7 @@ describe('executors autoscaled under load', () => {
       seed: TEST_SEED,
       scale: 'short',
       railLatencyMs: 200,
+      timing: TIMING,
       // Not needed to judge a scale: one process less to boot on a shared machine.
       reconciler: false,
       log,
@@ -36,7 +44,7 @@ describe('executors autoscaled under load', () => {
   it('2 → 6 → 1 with SIGTERM on scale-in: every payout POSTED once, every checker clean', async () => {
     const scenario = autoscaleScenario({
       // The executor's own rule for its grace, at the harness's rail timeout.
-      shutdownGraceMs: drainBudgetMs(FAST_TIMING.railReadTimeoutMs),
+      shutdownGraceMs: drainBudgetMs(TIMING.railReadTimeoutMs),
     });
     const r = await runScenario(h.ctx, scenario);
     log(JSON.stringify(r.evidence, null, 2));

@@ -92,7 +92,8 @@ function watchLoss(lock: LockHandle) {
 it('acquire, renew and release round trip', async () => {
   const { lockClient, safety } = client('worker-a');
   const session = await lockClient.openSession({ ttlMs: 1_500 });
-  const lock = await session.acquire('lc:round-trip', { ttlMs: 5_000 });
+  // A lease well past the sleep below: a loaded machine must not make the renew come too late.
+  const lock = await session.acquire('lc:round-trip', { ttlMs: 8_000 });
   expect(typeof lock.fencingToken).toBe('bigint');
   expect(lock.fencingToken).toBeGreaterThan(0n);
   expect(await lockInfo('lc:round-trip')).toMatchObject({

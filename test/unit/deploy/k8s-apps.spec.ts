@@ -101,7 +101,13 @@ async function routesOf(app: string): Promise<Set<string>> {
     // The console has no service API to document, but its module graph is there all the same.
     expect(app).toBe('console');
     const nest = await NestFactory.create(
-      await ConsoleModule.forRoot({ env: { AUTH_TOKEN_DIR: '/nonexistent', LOG_LEVEL: 'silent' } }),
+      await ConsoleModule.forRoot({
+        env: {
+          AUTH_TOKEN_DIR: '/nonexistent',
+          AUTH_POLICY: join(repoRoot, 'deploy', 'policy', 'dev-policy.yaml'),
+          LOG_LEVEL: 'silent',
+        },
+      }),
       { preview: true, logger: false, abortOnError: false },
     );
     paths = Object.keys(buildOpenApiDocument(nest, { name: app, authenticated: false }).paths);
