@@ -58,6 +58,8 @@ export const OPENAPI_APPS: Record<
   'rail-proxy': {
     module: () => RailProxyModule.forRoot({ env: ENV }),
     authenticated: true,
+    // Rail receipts (docs/rail.md, "Receipts").
+    publishesKeys: true,
     rateLimited: true,
   },
   'rail-stub': { module: () => RailStubModule.forRoot({ env: ENV }), authenticated: false },
