@@ -7,6 +7,7 @@ const AUTH = {
   AUTH_POLICY: '/run/dlock/policy.yaml',
   GRANT_JWKS: '/run/dlock/grant-keys.jwks.json',
   INSTRUCTION_SIGNING_KEYS: '/run/dlock/instruction-keys.json',
+  RECEIPT_JWKS: '/run/dlock/receipt-keys.jwks.json',
 };
 
 const DB = 'postgres://u:p@127.0.0.1:5432/paydb';
