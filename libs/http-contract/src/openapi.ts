@@ -231,7 +231,8 @@ const OPEN_OPERATIONS: Record<string, { summary: string; contentType: string }> 
   },
   [OPENAPI_PATH]: { summary: 'This document', contentType: 'application/json' },
   [JWKS_PATH]: {
-    summary: 'The public keys this service signs with (grant proofs, payout instructions, rail receipts)',
+    summary:
+      'The public keys this service signs with (grant proofs, payout instructions, rail receipts)',
     contentType: 'application/json',
   },
 };
