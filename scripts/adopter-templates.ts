@@ -138,7 +138,8 @@ function sh(what: string, cmd: string, args: string[], cwd: string): void {
     });
   } catch (err) {
     const e = err as { stdout?: Buffer; stderr?: Buffer; message: string };
-    throw new Error(`${what} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+    const out = `${e.stdout?.toString() ?? ''}${e.stderr?.toString() ?? ''}`;
+    throw new Error(`${what} failed: ${e.message}\n${out}`, { cause: err });
   }
 }
 
