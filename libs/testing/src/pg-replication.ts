@@ -59,7 +59,9 @@ function binaries(): Binaries {
 }
 
 /** PostgreSQL refuses to run as root: as root, it runs as the `postgres` OS user. */
-function runAs(): { uid: number; gid: number } | undefined {
+type RunAs = { uid: number; gid: number } | undefined;
+
+function runAs(): RunAs {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
   try {
     execFileSync('id', ['postgres'], { stdio: 'ignore' });
@@ -178,7 +180,7 @@ function initdb(bin: Binaries, user: { uid: number; gid: number } | undefined, d
 
 let initialisedDir: string | undefined;
 
-function initialised(bin: Binaries, user: { uid: number; gid: number } | undefined): string {
+function initialised(bin: Binaries, user: RunAs): string {
   if (initialisedDir === undefined) {
     const dir = scratchDir('pg-initdb-');
     ownDir(dir, user);
@@ -186,6 +188,19 @@ function initialised(bin: Binaries, user: { uid: number; gid: number } | undefin
     initialisedDir = path.join(dir, 'data');
   }
   return initialisedDir;
+}
+
+/** Two cold copies of one just-initialised cluster: the standby's is a base backup of the primary's. */
+function copiedClusters(dir: string, bin: Binaries, user: RunAs): [string, string] {
+  const primaryDir = path.join(dir, 'primary');
+  const standbyDir = path.join(dir, 'standby');
+  // cp -a keeps the owner. initdb runs once per process: it is the slow part.
+  const template = initialised(bin, user);
+  execFileSync('cp', ['-a', template, primaryDir]);
+  execFileSync('cp', ['-a', template, standbyDir]);
+  writeFileSync(path.join(standbyDir, 'standby.signal'), '');
+  if (user) chownSync(path.join(standbyDir, 'standby.signal'), user.uid, user.gid);
+  return [primaryDir, standbyDir];
 }
 
 /**
@@ -202,25 +217,10 @@ export async function startReplicatedPostgres(opts: {
   const user = runAs();
   const dir = scratchDir(`${opts.label}-`);
   ownDir(dir, user);
-  const primaryDir = path.join(dir, 'primary');
-  const standbyDir = path.join(dir, 'standby');
-  // Two cold copies of one just-initialised cluster: the standby's is a valid base backup of
-  // the primary's (cp -a keeps the owner). initdb runs once per process: it is the slow part.
-  const template = initialised(bin, user);
-  execFileSync('cp', ['-a', template, primaryDir]);
-  execFileSync('cp', ['-a', template, standbyDir]);
-  writeFileSync(path.join(standbyDir, 'standby.signal'), '');
-  if (user) chownSync(path.join(standbyDir, 'standby.signal'), user.uid, user.gid);
-
+  const [primaryDir, standbyDir] = copiedClusters(dir, bin, user);
   const primary = new Node(bin, user, primaryDir, dir, await freePort());
   const standby = new Node(bin, user, standbyDir, dir, await freePort());
-  const nodes = [primary, standby];
   let link: TcpProxy | undefined;
-  const stop = async () => {
-    for (const node of nodes) await node.kill();
-    await link?.close();
-    rmSync(dir, { recursive: true, force: true });
-  };
   try {
     await primary.start(
       opts.mode === 'sync' ? [`synchronous_standby_names=${APPLICATION_NAME}`] : [],
@@ -232,60 +232,77 @@ export async function startReplicatedPostgres(opts: {
       [`primary_conninfo=${conninfo}`, 'hot_standby=on', 'wal_receiver_status_interval=1s'],
       true,
     );
+    return new Pair(opts.mode, primary, standby, link, dir);
   } catch (err) {
-    await stop();
+    await primary.kill();
+    await standby.kill();
+    await link?.close();
+    rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  const replicationLink = link;
+}
 
-  const onPrimary = <T>(sql: string) =>
-    withPg(primary.port, async (c) => (await c.query(sql)).rows as T[]);
-  return {
-    primary,
-    standby,
-    replicationLink,
-    async waitStreaming(timeoutMs) {
-      await waitFor(
-        async () => {
-          const rows = await onPrimary<{ state: string; sync_state: string }>(
-            `SELECT state, sync_state FROM pg_stat_replication WHERE application_name = '${APPLICATION_NAME}'`,
+class Pair implements ReplicatedPostgres {
+  constructor(
+    private readonly mode: 'sync' | 'async',
+    readonly primary: Node,
+    readonly standby: Node,
+    readonly replicationLink: TcpProxy,
+    private readonly dir: string,
+  ) {}
+
+  async waitStreaming(timeoutMs: number): Promise<void> {
+    await waitFor(
+      () =>
+        withPg(this.primary.port, async (c) => {
+          const { rows } = await c.query<{ state: string; sync_state: string }>(
+            'SELECT state, sync_state FROM pg_stat_replication WHERE application_name = $1',
+            [APPLICATION_NAME],
           );
-          return rows.some((r) => r.state === 'streaming' && r.sync_state === opts.mode);
-        },
-        timeoutMs,
-        `the standby streaming (${opts.mode})`,
-      );
-    },
-    async waitReplayed(timeoutMs) {
-      const [{ lsn }] = await onPrimary<{ lsn: string }>(
-        'SELECT pg_current_wal_lsn()::text AS lsn',
-      );
-      await waitFor(
-        () =>
-          withPg(standby.port, async (c) => {
-            const { rows } = await c.query<{ done: boolean }>(
-              'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS done',
-              [lsn],
-            );
-            return rows[0]?.done === true;
-          }),
-        timeoutMs,
-        'the standby replaying the primary',
-      );
-    },
-    async promoteStandby(timeoutMs) {
-      const seconds = Math.max(1, Math.ceil(timeoutMs / 1_000));
-      const promoted = await withPg(standby.port, async (c) => {
-        const { rows } = await c.query<{ ok: boolean }>('SELECT pg_promote(true, $1) AS ok', [
-          seconds,
-        ]);
-        return rows[0]?.ok === true;
-      });
-      if (!promoted)
-        throw new Error(`standby not promoted within ${seconds} s\n${standby.output()}`);
-    },
-    stop,
-  };
+          return rows.some((r) => r.state === 'streaming' && r.sync_state === this.mode);
+        }),
+      timeoutMs,
+      `the standby streaming (${this.mode})`,
+    );
+  }
+
+  async waitReplayed(timeoutMs: number): Promise<void> {
+    const lsn = await withPg(this.primary.port, async (c) => {
+      const { rows } = await c.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+      return rows[0].lsn;
+    });
+    await waitFor(
+      () =>
+        withPg(this.standby.port, async (c) => {
+          const { rows } = await c.query<{ done: boolean }>(
+            'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS done',
+            [lsn],
+          );
+          return rows[0]?.done === true;
+        }),
+      timeoutMs,
+      'the standby replaying the primary',
+    );
+  }
+
+  async promoteStandby(timeoutMs: number): Promise<void> {
+    const seconds = Math.max(1, Math.ceil(timeoutMs / 1_000));
+    const promoted = await withPg(this.standby.port, async (c) => {
+      const { rows } = await c.query<{ ok: boolean }>('SELECT pg_promote(true, $1) AS ok', [
+        seconds,
+      ]);
+      return rows[0]?.ok === true;
+    });
+    if (!promoted)
+      throw new Error(`standby not promoted within ${seconds} s\n${this.standby.output()}`);
+  }
+
+  async stop(): Promise<void> {
+    await this.primary.kill();
+    await this.standby.kill();
+    await this.replicationLink.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
 }
 
 async function withPg<T>(port: number, fn: (c: Client) => Promise<T>): Promise<T> {
