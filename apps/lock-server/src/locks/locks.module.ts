@@ -34,6 +34,6 @@ import { LocksController } from './http/locks.controller';
       useFactory: (config: LockServerConfig) => policyFile(config.AUTH_POLICY),
     },
   ],
-  exports: [LockService, RevokeService, SessionOwners, OwnerCaps, GrantProofs],
+  exports: [LockService, Listings, RevokeService, SessionOwners, OwnerCaps, GrantProofs],
 })
 export class LocksModule {}
