@@ -112,8 +112,12 @@ let stopped;
 /** Stops every process of the run in order, then exits; the stop wins over a start under way. */
 function shutdown(code) {
   stopped ??= (async () => {
-    console.log('\n[dlock] stopping services ...');
+    console.log(
+      `\n[dlock] stopping: the workers first (an executor finishes the payout it has at the rail, up to ${STOP_DEADLINE_MS / 1000} s), then the services, PostgreSQL last`,
+    );
+    const draining = inFlightNote();
     await run.stopAll();
+    await draining;
     guards.releaseStateDir(stateDir);
     console.log(`[dlock] stopped. State kept in ${stateLabel}/ (npm start -- --reset to wipe).`);
     process.exit(code);
@@ -121,6 +125,32 @@ function shutdown(code) {
   return stopped;
 }
 onStop = () => void shutdown(0);
+
+/** The payouts the stopping executors still carry (README, "Stopping"); silent without a paydb. */
+async function inFlightNote() {
+  let client;
+  try {
+    // Inside the try: a stop can come before `url` below is even defined.
+    const timeouts = { connectionTimeoutMillis: 2_000, query_timeout: 2_000 };
+    client = new pg.Client({ connectionString: url('paydb'), ...timeouts });
+    client.on('error', () => undefined);
+    await client.connect();
+    const { rows } = await client.query(
+      `SELECT state, count(*)::int AS n FROM payout
+        WHERE state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED') GROUP BY state ORDER BY state`,
+    );
+    const counts = rows.map((r) => `${r.state}=${r.n}`).join(' ');
+    console.log(
+      rows.length
+        ? `[dlock] draining the payouts in flight (${counts}): each executor finishes the step it is on, a submit at the rail included, then releases its lock`
+        : '[dlock] no payout in flight: nothing to drain',
+    );
+  } catch {
+    // Stopped before PostgreSQL was up, or it is already gone: nothing to say.
+  } finally {
+    await client?.end().catch(() => undefined);
+  }
+}
 
 const platform = `${os.platform() === 'win32' ? 'windows' : os.platform()}-${os.arch()}`;
 const postgres = {
@@ -270,7 +300,7 @@ async function view(startedAt) {
   try {
     await viewLoop(client, startedAt);
   } finally {
-    await client.end().catch(() => undefined);
+    await client?.end().catch(() => undefined);
   }
 }
 
