@@ -315,6 +315,13 @@ const STATES = [
   'ABANDONED',
 ];
 
+/**
+ * One line every 2 s (README, "Looking at the data"): payouts by state now (paydb), POSTED per
+ * second since the previous line, and three counters summed from the services' /metrics since
+ * they booted: stale tokens refused at either guard, second rail submissions refused, and rail
+ * calls that ended without an answer (each one quarantined a payout as RAIL_AMBIGUOUS, which the
+ * reconciler may since have resolved).
+ */
 async function viewLoop(client, startedAt) {
   let last = null;
   let lastAt = Date.now();
@@ -324,7 +331,8 @@ async function viewLoop(client, startedAt) {
       .catch(() => ({ rows: [] }));
     const counts = Object.fromEntries(rows.map((r) => [r.state, r.n]));
     const posted = counts.POSTED ?? 0;
-    const rate = last === null ? 0 : ((posted - last) * 1000) / (Date.now() - lastAt);
+    // No rate before a second sample: the first line would say 0.0 whatever is flowing.
+    const rate = last === null ? null : ((posted - last) * 1000) / (Date.now() - lastAt);
     last = posted;
     lastAt = Date.now();
     const fenced =
@@ -336,7 +344,7 @@ async function viewLoop(client, startedAt) {
     const t = Math.round((Date.now() - startedAt) / 1000);
     if (run.stopping) return;
     console.log(
-      `[${String(t).padStart(4)}s] ${line} | ${rate.toFixed(1)} posted/s | fenced_out=${fenced} duplicates=${dup} ambiguous=${amb}`,
+      `[${String(t).padStart(4)}s] ${line} | ${rate === null ? '  -' : rate.toFixed(1)} posted/s | since boot: fenced_out=${fenced} duplicates=${dup} ambiguous_calls=${amb}`,
     );
     const inFlight =
       (counts.PENDING ?? 0) +
