@@ -43,6 +43,9 @@ export const OPERATIONS = [
   'high-water.list',
   // reconciler
   'reconciler.report',
+  // Any fence point of dlock's own (payment-resource, rail-proxy): the lock-server presents a
+  // revocation notice before its revoke answers (docs/security.md, "Revocation notices").
+  'fence-points.raise',
   // every service
   'safety-events.read',
   'debug.spans',

@@ -9,7 +9,7 @@ import {
 } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { writeAtomically } from './dev-issuer';
+import { writeAtomically } from './files';
 
 /**
  * A service's own signing keys (docs/security.md, "Signed grants"): the
