@@ -84,5 +84,5 @@ export const {
   ASYNC_OPTIONS_TYPE: FENCE_POINT_ASYNC_OPTIONS_TYPE,
 } = new ConfigurableModuleBuilder<FencePointModuleOptions>()
   .setClassMethodName('forRoot')
-  .setExtras({ route: {} as FencePointRoute }, (definition) => definition)
+  .setExtras<{ route?: FencePointRoute }>({ route: {} }, (definition) => definition)
   .build();

@@ -14,6 +14,7 @@ import {
   type FencePointEvents,
   type FencePointModuleOptions,
 } from './fence-point.options';
+import { logLine } from '../nest-logger';
 
 /** A revocation notice as presented, and who presented it. */
 export interface PresentedNotice {
@@ -76,9 +77,9 @@ export class FencePointService implements OnModuleInit {
     const floor = BigInt(claims.floor);
     const raised = await floors.raise(claims.key.slice(floors.prefix.length), floor);
     this.events.raised({
-      ...raised,
       key: claims.key,
       floor,
+      ...raised,
       revocationId: claims.rid,
       requestedBy: claims.req,
       approvedBy: claims.apr,
@@ -107,24 +108,14 @@ export class FencePointService implements OnModuleInit {
   }
 }
 
+/** One line per raise or refusal, as the lock client's (./nest-logger.ts): `event name=value …`. */
 function loggerEvents(logger: Logger): FencePointEvents {
-  const text = (v: bigint | null) => (v === null ? null : v.toString());
   return {
     raised: (a) => {
-      const fields = {
-        ...a,
-        floor: a.floor.toString(),
-        before: text(a.before),
-        after: text(a.after),
-      };
-      if (a.result === 'raised') {
-        logger.warn(
-          { event: 'fence_floor_raised', ...fields },
-          'fence raised to a revocation floor',
-        );
-      } else logger.log({ event: 'fence_floor_unchanged', ...fields }, 'fence not moved');
+      const { result, ...fields } = a;
+      if (result === 'raised') logger.warn(logLine('fence_floor_raised', fields));
+      else logger.log(logLine(`fence_floor_unchanged result=${result}`, fields));
     },
-    refused: (r) =>
-      logger.warn({ event: 'proof_rejected', proof: 'revocation', ...r }, 'notice refused'),
+    refused: (r) => logger.warn(logLine('proof_rejected proof=revocation', { ...r })),
   };
 }
