@@ -56,6 +56,30 @@ const layerRules = LAYERS.flatMap((layer, rank) =>
   }),
 );
 
+/**
+ * The lock service knows no resource behind a key (docs/architecture.md, "Layers"): a revoke
+ * reaches the fence points FENCE_POINTS names through one generic contract, so nothing of the
+ * lock-server, its tests included, may import the payout protocol.
+ */
+const LOCK_SERVER_KNOWS_NO_PAYOUT = {
+  files: ['apps/lock-server/**/*.ts'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          THROUGH_ALIASES,
+          {
+            group: ['@dlock/payout-contract', '@dlock/payout-contract/*'],
+            message:
+              'The lock-server knows no payout: fence points come from FENCE_POINTS (docs/security.md, "Revocation notices").',
+          },
+        ],
+      },
+    ],
+  },
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -181,4 +205,6 @@ export default tseslint.config(
       'no-restricted-imports': 'off',
     },
   },
+  // After the tests' block, which turns the rule off: the lock-server's tests are held to it too.
+  LOCK_SERVER_KNOWS_NO_PAYOUT,
 );

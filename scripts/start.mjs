@@ -423,6 +423,14 @@ const peers = {
   RAIL_STUB_URL: `http://127.0.0.1:${PORTS.railStub}`,
 };
 
+/** A payout guard as a fence point of `payout:` keys, reached with the lock-server's token for it. */
+const fencePoint = (name, baseUrl) => ({
+  name,
+  prefix: 'payout:',
+  url: `${baseUrl}/v1/revocation-notices`,
+  audience: name,
+});
+
 /** The services, each with its whole environment: a new variable goes into its entry. */
 async function services({ trust, signing, caller }) {
   return [
@@ -431,13 +439,16 @@ async function services({ trust, signing, caller }) {
       app: 'lock-server',
       port: PORTS.lockServer,
       env: {
-        // Its own tokens: a revoke of a payout key raises both fence points (docs/security.md).
+        // Its own tokens, for the fence points a revoke presents its notice at (docs/security.md).
         ...(await caller('lock-server')),
         LOCK_BACKEND: 'pg',
         LOCKDB_URL: url('lockdb'),
         GRANT_SIGNING_KEYS: signing.grants.keys,
-        PAYMENT_RESOURCE_URL: peers.PAYMENT_RESOURCE_URL,
-        RAIL_PROXY_URL: peers.RAIL_PROXY_URL,
+        // payout: keys are guarded at both payout guards; the lock-server knows only this list.
+        FENCE_POINTS: JSON.stringify([
+          fencePoint('payment-resource', peers.PAYMENT_RESOURCE_URL),
+          fencePoint('rail-proxy', peers.RAIL_PROXY_URL),
+        ]),
       },
     },
     {

@@ -1,5 +1,10 @@
 import { DataSource } from 'typeorm';
-import { fencedUpdate, fencedUpdateStatement } from '@dlock/persistence';
+import {
+  fencedUpdate,
+  fencedUpdateStatement,
+  raiseFenceFloor,
+  TableFenceFloors,
+} from '@dlock/persistence';
 import { createDatabase } from '@dlock/testing';
 
 // The one-statement fence of docs/extending.md against a real PostgreSQL.
@@ -94,6 +99,32 @@ describe('fencedUpdate', () => {
       }),
     ).rejects.toThrow('roll back');
     expect(await row('n-1')).toEqual({ id: 'n-1', body: 'by 9', fence: '9' });
+  });
+
+  it('a revocation floor raises the fence in one statement, never lowers it, and refuses the revoked token after', async () => {
+    await ds.query(`INSERT INTO note (id, body) VALUES ('n-9', 'ninth')`);
+    const revoked = 40n;
+    expect(
+      (await fencedUpdate(ds.manager, { table: 'note', id: 'n-9', token: revoked, set: {} }))
+        .passed,
+    ).toBe(true);
+    const floors = new TableFenceFloors(ds.manager, { prefix: 'note:', table: 'note' });
+    expect(await floors.raise('n-9', 42n)).toEqual({ result: 'raised', before: 40n, after: 42n });
+    expect(await floors.raise('n-9', 41n)).toEqual({
+      result: 'unchanged',
+      before: 42n,
+      after: 42n,
+    });
+    expect(await raiseFenceFloor(ds.manager, { table: 'note', id: 'n-404', floor: 42n })).toEqual({
+      result: 'not_found',
+      before: null,
+      after: null,
+    });
+    // The revoked holder's later steps are refused too; the next grant's token exceeds the floor.
+    const write = (token: bigint) =>
+      fencedUpdate(ds.manager, { table: 'note', id: 'n-9', token, set: {}, acceptSameToken: true });
+    expect((await write(revoked)).passed).toBe(false);
+    expect((await write(43n)).passed).toBe(true);
   });
 
   it('names are identifiers only and values are parameters; the fence column is its own', () => {

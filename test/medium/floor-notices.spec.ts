@@ -9,6 +9,7 @@ import {
   DEV_POLICY_PATH,
   http,
   migratedDatabase,
+  payoutFencePoints,
   scratchDir,
   seedFundedAccount,
   seedPendingPayout,
@@ -66,7 +67,7 @@ beforeAll(async () => {
   ]);
   apps.push(payments, proxy);
   const guards = { LOCK_BACKEND: 'pg', LOCKDB_URL: lockdb };
-  const urls = { PAYMENT_RESOURCE_URL: payments.url, RAIL_PROXY_URL: proxy.url };
+  const urls = { FENCE_POINTS: payoutFencePoints(payments.url, proxy.url) };
   [single, twoPerson] = await Promise.all([
     spawnApp('lock-server', { ...policy, ...guards, ...urls }),
     spawnApp('lock-server', { AUTH_POLICY: twoPersonPolicy, ...guards, ...urls }),

@@ -22,6 +22,8 @@ import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
+import { LockClient } from '@dlock/lock-client';
+import { fencedUpdateStatement } from '@dlock/persistence';
 import {
   ADOPTERS,
   DATABASE_URL,
@@ -37,8 +39,11 @@ import {
   freePort,
   http,
   migratedDatabase,
+  revocationNoticesUrl,
   spawnApp,
+  testAuthEnv,
   testTokenDir,
+  testTokenProvider,
   waitFor,
   withClient,
   type RunningApp,
@@ -238,13 +243,16 @@ const adopters = new Map<string, Promise<Adopter | Error>>();
 let app: string;
 let refundsDb: string;
 let lockServer: RunningApp;
+/** Where the team's app as refunds-1 listens: the lock-server's fence point of `refund:` keys. */
+let refundsPort: number;
 const teamApps: ChildProcess[] = [];
 
 /** The example's main.js as `ownerId`, answering HTTP (its readiness may still say no session). */
 async function startTeamApp(
   ownerId: string,
+  port?: number,
 ): Promise<{ url: string; output: () => string; firstReady: number }> {
-  const port = await freePort();
+  port ??= await freePort();
   const proc = spawnGroup(process.execPath, ['dist/main.js'], {
     cwd: app,
     env: {
@@ -254,6 +262,7 @@ async function startTeamApp(
       OWNER_ID: ownerId,
       AUTH_TOKEN_DIR: await testTokenDir(ownerId),
       REFUNDS_DATABASE_URL: refundsDb,
+      LOCK_SERVER_JWKS: (await testAuthEnv()).GRANT_JWKS,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -392,10 +401,15 @@ beforeAll(async () => {
   policy.identities.push(...entry.identities);
   const policyPath = path.join(work, 'auth-policy.yaml');
   writeFileSync(policyPath, stringify(policy));
+  // The team's app is the fence point of its keys: configuration only (docs/extending.md).
+  refundsPort = await freePort();
+  const fencePoint = { name: 'refunds', prefix: 'refund:' };
+  const url = revocationNoticesUrl(`http://127.0.0.1:${refundsPort}`);
   lockServer = await spawnApp('lock-server', {
     LOCKDB_URL: await migratedDatabase('lockdb'),
     LOCK_BACKEND: 'pg',
     AUTH_POLICY: policyPath,
+    FENCE_POINTS: JSON.stringify([{ ...fencePoint, url }]),
   });
 }, 600_000);
 
@@ -436,8 +450,8 @@ it('@dlock/lock-client/testing runs the SDK on the in-memory lock-server', async
   });
 });
 
-it('sends a refund once under withLock and its fenced writes; the lock is released after', async () => {
-  const team = await startTeamApp('refunds-1');
+it('sends a refund once under withLock and its fenced writes; the lock is released after; a revoke fences the table before it answers', async () => {
+  const team = await startTeamApp('refunds-1', refundsPort);
   // The session opened while the app booted: its very first readiness answer is yes.
   expect(team.firstReady).toBe(200);
   await withClient(refundsDb, (c) =>
@@ -472,6 +486,36 @@ it('sends a refund once under withLock and its fenced writes; the lock is releas
   const log = team.output();
   expect(log).toContain('lock session opened sessionId=');
   expect(log).not.toMatch(/\b(ERROR|WARN)\b|Object\(\d+\)|^\s+at /m);
+
+  // A worker holds refund:r-7 and is revoked without being told: the app's FencePointModule
+  // raised the row's fence before the revoke answered, so the holder's next write is refused.
+  await withClient(refundsDb, (c) =>
+    c.query(`INSERT INTO refund (id, amount_minor) VALUES ('r-7', 700)`),
+  );
+  const worker = new LockClient({
+    baseUrl: lockServer.url,
+    ownerId: 'refunds-7',
+    token: testTokenProvider('refunds-7'),
+  });
+  const session = await worker.openSession();
+  const handle = await session.acquire('refund:r-7', { ttlMs: 30_000 });
+  const revoked = await http('POST', `${lockServer.url}/v1/locks/refund:r-7/revoke`, {
+    body: { operator: 'operator', reason: 'worker hung', expectedToken: `${handle.fencingToken}` },
+  });
+  expect(revoked).toMatchObject({ status: 200, body: { guards: { refunds: 'raised' } } });
+  const floor = (revoked.body as { newTokenFloor: string }).newTokenFloor;
+  expect(await refund('r-7')).toEqual({ status: 'PENDING', fence: floor, sent_token: null });
+  const stale = fencedUpdateStatement({
+    table: 'refund',
+    id: 'r-7',
+    token: handle.fencingToken,
+    set: { status: 'SENDING', sent_token: `${handle.fencingToken}` },
+  });
+  const written = await withClient(refundsDb, (c) => c.query(stale.sql, stale.params));
+  expect(written.rowCount).toBe(0);
+  expect(await refund('r-7')).toEqual({ status: 'PENDING', fence: floor, sent_token: null });
+  expect(team.output()).toMatch(/WARN.*fence_floor_raised key=refund:r-7 floor=\d+/);
+  await session.close();
 });
 
 it('an identity the policy does not name is refused: 403 FORBIDDEN, answered by DlockExceptionFilter', async () => {
@@ -517,6 +561,7 @@ describe.each(ADOPTERS.map((kind) => [kind.name, kind] as const))(
           OWNER_ID: 'refunds-1',
           AUTH_TOKEN_DIR: await testTokenDir('refunds-1'),
           REFUNDS_DATABASE_URL: database,
+          LOCK_SERVER_JWKS: (await testAuthEnv()).GRANT_JWKS,
         },
         180_000,
       );

@@ -15,6 +15,7 @@ import {
   DEV_POLICY_PATH,
   http,
   migratedDatabase,
+  payoutFencePoints,
   seedFundedAccount,
   seedPendingPayout,
   spawnApp,
@@ -396,8 +397,7 @@ describe('a revoke fences its holder at both guards before it answers', () => {
       AUTH_POLICY: DEV_POLICY_PATH,
       LOCK_BACKEND: 'pg',
       LOCKDB_URL: dbs.lockdb,
-      PAYMENT_RESOURCE_URL: payments.url,
-      RAIL_PROXY_URL: proxy.url,
+      FENCE_POINTS: payoutFencePoints(payments.url, proxy.url),
     });
     apps.push(revoker);
   });

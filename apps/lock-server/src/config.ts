@@ -3,7 +3,6 @@ import {
   EnvError,
   EnvInt,
   EnvOneOf,
-  EnvPeerUrl,
   EnvPostgresUrl,
   type EnvSource,
   EnvString,
@@ -18,6 +17,7 @@ import {
 } from '@dlock/lock-api';
 import { BROKEN_MODES } from './locks/persistence/broken-lock.store';
 import { readEtcdConfig, type EtcdStoreConfig } from './locks/persistence/etcd/etcd-config';
+import { parseFencePoints, type FencePointConfig } from './revocations/config/fence-points.config';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const LOCK_BACKENDS = ['pg', 'etcd'] as const;
@@ -45,12 +45,12 @@ export class LockServerEnv extends AuthEnv {
   @EnvInt({ default: 1000, min: 100, max: 60_000 }) readonly LOCKDB_PROBE_INTERVAL_MS!: number;
   @EnvString({ optional: true }) readonly ETCD_ENDPOINTS?: string;
   /**
-   * The fence points a revoke of a payout key raises before it answers
-   * (docs/security.md, "Signed grants"), with the lock-server's own tokens
-   * from AUTH_TOKEN_DIR. Both or neither.
+   * The fence points a revoke presents its notice at before it answers, by key
+   * prefix (docs/security.md, "Revocation notices"): a JSON array of
+   * `{ name, prefix, url, audience? }`, parsed into `fencePoints`. A fence
+   * point with an `audience` gets the lock-server's token for it from AUTH_TOKEN_DIR.
    */
-  @EnvPeerUrl({ optional: true }) readonly PAYMENT_RESOURCE_URL?: string;
-  @EnvPeerUrl({ optional: true }) readonly RAIL_PROXY_URL?: string;
+  @EnvString({ optional: true, maxLength: 8192 }) readonly FENCE_POINTS?: string;
   @EnvString({ optional: true, maxLength: 1024 }) readonly AUTH_TOKEN_DIR?: string;
   /** Default session TTL, and the ceiling a requested TTL is clamped down to. */
   @EnvInt({ default: 15_000, min: SESSION_TTL_MIN_MS, max: SESSION_TTL_MAX_MS })
@@ -105,6 +105,8 @@ export class LockServerEnv extends AuthEnv {
 export type LockServerConfig = LockServerEnv & {
   /** The etcd backend's own settings, present when LOCK_BACKEND=etcd. */
   readonly etcd?: EtcdStoreConfig;
+  /** FENCE_POINTS, parsed; empty when unset. */
+  readonly fencePoints: readonly FencePointConfig[];
 };
 
 /** DI token of the frozen config. */
@@ -128,23 +130,22 @@ export function readLockServerConfig(source: EnvSource): LockServerConfig {
       `LOCK_SERVER_BROKEN=${config.LOCK_SERVER_BROKEN} is refused: it is allowed only under DLOCK_HARNESS=1 (the harness's negative controls)`,
     );
   }
-  const guards = [config.PAYMENT_RESOURCE_URL, config.RAIL_PROXY_URL];
-  if (guards.some((v) => v !== undefined) && guards.some((v) => v === undefined)) {
-    problems.push(
-      'PAYMENT_RESOURCE_URL, RAIL_PROXY_URL: give both (revoke raises both guards) or none',
-    );
-  }
-  if (guards[0] !== undefined && config.AUTH_TOKEN_DIR === undefined) {
-    problems.push(
-      'AUTH_TOKEN_DIR: is required with PAYMENT_RESOURCE_URL (its tokens for the guards)',
-    );
+  // The guards' URLs of before FENCE_POINTS: silently ignored, a revoke would stop fencing.
+  for (const gone of ['PAYMENT_RESOURCE_URL', 'RAIL_PROXY_URL'])
+    if (source[gone] !== undefined)
+      problems.push(`${gone}: is no longer read by the lock-server: name it in FENCE_POINTS`);
+  const fencePoints = parseFencePoints(config.FENCE_POINTS);
+  problems.push(...fencePoints.problems);
+  if (fencePoints.points.some((p) => p.audience) && config.AUTH_TOKEN_DIR === undefined) {
+    problems.push('AUTH_TOKEN_DIR: is required by a fence point with an audience (its token)');
   }
   if (config.LOCK_SESSION_TTL_MS > config.LOCK_SESSION_TTL_MAX_MS) {
     problems.push('LOCK_SESSION_TTL_MS: must not exceed LOCK_SESSION_TTL_MAX_MS');
   }
   if (problems.length > 0) throw new EnvError(problems);
+  const read = { ...config, fencePoints: Object.freeze(fencePoints.points) };
   if (config.LOCK_BACKEND === 'etcd') {
-    return Object.freeze({ ...config, etcd: readEtcdConfig(source) });
+    return Object.freeze({ ...read, etcd: readEtcdConfig(source) });
   }
-  return config;
+  return Object.freeze(read);
 }

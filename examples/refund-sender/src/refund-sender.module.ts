@@ -3,8 +3,10 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { APP_FILTER } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { fileTokenProvider } from '@dlock/identity';
-import { DlockExceptionFilter, LockClientModule } from '@dlock/lock-nest';
+import { DlockExceptionFilter, FencePointModule, LockClientModule } from '@dlock/lock-nest';
+import { TableFenceFloors } from '@dlock/persistence';
 import { HealthController } from './health.controller';
 import { RefundController } from './refund.controller';
 import { RefundSender } from './refund-sender.service';
@@ -48,6 +50,16 @@ export class RefundModule {}
         lockTtlMs: 15_000,
         // Open the session while the app boots: its first readiness probe already answers 200.
         openAtBootstrap: true,
+      }),
+    }),
+    // A fence point of refund: keys (docs/extending.md, "Fenced by a revoke"): a revoke of
+    // refund:{id} raises that row's fence before it answers, on the lock-server's signed notice.
+    FencePointModule.forRootAsync({
+      inject: [ConfigService, DataSource],
+      useFactory: (config: ConfigService, db: DataSource) => ({
+        // The lock-server's revocation keys (its GRANT_JWKS): a mounted file, or its URL.
+        jwks: config.getOrThrow<string>('LOCK_SERVER_JWKS'),
+        floors: [new TableFenceFloors(db.manager, { prefix: 'refund:', table: 'refund' })],
       }),
     }),
     TerminusModule,

@@ -1,3 +1,6 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { INestApplication } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DataSource } from 'typeorm';
@@ -5,9 +8,12 @@ import { LockLostError } from '@dlock/lock-client';
 import { LockSessionKeeper } from '@dlock/lock-nest';
 import {
   createDatabase,
+  freePort,
   http,
   migratedDatabase,
+  revocationNoticesUrl,
   spawnApp,
+  testAuthEnv,
   testTokenDir,
   type RunningApp,
 } from '@dlock/testing';
@@ -25,6 +31,9 @@ import {
  * example's own table, made by its own migration. Each is the example's app
  * module with its configuration given as docs/extending.md ("Testing") shows;
  * one fake payment network is shared, so every payment either makes is counted.
+ * The lock-server's FENCE_POINTS name the example as the fence point of
+ * `refund:` keys (one instance listening), and a second fence point of
+ * `invoice:` keys that only records what reaches it.
  */
 jest.setTimeout(60_000);
 
@@ -34,34 +43,69 @@ let db: DataSource;
 const sink = new MemoryRefundSink();
 const apps: TestingModule[] = [];
 
-async function sender(ownerId: string): Promise<TestingModule> {
+let fencePoint: INestApplication;
+let fencePointPort: number;
+/** The `invoice:` fence point: every request that reaches it, which must be none. */
+const invoiceRequests: string[] = [];
+let invoices: Server;
+
+async function compiled(ownerId: string): Promise<TestingModule> {
   const config = new ConfigService({
     LOCK_SERVER_URL: server.url,
     OWNER_ID: ownerId,
     AUTH_TOKEN_DIR: await testTokenDir(ownerId),
     REFUNDS_DATABASE_URL: databaseUrl,
+    LOCK_SERVER_JWKS: (await testAuthEnv()).GRANT_JWKS,
   });
-  const app = await Test.createTestingModule({ imports: [RefundSenderAppModule] })
+  return Test.createTestingModule({ imports: [RefundSenderAppModule] })
     .overrideProvider(ConfigService)
     .useValue(config)
     .overrideProvider(RefundSink)
     .useValue(sink)
     .setLogger({ log() {}, error() {}, warn() {} })
     .compile();
+}
+
+async function sender(ownerId: string): Promise<TestingModule> {
+  const app = await compiled(ownerId);
   apps.push(app);
   return app.init();
 }
 
 beforeAll(async () => {
+  invoices = createServer((req, res) => {
+    invoiceRequests.push(`${req.method} ${req.url}`);
+    res.writeHead(500).end();
+  });
+  await new Promise<void>((resolve) => invoices.listen(0, '127.0.0.1', resolve));
+  const invoicesUrl = `http://127.0.0.1:${(invoices.address() as AddressInfo).port}`;
+  fencePointPort = await freePort();
   const lockdb = await migratedDatabase('lockdb');
-  server = await spawnApp('lock-server', { LOCKDB_URL: lockdb, LOCK_BACKEND: 'pg' });
+  server = await spawnApp('lock-server', {
+    LOCKDB_URL: lockdb,
+    LOCK_BACKEND: 'pg',
+    // From configuration only: the lock-server knows no refund and no invoice.
+    FENCE_POINTS: JSON.stringify([
+      {
+        name: 'refunds',
+        prefix: 'refund:',
+        url: revocationNoticesUrl(`http://127.0.0.1:${fencePointPort}`),
+      },
+      { name: 'invoices', prefix: 'invoice:', url: revocationNoticesUrl(invoicesUrl) },
+    ]),
+  });
   databaseUrl = await createDatabase('refunds');
   db = new DataSource({ type: 'postgres', url: databaseUrl, migrations: REFUND_MIGRATIONS });
   await db.initialize();
   expect((await db.runMigrations()).map((m) => m.name)).toEqual(['RefundTable1764600000000']);
+  // The example as it runs: listening, so the lock-server can present its notices.
+  fencePoint = (await compiled('refunds-fence-point')).createNestApplication({ logger: false });
+  await fencePoint.listen(fencePointPort, '127.0.0.1');
 });
 
 afterAll(async () => {
+  await fencePoint?.close();
+  await new Promise((resolve) => (invoices ? invoices.close(resolve) : resolve(undefined)));
   for (const app of apps) await app.close();
   await db?.destroy();
   await server?.stop();
@@ -146,4 +190,49 @@ it('a stale holder (older token, unaware its lock was revoked) is fenced at the 
   expect(await refund('r-3')).toEqual(newer);
   expect(sink.delivered.size).toBe(0);
   await handle.release();
+});
+
+it('a revoke raises the refund row’s fence before it answers: the revoked holder’s next write is refused at once', async () => {
+  const revokedHolder = await sender('refunds-revoked');
+  await newRefund('r-4', 700);
+  await newRefund('r-5', 800);
+  const untouched = await refund('r-5');
+  const session = await revokedHolder.get(LockSessionKeeper).session();
+  const handle = await session.acquire('refund:r-4', { ttlMs: 30_000 });
+  const revoked = await http('POST', `${server.url}/v1/locks/refund:r-4/revoke`, {
+    body: {
+      operator: 'refund-test-operator',
+      reason: 'worker hung',
+      expectedToken: `${handle.fencingToken}`,
+    },
+  });
+  // Only the fence points of the key's prefix were asked, and the refunds one raised its row.
+  expect(revoked).toMatchObject({ status: 200, body: { guards: { refunds: 'raised' } } });
+  const { newTokenFloor, guards } = revoked.body as { newTokenFloor: string; guards: object };
+  expect(Object.keys(guards)).toEqual(['refunds']);
+  expect(await refund('r-4')).toEqual({
+    id: 'r-4',
+    status: 'PENDING',
+    fence: newTokenFloor,
+    sent_token: null,
+  });
+  // Nobody newer wrote the row and the holder was not told: only the raised fence stops it.
+  expect(() => handle.checkStillHeld()).not.toThrow();
+  await expect(revokedHolder.get(RefundSender).sendUnder(handle, 'r-4')).resolves.toBe('fenced');
+  expect(sink.delivered.size).toBe(0);
+  expect((await refund('r-4')) as { fence: string }).toMatchObject({ fence: newTokenFloor });
+  // The next holder's token exceeds the floor: the refund is sent once, under it.
+  const next = await sender('refunds-next');
+  await expect(next.get(RefundSender).send('r-4')).resolves.toBe('sent');
+  expect(sink.delivered.size).toBe(1);
+  // Another row, another prefix's fence point, and a key no fence point guards: untouched.
+  const report = await session.acquire('report:r-4', { ttlMs: 30_000 });
+  const unguarded = await http('POST', `${server.url}/v1/locks/report:r-4/revoke`, {
+    body: { operator: 'refund-test-operator', reason: 'not fenced anywhere' },
+  });
+  expect(unguarded.status).toBe(200);
+  expect(unguarded.body).not.toHaveProperty('guards');
+  expect(await refund('r-5')).toEqual(untouched);
+  expect(invoiceRequests).toEqual([]);
+  await Promise.all([handle.release(), report.release()]);
 });

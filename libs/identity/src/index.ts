@@ -9,3 +9,4 @@ export * from './policy';
 export * from './signing-keys';
 export * from './proof-verifier';
 export * from './subjects';
+export * from './revocation-notices';

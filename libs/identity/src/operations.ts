@@ -27,6 +27,10 @@ export const BUILT_IN_OPERATIONS = [
   'locks.revoke',
   'revocations.approve',
   'revocations.list',
+  // Any fence point (payment-resource, rail-proxy, a team's own: @dlock/lock-nest's
+  // FencePointModule): the lock-server presents a revocation notice before its revoke answers
+  // (docs/security.md, "Revocation notices").
+  'fence-points.raise',
   // every service
   'safety-events.read',
   'debug.spans',

@@ -5,3 +5,4 @@ export * from './safety-event-feed';
 export * from './safety-events.controller';
 export * from './safety-events.client';
 export * from './signing-key-log';
+export * from './fence-point-audit';

@@ -1,32 +1,32 @@
-import { Logger } from '@nestjs/common';
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, IsUUID, Length } from 'class-validator';
-import { counter } from '@dlock/metrics';
-import type { Counter } from 'prom-client';
 import {
-  checkRevocationNotice,
+  ApiBody,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiTags,
+} from '@nestjs/swagger';
+import { IsOptional, IsString, IsUUID, Length } from 'class-validator';
+import {
   FENCING_TOKEN_MAX,
   PROOF_BYTES_MAX,
-  PROOF_REFUSALS,
-  ProofRejectedError,
-  REVOCATION_NOTICE_TYPE,
-  revocationNoticeClaims,
   ValidationError,
-  type RevocationNoticeClaims,
   type ValidationFailure,
 } from '@dlock/lock-api';
-import { ProofVerifier } from '@dlock/identity';
+import { ApiContractErrors, Operation } from '@dlock/http-contract';
 import { int64Text } from '@dlock/http-contract/schema';
 import type { FloorRaiseRequest } from './wire';
-import { isAccountId, payoutLockKey } from './payout-protocol';
+import { isAccountId } from './payout-protocol';
 
 /**
  * Imported as `@dlock/payout-contract/fence-floor`, by the two apps that serve
  * the route: the package's entry point stays free of Nest's HTTP stack.
- * The operator/reconciler raise of a guard's memory to a floor, shared by the
- * account fence (payment-resource) and the rail high-water mark (rail-proxy):
- * docs/operations.md, "Revocation fencing". One request shape, one parse, one
- * notice check, one audit trail, so the two guards cannot drift apart.
+ * The operator/reconciler raise of a guard's memory to a floor by account,
+ * shared by the account fence (payment-resource) and the rail high-water mark
+ * (rail-proxy): docs/operations.md, "Revocation fencing". One request shape
+ * and one parse; the notice check and the audit are the generic fence
+ * point's (`FencePointService` of @dlock/lock-nest), which both guards also
+ * serve on `POST /v1/revocation-notices`.
  */
 export class FenceFloorBody implements FloorRaiseRequest {
   @ApiProperty(int64Text('the floor the guard’s memory is raised to: the notice’s floor'))
@@ -60,7 +60,7 @@ export class FenceFloorBody implements FloorRaiseRequest {
 export interface FloorCommand {
   accountId: string;
   floor: bigint;
-  /** The revocation notice as presented: checked by FloorNotices before anything is raised. */
+  /** The revocation notice as presented: checked by the fence point before anything is raised. */
   notice: string | undefined;
   operator: string;
   revocationId: string | null;
@@ -99,107 +99,52 @@ export function parseFloorRequest(
   };
 }
 
-/** What a guard reports refused notices to: its SafetyEvents (libs/observability, a layer above). */
-export interface NoticeRefusals {
-  checksProofs(guard: string, proof: string, reasons: readonly string[]): void;
-  proofRejected(
-    fields: { guard: string; proof: string; reason: string } & Record<string, unknown>,
-  ): void;
-}
+const NULLABLE_INT64 = { ...int64Text('null when there is no such resource', 0), nullable: true };
 
 /**
- * The guards' one question before a floor raise: did the lock-server sign a
- * revocation notice for this account's lock key at exactly this floor
- * (docs/security.md, "Revocation notices")? Checked offline against the
- * lock-server's published keys (GRANT_JWKS). A "no" is PROOF_REJECTED, a
- * `proof_rejected` safety event of `guard` before it is thrown.
+ * The decorators dlock's payout guards put on the generic fence point route
+ * (`POST /v1/revocation-notices` of `FencePointModule`, @dlock/lock-nest):
+ * its operation for the authorisation policy and its OpenAPI description.
+ * The route itself, its parse and its answer are the module's.
  */
-export class FloorNotices {
-  private readonly verifier: ProofVerifier;
-
-  constructor(
-    private readonly guard: string,
-    jwks: string,
-    private readonly safety: NoticeRefusals,
-  ) {
-    safety.checksProofs(guard, 'revocation', PROOF_REFUSALS);
-    // Each notice is met a few times at most (revoke, reconciler): memory buys nothing.
-    this.verifier = new ProofVerifier({
-      jwks,
-      type: REVOCATION_NOTICE_TYPE,
-      kind: 'revocation',
-      rememberMs: 0,
-    });
-  }
-
-  start(): Promise<void> {
-    return this.verifier.start();
-  }
-
-  /** The notice's claims when it is genuine and describes `cmd`; PROOF_REJECTED otherwise. */
-  async check(cmd: FloorCommand): Promise<RevocationNoticeClaims> {
-    try {
-      const claims = revocationNoticeClaims(await this.verifier.verify(cmd.notice));
-      checkRevocationNotice(claims, {
-        key: payoutLockKey(cmd.accountId),
-        floor: cmd.floor,
-        revocationId: cmd.revocationId ?? undefined,
-      });
-      return claims;
-    } catch (err) {
-      if (err instanceof ProofRejectedError) this.refused(cmd, err);
-      throw err;
-    }
-  }
-
-  private refused(cmd: FloorCommand, err: ProofRejectedError): void {
-    this.safety.proofRejected({
-      guard: this.guard,
-      proof: err.proof,
-      reason: err.reason,
-      accountId: cmd.accountId,
-      floor: cmd.floor.toString(),
-      operator: cmd.operator,
-    });
-  }
-}
-
-const RAISES_METRIC = 'fence_floor_raises_total';
-
-/** `fence_floor_raised` (warn) or `fence_floor_unchanged`, and the counter by result. */
-export class FenceFloorAudit {
-  private readonly logger: Logger;
-  private readonly raises: Counter;
-
-  constructor(guard: string) {
-    this.logger = new Logger(guard);
-    this.raises = counter({
-      name: RAISES_METRIC,
-      help: 'Operator/reconciler floor raises of this guard, by whether its value moved',
-      labelNames: ['result'],
-    });
-    for (const result of ['raised', 'unchanged']) this.raises.inc({ result }, 0);
-  }
-
-  record(
-    cmd: FloorCommand,
-    notice: RevocationNoticeClaims,
-    raised: boolean,
-    values: Record<string, string | null>,
-  ): void {
-    this.raises.inc({ result: raised ? 'raised' : 'unchanged' });
-    const audit = {
-      accountId: cmd.accountId,
-      floor: cmd.floor.toString(),
-      ...values,
-      operator: cmd.operator,
-      revocationId: notice.rid,
-      requestedBy: notice.req,
-      approvedBy: notice.apr,
-      reason: cmd.reason,
-    };
-    if (raised)
-      this.logger.warn({ event: 'fence_floor_raised', ...audit }, 'guard raised to floor');
-    else this.logger.log({ event: 'fence_floor_unchanged', ...audit }, 'guard already past floor');
-  }
+export function fencePointRouteDecorators(): MethodDecorator[] {
+  return [
+    ApiTags('fence-points'),
+    ApiOperation({
+      summary: 'Raise this guard to a revocation’s floor, on the lock-server’s signed notice',
+      description:
+        'The generic fence point contract (docs/contract.md, “Fence points”): the key and the ' +
+        'floor are the notice’s own; the lock-server presents it before its revoke answers.',
+    }),
+    ApiBody({
+      schema: {
+        type: 'object',
+        properties: {
+          notice: {
+            type: 'string',
+            maxLength: PROOF_BYTES_MAX,
+            description: 'The revocation notice the lock-server signed (dlock-revocation+jws)',
+          },
+          reason: { type: 'string', minLength: 8, maxLength: 1024 },
+        },
+        required: ['notice'],
+      },
+    }),
+    ApiOkResponse({
+      description: 'Raised, already at or past the floor, or no such resource',
+      schema: {
+        type: 'object',
+        properties: {
+          key: { type: 'string' },
+          floor: int64Text('the notice’s floor'),
+          result: { type: 'string', enum: ['raised', 'unchanged', 'not_found'] },
+          before: NULLABLE_INT64,
+          after: NULLABLE_INT64,
+        },
+        required: ['key', 'floor', 'result', 'before', 'after'],
+      },
+    }),
+    ApiContractErrors('VALIDATION_FAILED', 'NOT_FOUND', 'PROOF_REJECTED'),
+    Operation('fence-points.raise'),
+  ];
 }

@@ -88,3 +88,96 @@ function identifier(name: string): string {
   assert.ok(IDENTIFIER.test(name), `not a plain SQL identifier: ${JSON.stringify(name)}`);
   return name;
 }
+
+/** Where a revocation's floor lands: the row of `table` that `fencedUpdate` fences with the same columns. */
+export interface FenceFloorSpec {
+  table: string;
+  /** The row's key: the lock key's part after the fence point's prefix (`refund:r-1` → `r-1`). */
+  id: string | number;
+  /** The revocation's floor: every later grant's token exceeds it, the revoked token is below it. */
+  floor: bigint;
+  idColumn?: string;
+  fenceColumn?: string;
+}
+
+/** What a floor raise did: moved the fence, found it at or past the floor, or found no row. */
+export type FenceFloorResult = 'raised' | 'unchanged' | 'not_found';
+
+export interface FenceFloorRaise {
+  result: FenceFloorResult;
+  /** The fence before the raise; null when there is no such row. */
+  before: bigint | null;
+  /** The fence after it; null when there is no such row. */
+  after: bigint | null;
+}
+
+/**
+ * The one-statement floor raise as text and parameters: the row is locked,
+ * then `fence = floor` only where `fence < floor`, so a fence never moves
+ * down and the answer says what it was. After it, `fencedUpdate` with any
+ * token at or below the floor (the revoked holder's) passes no more, with or
+ * without `acceptSameToken`, while every later grant's token still does.
+ */
+export function fenceFloorStatement(spec: FenceFloorSpec): { sql: string; params: unknown[] } {
+  const table = identifier(spec.table);
+  const idColumn = identifier(spec.idColumn ?? 'id');
+  const fence = identifier(spec.fenceColumn ?? 'fence');
+  assert.ok(spec.floor > 0n, 'a token floor is a positive bigint');
+  const sql =
+    `WITH prior AS (SELECT ${idColumn} AS id, ${fence} AS fence FROM ${table}` +
+    ` WHERE ${idColumn} = $1 FOR UPDATE),` +
+    ` raised AS (UPDATE ${table} t SET ${fence} = $2::bigint FROM prior p` +
+    ` WHERE t.${idColumn} = p.id AND t.${fence} < $2::bigint RETURNING t.${fence} AS fence)` +
+    ` SELECT p.fence::text AS before, COALESCE(r.fence, p.fence)::text AS after,` +
+    ` r.fence IS NOT NULL AS raised FROM prior p LEFT JOIN raised r ON true`;
+  return { sql, params: [spec.id, spec.floor.toString()] };
+}
+
+/** Runs the floor raise on the manager's connection; see `fenceFloorStatement`. */
+export async function raiseFenceFloor(
+  manager: EntityManager,
+  spec: FenceFloorSpec,
+): Promise<FenceFloorRaise> {
+  const { sql, params } = fenceFloorStatement(spec);
+  const result = await runPrepared(manager, sql, params);
+  const rows = result.rows as { before: string; after: string; raised: boolean }[];
+  assert.ok(rows.length <= 1, `fence floor raise of ${spec.table} matched several rows`);
+  if (rows.length === 0) return { result: 'not_found', before: null, after: null };
+  const [row] = rows;
+  return {
+    result: row.raised ? 'raised' : 'unchanged',
+    before: BigInt(row.before),
+    after: BigInt(row.after),
+  };
+}
+
+export interface TableFenceFloorsSpec {
+  /** The lock keys this table is guarded by: `refund:` for `refund:{id}`. */
+  prefix: string;
+  table: string;
+  idColumn?: string;
+  fenceColumn?: string;
+}
+
+/**
+ * A table of your own as a fence point's memory (docs/extending.md, "Fenced by
+ * a revoke"): give it to `FencePointModule` of `@dlock/lock-nest`, and a
+ * revoke of `{prefix}{id}` raises that row's fence before the revoke answers.
+ */
+export class TableFenceFloors {
+  readonly prefix: string;
+
+  constructor(
+    private readonly manager: EntityManager,
+    private readonly spec: TableFenceFloorsSpec,
+  ) {
+    assert.ok(spec.prefix.length > 0, 'a fence point serves a non-empty key prefix');
+    this.prefix = spec.prefix;
+  }
+
+  /** Raises the fence of row `id` (the key without the prefix) to `floor`. */
+  raise(id: string, floor: bigint): Promise<FenceFloorRaise> {
+    const { table, idColumn, fenceColumn } = this.spec;
+    return raiseFenceFloor(this.manager, { table, id, floor, idColumn, fenceColumn });
+  }
+}

@@ -13,3 +13,4 @@ export * from './proofs';
 export * from './scratch';
 export { listenerOwners, portListening } from './port-owner';
 export * from './pg-replication';
+export * from './fence-points';

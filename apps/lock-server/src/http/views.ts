@@ -142,14 +142,15 @@ const GUARD_FLOOR: SchemaObject = {
   enum: ['raised', 'unchanged', 'not_found', 'failed'],
 };
 
-/** Which fence points hold the new floor when the revoke answers (payout keys only). */
+/** Which fence points hold the new floor when the revoke answers (keys some fence point guards). */
 const GUARDS: SchemaObject = {
   type: 'object',
   description:
-    'A payout key only: what each fence point did with the new floor before the answer; ' +
-    '`failed` is raised by the reconciler on its next pass (docs/security.md)',
-  properties: { 'payment-resource': GUARD_FLOOR, 'rail-proxy': GUARD_FLOOR },
-  required: ['payment-resource', 'rail-proxy'],
+    'Present when a fence point (FENCE_POINTS) guards the key: what each of the key’s prefix ' +
+    'did with the new floor before the answer, by its configured name (the demo system: ' +
+    '`payment-resource`, `rail-proxy`); `failed` is left to that fence point’s own catch-up ' +
+    '(for payout keys the reconciler, docs/security.md)',
+  additionalProperties: GUARD_FLOOR,
 };
 
 export const REVOKE_OUTCOME_SCHEMA = wireSchema<ReturnType<typeof outcomeView>>(

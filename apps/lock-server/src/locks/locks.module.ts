@@ -5,7 +5,7 @@ import { CallerBudget } from './service/caller-budget';
 import { GrantProofs } from './service/grant-proofs';
 import { LockService } from './service/lock.service';
 import { Listings } from './service/listings.service';
-import { RevocationFloors } from '../revocations/service/revocation-floors';
+import { FencePoints } from '../revocations/service/fence-points';
 import { RevokeService } from '../revocations/service/revoke.service';
 import { OwnerCaps } from '../sessions/service/owner-caps';
 import { SessionOwners } from '../sessions/service/session-owners';
@@ -27,7 +27,7 @@ import { LocksController } from './http/locks.controller';
     GrantProofs,
     SessionOwners,
     OwnerCaps,
-    RevocationFloors,
+    FencePoints,
     {
       provide: AuthPolicy,
       inject: [LOCK_SERVER_CONFIG],

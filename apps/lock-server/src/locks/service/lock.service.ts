@@ -15,7 +15,7 @@ import { SafetyEvents } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
 import { LockStore, type AcquireRequest, type AcquireResult } from '../persistence/lock-store.port';
 import { GrantProofs } from './grant-proofs';
-import { RevocationFloors, type GuardFloors } from '../../revocations/service/revocation-floors';
+import { FencePoints, type GuardFloors } from '../../revocations/service/fence-points';
 import { LockMetrics } from '../../metrics';
 import { OwnerCaps } from '../../sessions/service/owner-caps';
 import { SessionOwners } from '../../sessions/service/session-owners';
@@ -39,7 +39,7 @@ export interface RevokeAuthority {
   requestId?: string;
 }
 
-/** A revoke's outcome, and (for a payout key) which fence points already hold its floor. */
+/** A revoke's outcome, and (for a key some fence point guards) what each did with its floor. */
 export type Revoked = LockOutcome & { guards?: GuardFloors };
 
 export interface AcquireCommand {
@@ -64,7 +64,7 @@ export class LockService {
     private readonly proofs: GrantProofs,
     private readonly owners: SessionOwners,
     private readonly policy: AuthPolicy,
-    private readonly floors: RevocationFloors,
+    private readonly floors: FencePoints,
     private readonly budget: CallerBudget,
     private readonly caps: OwnerCaps,
     @Inject(LOCK_SERVER_CONFIG) private readonly config: LockServerConfig,
@@ -253,7 +253,7 @@ export class LockService {
 
   /**
    * L8: audited force-revoke; the token floor moves above the revoked token,
-   * and for a payout key both fence points are raised to it before the answer.
+   * and every fence point of the key's prefix is raised to it before the answer.
    */
   revoke(
     command: {

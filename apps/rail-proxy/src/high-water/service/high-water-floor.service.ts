@@ -1,52 +1,37 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
-import { SafetyEvents } from '@dlock/observability';
-import {
-  FenceFloorAudit,
-  FloorNotices,
-  type FloorCommand,
-} from '@dlock/payout-contract/fence-floor';
-import type { HighWaterFloorResponse } from '@dlock/payout-contract';
-import { RAIL_PROXY_CONFIG, type RailProxyConfig } from '../../config';
-import { HighWaterFloorRepository } from '../persistence/high-water-floor.repository';
+import assert from 'node:assert/strict';
+import { Injectable } from '@nestjs/common';
+import { FencePointService } from '@dlock/lock-nest';
+import type { FloorCommand } from '@dlock/payout-contract/fence-floor';
+import { payoutLockKey, type HighWaterFloorResponse } from '@dlock/payout-contract';
 
 /**
- * Raises an account's high-water mark so a revoked holder's token is refused
- * before any new holder submits (docs/operations.md, "Revocation fencing"),
- * and only to a floor the lock-server signed a revocation notice over
- * (docs/security.md, "Revocation notices"). Every raise is audited with its
- * attribution; every refusal is a safety event.
+ * The per-account raise (`POST /v1/rail/high-water/{id}/floor`, the
+ * reconciler's and an operator's): the generic fence point with the notice
+ * held to this account's key, floor and revocation (docs/operations.md,
+ * "Revocation fencing"; docs/security.md, "Revocation notices"). The check,
+ * the raise's audit and every refusal's safety event are FencePointService's.
  */
 @Injectable()
-export class HighWaterFloorService implements OnModuleInit {
-  private readonly audit = new FenceFloorAudit('fence-floor');
-  private readonly notices: FloorNotices;
-
-  constructor(
-    private readonly repo: HighWaterFloorRepository,
-    @Inject(RAIL_PROXY_CONFIG) config: RailProxyConfig,
-    safety: SafetyEvents,
-  ) {
-    this.notices = new FloorNotices('rail-proxy', config.GRANT_JWKS, safety);
-  }
-
-  onModuleInit(): Promise<void> {
-    return this.notices.start();
-  }
+export class HighWaterFloorService {
+  constructor(private readonly fencePoint: FencePointService) {}
 
   async raise(cmd: FloorCommand): Promise<HighWaterFloorResponse> {
-    const notice = await this.notices.check(cmd);
-    const out = await this.repo.raise(cmd.accountId, cmd.floor);
-    const view: HighWaterFloorResponse = {
+    const out = await this.fencePoint.raise(
+      { notice: cmd.notice, operator: cmd.operator, reason: cmd.reason },
+      {
+        key: payoutLockKey(cmd.accountId),
+        floor: cmd.floor,
+        revocationId: cmd.revocationId ?? undefined,
+      },
+    );
+    // The account id was checked by the parse: the upsert always leaves a mark.
+    assert.ok(out.after !== null, 'a high-water raise always leaves a mark');
+    return {
       accountId: cmd.accountId,
       floor: cmd.floor.toString(),
-      highestTokenBefore: out.highestBefore?.toString() ?? null,
-      highestTokenAfter: out.highestAfter.toString(),
-      raised: out.raised,
+      highestTokenBefore: out.before?.toString() ?? null,
+      highestTokenAfter: out.after.toString(),
+      raised: out.result === 'raised',
     };
-    this.audit.record(cmd, notice, out.raised, {
-      highestTokenBefore: view.highestTokenBefore,
-      highestTokenAfter: view.highestTokenAfter,
-    });
-    return view;
   }
 }
