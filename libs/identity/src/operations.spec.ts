@@ -24,9 +24,14 @@ describe('the operations a policy may name', () => {
     expect(isOperationName('refunds.create')).toBe(false);
   });
 
-  it('refuses a policy naming an operation no app registered, and a decision on one', () => {
-    expect(() => parsePolicy(POLICY, 'p.yaml')).toThrow(/unknown operation "refunds.create"/);
+  it("keeps another service's operation (an area nothing here registered), and refuses a decision on it", () => {
+    expect(() => parsePolicy(POLICY, 'p.yaml')).not.toThrow();
     expect(() => assertOperation('refunds.create')).toThrow(/never registered/);
+  });
+
+  it('refuses a misspelt operation of an area this service knows', () => {
+    const misspelt = POLICY.replace('refunds.create', 'locks.acquier');
+    expect(() => parsePolicy(misspelt, 'p.yaml')).toThrow(/unknown operation "locks.acquier"/);
   });
 
   it("accepts an app's operations once registered, and only well-formed names", () => {
@@ -36,5 +41,8 @@ describe('the operations a policy may name', () => {
     const policy = parsePolicy(POLICY, 'p.yaml');
     expect(policy.decide('refunds-1', 'refunds.create').allowed).toBe(true);
     expect(policy.decide('someone', 'refunds.create').allowed).toBe(false);
+    // Once the area is this service's, a misspelling of it is refused.
+    const misspelt = POLICY.replace('refunds.create', 'refunds.creat');
+    expect(() => parsePolicy(misspelt, 'p.yaml')).toThrow(/unknown operation "refunds.creat"/);
   });
 });

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
  * service serves; an app registers its own with {@link registerOperations}
  * when its module is loaded, before any policy is read (docs/extending.md,
  * "Your own operations"). A policy file names the operations of every service
- * that reads it, so each of those services registers them all.
+ * that reads it: a service checks the areas it knows and keeps the others'
+ * ({@link isForeignOperation}), so the lock-server needs no payout operation.
  */
 export const BUILT_IN_OPERATIONS = [
   // the lock-server
@@ -60,6 +61,17 @@ export function knownOperations(): readonly string[] {
 
 export function isOperationName(value: unknown): value is OperationName {
   return typeof value === 'string' && known.has(value);
+}
+
+/**
+ * An operation of an area nothing in this process registered: another service's, from the one
+ * policy file every service reads. Kept as written (no route here names it, so it grants nothing
+ * here); the service that serves the area refuses a misspelt one at its boot.
+ */
+export function isForeignOperation(value: unknown): value is OperationName {
+  if (typeof value !== 'string' || !OPERATION_NAME.test(value)) return false;
+  const area = value.slice(0, value.indexOf('.'));
+  return ![...known].some((op) => op.startsWith(`${area}.`));
 }
 
 /** Fails loudly for an operation nobody registered: a route naming it could never be granted. */

@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import type { Document, LineCounter } from 'yaml';
 import { EnvError } from '@dlock/config/env';
-import { assertOperation, isOperationName, type OperationName } from './operations';
+import {
+  assertOperation,
+  isForeignOperation,
+  isOperationName,
+  type OperationName,
+} from './operations';
 import { plainSubject } from './subjects';
 
 /**
@@ -311,7 +316,10 @@ class Checker {
       const operations = this.list(
         [...path, 'operations'],
         role.operations,
-        (op, at) => isOperationName(op) || this.problem(at, `unknown operation ${show(op)}`),
+        (op, at) =>
+          isOperationName(op) ||
+          isForeignOperation(op) ||
+          this.problem(at, `unknown operation ${show(op)}`),
       ) as OperationName[];
       const lockKeys = (
         role.lockKeys === undefined
