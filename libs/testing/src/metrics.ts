@@ -39,15 +39,17 @@ export function metricSum(text: string, name: string, labels: Record<string, str
 
 /**
  * Label values shaped like an identifier (NFR-09, docs/operations.md): a uuid, a long hex
- * run, a number of 4+ digits (ids, tokens), or a value naming a session, payout, account
- * or lock key (`payout:…`, `sess-…`). Histogram bounds (`le`) and quantiles are numbers
+ * run, a number of 4+ digits (ids, tokens), a lock key (`payout:…`), or an id with a
+ * session, payout, account or lock prefix and a digit (`sess-42`; `payout_transition` is a
+ * name, not an id). Histogram bounds (`le`) and quantiles are numbers
  * by design and are not label values of ours.
  */
 const ID_SHAPES: [string, RegExp][] = [
   ['uuid', /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i],
-  ['long hex', /\b[0-9a-f]{16,}\b/i],
   ['numeric id', /^\d{4,}$/],
-  ['lock key or id prefix', /^(payout|account|acct|session|sess|pay)[:_-][\w.:-]+$/i],
+  ['long hex', /\b[0-9a-f]{16,}\b/i],
+  ['lock key', /^[a-z]+:[\w.:-]+$/i],
+  ['prefixed id', /^(payout|account|acct|session|sess|pay|lock)[_-](?=[\w.-]*\d)[\w.-]+$/i],
 ];
 const NUMERIC_BY_DESIGN = new Set(['le', 'quantile']);
 
