@@ -91,7 +91,8 @@ export class LockMetrics {
         if (!read) return;
         try {
           const counts = await read();
-          for (const state of SESSION_STATES) this.set({ state: state.toLowerCase() }, counts[state]);
+          for (const state of SESSION_STATES)
+            this.set({ state: state.toLowerCase() }, counts[state]);
         } catch {
           // Backend unreachable: keep the last values rather than failing the scrape.
         }

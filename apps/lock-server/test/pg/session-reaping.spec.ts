@@ -70,7 +70,8 @@ describe('pg backend: reaping ended (expired and closed) sessions', () => {
       await api.session('owner', 30_000),
       await api.session('owner', 30_000),
     ];
-    for (const id of [longClosed, recentClosed]) expect((await api.closeSession(id)).status).toBe(204);
+    for (const id of [longClosed, recentClosed])
+      expect((await api.closeSession(id)).status).toBe(204);
     await expiredAgo(longClosed, RETENTION_MS + 60_000);
     await expiredAgo(recentClosed, RETENTION_MS - 60_000);
 

@@ -43,6 +43,12 @@ describe('hiding grants', () => {
         ttlRemainingMillis: 5,
         locksHeld: 2,
       }),
-    ).toEqual({ ownerId: 'o', state: 'ACTIVE', ttlMillis: 10, ttlRemainingMillis: 5, locksHeld: 2 });
+    ).toEqual({
+      ownerId: 'o',
+      state: 'ACTIVE',
+      ttlMillis: 10,
+      ttlRemainingMillis: 5,
+      locksHeld: 2,
+    });
   });
 });
