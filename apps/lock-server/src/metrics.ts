@@ -20,6 +20,29 @@ export function resultOf(error: unknown): string {
 let activitySource: ActivitySource | null = null;
 
 /**
+ * `lock_server_sessions{state}`: sessions by state (docs/lock-server.md, "Session states"),
+ * read from the backend at scrape time. The label is the state, never an id (NFR-09).
+ */
+function sessionStateGauge(registry: Registry): void {
+  gauge({
+    name: 'lock_server_sessions',
+    help: 'Sessions by state (ACTIVE, SUSPECT live; EXPIRED, CLOSED while retained)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      const read = activitySource?.sessionsByState;
+      if (!read) return;
+      try {
+        const counts = await read();
+        for (const state of SESSION_STATES) this.set({ state: state.toLowerCase() }, counts[state]);
+      } catch {
+        // Backend unreachable: keep the last values rather than failing the scrape.
+      }
+    },
+  });
+}
+
+/**
  * Lock-server metrics (docs/operations.md): per-operation counters and latency
  * histograms labelled by result, and gauges of live sessions, live grants
  * and waiting acquires.
@@ -81,23 +104,7 @@ export class LockMetrics {
     activityGauge('lock_server_active_grants', 'Live lock grants', async (s) =>
       s.activity ? (await s.activity()).grants : 0,
     );
-    gauge({
-      name: 'lock_server_sessions',
-      help: 'Sessions by state (ACTIVE, SUSPECT live; EXPIRED, CLOSED while retained)',
-      labelNames: ['state'],
-      registers: [registry],
-      async collect() {
-        const read = activitySource?.sessionsByState;
-        if (!read) return;
-        try {
-          const counts = await read();
-          for (const state of SESSION_STATES)
-            this.set({ state: state.toLowerCase() }, counts[state]);
-        } catch {
-          // Backend unreachable: keep the last values rather than failing the scrape.
-        }
-      },
-    });
+    sessionStateGauge(registry);
     activityGauge(
       'lock_server_waiting_acquires',
       'Acquires waiting server-side in this process',
