@@ -24,13 +24,10 @@ const PAUSE_MS = 2_500;
 const NEW_LEADER_WAIT_MS = 5_000;
 const LOCK_TTL_MS = 5_000;
 /**
- * Service back within 2 s of losing the leader (docs/lock-server-etcd.md,
- * "Failover within 2 s") is a speed target, so
- * it is met and reported by the failover benchmark on an otherwise idle
- * machine (`npm run bench:lock:failover`, bench/reports/lock-server-etcd-failover.md).
- * Here, with two jest workers on 2 CPUs, the window was 0.6-1.7 s mostly and
- * 3.2 s once (SIGSTOP): this bound only catches a server that hangs on the
- * lost leader (a stuck call is cut after ETCD_CALL_TIMEOUT_MS and retried).
+ * The workload's first grant after the fault, which includes its workers' 1 s NOT_LEADER
+ * sleeps: 0.6-2.5 s here, 3.2 s once (SIGSTOP). This bound only catches a server that hangs
+ * on the lost leader (a stuck call is cut after ETCD_CALL_TIMEOUT_MS and retried). NFR-02's
+ * 2 s is asserted on the probe below (docs/lock-server-etcd.md, "Failover within 2 s").
  */
 const RECOVERY_BOUND_MS = 10_000;
 const PRE_FAULT_GRANTS = 10;
