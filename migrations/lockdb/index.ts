@@ -4,6 +4,7 @@ import { RevocationsChained1796313600000 } from './1796313600000-revocations-cha
 import { RevocationRequests1796400000000 } from './1796400000000-revocation-requests';
 import { ReconcilerReader1796486400000 } from './1796486400000-reconciler-reader';
 import { HistoryBounded1796572800000 } from './1796572800000-history-bounded';
+import { SessionStates1796662800000 } from './1796662800000-session-states';
 
 // Listed explicitly, never globbed, so the build and the TypeORM CLI see the same set.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
@@ -14,4 +15,5 @@ export const LOCKDB_MIGRATIONS: Function[] = [
   RevocationRequests1796400000000,
   ReconcilerReader1796486400000,
   HistoryBounded1796572800000,
+  SessionStates1796662800000,
 ];

@@ -3,8 +3,9 @@ import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import {
   REPO_ROOT,
-  http,
+  idShapedLabels,
   migratedDatabase,
+  scrapeMetrics as scrape,
   seedFundedAccount,
   seedPendingPayout,
   spawnApp,
@@ -146,12 +147,6 @@ afterAll(async () => {
   await etcd?.stop();
 });
 
-async function scrape(url: string): Promise<string> {
-  const res = await http('GET', `${url}/metrics`);
-  expect([url, res.status]).toEqual([url, 200]);
-  return String(res.text);
-}
-
 describe('the PromQL name extractor', () => {
   it('finds the selected metrics and nothing else', () => {
     expect(
@@ -164,6 +159,27 @@ describe('the PromQL name extractor', () => {
     expect(
       queriedMetrics('lock_fenced_out_total{job="payment-resource",resource="account"}'),
     ).toEqual(['lock_fenced_out_total']);
+  });
+});
+
+describe('NFR-09: no identifier in any metric label', () => {
+  it('every service scraped after a payout went through carries no id-shaped label value', async () => {
+    const found: string[] = [];
+    for (const app of apps) {
+      const text = await scrape(app.url);
+      // The scrape is real: each service exposes its own series, labelled ones included.
+      expect([app.name, /\{[a-z_]+="/.test(text)]).toEqual([app.name, true]);
+      found.push(...idShapedLabels(text).map((f) => `${app.name}: ${f}`));
+    }
+    expect(apps.map((a) => a.name).sort()).toEqual([
+      'executor',
+      'lock-server',
+      'payment-resource',
+      'rail-proxy',
+      'rail-stub',
+      'reconciler',
+    ]);
+    expect(found).toEqual([]);
   });
 });
 

@@ -232,7 +232,7 @@ function renderSessions(section) {
   renderGroups(
     'sessions',
     section,
-    4,
+    5,
     (g) => {
       const locks = g.rows.reduce((n, s) => n + s.locksHeld, 0);
       return `${g.count} session${g.count === 1 ? '' : 's'}, ${locks} lock${locks === 1 ? '' : 's'}`;
@@ -246,6 +246,8 @@ function renderSessions(section) {
         s.sessionId
           ? el('td', { title: s.sessionId }, s.sessionId.slice(0, 8))
           : el('td', { title: HIDDEN_GRANT }, '–'),
+        // SUSPECT: a heartbeat is overdue, the lease not yet lapsed (docs/lock-server.md).
+        el('td', { class: s.state === 'SUSPECT' ? 'suspect' : '' }, s.state),
         el('td', { class: 'num' }, s.locksHeld),
         el('td', { class: 'num' }, `${seconds(since)} ago`),
         el('td', { class: 'num' }, seconds(s.ttlRemainingMillis)),

@@ -369,13 +369,12 @@ describe('the panels group by owner: one noisy executor cannot hide the others',
     await expect(owner('sessions', 'executor-1').textContent()).resolves.toBe(
       'executor-1 · 1 session, 1 lock',
     );
-    // The session holding the noisy locks comes first in its owner's rows.
-    await expect(
-      page
-        .locator('#sessions tr[data-owner="executor-noisy"]:not(.owner) td:nth-child(2)')
-        .first()
-        .textContent(),
-    ).resolves.toBe(String(NOISY_LOCKS));
+    // The session holding the noisy locks comes first in its owner's rows, with its state.
+    const noisyRow = page.locator('#sessions tr[data-owner="executor-noisy"]:not(.owner)').first();
+    await expect(noisyRow.locator('td:nth-child(2)').textContent()).resolves.toBe('ACTIVE');
+    await expect(noisyRow.locator('td:nth-child(3)').textContent()).resolves.toBe(
+      String(NOISY_LOCKS),
+    );
     await expect(page.locator('#locks-note').textContent()).resolves.toBe(
       `${NOISY_LOCKS + 1} now, 2 owners`,
     );

@@ -1,7 +1,9 @@
 import path from 'node:path';
 import {
   http,
+  metricSum,
   migratedDatabase,
+  scrapeMetrics,
   seedFundedAccount,
   seedPendingPayout,
   spawnApp,
@@ -166,24 +168,13 @@ export async function lockHeld(lockServerUrl: string, accountId: string): Promis
   return (res.body as { held: boolean }).held;
 }
 
-/** Sum of a Prometheus sample over the label set given (0 when absent). */
+/** Sum of a Prometheus sample over the label set given (0 when absent): libs/testing's scraper. */
 export async function metric(
   appUrl: string,
   name: string,
   labels: Record<string, string> = {},
 ): Promise<number> {
-  const res = await http('GET', `${appUrl}/metrics`);
-  expect(res.status).toBe(200);
-  let total = 0;
-  for (const line of String(res.text).split('\n')) {
-    if (line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const set = m[2] ?? '';
-    if (Object.entries(labels).every(([k, v]) => set.includes(`${k}="${v}"`)))
-      total += Number(m[3]);
-  }
-  return total;
+  return metricSum(await scrapeMetrics(appUrl), name, labels);
 }
 
 export async function scriptStub(stubUrl: string, patch: Record<string, unknown>): Promise<void> {

@@ -1,6 +1,6 @@
 import { counter, gauge, histogram } from '@dlock/metrics';
 import { register, type Counter, type Histogram, type Registry } from 'prom-client';
-import { DlockError } from '@dlock/lock-api';
+import { DlockError, SESSION_STATES, type SessionState } from '@dlock/lock-api';
 
 export type LockOp = 'acquire' | 'renew' | 'release' | 'revoke' | 'inspect';
 export type SessionOp = 'open' | 'heartbeat' | 'close';
@@ -8,6 +8,7 @@ export type SessionOp = 'open' | 'heartbeat' | 'close';
 /** Source of the live-count gauges; replaced by the latest app instance (tests run several). */
 export interface ActivitySource {
   activity?(): Promise<{ sessions: number; grants: number }>;
+  sessionsByState?(): Promise<Record<SessionState, number>>;
   waiting(): number;
 }
 
@@ -17,6 +18,29 @@ export function resultOf(error: unknown): string {
 }
 
 let activitySource: ActivitySource | null = null;
+
+/**
+ * `lock_server_sessions{state}`: sessions by state (docs/lock-server.md, "Session states"),
+ * read from the backend at scrape time. The label is the state, never an id (NFR-09).
+ */
+function sessionStateGauge(registry: Registry): void {
+  gauge({
+    name: 'lock_server_sessions',
+    help: 'Sessions by state (ACTIVE, SUSPECT live; EXPIRED, CLOSED while retained)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      const read = activitySource?.sessionsByState;
+      if (!read) return;
+      try {
+        const counts = await read();
+        for (const state of SESSION_STATES) this.set({ state: state.toLowerCase() }, counts[state]);
+      } catch {
+        // Backend unreachable: keep the last values rather than failing the scrape.
+      }
+    },
+  });
+}
 
 /**
  * Lock-server metrics (docs/operations.md): per-operation counters and latency
@@ -80,6 +104,7 @@ export class LockMetrics {
     activityGauge('lock_server_active_grants', 'Live lock grants', async (s) =>
       s.activity ? (await s.activity()).grants : 0,
     );
+    sessionStateGauge(registry);
     activityGauge(
       'lock_server_waiting_acquires',
       'Acquires waiting server-side in this process',

@@ -10,6 +10,7 @@ import {
   validateEnv,
 } from '@dlock/config';
 import { CallerAuthEnv } from '@dlock/identity';
+import { DB_TRIES_DEFAULT } from './persistence/db-retry';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -94,12 +95,12 @@ export class ReconcilerEnv extends CallerAuthEnv {
    */
   @EnvInt({ default: 60_000, min: 0, max: 86_400_000 })
   readonly RECONCILER_TOKEN_MATCH_GRACE_MS!: number;
-  /** Its database budgets (docs/reconciler.md): 1 s connect, 30 s per statement, 3 tries. */
+  /** Its database budgets (docs/reconciler.md): 1 s connect, 30 s per statement, 4 tries (3 retries). */
   @EnvInt({ default: 1_000, min: 100, max: 60_000 })
   readonly RECONCILER_DB_CONNECT_TIMEOUT_MS!: number;
   @EnvInt({ default: 30_000, min: 100, max: 600_000 })
   readonly RECONCILER_DB_STATEMENT_TIMEOUT_MS!: number;
-  @EnvInt({ default: 3, min: 1, max: 10 }) readonly RECONCILER_DB_TRIES!: number;
+  @EnvInt({ default: DB_TRIES_DEFAULT, min: 1, max: 10 }) readonly RECONCILER_DB_TRIES!: number;
   @EnvInt({ default: 2, min: 1, max: 20 }) readonly RECONCILER_DB_POOL_MAX!: number;
   /** Lock session and lease for the account lock the reconciler takes like any writer. */
   @EnvInt({ default: 15_000, min: 1_000, max: 60_000 }) readonly LOCK_SESSION_TTL_MS!: number;

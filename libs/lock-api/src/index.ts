@@ -6,3 +6,4 @@ export * from './time';
 export * from './request-deadline';
 export * from './grant-proof';
 export * from './revocation-notice';
+export * from './session-state';

@@ -1,3 +1,4 @@
+import type { LiveSessionState } from './session-state';
 import type { FencingToken } from './fencing-token';
 
 /** Lock keys: `payout:{accountId}` and the like (docs/lock-server.md L4). */
@@ -73,6 +74,8 @@ export interface LockListDto {
 export interface LiveSessionDto {
   sessionId: string;
   ownerId: string;
+  /** ACTIVE, or SUSPECT once a heartbeat is overdue (`liveSessionState`, session-state.ts). */
+  state: LiveSessionState;
   ttlMillis: number;
   ttlRemainingMillis: number;
   locksHeld: number;

@@ -170,8 +170,14 @@ export class FakeLockServer {
 
   private sessionRefusal(sessionId: string): FakeReply | undefined {
     const session = this.sessions.get(sessionId);
-    if (!session || session.state === 'closed') return envelope('SESSION_UNKNOWN');
-    if (session.state === 'expired') return envelope('SESSION_EXPIRED');
+    // As the lock-server answers an ended session it still remembers (docs/lock-server.md).
+    if (!session) return envelope('SESSION_UNKNOWN');
+    if (session.state === 'closed') {
+      return envelope('SESSION_EXPIRED', { details: { state: 'CLOSED' } });
+    }
+    if (session.state === 'expired') {
+      return envelope('SESSION_EXPIRED', { details: { state: 'EXPIRED' } });
+    }
     return undefined;
   }
 

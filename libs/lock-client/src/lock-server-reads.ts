@@ -58,6 +58,7 @@ export class LockServerReadClient {
       if (
         typeof s.sessionId !== 'string' ||
         typeof s.ownerId !== 'string' ||
+        (s.state !== 'ACTIVE' && s.state !== 'SUSPECT') ||
         !Number.isSafeInteger(s.ttlMillis) ||
         !Number.isSafeInteger(s.ttlRemainingMillis) ||
         !Number.isSafeInteger(s.locksHeld)
@@ -67,6 +68,7 @@ export class LockServerReadClient {
       return {
         sessionId: s.sessionId,
         ownerId: s.ownerId,
+        state: s.state,
         ttlMillis: s.ttlMillis as number,
         ttlRemainingMillis: s.ttlRemainingMillis as number,
         locksHeld: s.locksHeld as number,

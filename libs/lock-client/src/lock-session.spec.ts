@@ -21,7 +21,7 @@ import {
   type Route,
 } from './fakes.testing';
 import { LockClient } from './lock-client';
-import type { LockClientOptions, SessionLostFields } from './options';
+import { HEARTBEAT_TRIES, type LockClientOptions, type SessionLostFields } from './options';
 
 /**
  * A scripted lock-server: a well-behaved default for each route, overridable
@@ -184,12 +184,13 @@ describe('LockSession: opening and heartbeats', () => {
     expect(session.deadline).toBeCloseTo(800 + 1_050, 9);
   });
 
-  it('gives a round no more than 2 tries', async () => {
+  it('gives a round no more than 3 tries (2 retries, C3 §3.8)', async () => {
     const { clock, client, sent, overrides } = setup();
     await client.openSession();
     overrides.heartbeat = () => unreachable('connect');
     await clock.advance(1_000);
-    expect(sent('heartbeat')).toHaveLength(2);
+    expect(HEARTBEAT_TRIES).toBe(3);
+    expect(sent('heartbeat')).toHaveLength(3);
   });
 });
 
@@ -543,7 +544,7 @@ describe('LockSession: tryAcquire and acquire', () => {
     await expect(session.tryAcquire('k')).rejects.toBeInstanceOf(type);
   });
 
-  it('acquire retries contention 5 times at most, honouring retryAfterMillis, then throws ContentionError', async () => {
+  it('acquire retries contention 5 times at most (6 attempts), honouring retryAfterMillis, then throws ContentionError', async () => {
     const { clock, client, sent, overrides } = setup({ random: () => 0 });
     const session = await client.openSession();
     overrides.acquire = () =>
@@ -552,9 +553,9 @@ describe('LockSession: tryAcquire and acquire', () => {
     expect(failure).toBeInstanceOf(ContentionError);
     expect(failure).toMatchObject({
       code: 'CONTENTION_EXCEEDED',
-      details: { holderOwnerId: 'w2', attempts: 5 },
+      details: { holderOwnerId: 'w2', attempts: 6 },
     });
-    expect(sent('acquire').map((r) => r.sentAtMs)).toEqual([0, 150, 300, 450, 600]);
+    expect(sent('acquire').map((r) => r.sentAtMs)).toEqual([0, 150, 300, 450, 600, 750]);
   });
 
   it('acquire never retries FENCED_OUT', async () => {

@@ -26,8 +26,11 @@ export const CALL_BUDGETS = Object.freeze({
   session: Object.freeze({ connectTimeoutMs: 500, readTimeoutMs: 2_000 }),
 }) satisfies Record<string, CallBudget>;
 
-/** Heartbeat tries per round, all inside one third of the session TTL (docs/contract.md). */
-export const HEARTBEAT_TRIES = 2;
+/**
+ * Heartbeat tries per round: one try and 2 retries (C3 §3.8), all inside one third of the
+ * session TTL, each trimmed to what is left of the round (docs/lock-client.md).
+ */
+export const HEARTBEAT_TRIES = 3;
 
 /** L5: one retry (docs/contract.md). A renew sets the lease under the same token, so sending it twice is harmless. */
 export const RENEW_TRIES = 2;

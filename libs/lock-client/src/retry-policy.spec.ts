@@ -99,7 +99,7 @@ describe('retryAcquire', () => {
     expect(d.sleeps).toEqual([25, 50, 100]);
   });
 
-  it('spends exactly 5 attempts, then throws ContentionError carrying the last details', async () => {
+  it('spends exactly 6 attempts (5 retries), then throws ContentionError carrying the last details', async () => {
     const d = deps([0.999999]);
     let calls = 0;
     const failure = await retryAcquire(async () => {
@@ -107,15 +107,27 @@ describe('retryAcquire', () => {
       throw contended(20);
     }, d).catch((e: unknown) => e);
     expect(calls).toBe(ACQUIRE_RETRY_BUDGET.attemptsMax);
-    expect(calls).toBe(5);
-    expect(d.sleeps).toEqual([49, 99, 199, 399]);
+    expect(calls).toBe(ACQUIRE_RETRY_BUDGET.retriesMax + 1);
+    expect(calls).toBe(6);
+    // The caps 50, 100, 200, 400, 800 ms: all under the 1 s ceiling (C3 §3.8).
+    expect(d.sleeps).toEqual([49, 99, 199, 399, 799]);
     expect(failure).toBeInstanceOf(ContentionError);
     expect(failure).toMatchObject({
       code: 'CONTENTION_EXCEEDED',
       retrySafe: true,
       retryAfterMillis: 20,
-      details: { holderOwnerId: 'w2', attempts: 5 },
+      details: { holderOwnerId: 'w2', attempts: 6 },
     });
+  });
+
+  it('never waits more than the 1 s ceiling, however late the retry', () => {
+    expect(ACQUIRE_RETRY_BUDGET).toEqual({
+      retriesMax: 5,
+      attemptsMax: 6,
+      baseDelayMs: 50,
+      maxDelayMs: 1_000,
+    });
+    expect([5, 6, 20].map((i) => backoffDelayMs(i, () => 0.999999))).toEqual([999, 999, 999]);
   });
 
   it('honours retryAfterMillis from 429 CONTENTION_EXCEEDED and 409 LOCK_CONTENDED', async () => {
@@ -139,11 +151,11 @@ describe('retryAcquire', () => {
     let calls = 0;
     const failure = await retryAcquire(async () => {
       calls++;
-      throw calls % 2
+      throw calls % 2 === 0
         ? new DlockError('NOT_LEADER', 'x')
         : new LockServerUnavailableError('connect', 'x');
     }, d).catch((e: unknown) => e);
-    expect(calls).toBe(5);
+    expect(calls).toBe(6);
     expect(failure).toBeInstanceOf(DlockError);
     expect((failure as DlockError).code).toBe('NOT_LEADER');
   });

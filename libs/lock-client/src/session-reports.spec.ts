@@ -455,6 +455,7 @@ describe('what a session reports', () => {
     ).toEqual([
       ['warn', SID, 0, 'NOT_LEADER'],
       ['warn', SID, 1, 'NOT_LEADER'],
+      ['warn', SID, 2, 'NOT_LEADER'],
     ]);
     expect(session.state).toBe('open');
   });

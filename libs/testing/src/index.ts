@@ -14,3 +14,4 @@ export * from './scratch';
 export { listenerOwners, portListening } from './port-owner';
 export * from './pg-replication';
 export * from './fence-points';
+export * from './metrics';

@@ -35,7 +35,7 @@ beforeAll(async () => {
   server = await spawnApp('lock-server', {
     LOCKDB_URL: lockdb,
     LOCK_BACKEND: 'pg',
-    // Quick retries keep the contention scenario short; the budget is still 5 attempts.
+    // Quick retries keep the contention scenario short; the budget is still 6 attempts (5 retries).
     LOCK_CONTENDED_RETRY_AFTER_MAX_MS: '100',
   });
   proxy = await TcpProxy.start({ target: { port: server.port } });
@@ -119,7 +119,7 @@ it('acquire, renew and release round trip', async () => {
   expect(safety).toEqual([]);
 });
 
-it('contention: tryAcquire returns null, acquire throws ContentionError after 5 attempts', async () => {
+it('contention: tryAcquire returns null, acquire throws ContentionError after 6 attempts (5 retries)', async () => {
   const holder = await client('worker-holder').lockClient.openSession();
   const held = await holder.acquire('lc:contended', { ttlMs: 10_000 });
   let acquireCalls = 0;
@@ -137,9 +137,9 @@ it('contention: tryAcquire returns null, acquire throws ContentionError after 5 
   expect(failure).toMatchObject({
     code: 'CONTENTION_EXCEEDED',
     retrySafe: true,
-    details: { attempts: 5 },
+    details: { attempts: 6 },
   });
-  expect(acquireCalls).toBe(5);
+  expect(acquireCalls).toBe(6);
   await held.release();
   const next = await other.acquire('lc:contended');
   expect(next.fencingToken).toBeGreaterThan(held.fencingToken);

@@ -263,7 +263,7 @@ describe('with the lock-server up', () => {
   });
 });
 
-it('opened at bootstrap when asked; closed at shutdown with its locks, after which the server does not know it', async () => {
+it('opened at bootstrap when asked; closed at shutdown with its locks, after which the server reports it CLOSED', async () => {
   const app = await start(server.url, { openAtBootstrap: true });
   const locks = app.get(LockSessionKeeper);
   expect(locks.isOpen).toBe(true);
@@ -281,8 +281,11 @@ it('opened at bootstrap when asked; closed at shutdown with its locks, after whi
   const beat = await http('POST', `${server.url}/v1/sessions/${session.sessionId}/heartbeat`, {
     headers: { 'x-owner-id': OWNER },
   });
-  expect(beat.status).toBe(404);
-  expect(beat.body.code).toBe('SESSION_UNKNOWN');
+  expect([beat.status, beat.body.code, beat.body.details]).toEqual([
+    410,
+    'SESSION_EXPIRED',
+    { state: 'CLOSED' },
+  ]);
   // Fail closed after shutdown: a typed error, never a grant-less pass.
   await expect(locks.withLock('ln:after', async () => 'ran')).rejects.toMatchObject({
     code: 'UNAVAILABLE',

@@ -24,6 +24,47 @@ describe('docs/contract.md', () => {
     );
   });
 
+  it('says truly which writes take X-Owner-Id: the worker writes, and no operator or payouts-API write', () => {
+    const dir = path.join(__dirname, '..', '..', '..', 'docs', 'openapi');
+    const taking: string[] = [];
+    const writes: string[] = [];
+    for (const file of ['lock-server.json', 'payment-resource.json', 'rail-proxy.json']) {
+      const doc = JSON.parse(readFileSync(path.join(dir, file), 'utf8'));
+      for (const [route, item] of Object.entries<any>(doc.paths)) {
+        for (const [method, op] of Object.entries<any>(item)) {
+          if (method === 'get') continue;
+          const name = `${file.replace('.json', '')} ${method.toUpperCase()} ${route}`;
+          writes.push(name);
+          const headers = (op.parameters ?? []).filter((p: any) => p.in === 'header');
+          if (headers.some((p: any) => p.name === 'X-Owner-Id')) taking.push(name);
+        }
+      }
+    }
+    // The row of the table and the paragraph after it (the departure from C3) name these.
+    expect(taking.sort()).toEqual(
+      [
+        'lock-server DELETE /v1/locks/{key}',
+        'lock-server POST /v1/locks/{key}/acquire',
+        'lock-server POST /v1/locks/{key}/renew',
+        'lock-server POST /v1/sessions',
+        'lock-server DELETE /v1/sessions/{sessionId}',
+        'lock-server POST /v1/sessions/{sessionId}/heartbeat',
+        'payment-resource POST /v1/payouts/{payoutId}/claim',
+        'payment-resource POST /v1/payouts/{payoutId}/post',
+        'payment-resource POST /v1/payouts/{payoutId}/rail-outcome',
+        'payment-resource POST /v1/payouts/{payoutId}/resolve',
+        'rail-proxy POST /v1/rail/submissions',
+      ].sort(),
+    );
+    const row = text.split('\n').find((l) => l.startsWith('| `X-Owner-Id`')) ?? '';
+    expect(row).toContain('worker writes');
+    for (const part of ['L1–L3', 'L4–L6', 'claim, post, rail-outcome, resolve', 'submissions']) {
+      expect(row).toContain(part);
+    }
+    expect(text).toContain('**Where `X-Owner-Id` is not sent (a departure from C3).**');
+    expect(writes.length).toBeGreaterThan(taking.length);
+  });
+
   it('describes every request header the OpenAPI documents name', () => {
     const dir = path.join(__dirname, '..', '..', '..', 'docs', 'openapi');
     const names = new Set<string>([REQUEST_DEADLINE_HEADER, 'Authorization']);

@@ -214,6 +214,12 @@ export const SESSION_LIST_SCHEMA = wireSchema<SessionListDto>('SessionList', {
     items: objectSchema<LiveSessionDto>({
       sessionId: UUID,
       ownerId: OWNER,
+      state: {
+        type: 'string',
+        enum: ['ACTIVE', 'SUSPECT'],
+        description:
+          'SUSPECT once under half the TTL is left (a heartbeat is overdue); docs/lock-server.md, "Session states"',
+      },
       ttlMillis: { type: 'integer', minimum: 1 },
       ttlRemainingMillis: {
         type: 'integer',

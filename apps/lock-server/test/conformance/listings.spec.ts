@@ -137,6 +137,7 @@ describe.each(BACKENDS)('console listings GET /v1/locks, GET /v1/sessions [$name
       {
         sessionId: x,
         ownerId: 'owner-x',
+        state: 'ACTIVE',
         ttlMillis: TTL_MS,
         ttlRemainingMillis: remainingOf(TTL_MS),
         locksHeld: 2,
@@ -144,6 +145,7 @@ describe.each(BACKENDS)('console listings GET /v1/locks, GET /v1/sessions [$name
       {
         sessionId: y,
         ownerId: 'owner-y',
+        state: 'ACTIVE',
         ttlMillis: TTL_MS,
         ttlRemainingMillis: remainingOf(TTL_MS),
         locksHeld: 0,

@@ -106,6 +106,7 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
       code: 'SESSION_EXPIRED',
       message: 'session expired; its locks were released',
       retrySafe: false,
+      details: { state: 'EXPIRED' },
       traceId: TRACE_ID,
     });
   });
@@ -243,6 +244,19 @@ describe.each(BACKENDS)('locks L4-L8 [$name]', (backend) => {
     );
     expect(res.status).toBe(410);
     expect(res.body.code).toBe('SESSION_EXPIRED');
+    expect(res.body.details).toEqual({ state: 'EXPIRED' });
+  });
+
+  it('L5 on a closed session answers 410 SESSION_EXPIRED with details.state CLOSED', async () => {
+    const closing = await api.session('closed-renew');
+    const grant = await api.acquire('renew:closed', closing, 'closed-renew');
+    expect((await api.closeSession(closing, 'closed-renew')).status).toBe(204);
+    const res = await api.renew('renew:closed', closing, grant.body.fencingToken);
+    expect([res.status, res.body.code, res.body.details]).toEqual([
+      410,
+      'SESSION_EXPIRED',
+      { state: 'CLOSED' },
+    ]);
   });
 
   it('L6 releases with 204 and no body; a second release is 409 LOCK_LOST', async () => {

@@ -1,4 +1,4 @@
-import { http, sleep } from '@dlock/testing';
+import { http, metricSum, scrapeMetrics, sleep } from '@dlock/testing';
 import { BACKENDS } from '../support/backends';
 import type { RunningLockServer } from '../support/in-process';
 import { INSTANT, LockApi, TRACE_ID, UUID } from '../support/lock-client';
@@ -107,8 +107,12 @@ describe.each(BACKENDS)('sessions L1-L3 [$name]', (backend) => {
       code: 'SESSION_EXPIRED',
       message: 'session expired; its locks were released',
       retrySafe: false,
+      details: { state: 'EXPIRED' },
       traceId: TRACE_ID,
     });
+    // Closing an expired session changes nothing: 204, and it stays EXPIRED.
+    expect((await api.closeSession(sessionId, 'slow')).status).toBe(204);
+    expect((await api.heartbeat(sessionId, 'slow')).body.details).toEqual({ state: 'EXPIRED' });
   });
 
   it('L2 and L3 reject a malformed session id and a missing X-Owner-Id with 400', async () => {
@@ -150,9 +154,52 @@ describe.each(BACKENDS)('sessions L1-L3 [$name]', (backend) => {
       expect(next.status).toBe(200);
       expect(BigInt(next.body.fencingToken)).toBeGreaterThan(BigInt(grant.body.fencingToken));
     }
-    const again = await api.closeSession(a, 'closer');
-    expect(again.status).toBe(404);
-    expect(again.body.code).toBe('SESSION_UNKNOWN');
-    expect((await api.heartbeat(a)).status).toBe(404);
+  });
+
+  it('a closed session answers CLOSED (410 SESSION_EXPIRED, details.state) to L2, L3 and L4 while retained', async () => {
+    const closedBefore = metricSum(await scrapeMetrics(server.url), 'lock_server_sessions', {
+      state: 'closed',
+    });
+    const a = await api.session('closer-2');
+    expect((await api.closeSession(a, 'closer-2')).status).toBe(204);
+    const closed = {
+      code: 'SESSION_EXPIRED',
+      message: 'session closed; its locks were released',
+      retrySafe: false,
+      details: { state: 'CLOSED' },
+      traceId: TRACE_ID,
+    };
+    for (const res of [
+      await api.heartbeat(a, 'closer-2'),
+      await api.closeSession(a, 'closer-2'),
+      await api.acquire('close:3', a, 'closer-2'),
+    ]) {
+      expect([res.status, res.body]).toEqual([410, closed]);
+    }
+    const metrics = await scrapeMetrics(server.url);
+    expect(metricSum(metrics, 'lock_server_sessions', { state: 'closed' })).toBe(closedBefore + 1);
+  });
+
+  it('lists a live session ACTIVE, SUSPECT once a heartbeat is overdue, ACTIVE again after one', async () => {
+    const TTL_MS = 6_000;
+    const sessionId = await api.session('suspect-owner', TTL_MS);
+    const stateOf = async () => {
+      const res = await http('GET', `${server.url}/v1/sessions?limit=500`);
+      expect(res.status).toBe(200);
+      const found = (res.body.sessions as { sessionId: string; state: string }[]).find(
+        (s) => s.sessionId === sessionId,
+      );
+      return found?.state;
+    };
+    expect(await stateOf()).toBe('ACTIVE');
+    // SUSPECT under half the TTL left: 4.1 s in, under 2 s remain (etcd counts whole seconds).
+    await sleep(4_100);
+    expect(await stateOf()).toBe('SUSPECT');
+    const suspect = metricSum(await scrapeMetrics(server.url), 'lock_server_sessions', {
+      state: 'suspect',
+    });
+    expect(suspect).toBeGreaterThanOrEqual(1);
+    expect((await api.heartbeat(sessionId, 'suspect-owner')).status).toBe(200);
+    expect(await stateOf()).toBe('ACTIVE');
   });
 });

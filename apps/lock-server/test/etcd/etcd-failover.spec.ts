@@ -24,22 +24,64 @@ const PAUSE_MS = 2_500;
 const NEW_LEADER_WAIT_MS = 5_000;
 const LOCK_TTL_MS = 5_000;
 /**
- * Service back within 2 s of losing the leader (docs/lock-server-etcd.md,
- * "Failover within 2 s") is a speed target, so
- * it is met and reported by the failover benchmark on an otherwise idle
- * machine (`npm run bench:lock:failover`, bench/reports/lock-server-etcd-failover.md).
- * Here, with two jest workers on 2 CPUs, the window was 0.6-1.7 s mostly and
- * 3.2 s once (SIGSTOP): this bound only catches a server that hangs on the
- * lost leader (a stuck call is cut after ETCD_CALL_TIMEOUT_MS and retried).
+ * The workload's first grant after the fault, which includes its workers' 1 s NOT_LEADER
+ * sleeps: 0.6-2.5 s here, 3.2 s once (SIGSTOP). This bound only catches a server that hangs
+ * on the lost leader (a stuck call is cut after ETCD_CALL_TIMEOUT_MS and retried). NFR-02's
+ * 2 s is asserted on the probe below (docs/lock-server-etcd.md, "Failover within 2 s").
  */
 const RECOVERY_BOUND_MS = 10_000;
 const PRE_FAULT_GRANTS = 10;
+/**
+ * NFR-02: an etcd leader election costs at most 2 s of unavailability. Measured by a probe
+ * of its own, not by the workload (whose workers sleep the 1 s NOT_LEADER hint between
+ * tries): from the kill, by this test's clock, to the first L4 answered 200 on the probe's
+ * own key, re-sent every PROBE_EVERY_MS. Asserted for the SIGKILL of the leader, the
+ * election proper; a SIGSTOPped leader also holds the server's calls to it until
+ * ETCD_CALL_TIMEOUT_MS, so there the wider RECOVERY_BOUND_MS stands.
+ */
+const NFR_02_UNAVAILABLE_MAX_MS = 2_000;
+const PROBE_EVERY_MS = 25;
+const PROBE_DEADLINE_MS = 15_000;
+
+interface Probe {
+  key: string;
+  sessionId: string;
+}
+
+/** A session of its own and a grant on its own key, taken before the fault. */
+async function openProbe(url: string): Promise<Probe> {
+  const opened = await http('POST', `${url}/v1/sessions`, {
+    body: { ownerId: 'nfr-02-probe', ttlMillis: SESSION_TTL_MS },
+  });
+  expect(opened.status).toBe(201);
+  const probe = { key: 'payout:nfr-02-probe', sessionId: String(opened.body.sessionId) };
+  expect((await probeOnce(url, probe)).status).toBe(200);
+  return probe;
+}
+
+/** L4 by the holder's own session: the same grant back, once etcd has a leader to ask. */
+function probeOnce(url: string, probe: Probe): Promise<{ status: number }> {
+  return http('POST', `${url}/v1/locks/${probe.key}/acquire`, {
+    headers: { 'x-owner-id': 'nfr-02-probe' },
+    body: { sessionId: probe.sessionId },
+  });
+}
+
+/** Milliseconds from `faultAt` to the first 200 of a probe sent after it. */
+async function unavailableFor(url: string, probe: Probe, faultAt: number): Promise<number> {
+  while (performance.now() - faultAt < PROBE_DEADLINE_MS) {
+    if ((await probeOnce(url, probe)).status === 200) return performance.now() - faultAt;
+    await sleep(PROBE_EVERY_MS);
+  }
+  return Infinity;
+}
 
 async function withCluster(fault: (cluster: EtcdCluster) => Promise<void>): Promise<{
   workload: Workload;
   faultAt: number;
   server: RunningLockServer;
   cluster: EtcdCluster;
+  unavailable: Promise<number>;
 }> {
   const cluster = await startEtcdCluster({
     members: 3,
@@ -65,9 +107,11 @@ async function withCluster(fault: (cluster: EtcdCluster) => Promise<void>): Prom
     30_000,
     `${PRE_FAULT_GRANTS} grants before the fault`,
   );
+  const probe = await openProbe(server.url);
   const faultAt = performance.now();
   await fault(cluster);
-  return { workload, faultAt, server, cluster };
+  const unavailable = unavailableFor(server.url, probe, faultAt);
+  return { workload, faultAt, server, cluster, unavailable };
 }
 
 /**
@@ -139,12 +183,15 @@ async function expectSessionsAlive(url: string, workload: Workload): Promise<voi
 }
 
 describe('etcd backend under leader failure (3 members)', () => {
-  it('SIGKILL of the leader: no overlap, increasing tokens, only NOT_LEADER, service resumes', async () => {
-    const { workload, faultAt, server, cluster } = await withCluster(async (c) => {
+  it('SIGKILL of the leader: no overlap, increasing tokens, only NOT_LEADER, service back within 2 s (NFR-02)', async () => {
+    const { workload, faultAt, server, cluster, unavailable } = await withCluster(async (c) => {
       const leader = await c.leader();
       await leader.kill();
     });
     try {
+      const unavailableMs = await unavailable;
+      console.info(`NFR-02: lock-server unavailable ${unavailableMs.toFixed(0)} ms after the kill`);
+      expect(unavailableMs).toBeLessThanOrEqual(NFR_02_UNAVAILABLE_MAX_MS);
       await cluster.waitForLeader(10_000);
       await runOnAfter(workload, faultAt);
       await workload.stop();
@@ -163,7 +210,7 @@ describe('etcd backend under leader failure (3 members)', () => {
 
   it('SIGSTOP of the leader past an election: the same guarantees, and the old leader rejoins', async () => {
     let paused: Awaited<ReturnType<EtcdCluster['leader']>> | undefined;
-    const { workload, faultAt, server, cluster } = await withCluster(async (c) => {
+    const { workload, faultAt, server, cluster, unavailable } = await withCluster(async (c) => {
       paused = await c.leader();
       paused.pause();
     });
@@ -174,6 +221,7 @@ describe('etcd backend under leader failure (3 members)', () => {
       } finally {
         paused?.resume();
       }
+      expect(await unavailable).toBeLessThan(RECOVERY_BOUND_MS);
       await runOnAfter(workload, faultAt);
       await workload.stop();
       const windowMs = expectSafeAndRecovered(workload, faultAt);

@@ -36,9 +36,12 @@ describe('pg backend: grace after a read-only spell', () => {
   });
   afterAll(() => server.stop());
 
-  it('a session and lease that lapsed during the spell survive it with the same token', async () => {
+  it('a session and lease that lapsed during the spell survive it with the same token; a closed one stays CLOSED', async () => {
     const a = await api.session('a', 1_000);
     const b = await api.session('b', 30_000);
+    // Closed just before the spell: the grace must not revive it (docs/lock-server.md).
+    const closed = await api.session('c', 30_000);
+    expect((await api.closeSession(closed, 'c')).status).toBe(204);
     const grant = await api.acquire('grace:1', a, 'a', { ttlMillis: 1_000 });
     expect(grant.status).toBe(200);
     await setReadOnly(true);
@@ -74,6 +77,8 @@ describe('pg backend: grace after a read-only spell', () => {
       held: 1,
     });
     expect((await api.acquire('grace:1', b, 'b')).status).toBe(409);
+    const late = await api.heartbeat(closed, 'c');
+    expect([late.status, late.body.details]).toEqual([410, { state: 'CLOSED' }]);
     const renew = await api.renew('grace:1', a, grant.body.fencingToken);
     expect({ status: renew.status, token: renew.body.fencingToken }).toEqual({
       status: 200,

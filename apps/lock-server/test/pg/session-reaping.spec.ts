@@ -13,7 +13,7 @@ const RETENTION_MS = 3_600_000;
  * that expired more recently still reads as expired (410), and a live one is
  * untouched (docs/lock-server.md, "Sessions").
  */
-describe('pg backend: reaping expired sessions', () => {
+describe('pg backend: reaping ended (expired and closed) sessions', () => {
   let server: RunningLockServer;
   let api: LockApi;
   let raw: Client;
@@ -30,10 +30,12 @@ describe('pg backend: reaping expired sessions', () => {
     await server.stop();
   });
 
-  /** Moves a session's expiry into the past by `agoMs`. */
+  /** Moves a session's expiry (and a closed one's closing instant) into the past by `agoMs`. */
   async function expiredAgo(sessionId: string, agoMs: number): Promise<void> {
     const res = await raw.query(
-      `UPDATE lock_session SET expires_at = clock_timestamp() - $2::int * interval '1 millisecond'
+      `UPDATE lock_session SET expires_at = clock_timestamp() - $2::int * interval '1 millisecond',
+              closed_at = CASE WHEN closed_at IS NULL THEN NULL
+                               ELSE clock_timestamp() - $2::int * interval '1 millisecond' END
         WHERE session_id = $1`,
       [sessionId, agoMs],
     );
@@ -60,6 +62,25 @@ describe('pg backend: reaping expired sessions', () => {
       [404, 'SESSION_UNKNOWN'],
       [410, 'SESSION_EXPIRED'],
       [200, undefined],
+    ]);
+  });
+
+  it('keeps a closed session CLOSED for the retention, then forgets it', async () => {
+    const [longClosed, recentClosed] = [
+      await api.session('owner', 30_000),
+      await api.session('owner', 30_000),
+    ];
+    for (const id of [longClosed, recentClosed])
+      expect((await api.closeSession(id)).status).toBe(204);
+    await expiredAgo(longClosed, RETENTION_MS + 60_000);
+    await expiredAgo(recentClosed, RETENTION_MS - 60_000);
+
+    await raw.query(REAP_SESSIONS_SQL, [RETENTION_MS]);
+
+    const answers = [await api.heartbeat(longClosed), await api.heartbeat(recentClosed)];
+    expect(answers.map((res) => [res.status, res.body.code, res.body.details])).toEqual([
+      [404, 'SESSION_UNKNOWN', undefined],
+      [410, 'SESSION_EXPIRED', { state: 'CLOSED' }],
     ]);
   });
 });

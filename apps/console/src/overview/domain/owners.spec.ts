@@ -38,10 +38,17 @@ describe('hiding grants', () => {
       withoutSessionId({
         sessionId: 's',
         ownerId: 'o',
+        state: 'ACTIVE',
         ttlMillis: 10,
         ttlRemainingMillis: 5,
         locksHeld: 2,
       }),
-    ).toEqual({ ownerId: 'o', ttlMillis: 10, ttlRemainingMillis: 5, locksHeld: 2 });
+    ).toEqual({
+      ownerId: 'o',
+      state: 'ACTIVE',
+      ttlMillis: 10,
+      ttlRemainingMillis: 5,
+      locksHeld: 2,
+    });
   });
 });

@@ -1,4 +1,4 @@
-import type { FencingToken, LockGrant } from '@dlock/lock-api';
+import type { FencingToken, LiveSessionState, LockGrant } from '@dlock/lock-api';
 
 /** What the lock-server's stores answer and are asked: sessions, grants, holders and listings. */
 
@@ -53,10 +53,11 @@ export interface ListedLock {
   leaseRemainingMillis: number;
 }
 
-/** One live session as the console lists it. */
+/** One live session as the console lists it; `state` from `liveSessionState` (lock-api). */
 export interface ListedSession {
   sessionId: string;
   ownerId: string;
+  state: LiveSessionState;
   ttlMillis: number;
   ttlRemainingMillis: number;
   locksHeld: number;

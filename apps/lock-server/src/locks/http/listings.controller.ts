@@ -55,6 +55,7 @@ export class SessionListingController {
       sessions: items.map((s) => ({
         sessionId: s.sessionId,
         ownerId: s.ownerId,
+        state: s.state,
         ttlMillis: s.ttlMillis,
         ttlRemainingMillis: s.ttlRemainingMillis,
         locksHeld: s.locksHeld,

@@ -1,4 +1,4 @@
-import type { FencingToken, LockGrant, LockOutcome } from '@dlock/lock-api';
+import type { FencingToken, LockGrant, LockOutcome, SessionState } from '@dlock/lock-api';
 import type {
   OpenedSession,
   HeartbeatResult,
@@ -39,9 +39,17 @@ export type {
 export abstract class SessionRegistry {
   /** L1 — open a session (docs/lock-server.md#endpoints). */
   abstract open(ownerId: string, ttlMillis: number): Promise<OpenedSession>;
-  /** L2. Throws SESSION_UNKNOWN / SESSION_EXPIRED. */
+  /**
+   * L2. Throws `sessionGone(...)` (lock-api): SESSION_UNKNOWN, or SESSION_EXPIRED with
+   * `details.state` EXPIRED or CLOSED while the ended session is retained.
+   */
   abstract heartbeat(sessionId: string): Promise<HeartbeatResult>;
-  /** L3: ends the session and releases every lock attached to it. */
+  /**
+   * L3: a live session becomes CLOSED and every lock attached to it is released. An EXPIRED
+   * one stays EXPIRED (204: its locks are already free); a CLOSED one throws
+   * `sessionGone('CLOSED')`; an unknown one SESSION_UNKNOWN. Ended sessions are kept for
+   * LOCK_SESSION_RETENTION_MS, then forgotten (docs/lock-server.md, "Session states").
+   */
   abstract close(sessionId: string): Promise<void>;
   /**
    * The identity a session was opened for (live, or expired and still
@@ -53,6 +61,11 @@ export abstract class SessionRegistry {
   abstract loadOf(ownerId: string): Promise<OwnerLoad>;
   /** Advisory: live sessions by sessionId, at most `limit`, with their live lock counts. */
   abstract listLive(limit: number): Promise<Listing<ListedSession>>;
+  /**
+   * Optional, for the `lock_server_sessions{state}` gauge: sessions the backend knows, by
+   * state (ended ones while retained). A backend without it reports no gauge values.
+   */
+  countByState?(): Promise<Record<SessionState, number>>;
 }
 
 export abstract class LockStore {

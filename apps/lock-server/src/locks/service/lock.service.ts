@@ -13,7 +13,12 @@ import {
 import { AuthPolicy } from '@dlock/identity';
 import { SafetyEvents } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
-import { LockStore, type AcquireRequest, type AcquireResult } from '../persistence/lock-store.port';
+import {
+  LockStore,
+  SessionRegistry,
+  type AcquireRequest,
+  type AcquireResult,
+} from '../persistence/lock-store.port';
 import { GrantProofs } from './grant-proofs';
 import { FencePoints, type GuardFloors } from '../../revocations/service/fence-points';
 import { LockMetrics } from '../../metrics';
@@ -60,6 +65,7 @@ export class LockService {
 
   constructor(
     private readonly store: LockStore,
+    sessions: SessionRegistry,
     private readonly safety: SafetyEvents,
     private readonly proofs: GrantProofs,
     private readonly owners: SessionOwners,
@@ -76,6 +82,7 @@ export class LockService {
     });
     this.metrics = new LockMetrics({
       activity: store.activity ? () => store.activity!() : undefined,
+      sessionsByState: sessions.countByState ? () => sessions.countByState!() : undefined,
       waiting: () => this.waiters.all(),
     });
   }

@@ -80,12 +80,15 @@ export class SessionsController {
     return heartbeatView(await this.sessions.heartbeat(ownerId, parseSessionId(sessionId)));
   }
 
-  /** L3: 204, and every lock of the session is released. */
+  /**
+   * L3: 204, and every lock of the session is released; the session is CLOSED and answers
+   * 410 (details.state CLOSED) until the retention ends (docs/lock-server.md, "Session states").
+   */
   @ApiOperation({ summary: 'Close a session, releasing every lock attached to it' })
   @SESSION_PARAM
   @ApiOwnerIdHeader()
-  @ApiNoContentResponse({ description: 'Closed' })
-  @ApiContractErrors('SESSION_UNKNOWN', 'NOT_LEADER', 'FORBIDDEN')
+  @ApiNoContentResponse({ description: 'Closed (or already expired: it stays EXPIRED)' })
+  @ApiContractErrors('SESSION_UNKNOWN', 'SESSION_EXPIRED', 'NOT_LEADER', 'FORBIDDEN')
   @Delete(':sessionId')
   @Operation('sessions.close')
   @HttpCode(204)

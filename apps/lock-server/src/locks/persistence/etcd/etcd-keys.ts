@@ -6,7 +6,8 @@
  *   lock/<key>               the grant; lease = the lock's own lease; token = its create revision
  *   session-lock/<sid>/<key> index of the session's locks, same lease as the lock; reported expiry
  *   session/<sid>            the live session; lease = the session lease
- *   session-meta/<sid>       tombstone telling SESSION_EXPIRED from SESSION_UNKNOWN; retention lease
+ *   session-meta/<sid>       tombstone telling SESSION_EXPIRED from SESSION_UNKNOWN, and CLOSED
+ *                            (`closed: true`, put by L3) from EXPIRED; retention lease
  *   seen/<key>               L7 answers 404 only for keys never acquired; no lease
  *   revocation/<key>/<id>    L8 audit record; no lease; its mod revision is newTokenFloor
  *   revocation-request/<id>  a two-person revoke's request and approval; no lease
@@ -34,6 +35,12 @@ export class EtcdKeys {
   }
   sessionMeta(sessionId: string): Buffer {
     return Buffer.from(`${this.prefix}session-meta/${sessionId}`);
+  }
+  sessionMetasPrefix(): Buffer {
+    return Buffer.from(`${this.prefix}session-meta/`);
+  }
+  sessionIdOfMeta(metaKey: Buffer): string {
+    return metaKey.toString().slice(`${this.prefix}session-meta/`.length);
   }
   sessionLock(sessionId: string, key: string): Buffer {
     return Buffer.from(`${this.prefix}session-lock/${sessionId}/${key}`);

@@ -1,11 +1,14 @@
-import { SessionLostError } from '@dlock/lock-api';
+import { sessionGone, type SessionLostError } from '@dlock/lock-api';
+import type { IKeyValue } from 'etcd3';
 import { type Deadline, type EtcdGateway, get, firstAt } from './etcd-gateway';
+import { decodeSession } from './etcd-values';
 
 /**
- * The error for a session whose live key is gone: SESSION_EXPIRED while its
- * tombstone says it existed (within LOCK_SESSION_RETENTION_MS), otherwise
- * SESSION_UNKNOWN (docs/contract.md keeps the two apart so an operator can tell a
- * wrong id from a slow client). Messages match the pg backend (FR-09).
+ * The error for a session whose live key is gone, from its tombstone: SESSION_EXPIRED
+ * (details.state CLOSED when L3 marked it, EXPIRED otherwise) while the tombstone is
+ * retained (LOCK_SESSION_RETENTION_MS), otherwise SESSION_UNKNOWN (docs/contract.md keeps
+ * the two apart so an operator can tell a wrong id from a slow client). Messages match the
+ * pg backend (FR-09).
  */
 export async function sessionGoneError(
   gw: EtcdGateway,
@@ -13,11 +16,10 @@ export async function sessionGoneError(
   deadline: Deadline,
 ): Promise<SessionLostError> {
   const res = await gw.read([get(gw.keys.sessionMeta(sessionId))], deadline);
-  return sessionGoneFrom(firstAt(res, 0) !== undefined);
+  return sessionGoneFrom(firstAt(res, 0));
 }
 
-export function sessionGoneFrom(existed: boolean): SessionLostError {
-  return existed
-    ? new SessionLostError('SESSION_EXPIRED', 'session expired; its locks were released')
-    : new SessionLostError('SESSION_UNKNOWN', 'no such session');
+export function sessionGoneFrom(tombstone: IKeyValue | undefined): SessionLostError {
+  if (!tombstone) return sessionGone('UNKNOWN');
+  return sessionGone(decodeSession(tombstone).closed === true ? 'CLOSED' : 'EXPIRED');
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { liveSessionState, type SessionState } from '@dlock/lock-api';
 import {
   SessionRegistry,
   type HeartbeatResult,
@@ -12,7 +13,6 @@ import {
   countAt,
   countPrefix,
   del,
-  deletedAt,
   type EtcdGateway,
   firstAt,
   get,
@@ -23,7 +23,7 @@ import {
   put,
   rangeAt,
 } from './etcd-gateway';
-import { sessionGoneFrom } from './etcd-session-state';
+import { sessionGoneError, sessionGoneFrom } from './etcd-session-state';
 import type { EtcdSessionWatch } from './etcd-session-watch';
 import { decodeSession, encode, type SessionValue } from './etcd-values';
 
@@ -33,6 +33,9 @@ import { decodeSession, encode, type SessionValue } from './etcd-values';
  * service reads an owner's load at most once a second per owner for acquires).
  */
 const SESSIONS_SCANNED_MAX = 10_000;
+
+/** L3's compare-and-put of the tombstone, re-done when a heartbeat moved it meanwhile. */
+const CLOSE_TRIES_MAX = 3;
 
 /**
  * Sessions on etcd: one lease per session (whole seconds, rounded up; the
@@ -102,10 +105,11 @@ export class EtcdSessionRegistry extends SessionRegistry {
     );
     const sessionKv = firstAt(res, 0);
     const metaKv = firstAt(res, 2);
-    if (!sessionKv) throw sessionGoneFrom(metaKv !== undefined);
+    if (!sessionKv) throw sessionGoneFrom(metaKv);
     const sentAtMs = Date.now();
     const ttlSeconds = await this.gw.keepAliveOnce(sessionKv.lease, deadline);
-    if (ttlSeconds <= 0) throw sessionGoneFrom(true);
+    // The lease went meanwhile: expired, or closed by a concurrent L3 (the tombstone says).
+    if (ttlSeconds <= 0) throw await sessionGoneError(this.gw, sessionId, deadline);
     this.keepTombstoneFresh(sessionId, metaKv);
     return {
       sessionId,
@@ -134,21 +138,43 @@ export class EtcdSessionRegistry extends SessionRegistry {
   }
 
   /**
-   * L3, like pg: a session that exists (live, or expired but still
-   * remembered) is ended — its tombstone goes, so it reads as unknown from
-   * now on — and every lock attached to it is released before the answer.
+   * L3, like pg (docs/lock-server.md, "Session states"): in one txn a live session's
+   * tombstone is marked `closed` and its live key deleted (the compare on the tombstone makes
+   * one of two concurrent closes win; the other reads CLOSED). Its lease is revoked and every
+   * lock attached to it released before the answer. An expired session stays EXPIRED.
    */
   override async close(sessionId: string): Promise<void> {
     const deadline = this.gw.deadline();
     const sessionKey = this.gw.keys.session(sessionId);
     const metaKey = this.gw.keys.sessionMeta(sessionId);
-    const res = await this.gw.txn([], [get(sessionKey), del(metaKey, true)], [], deadline);
-    const sessionKv = firstAt(res, 0);
-    if (!sessionKv && deletedAt(res, 1).length === 0) throw sessionGoneFrom(false);
-    // The session dies first (its locks count as free from this revision on),
-    // then the locks' own leases go.
-    if (sessionKv) await this.gw.revoke(sessionKv.lease, deadline);
-    await this.watch.releaseLocksOf(sessionId);
+    for (let attempt = 1; ; attempt++) {
+      const res = await this.gw.read([get(sessionKey), get(metaKey)], deadline);
+      const sessionKv = firstAt(res, 0);
+      const metaKv = firstAt(res, 1);
+      if (!sessionKv || (metaKv && decodeSession(metaKv).closed === true)) {
+        const gone = sessionGoneFrom(metaKv);
+        if (gone.code === 'SESSION_UNKNOWN' || gone.details?.state === 'CLOSED') throw gone;
+        await this.watch.releaseLocksOf(sessionId); // EXPIRED: tidy, and answer 204
+        return;
+      }
+      const closed: SessionValue = { ...decodeSession(sessionKv), closed: true };
+      const retention = await this.gw.retentionLease(deadline);
+      const marked = await this.gw.txn(
+        [modRevisionIs(metaKey, BigInt(metaKv?.mod_revision ?? 0))],
+        [put(metaKey, encode(closed), retention), del(sessionKey)],
+        [],
+        deadline,
+      );
+      if (!marked.succeeded) {
+        if (attempt < CLOSE_TRIES_MAX) continue;
+        throw new Error(`session ${sessionId}: its tombstone kept changing during L3`);
+      }
+      // The session died at that revision (its locks count as free from it on); its lease
+      // and the locks' own leases go now.
+      await this.gw.revoke(sessionKv.lease, deadline);
+      await this.watch.releaseLocksOf(sessionId);
+      return;
+    }
   }
 
   /**
@@ -205,6 +231,7 @@ export class EtcdSessionRegistry extends SessionRegistry {
         {
           sessionId: ids[i],
           ownerId: value.ownerId,
+          state: liveSessionState(value.ttlMillis, ttls[i] * 1000),
           ttlMillis: value.ttlMillis,
           ttlRemainingMillis: ttls[i] * 1000,
           locksHeld: held[i],
@@ -212,5 +239,36 @@ export class EtcdSessionRegistry extends SessionRegistry {
       ];
     });
     return { items: live.slice(0, limit), truncated: live.length > limit || moreAt(res, 0) };
+  }
+
+  /**
+   * The gauge's counts: live sessions by their lease's remaining TTL, ended ones by their
+   * tombstones (retained only), each range bounded by SESSIONS_SCANNED_MAX.
+   */
+  override async countByState(): Promise<Record<SessionState, number>> {
+    const deadline = this.gw.deadline();
+    const keys = this.gw.keys;
+    const res = await this.gw.read(
+      [
+        listPrefix(keys.sessionsPrefix(), SESSIONS_SCANNED_MAX),
+        listPrefix(keys.sessionMetasPrefix(), SESSIONS_SCANNED_MAX),
+      ],
+      deadline,
+    );
+    const live = rangeAt(res, 0);
+    const liveIds = new Set(live.map((kv) => keys.sessionIdOf(kv.key)));
+    const ttls = await this.gw.leaseRemainingSeconds(
+      live.map((kv) => kv.lease),
+      deadline,
+    );
+    const counts: Record<SessionState, number> = { ACTIVE: 0, SUSPECT: 0, EXPIRED: 0, CLOSED: 0 };
+    live.forEach((kv, i) => {
+      if (ttls[i] >= 0) counts[liveSessionState(decodeSession(kv).ttlMillis, ttls[i] * 1000)]++;
+    });
+    for (const meta of rangeAt(res, 1)) {
+      if (decodeSession(meta).closed === true) counts.CLOSED++;
+      else if (!liveIds.has(keys.sessionIdOfMeta(meta.key))) counts.EXPIRED++;
+    }
+    return counts;
   }
 }

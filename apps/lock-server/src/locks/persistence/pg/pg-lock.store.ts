@@ -3,7 +3,7 @@ import {
   DlockError,
   FencedOutError,
   LockLostError,
-  SessionLostError,
+  sessionGone,
   formatFencingToken,
   type FencingToken,
   type LockGrant,
@@ -33,7 +33,7 @@ import {
 } from './sql';
 
 type AcquireRow = Partial<GrantRow> & {
-  outcome: 'granted' | 'session_unknown' | 'session_expired' | 'contended';
+  outcome: 'granted' | 'session_unknown' | 'session_expired' | 'session_closed' | 'contended';
   db_now: Date;
 };
 
@@ -72,9 +72,11 @@ export class PgLockStore extends LockStore {
         return { kind: 'granted', grant };
       }
       case 'session_unknown':
-        throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
+        throw sessionGone('UNKNOWN');
       case 'session_expired':
-        throw new SessionLostError('SESSION_EXPIRED', 'session expired; its locks were released');
+        throw sessionGone('EXPIRED');
+      case 'session_closed':
+        throw sessionGone('CLOSED');
       case 'contended':
         return this.contended(request.key, row);
     }
@@ -114,13 +116,12 @@ export class PgLockStore extends LockStore {
     const [diag] = await this.db.rows<{
       stored_token: string | null;
       session_alive: boolean | null;
+      session_closed: boolean | null;
     }>(GRANT_DIAGNOSIS_SQL, [key, sessionId]);
     if (diag?.session_alive === null || diag?.session_alive === undefined) {
-      throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
+      throw sessionGone('UNKNOWN');
     }
-    if (!diag.session_alive) {
-      throw new SessionLostError('SESSION_EXPIRED', 'session expired; its locks were released');
-    }
+    if (!diag.session_alive) throw sessionGone(diag.session_closed ? 'CLOSED' : 'EXPIRED');
     throw new LockLostError('the grant has expired, was released, revoked or taken over', {
       details: { storedToken: diag.stored_token },
     });

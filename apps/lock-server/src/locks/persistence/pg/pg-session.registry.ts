@@ -1,5 +1,5 @@
 import assert from 'node:assert';
-import { SessionLostError } from '@dlock/lock-api';
+import { liveSessionState, sessionGone, type SessionState } from '@dlock/lock-api';
 import {
   SessionRegistry,
   type HeartbeatResult,
@@ -18,6 +18,7 @@ import {
   OWNER_LOAD_SQL,
   SESSION_OWNER_SQL,
   SESSION_STATE_SQL,
+  SESSIONS_BY_STATE_SQL,
 } from './sql';
 
 /** SessionRegistry on PostgreSQL: lock_session rows, expiry by the database clock. */
@@ -60,17 +61,31 @@ export class PgSessionRegistry extends SessionRegistry {
         heldLockCount: row.held_lock_count,
       };
     }
-    const [state] = await this.db.rows<{ alive: boolean }>(SESSION_STATE_SQL, [sessionId]);
-    if (!state) throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
-    throw new SessionLostError('SESSION_EXPIRED', 'session expired; its locks were released');
+    const [state] = await this.db.rows<{ alive: boolean; closed: boolean }>(SESSION_STATE_SQL, [
+      sessionId,
+    ]);
+    throw sessionGone(!state ? 'UNKNOWN' : state.closed ? 'CLOSED' : 'EXPIRED');
   }
 
   async close(sessionId: string): Promise<void> {
-    const [row] = await this.db.rows<{ closed: number; freed_keys: string[] }>(CLOSE_SESSION_SQL, [
-      sessionId,
-    ]);
-    if (!row || row.closed === 0) throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
+    const [row] = await this.db.rows<{ found: number; was_closed: boolean; freed_keys: string[] }>(
+      CLOSE_SESSION_SQL,
+      [sessionId],
+    );
+    if (!row || row.found === 0) throw sessionGone('UNKNOWN');
+    if (row.was_closed) throw sessionGone('CLOSED');
     this.signal.freed(row.freed_keys);
+  }
+
+  override async countByState(): Promise<Record<SessionState, number>> {
+    const [row] = await this.db.rows<{
+      active: number;
+      suspect: number;
+      expired: number;
+      closed: number;
+    }>(SESSIONS_BY_STATE_SQL);
+    assert(row, 'session count returned no row');
+    return { ACTIVE: row.active, SUSPECT: row.suspect, EXPIRED: row.expired, CLOSED: row.closed };
   }
 
   async ownerOf(sessionId: string): Promise<string | null> {
@@ -95,6 +110,7 @@ export class PgSessionRegistry extends SessionRegistry {
       items: rows.slice(0, limit).map((r) => ({
         sessionId: r.session_id,
         ownerId: r.owner_id,
+        state: liveSessionState(r.ttl_ms, r.ttl_remaining_ms),
         ttlMillis: r.ttl_ms,
         ttlRemainingMillis: r.ttl_remaining_ms,
         locksHeld: r.locks_held,

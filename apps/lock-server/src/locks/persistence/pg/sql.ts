@@ -37,7 +37,7 @@ const SAME_LIVE_HOLDER = `(l.session_id = EXCLUDED.session_id
  */
 export const ACQUIRE_SQL = `
 WITH sess AS (
-  SELECT s.session_id, s.expires_at > clock_timestamp() AS alive
+  SELECT s.session_id, s.expires_at > clock_timestamp() AS alive, s.closed_at IS NOT NULL AS closed
   FROM lock_session s WHERE s.session_id = $2::uuid
 ),
 granted AS (
@@ -67,6 +67,7 @@ SELECT 'granted' AS outcome, g.owner_id, g.session_id::text AS session_id,
 FROM granted g
 UNION ALL
 SELECT CASE WHEN s.session_id IS NULL THEN 'session_unknown'
+            WHEN s.closed THEN 'session_closed'
             WHEN NOT s.alive THEN 'session_expired'
             ELSE 'contended' END,
        c.owner_id, c.session_id::text, c.fencing_token::text, c.acquired_at, c.expires_at,
@@ -110,7 +111,9 @@ RETURNING l.lock_key`;
 export const GRANT_DIAGNOSIS_SQL = `
 SELECT (SELECT l.fencing_token::text FROM lock_entry l WHERE l.lock_key = $1) AS stored_token,
        (SELECT s.expires_at > clock_timestamp() FROM lock_session s
-        WHERE s.session_id = $2::uuid) AS session_alive`;
+        WHERE s.session_id = $2::uuid) AS session_alive,
+       (SELECT s.closed_at IS NOT NULL FROM lock_session s
+        WHERE s.session_id = $2::uuid) AS session_closed`;
 
 /** L7 (advisory). $1 key. */
 export const INSPECT_SQL = `
@@ -191,25 +194,44 @@ SELECT hb.session_id::text AS session_id, hb.expires_at, clock_timestamp() AS se
         WHERE l.session_id = hb.session_id AND l.expires_at > clock_timestamp()) AS held_lock_count
 FROM hb`;
 
-/** Who a session belongs to (any state; gone once reaped). $1 sessionId. */
+/** Who a session belongs to (any state, CLOSED included; gone once reaped). $1 sessionId. */
 export const SESSION_OWNER_SQL = `
 SELECT owner_id FROM lock_session WHERE session_id = $1::uuid`;
 
 /** Diagnostic read after a heartbeat matched nothing. $1 sessionId. */
 export const SESSION_STATE_SQL = `
-SELECT expires_at > clock_timestamp() AS alive FROM lock_session WHERE session_id = $1::uuid`;
+SELECT expires_at > clock_timestamp() AS alive, closed_at IS NOT NULL AS closed
+FROM lock_session WHERE session_id = $1::uuid`;
 
-/** L3: delete the session and free every lock attached to it, in one statement. $1 sessionId. */
+/**
+ * L3 in one statement (docs/lock-server.md, "Session states"). A live session becomes CLOSED:
+ * `closed_at` set and its lease ended at that same instant (so no liveness test passes
+ * again, and the reaper forgets it after the retention); its locks are freed. An expired one
+ * stays EXPIRED, its lock rows tidied. A closed one is left alone and reported as such.
+ * The row lock (FOR UPDATE) makes a second, concurrent L3 see the first one's CLOSED.
+ * $1 sessionId.
+ */
 export const CLOSE_SESSION_SQL = `
-WITH closed AS (
-  DELETE FROM lock_session WHERE session_id = $1::uuid RETURNING session_id
+WITH t AS (SELECT clock_timestamp() AS now),
+target AS (
+  SELECT s.session_id, s.closed_at IS NOT NULL AS was_closed, s.expires_at > t.now AS alive
+  FROM lock_session s CROSS JOIN t WHERE s.session_id = $1::uuid
+  FOR UPDATE OF s
+),
+closed AS (
+  UPDATE lock_session s SET closed_at = t.now, expires_at = LEAST(s.expires_at, t.now)
+  FROM target g CROSS JOIN t
+  WHERE s.session_id = g.session_id AND g.alive AND NOT g.was_closed
+  RETURNING s.session_id
 ),
 freed AS (
-  UPDATE lock_entry l SET session_id = NULL, expires_at = clock_timestamp()
-  FROM closed c WHERE l.session_id = c.session_id
+  UPDATE lock_entry l SET session_id = NULL, expires_at = t.now
+  FROM target g CROSS JOIN t
+  WHERE l.session_id = g.session_id AND NOT g.was_closed
   RETURNING l.lock_key
 )
-SELECT (SELECT count(*)::int FROM closed) AS closed,
+SELECT (SELECT count(*)::int FROM target) AS found,
+       COALESCE((SELECT bool_or(was_closed) FROM target), false) AS was_closed,
        COALESCE((SELECT array_agg(lock_key) FROM freed), '{}') AS freed_keys`;
 
 /**
@@ -223,6 +245,7 @@ WITH revived AS (
   UPDATE lock_session
   SET expires_at = GREATEST(expires_at, clock_timestamp() + ttl_ms * interval '1 millisecond')
   WHERE expires_at > clock_timestamp() - $1::int * interval '1 millisecond'
+    AND closed_at IS NULL
   RETURNING session_id
 ),
 leases AS (
@@ -235,7 +258,10 @@ leases AS (
 )
 SELECT (SELECT count(*)::int FROM revived) AS sessions, (SELECT count(*)::int FROM leases) AS leases`;
 
-/** Drops sessions expired longer ago than the retention ($1 ms); later lookups say SESSION_UNKNOWN. */
+/**
+ * Drops sessions ended (expired or closed) longer ago than the retention ($1 ms); later
+ * lookups say SESSION_UNKNOWN. A closed row's expires_at is its closing instant.
+ */
 export const REAP_SESSIONS_SQL = `
 DELETE FROM lock_session WHERE expires_at < clock_timestamp() - $1::int * interval '1 millisecond'`;
 
@@ -255,7 +281,7 @@ WHERE l.expires_at > t.now AND s.expires_at > t.now
 ORDER BY l.lock_key COLLATE "C"
 LIMIT $1::int`;
 
-/** Console read: live sessions by id, with their live grants counted. $1 limit. */
+/** Console read: live sessions by id, with their live grants counted (state: liveSessionState). $1 limit. */
 export const LIST_SESSIONS_SQL = `
 WITH t AS (SELECT clock_timestamp() AS now)
 SELECT s.session_id::text AS session_id, s.owner_id, s.ttl_ms,
@@ -266,6 +292,20 @@ FROM lock_session s CROSS JOIN t
 WHERE s.expires_at > t.now
 ORDER BY s.session_id
 LIMIT $1::int`;
+
+/**
+ * Sessions by state (the lock_server_sessions gauge), by the rule of `liveSessionState`
+ * (lock-api): SUSPECT once under half the TTL is left. Ended rows are only the retained ones.
+ */
+export const SESSIONS_BY_STATE_SQL = `
+WITH t AS (SELECT clock_timestamp() AS now)
+SELECT count(*) FILTER (WHERE s.expires_at > t.now
+          AND (s.expires_at - t.now) * 2 >= s.ttl_ms * interval '1 millisecond')::int AS active,
+       count(*) FILTER (WHERE s.expires_at > t.now
+          AND (s.expires_at - t.now) * 2 < s.ttl_ms * interval '1 millisecond')::int AS suspect,
+       count(*) FILTER (WHERE s.expires_at <= t.now AND s.closed_at IS NULL)::int AS expired,
+       count(*) FILTER (WHERE s.closed_at IS NOT NULL)::int AS closed
+FROM lock_session s CROSS JOIN t`;
 
 /** Gauges: live sessions and live grants. */
 export const ACTIVITY_SQL = `
