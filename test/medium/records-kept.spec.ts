@@ -253,7 +253,7 @@ describe('records are never removed; down migrations never rewind a token source
     // The later migrations revert (and re-apply) cleanly: their downs touch no token.
     for (const [db, url, harmless] of [
       ['lockdb', lockdb, 5],
-      ['proxydb', proxydb, 5],
+      ['proxydb', proxydb, 6],
       ['paydb', paydb, 8],
     ] as const) {
       await roundTrip(db, url, harmless);
@@ -303,9 +303,10 @@ describe('records are never removed; down migrations never rewind a token source
         [randomUUID(), randomUUID(), railClientRef(randomUUID())],
       ),
     );
-    // The admission function, the history index, the reader grants and the audit chain
-    // migration above it revert first (they hold no record; the chain's drops only its columns).
-    await inProcess('proxydb', proxydb, (ds) => revert(ds, 4));
+    // The kept proofs (none here), the admission function, the history index, the reader grants
+    // and the audit chain migration above it revert first (they hold no record; the chain's
+    // drops only its columns).
+    await inProcess('proxydb', proxydb, (ds) => revert(ds, 5));
     const refused = await typeorm('migration:revert', 'proxydb', proxydb);
     expect(refused.code).not.toBe(0);
     expect(refused.out).toContain('1 WITHDRAWN rail_submission row(s) exist');
@@ -315,7 +316,8 @@ describe('records are never removed; down migrations never rewind a token source
           n !== 'RailAttemptsChained1796313600000' &&
           n !== 'ReconcilerReader1796486400000' &&
           n !== 'HistoryBounded1796572800000' &&
-          n !== 'AdmissionAtOnce1796745600000',
+          n !== 'AdmissionAtOnce1796745600000' &&
+          n !== 'GrantProofKept1796832000000',
       ),
     );
     await withClient(proxydb, async (c) => expect(await count(c, 'rail_submission')).toBe(1));
