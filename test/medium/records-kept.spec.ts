@@ -322,4 +322,45 @@ describe('records are never removed; down migrations never rewind a token source
     );
     await withClient(proxydb, async (c) => expect(await count(c, 'rail_submission')).toBe(1));
   });
+
+  it('proxydb: proofs are kept from the migration on; it does not revert over a kept proof', async () => {
+    const proxydb = await migratedDatabase('proxydb');
+    // A row from before the migration: marked as one that kept no proof, rewriting nothing.
+    const legacy = randomUUID();
+    await inProcess('proxydb', proxydb, (ds) => revert(ds, 1));
+    await withClient(proxydb, (c) =>
+      c.query(
+        `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
+           idempotency_key, client_ref, amount_minor, currency, beneficiary_ref)
+         VALUES ($1, $2, 'acct-0', 8, 'worker-1', 'k0', $3, 100, 'EUR', 'ben')`,
+        [legacy, randomUUID(), railClientRef(randomUUID())],
+      ),
+    );
+    await inProcess('proxydb', proxydb, async (ds) => {
+      expect(await ds.runMigrations({ transaction: 'each' })).toHaveLength(1);
+    });
+    await withClient(proxydb, (c) =>
+      c.query(
+        `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
+           idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, grant_proof)
+         VALUES ($1, $2, 'acct-1', 9, 'worker-1', 'k', $3, 100, 'EUR', 'ben', 'h.p.s')`,
+        [randomUUID(), randomUUID(), railClientRef(randomUUID())],
+      ),
+    );
+    await expect(inProcess('proxydb', proxydb, (ds) => revert(ds, 1))).rejects.toThrow(
+      'refusing to revert: 1 rail_submission row(s) keep a grant proof',
+    );
+    expect(await applied(proxydb)).toContain('GrantProofKept1796832000000');
+    await withClient(proxydb, async (c) => {
+      const kept = await c.query(
+        `SELECT submission_id = $1 AS legacy, grant_proof, grant_proof_kept FROM rail_submission
+          ORDER BY created_at`,
+        [legacy],
+      );
+      expect(kept.rows).toEqual([
+        { legacy: true, grant_proof: null, grant_proof_kept: false },
+        { legacy: false, grant_proof: 'h.p.s', grant_proof_kept: true },
+      ]);
+    });
+  });
 });
