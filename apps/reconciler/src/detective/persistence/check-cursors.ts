@@ -12,8 +12,12 @@ import {
 /** What a grant check said of one kept submission: null, a proven grant; else why not. */
 export type GrantJudge = (submission: KeptSubmission) => Promise<string | null>;
 
-/** A check over kept records: what it found in all, and what this run found first. */
-export type IncrementalFinding = Finding & { fresh: Record<string, unknown>[] };
+/**
+ * Told what a check over kept records found first, chunk by chunk, as its
+ * cursor moves past it: a chunk announced is never read again, even when a
+ * later chunk of the same run fails.
+ */
+export type Announce = (fresh: Record<string, unknown>[]) => void;
 
 /** Kept submissions judged per statement, and statements per run (20,000 per run at most). */
 const GRANT_CHUNK = 1_000;
@@ -282,10 +286,11 @@ export class CheckCursors {
   async submissionGrants(
     proxydb: ReadOnlyDb,
     judge: GrantJudge,
+    announce: Announce,
     signal?: AbortSignal,
-  ): Promise<IncrementalFinding> {
-    const fresh: Record<string, unknown>[] = [];
+  ): Promise<Finding> {
     for (let chunk = 0; chunk < GRANT_CHUNKS_MAX; chunk++) {
+      const fresh: Record<string, unknown>[] = [];
       const subs = await CheckQueries.keptSubmissionsAfter(
         proxydb,
         this.settleMs,
@@ -301,12 +306,13 @@ export class CheckCursors {
         const last = subs[subs.length - 1];
         this.grants.after = { createdAt: last.createdAt, submissionId: last.submissionId };
       }
+      this.grants.violations += fresh.length;
+      const room = Math.max(OFFENDERS_MAX - this.grants.found.length, 0);
+      this.grants.found.push(...fresh.slice(0, room));
+      announce(fresh);
       if (subs.length < GRANT_CHUNK) break;
     }
-    this.grants.violations += fresh.length;
-    const room = Math.max(OFFENDERS_MAX - this.grants.found.length, 0);
-    this.grants.found.push(...fresh.slice(0, room));
-    return { violations: this.grants.violations, offenders: [...this.grants.found], fresh };
+    return { violations: this.grants.violations, offenders: [...this.grants.found] };
   }
 
   /**
@@ -315,8 +321,11 @@ export class CheckCursors {
    * history stays broken (the log is append-only), so it is remembered by payout
    * and counted once however often the payout is written again.
    */
-  async claimHistories(paydb: ReadOnlyDb, signal?: AbortSignal): Promise<IncrementalFinding> {
-    const fresh: Record<string, unknown>[] = [];
+  async claimHistories(
+    paydb: ReadOnlyDb,
+    announce: Announce,
+    signal?: AbortSignal,
+  ): Promise<Finding> {
     for (let chunk = 0; chunk < HISTORY_CHUNKS_MAX; chunk++) {
       const read = await CheckQueries.transitionsAfter(
         paydb,
@@ -328,15 +337,15 @@ export class CheckCursors {
       const firstUnsettled = read.findIndex((t) => !t.settled);
       const settled = firstUnsettled === -1 ? read : read.slice(0, firstUnsettled);
       if (settled.length === 0) break;
-      fresh.push(...(await this.judgeHistories(paydb, settled, signal)));
+      const fresh = await this.judgeHistories(paydb, settled, signal);
       this.histories.afterId = settled[settled.length - 1].transitionId;
+      announce(fresh);
       if (settled.length < HISTORY_CHUNK) break;
     }
     const { found, beyond } = this.histories;
     return {
       violations: found.size + beyond,
       offenders: [...found.values()].slice(0, OFFENDERS_MAX),
-      fresh,
     };
   }
 

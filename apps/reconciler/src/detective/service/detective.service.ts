@@ -11,7 +11,7 @@ import {
   FINDING_EVENTS,
   type CheckName,
 } from '../domain/check-names';
-import { CheckCursors, type IncrementalFinding } from '../persistence/check-cursors';
+import { CheckCursors } from '../persistence/check-cursors';
 import { SubmissionGrants } from './submission-grants';
 import { readStateFile, writeStateFile } from '../persistence/state-file';
 import { CheckQueries, OFFENDERS_MAX, type Finding } from '../persistence/check-queries';
@@ -172,7 +172,7 @@ export class DetectiveService {
       case 'one_in_flight_payout_per_account':
         return CheckQueries.oneInFlightPerAccount(this.paydb, signal);
       case 'claim_history_consistent':
-        return this.announced(check, this.cursors.claimHistories(this.paydb, signal));
+        return this.cursors.claimHistories(this.paydb, this.announcer(check), signal);
       case 'ledger_group_balanced':
         return this.cursors.ledgerGroupsBalanced(this.paydb, signal);
       case 'balance_equals_ledger':
@@ -187,9 +187,11 @@ export class DetectiveService {
           signal,
         );
       case 'submission_grant_proven':
-        return this.announced(
-          check,
-          this.cursors.submissionGrants(this.proxydb, this.grants.judge, signal),
+        return this.cursors.submissionGrants(
+          this.proxydb,
+          this.grants.judge,
+          this.announcer(check),
+          signal,
         );
       case 'token_regression':
         return this.tokenRegressions(signal);
@@ -201,19 +203,18 @@ export class DetectiveService {
    * is announced once: one log event per offender (docs/reconciler.md, "What a
    * finding means") and `reconciler_detective_findings_total{check}`.
    */
-  private async announced(
+  private announcer(
     check: keyof typeof FINDING_EVENTS,
-    running: Promise<IncrementalFinding>,
-  ): Promise<Finding> {
-    const { fresh, ...found } = await running;
-    this.metrics.detectiveFindingsTotal.inc({ check }, fresh.length);
-    for (const offender of fresh) {
-      this.logger.error(
-        { ...offender, event: FINDING_EVENTS[check], check, invariant: CHECK_INVARIANT[check] },
-        `${CHECK_INVARIANT[check]} detective check ${check}: ${FINDING_EVENTS[check]}`,
-      );
-    }
-    return found;
+  ): (fresh: Record<string, unknown>[]) => void {
+    return (fresh) => {
+      this.metrics.detectiveFindingsTotal.inc({ check }, fresh.length);
+      for (const offender of fresh) {
+        this.logger.error(
+          { ...offender, event: FINDING_EVENTS[check], check, invariant: CHECK_INVARIANT[check] },
+          `${CHECK_INVARIANT[check]} detective check ${check}: ${FINDING_EVENTS[check]}`,
+        );
+      }
+    };
   }
 
   /** INV-04: neither guard's value may ever go down between two runs. */
