@@ -2,6 +2,7 @@
 import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
+import dlockRules from './scripts/eslint-rooms.cjs';
 
 /** Projects talk to each other through @dlock/* aliases, never by reaching into a sibling's folder. */
 const THROUGH_ALIASES = {
@@ -102,6 +103,14 @@ export default tseslint.config(
     },
   },
   ...layerRules,
+  {
+    // An app's rooms (CONTRIBUTING.md, "Where a file goes"): domain/ imports no other room,
+    // http/ reaches service/ and domain/ only, persistence/ is reached from service/.
+    files: ['apps/*/src/**/*.ts'],
+    ignores: ['**/*.spec.ts'],
+    plugins: { dlock: dlockRules },
+    rules: { 'dlock/rooms': 'error' },
+  },
   {
     // NFR-16: the API library is dependency-free.
     files: ['libs/lock-api/**/*.ts'],

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
-import { readDatabaseUrls } from '@dlock/config';
+import { EnvError, readDatabaseUrls } from '@dlock/config';
 import { MIGRATIONS, type DatabaseName } from '../migrations';
 
 /** `npm run db:migrate`: migrates every database whose URL is set. */
@@ -36,6 +36,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error('[migrate] failed:', err);
+  // A bad URL names its variable, not a stack trace (README, "Configuration").
+  if (err instanceof EnvError) console.error(`[migrate] ${err.message}`);
+  else console.error('[migrate] failed:', err);
   process.exit(1);
 });

@@ -14,6 +14,13 @@ const root = join(__dirname, '..');
 const SOURCE = 'deploy/prometheus/alerts.yml';
 const TARGET = 'k8s/base/alert-rules.yaml';
 const RULE_KEYS = ['alert', 'expr', 'for', 'labels', 'annotations'];
+/**
+ * Where the alerts' runbook links point: the repository's docs on its main branch, so that
+ * Alertmanager, Grafana and the Cloud console show them as links. A fork or a mirror that
+ * serves the docs elsewhere changes it here and in deploy/prometheus/alerts.yml together
+ * (test/unit/deploy/observability.spec.ts checks every link against docs/operations.md).
+ */
+const RUNBOOK_BASE_URL = 'https://github.com/dlock/dlock/blob/main/';
 
 /** The GMP Rules object for the rule file's text (every group needs an interval there). */
 function rulesObject(sourceText) {
@@ -64,7 +71,7 @@ async function main() {
   console.log(`[dlock] wrote ${TARGET}`);
 }
 
-module.exports = { render, rulesObject, SOURCE, TARGET };
+module.exports = { render, rulesObject, RUNBOOK_BASE_URL, SOURCE, TARGET };
 if (require.main === module) {
   main().catch((err) => {
     console.error(err);

@@ -41,6 +41,9 @@ export interface Member {
   stopSignal: NodeJS.Signals;
 }
 
+/** How often a stop names the members it still waits for. */
+const WAIT_NOTE_MS = 5_000;
+
 /** How long a member had after SIGKILL to disappear; past that it is reported, not waited for. */
 const KILL_GRACE_MS = 5_000;
 
@@ -61,12 +64,31 @@ export async function stopInOrder(
   deadlineMs: number,
   gone: (m: Member, signal: AbortSignal) => Promise<void>,
   log: (line: string) => void,
+  noteEveryMs = WAIT_NOTE_MS,
 ): Promise<void> {
   for (const tiers of STOP_ORDER) {
     const group = members.filter((m) => tiers.includes(m.tier));
-    await Promise.all(group.map((m) => stopOne(m, deadlineMs, gone, log)));
+    if (group.length === 0) continue;
+    // Said as it happens, so a stop of many seconds is never silent (README, "Stopping").
+    log(`stopping ${names(group)} ...`);
+    const left = new Set(group);
+    const since = Date.now();
+    const note = setInterval(() => {
+      const s = Math.round((Date.now() - since) / 1000);
+      log(`waiting for ${names([...left])} (${s} s; SIGKILL at ${deadlineMs / 1000} s)`);
+    }, noteEveryMs);
+    try {
+      await Promise.all(
+        group.map((m) => stopOne(m, deadlineMs, gone, log).finally(() => left.delete(m))),
+      );
+    } finally {
+      clearInterval(note);
+    }
   }
 }
+
+const names = (members: readonly Member[]) =>
+  members.map((m) => m.name || `pid ${m.pid}`).join(', ');
 
 async function stopOne(
   m: Member,
@@ -159,6 +181,8 @@ export class ProcessRun {
   constructor(
     private readonly deadlineMs: number,
     private readonly log: (line: string) => void,
+    /** How often a stop names the members it still waits for (stopInOrder). */
+    private readonly noteEveryMs = WAIT_NOTE_MS,
   ) {}
 
   /** Aborted when the stop begins: every wait of the start-up takes it. */
@@ -277,6 +301,7 @@ export class ProcessRun {
       this.deadlineMs,
       (m) => this.members.get(m.pid)?.exited ?? Promise.resolve(),
       this.log,
+      this.noteEveryMs,
     );
     const watchdog = this.watchdog;
     if (!watchdog) return;

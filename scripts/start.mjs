@@ -112,8 +112,12 @@ let stopped;
 /** Stops every process of the run in order, then exits; the stop wins over a start under way. */
 function shutdown(code) {
   stopped ??= (async () => {
-    console.log('\n[dlock] stopping services ...');
+    console.log(
+      `\n[dlock] stopping: the workers first (an executor finishes the payout it has at the rail, up to ${STOP_DEADLINE_MS / 1000} s), then the services, PostgreSQL last`,
+    );
+    const draining = inFlightNote();
     await run.stopAll();
+    await draining;
     guards.releaseStateDir(stateDir);
     console.log(`[dlock] stopped. State kept in ${stateLabel}/ (npm start -- --reset to wipe).`);
     process.exit(code);
@@ -121,6 +125,32 @@ function shutdown(code) {
   return stopped;
 }
 onStop = () => void shutdown(0);
+
+/** The payouts the stopping executors still carry (README, "Stopping"); silent without a paydb. */
+async function inFlightNote() {
+  let client;
+  try {
+    // Inside the try: a stop can come before `url` below is even defined.
+    const timeouts = { connectionTimeoutMillis: 2_000, query_timeout: 2_000 };
+    client = new pg.Client({ connectionString: url('paydb'), ...timeouts });
+    client.on('error', () => undefined);
+    await client.connect();
+    const { rows } = await client.query(
+      `SELECT state, count(*)::int AS n FROM payout
+        WHERE state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED') GROUP BY state ORDER BY state`,
+    );
+    const counts = rows.map((r) => `${r.state}=${r.n}`).join(' ');
+    console.log(
+      rows.length
+        ? `[dlock] draining the payouts in flight (${counts}): each executor finishes the step it is on, a submit at the rail included, then releases its lock`
+        : '[dlock] no payout in flight: nothing to drain',
+    );
+  } catch {
+    // Stopped before PostgreSQL was up, or it is already gone: nothing to say.
+  } finally {
+    await client?.end().catch(() => undefined);
+  }
+}
 
 const platform = `${os.platform() === 'win32' ? 'windows' : os.platform()}-${os.arch()}`;
 const postgres = {
@@ -270,7 +300,7 @@ async function view(startedAt) {
   try {
     await viewLoop(client, startedAt);
   } finally {
-    await client.end().catch(() => undefined);
+    await client?.end().catch(() => undefined);
   }
 }
 
@@ -285,6 +315,13 @@ const STATES = [
   'ABANDONED',
 ];
 
+/**
+ * One line every 2 s (README, "Looking at the data"): payouts by state now (paydb), POSTED per
+ * second since the previous line, and three counters summed from the services' /metrics since
+ * they booted: stale tokens refused at either guard, second rail submissions refused, and rail
+ * calls that ended without an answer (each one quarantined a payout as RAIL_AMBIGUOUS, which the
+ * reconciler may since have resolved).
+ */
 async function viewLoop(client, startedAt) {
   let last = null;
   let lastAt = Date.now();
@@ -294,7 +331,8 @@ async function viewLoop(client, startedAt) {
       .catch(() => ({ rows: [] }));
     const counts = Object.fromEntries(rows.map((r) => [r.state, r.n]));
     const posted = counts.POSTED ?? 0;
-    const rate = last === null ? 0 : ((posted - last) * 1000) / (Date.now() - lastAt);
+    // No rate before a second sample: the first line would say 0.0 whatever is flowing.
+    const rate = last === null ? null : ((posted - last) * 1000) / (Date.now() - lastAt);
     last = posted;
     lastAt = Date.now();
     const fenced =
@@ -306,7 +344,7 @@ async function viewLoop(client, startedAt) {
     const t = Math.round((Date.now() - startedAt) / 1000);
     if (run.stopping) return;
     console.log(
-      `[${String(t).padStart(4)}s] ${line} | ${rate.toFixed(1)} posted/s | fenced_out=${fenced} duplicates=${dup} ambiguous=${amb}`,
+      `[${String(t).padStart(4)}s] ${line} | ${rate === null ? '  -' : rate.toFixed(1)} posted/s | since boot: fenced_out=${fenced} duplicates=${dup} ambiguous_calls=${amb}`,
     );
     const inFlight =
       (counts.PENDING ?? 0) +

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { DataSource } from 'typeorm';
-import { requiredDatabaseUrl } from '@dlock/config';
+import { cliDatabaseUrl } from '@dlock/config';
 import { PAYDB_MIGRATIONS } from './index';
 
 /**
@@ -9,8 +9,9 @@ import { PAYDB_MIGRATIONS } from './index';
  */
 export default new DataSource({
   type: 'postgres',
-  // Refused at load when unset or scheme-less (pg would fall back to localhost).
-  url: requiredDatabaseUrl('PAYDB_URL'),
+  // Refused at load when unset or scheme-less (pg would fall back to localhost), the variable
+  // named without a stack trace.
+  url: cliDatabaseUrl('PAYDB_URL'),
   migrations: PAYDB_MIGRATIONS,
   synchronize: false,
   logging: ['error', 'migration'],

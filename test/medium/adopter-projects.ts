@@ -1,10 +1,12 @@
-// The three kinds of Nest project a team starts today, made by their own `nest new` and given
-// dlock's tarballs with docs/extending.md's install lines, word for word
+// The three kinds of Nest project a team starts today, made by their own `nest new` (once per
+// machine: scripts/adopter-templates.ts) and given dlock's tarballs with docs/extending.md's
+// install lines, word for word
 // (test/medium/installed-packages.spec.ts runs them). Each runs the example's own specs
 // (examples/refund-sender/src/*.spec.ts) under its project's runner: Vitest or Jest.
 import {
   appendFileSync,
   cpSync,
+  existsSync,
   mkdirSync,
   readFileSync,
   readdirSync,
@@ -12,6 +14,14 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '@dlock/testing';
+import {
+  ADOPTERS,
+  guideBlock,
+  guideCommands,
+  NPM_ENV as TEMPLATE_NPM_ENV,
+  templateDir,
+  type AdopterKind,
+} from '../../scripts/adopter-templates';
 
 export type Run = (
   cmd: string,
@@ -21,71 +31,18 @@ export type Run = (
   timeoutMs?: number,
 ) => Promise<{ code: number | null; out: string }>;
 
-export interface AdopterKind {
-  name: string;
-  /** How its kind is made: `npx @nestjs/cli@<major> new` and its own flags, installing nothing yet. */
-  scaffold: string[];
-  esm: boolean;
-  /** Where its Jest configuration lives, if Jest is its runner; Vitest needs nothing. */
-  jestConfig?: 'jest.config.ts' | 'package.json';
-}
+export { ADOPTERS, guideBlock, guideCommands, type AdopterKind };
 
-/** The flags that keep `nest new` from asking or installing; Nest 12's CLI asks more than 11's. */
-const NEW = ['--skip-git', '--skip-install', '--package-manager', 'npm'];
-const NEST_12_NEW = [...NEW, '--no-interactive', '--skip-skills', '--no-observe'];
-
-/** On this repository's Node.js (20.19+, the packages' engines), the oldest an adopter may run. */
-export const ADOPTERS: AdopterKind[] = [
-  {
-    name: 'nest12-esm-vitest',
-    scaffold: ['@nestjs/cli@12', 'new', 'refunds', ...NEST_12_NEW, '--type', 'esm'],
-    esm: true,
-  },
-  {
-    name: 'nest12-cjs-jest',
-    scaffold: ['@nestjs/cli@12', 'new', 'refunds', ...NEST_12_NEW, '--type', 'cjs'],
-    esm: false,
-    jestConfig: 'jest.config.ts',
-  },
-  {
-    name: 'nest11-cjs-jest',
-    scaffold: ['@nestjs/cli@11', 'new', 'refunds', ...NEW, '--strict'],
-    esm: false,
-    jestConfig: 'package.json',
-  },
-];
-
-/** npm as a team runs it, minus the noise; the cache makes a second run mostly offline. */
-export const NPM_ENV = {
-  npm_config_prefer_offline: 'true',
-  npm_config_audit: 'false',
-  npm_config_fund: 'false',
-  npm_config_update_notifier: 'false',
-};
+/**
+ * npm as a team runs it, offline: the templates' making filled npm's cache with everything the
+ * guide's lines install (scripts/adopter-templates.ts), and a test reaches nothing but loopback.
+ */
+export const NPM_ENV = { ...TEMPLATE_NPM_ENV, npm_config_offline: 'true' };
 
 /** The guide's build and migration commands follow this line ("6. Migrations"). */
 export const MIGRATIONS = 'Point the CLI at the compiled file';
 /** The migration command's prefix there; the test gives its own database instead of the example URL. */
 export const DATABASE_URL = 'REFUNDS_DATABASE_URL=';
-const GUIDE = path.join(REPO_ROOT, 'docs', 'extending.md');
-
-/** The ```sh block of docs/extending.md that follows the line holding `marker`, one command a line. */
-export function guideCommands(marker: string): string[] {
-  return guideBlock(marker, 'sh')
-    .split('\n')
-    .filter((line) => line.trim() !== '' && !line.startsWith('#'));
-}
-
-/** The body of the first ```<lang> block after the line holding `marker` in docs/extending.md. */
-export function guideBlock(marker: string, lang: string): string {
-  const text = readFileSync(GUIDE, 'utf8');
-  const at = text.indexOf(marker);
-  if (at < 0) throw new Error(`docs/extending.md has no "${marker}"`);
-  const open = text.indexOf(`\`\`\`${lang}\n`, at);
-  const close = text.indexOf('\n```', open);
-  if (open < 0 || close < 0) throw new Error(`no \`\`\`${lang} block after "${marker}"`);
-  return text.slice(open + lang.length + 4, close);
-}
 
 /**
  * The guide's Jest settings for Node.js before 24.9 (docs/extending.md, "Jest"): set on the
@@ -164,8 +121,13 @@ export async function makeAdopter(
       throw new Error(`${kind.name}: ${what} exited ${result.code}\n${result.out}`);
     return result.out;
   };
-  await step('nest new', 'npx', ['--yes', ...kind.scaffold], parent);
-  await step('npm install (the template)', 'npm', ['install']);
+  // `nest new` and its install, made once per machine by npm test's install step.
+  const template = templateDir(kind);
+  if (!existsSync(template))
+    throw new Error(
+      `${kind.name}: no template at ${template}: run node dist/scripts/adopter-templates.js`,
+    );
+  await step('copy the template', 'cp', ['-a', template, project], parent);
   // "Copy them next to your project" (docs/extending.md, "1. Install").
   cpSync(packagesDir, path.join(project, 'dlock-packages'), { recursive: true });
   for (const line of guideCommands('From tarballs.')) await step(line, 'sh', ['-c', line]);

@@ -100,8 +100,29 @@ describe('configuration refused at start', () => {
       );
       expect(res.code).toBe(1);
       expect(res.stderr).toContain(`${variable}: is required`);
+      // The variable first, alone: no "Unable to open file" and no stack trace around it.
+      expect(res.stderr).toBe(
+        `[typeorm data source] invalid configuration:\n  ${variable}: is required\n`,
+      );
     },
   );
+
+  it('the TypeORM CLI data source refuses a scheme-less URL the same way', async () => {
+    const args = ['migration:run', '-d', 'dist/migrations/paydb/data-source.js'];
+    const res = await run(['node_modules/typeorm/cli.js', ...args], {
+      PAYDB_URL: 'localhost/paydb',
+    });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('PAYDB_URL: must be');
+    expect(res.stderr).not.toMatch(/^\s+at /m);
+  });
+
+  it('npm run db:migrate refuses a bad URL naming it, without a stack trace', async () => {
+    const res = await run(['dist/scripts/migrate.js'], { PROXYDB_URL: 'proxydb.internal/proxydb' });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain('PROXYDB_URL: must be');
+    expect(res.stderr).not.toMatch(/^\s+at /m);
+  });
 });
 
 describe('where configuration comes from', () => {

@@ -96,7 +96,8 @@ async function expectAllGone(run: StartRun, since: number): Promise<void> {
 /** What a stop must print: the stop line, nothing started after it, `stopped.` last. */
 function expectOrderlyOutput(out: string): void {
   const lines = out.split('\n').filter((l) => l.trim() !== '');
-  const stopAt = lines.indexOf('[dlock] stopping services ...');
+  // The stop says what it waits for (README, "Stopping"): the order, then each tier by name.
+  const stopAt = lines.findIndex((l) => l.startsWith('[dlock] stopping: the workers first'));
   expect(stopAt).toBeGreaterThanOrEqual(0);
   const after = lines.slice(stopAt + 1);
   expect({
@@ -197,6 +198,12 @@ describe('npm start stopped by Ctrl-C while payouts flow (issue 29)', () => {
     const sentAt = await signalGroup(run, 'SIGINT');
     const stoppedAt = Date.now();
     expectOrderlyOutput(run.output());
+    // What the stop waits for, said while it waits: the payout at the rail, then each tier.
+    expect(run.output()).toMatch(
+      /^\[dlock\] draining the payouts in flight \(.*RAIL_SUBMITTED=\d/m,
+    );
+    expect(run.output()).toMatch(/^\[dlock\] stopping executor-1, .*reconciler.* \.\.\.$/m);
+    expect(run.output()).toContain('\n[dlock] stopping postgres ...\n');
     await expectAllGone(run, sentAt);
 
     // The record, read from the next start as soon as its database is up (then stopped there).

@@ -35,7 +35,7 @@ setInterval(() => {}, 1000);
 const SUPERVISOR = `
 const { ProcessRun } = require(${JSON.stringify(built('start-processes.js'))});
 const [dir, memberScript] = process.argv.slice(2);
-const run = new ProcessRun(${DEADLINE_MS}, (line) => console.log(line));
+const run = new ProcessRun(${DEADLINE_MS}, (line) => console.log(line), 500);
 run.startWatchdog(${JSON.stringify(built('start-watchdog.js'))}, dir + '/watchdog.log');
 const member = (name, tier, stopSignal, stubborn) =>
   run.spawn(name, tier, process.execPath, [memberScript, name, dir + '/notes', stubborn ?? ''], {
@@ -121,6 +121,16 @@ describe('npm start: the process run and its watchdog', () => {
     await waitFor(async () => s.output().includes('stopped'), 20_000, 'the stop');
     expect(notes(s)).toEqual(ORDERLY);
     expect(s.output()).toContain(`stubborn (pid ${s.pids[3]}) still running`);
+    // Each tier is named as its stop begins, and who is still awaited while it lasts.
+    const said = s.output().split('\n');
+    expect(said.filter((l) => l.startsWith('stopping '))).toEqual([
+      'stopping worker, stubborn ...',
+      'stopping service ...',
+      'stopping database ...',
+    ]);
+    expect(said).toContainEqual(
+      expect.stringMatching(/^waiting for stubborn \(\d s; SIGKILL at 1\.5 s\)$/),
+    );
     expect(s.pids.filter(alive)).toEqual([]);
     await waitFor(async () => s.proc.exitCode !== null, 5_000, 'the supervisor to exit');
     expect(readFileSync(path.join(s.dir, 'watchdog.log'), 'utf8')).toBe('');

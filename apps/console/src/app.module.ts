@@ -1,3 +1,5 @@
+import { registerOperations as registerPolicyOperations } from '@dlock/identity';
+import { PAYOUT_OPERATIONS } from '@dlock/payout-contract';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { AlwaysReady, HealthModule, ObservabilityModule } from '@dlock/observability';
@@ -7,6 +9,10 @@ import { ConsolePeersModule } from './console-peers';
 import { EventsModule } from './events/events.module';
 import { OverviewModule } from './overview/overview.module';
 import { SessionsModule } from './sessions/sessions.module';
+
+// Every dlock app reads the one policy file, which grants the payout operations too: known
+// before any policy is read (docs/security.md, "Authorisation policy").
+registerPolicyOperations(PAYOUT_OPERATIONS);
 
 /** The console as one importable module: its validated config, then one module per page area. */
 @Module({})

@@ -1,6 +1,10 @@
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { REPO_ROOT, runNode, spawnApp, testIssuer, type RunningApp } from '@dlock/testing';
 
 /**
@@ -112,7 +116,10 @@ async function personToken(subject: string, ...args: string[]): Promise<string> 
   const dir = (await testIssuer()).dir;
   const run = await runNode(TOKEN_SCRIPT, ['--subject', subject, '--dir', dir, ...args], {});
   expect(run.code).toBe(0);
-  return run.out.trim();
+  // runNode joins stdout (the token) and stderr (what it is).
+  const [token, ...more] = run.out.split('\n').filter((l) => /^[\w-]+\.[\w-]+\.[\w-]+$/.test(l));
+  expect(more).toEqual([]);
+  return token;
 }
 
 interface SignedIn {
@@ -184,6 +191,35 @@ describe('signing in', () => {
       const res = await call('POST', '/api/session', { body: { token } });
       expect(res.status).toBe(401);
       expect(res.body).toMatchObject({ code: 'UNAUTHENTICATED', retrySafe: true });
+    }
+  });
+
+  it('takes the token of `npm run identity:token -- --out FILE` as written, no -s needed', async () => {
+    const tmp = mkdtempSync(path.join(os.tmpdir(), 'identity-token-'));
+    try {
+      const file = path.join(tmp, 'bob.jwt');
+      const npm = (...more: string[]) =>
+        promisify(execFile)(
+          'npm',
+          ['run', 'identity:token', '--', '--subject', 'operator-bob', ...more],
+          { cwd: REPO_ROOT, env: { ...process.env, npm_config_loglevel: '' }, timeout: 30_000 },
+        );
+      const dir = ['--dir', (await testIssuer()).dir];
+      const written = await npm(...dir, '--out', file);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const token = readFileSync(file, 'utf8');
+      expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/); // the token alone, nothing of npm's
+      expect(written.stdout).not.toContain(token.trim());
+      expect(written.stderr).toContain(`operator-bob, audience console, until `);
+      const res = await call('POST', '/api/session', { body: { token: token.trim() } });
+      expect(res.body).toMatchObject({ signedIn: true, subject: 'operator-bob' });
+      // Without --out the token is stdout's only line of its own; npm's banner is above it,
+      // and the hint on stderr says so.
+      const printed = await npm(...dir);
+      expect(printed.stdout.trim().split('\n').pop()).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+      expect(printed.stderr).toContain('use --out FILE');
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 

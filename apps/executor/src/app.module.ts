@@ -1,9 +1,9 @@
-import { fileTokenProvider } from '@dlock/identity';
+import { fileTokenProvider, registerOperations as registerPolicyOperations } from '@dlock/identity';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { LockClientModule } from '@dlock/lock-nest';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
-import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
+import { PAYOUT_OPERATIONS, PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, readExecutorConfig, type ExecutorConfig } from './config';
 import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './execution/domain/lease';
 import { AttemptHooks, NoAttemptHooks } from './execution/domain/attempt-hooks.port';
@@ -12,6 +12,10 @@ import { HarnessAttemptHooks } from './harness/harness-attempt-hooks';
 import { ExecutorMetrics } from './metrics';
 import { PayoutPollingLoop } from './polling/service/payout-polling.loop';
 import { LockSessionReadiness } from './readiness';
+
+// Every dlock app reads the one policy file, which grants the payout operations too: known
+// before any policy is read (docs/security.md, "Authorisation policy").
+registerPolicyOperations(PAYOUT_OPERATIONS);
 
 /** Payout execution: the polling loop and one attempt per payout, through the two services' clients. */
 @Module({

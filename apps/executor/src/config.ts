@@ -20,15 +20,9 @@ import {
 } from '@dlock/lock-api';
 import { ACCOUNT_ID_RULE, isAccountId } from '@dlock/payout-contract';
 import { submitBudgetMs } from './execution/domain/lease';
+import { CRASH_POINTS, type CrashPoint } from './execution/domain/crash-points';
 
-/** Where the harness may make a worker SIGKILL itself (DLOCK_HARNESS=1 only). */
-export const CRASH_POINTS = [
-  'after-claim',
-  'after-submitted',
-  'after-submit',
-  'after-ack',
-] as const;
-export type CrashPoint = (typeof CRASH_POINTS)[number];
+export { CRASH_POINTS, type CrashPoint } from './execution/domain/crash-points';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

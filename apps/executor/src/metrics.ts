@@ -1,28 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { counter, gauge, histogram } from '@dlock/metrics';
 import { ATTEMPT_RESULTS } from './execution/domain/execution-outcome';
+import { EXECUTE_LABELS, INVALID_HOPS, STEPS, type Step } from './execution/domain/attempt-labels';
 
-/** The four pinned labels of payout_execute_seconds (docs/operations.md). */
-export const EXECUTE_LABELS = ['posted', 'failed', 'abandoned', 'ambiguous'] as const;
-export type ExecuteLabel = (typeof EXECUTE_LABELS)[number];
-
-/** The hop that refused a payout's request as invalid (400 VALIDATION_FAILED). */
-export const INVALID_HOPS = ['payment_resource', 'rail_proxy'] as const;
-export type InvalidHop = (typeof INVALID_HOPS)[number];
-
-/** Steps of the critical section, timed separately (the bench reads the lock-server's share). */
-export const STEPS = [
-  'acquire',
-  'reread',
-  'claim',
-  'mark_submitted',
-  'submit',
-  'proxy_record',
-  'record_outcome',
-  'post',
-  'release',
-] as const;
-export type Step = (typeof STEPS)[number];
+export {
+  EXECUTE_LABELS,
+  INVALID_HOPS,
+  STEPS,
+  type ExecuteLabel,
+  type InvalidHop,
+  type Step,
+} from './execution/domain/attempt-labels';
 
 /** executor_poll_passes_total{result} (docs/executor.md, "Metrics"). */
 export const PASS_RESULTS = ['ok', 'idle', 'full', 'no_session', 'error'] as const;

@@ -1,3 +1,5 @@
+import { registerOperations as registerPolicyOperations } from '@dlock/identity';
+import { PAYOUT_OPERATIONS } from '@dlock/payout-contract';
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import type { RouteInfo } from '@nestjs/common/interfaces';
 import { APP_GUARD } from '@nestjs/core';
@@ -10,6 +12,10 @@ import { RevocationsModule } from './revocations/revocations.module';
 import { SessionsModule } from './sessions/sessions.module';
 import { LockBackendReadiness } from './readiness';
 import { StoreModule } from './locks/persistence/store.factory';
+
+// Every dlock app reads the one policy file, which grants the payout operations too: known
+// before any policy is read (docs/security.md, "Authorisation policy").
+registerPolicyOperations(PAYOUT_OPERATIONS);
 
 /** The per-grant path: acquire, renew, release, heartbeat (see ObservabilityOptions.untracedRoutes). */
 const HOT_ROUTES: RouteInfo[] = [

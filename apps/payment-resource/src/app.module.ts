@@ -1,3 +1,5 @@
+import { registerOperations as registerPolicyOperations } from '@dlock/identity';
+import { PAYOUT_OPERATIONS } from '@dlock/payout-contract';
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import type { RouteInfo } from '@nestjs/common/interfaces';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
@@ -10,6 +12,10 @@ import { PaydbModule } from './persistence/paydb.module';
 import { PaydbReadiness } from './readiness';
 import { AccountsModule } from './accounts/accounts.module';
 import { PayoutsModule } from './payouts/payouts.module';
+
+// Every dlock app reads the one policy file, which grants the payout operations too: known
+// before any policy is read (docs/security.md, "Authorisation policy").
+registerPolicyOperations(PAYOUT_OPERATIONS);
 
 /**
  * The executor's writes on every payout, served without the per-request logger

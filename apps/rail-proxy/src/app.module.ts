@@ -1,3 +1,5 @@
+import { registerOperations as registerPolicyOperations } from '@dlock/identity';
+import { PAYOUT_OPERATIONS } from '@dlock/payout-contract';
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { IdentityThrottlingModule } from '@dlock/http-contract';
@@ -7,6 +9,10 @@ import { RAIL_PROXY_CONFIG, readRailProxyConfig, type RailProxyConfig } from './
 import { HighWaterModule } from './high-water/high-water.module';
 import { ProxydbReadiness } from './readiness';
 import { SubmissionsModule } from './submission/submission.module';
+
+// Every dlock app reads the one policy file, which grants the payout operations too: known
+// before any policy is read (docs/security.md, "Authorisation policy").
+registerPolicyOperations(PAYOUT_OPERATIONS);
 
 /** proxydb (global): raw SQL only, no entities, migrations run out of band (libs/persistence). */
 const proxydb = DatabaseModule.forRootAsync({

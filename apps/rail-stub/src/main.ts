@@ -13,7 +13,7 @@ async function main(): Promise<void> {
     host: app.get<RailStubConfig>(RAIL_STUB_CONFIG).BIND_HOST,
     name: 'rail-stub',
     // The stand-in for a bank outside this system: its callers' authentication is the bank's.
-    auth: 'open: external rail simulator',
+    auth: 'open: a system outside this one, asking nobody',
   }));
 }
 

@@ -1,4 +1,4 @@
-import { fileTokenProvider } from '@dlock/identity';
+import { fileTokenProvider, registerOperations as registerPolicyOperations } from '@dlock/identity';
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { LockClientModule } from '@dlock/lock-nest';
@@ -16,10 +16,19 @@ import { TokenSourceCheck } from './fencing/service/token-source.service';
 import { ReportController } from './http/report.controller';
 import { ReconcilerLoops } from './loops';
 import { ReconcilerMetrics } from './metrics';
-import { PaymentResourceClient, RailLookupClient, RailProxyClient } from '@dlock/payout-contract';
+import {
+  PAYOUT_OPERATIONS,
+  PaymentResourceClient,
+  RailLookupClient,
+  RailProxyClient,
+} from '@dlock/payout-contract';
 import { RevocationsClient } from './fencing/clients/revocations.client';
 import { PAYMENT_RESOURCE, PayoutResolver } from './resolution/service/payout-resolver';
 import { RAIL_LOOKUP, ResolutionService } from './resolution/service/resolution.service';
+
+// Every dlock app reads the one policy file, which grants the payout operations too: known
+// before any policy is read (docs/security.md, "Authorisation policy").
+registerPolicyOperations(PAYOUT_OPERATIONS);
 
 function readOnlyDb(config: ReconcilerConfig, name: DbName, url: string): ReadOnlyDb {
   return new ReadOnlyDb({

@@ -20,6 +20,25 @@ export function requiredDatabaseUrl(
   return url;
 }
 
+/**
+ * The URL a TypeORM CLI data source (migrations/<db>/data-source.ts) connects to. The CLI wraps
+ * whatever its data source file throws in "Unable to open file" and a stack trace, which buries
+ * the variable's name: a bad or unset URL is printed here, alone, and the process exits 1, as an
+ * app does (exitOnStartFailure).
+ */
+export function cliDatabaseUrl(
+  name: 'LOCKDB_URL' | 'PAYDB_URL' | 'PROXYDB_URL',
+  source: EnvSource = process.env,
+): string {
+  try {
+    return requiredDatabaseUrl(name, source);
+  } catch (err) {
+    if (!(err instanceof EnvError)) throw err;
+    console.error(`[typeorm data source] ${err.message}`);
+    process.exit(1);
+  }
+}
+
 /** Scripts and CLIs read the process's environment here; the apps go through AppConfigModule. */
 export function readDatabaseUrls(source: EnvSource = process.env): DatabaseUrlsEnv {
   return validateEnv(DatabaseUrlsEnv, source);

@@ -30,13 +30,15 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /**
  * Who may call: verifiers of service tokens and of the people a delegating
- * caller acts for, and the authorisation policy; or (only the rail stub, which
- * stands in for a bank outside this system) nobody is asked (docs/security.md);
+ * caller acts for, and the authorisation policy; or, for an app standing in for a
+ * system outside this one, nobody is asked (docs/security.md);
  * or (only the console) people signed in to the app itself, whose gate the app
  * installs in `beforeBody` (docs/console.md, "Signing in").
  */
 export type RequestAuth =
-  AuthGate | 'open: external rail simulator' | 'people: sessions the app gates itself';
+  | AuthGate
+  | 'open: a system outside this one, asking nobody'
+  | 'people: sessions the app gates itself';
 
 /** What an app adds to the wire conventions; every field may be left out. */
 export interface ContractHooks {
@@ -163,7 +165,10 @@ export interface ServeOptions extends ContractHooks {
   host?: string;
   /** Also the audience a token sent to this service must name. */
   name: string;
-  auth: AuthOptions | 'open: external rail simulator' | 'people: sessions the app gates itself';
+  auth:
+    | AuthOptions
+    | 'open: a system outside this one, asking nobody'
+    | 'people: sessions the app gates itself';
   /** The public keys this service signs with, served at /.well-known/jwks.json. */
   publicKeys?: () => object;
   /** Every route counts against the caller's budget (OpenApiOptions.rateLimited). */

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 // jose-free, so that fileTokenProvider (./token-files) loads no ESM-only package.
-import { DEV_TOKEN_TTL_SEC, writeAtomically } from './files';
+import { DEV_TOKEN_TTL_SEC, keptMode, writeAtomically } from './files';
 
 /** The `iss` of every development token; the services are told to expect it. */
 export const DEV_ISSUER = 'https://dlock.dev-issuer.local';
@@ -14,6 +14,18 @@ type SigningKey = Awaited<ReturnType<typeof importJWK>>;
 interface KeyFile {
   /** Newest first; the first signs, every one is published (old tokens keep verifying). */
   keys: JWK[];
+  /** When each key was made (ISO 8601); absent from issuers made before it was kept. */
+  created?: Record<string, string>;
+  /** Keys no longer published, newest last (at most RETIRED_KEPT), for `npm run keys list`. */
+  retired?: { kid: string; createdAt?: string; retiredAt: string }[];
+}
+
+const RETIRED_KEPT = 16;
+
+/** The issuer's keys as `npm run keys list` shows them. */
+export interface IssuerKeys {
+  keys: { kid: string; signs: boolean; createdAt?: string }[];
+  retired: { kid: string; createdAt?: string; retiredAt: string }[];
 }
 
 /**
@@ -25,7 +37,7 @@ interface KeyFile {
 export class DevIssuer {
   private constructor(
     readonly dir: string,
-    private signing: { kid: string; key: SigningKey },
+    private signing: { kid: string; key: SigningKey; version: string },
   ) {}
 
   get jwksPath(): string {
@@ -36,18 +48,44 @@ export class DevIssuer {
   static async open(dir: string): Promise<DevIssuer> {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     if (!existsSync(keyPath(dir))) await addKey(dir, { keys: [] });
-    return new DevIssuer(dir, await signingKey(readKeys(dir)));
+    return new DevIssuer(dir, await signingKey(dir));
+  }
+
+  /** The key that signs now (`npm run keys list`). */
+  get kid(): string {
+    return this.signing.kid;
   }
 
   /**
    * A new signing key; the old public keys stay in the JWKS so tokens already
-   * minted verify until they expire (docs/security.md, key rotation).
+   * minted verify until they expire (docs/security.md, key rotation). Returns its kid.
    */
-  async rotate(keep = 2): Promise<void> {
+  async rotate(keep = 2): Promise<string> {
     const file = readKeys(this.dir);
-    file.keys = file.keys.slice(0, Math.max(1, keep - 1));
-    await addKey(this.dir, file);
-    this.signing = await signingKey(readKeys(this.dir));
+    const kept = file.keys.slice(0, Math.max(1, keep - 1));
+    const retiredAt = new Date().toISOString();
+    const gone = file.keys.slice(kept.length).map((k) => ({
+      kid: String(k.kid),
+      createdAt: file.created?.[String(k.kid)],
+      retiredAt,
+    }));
+    const retired = [...(file.retired ?? []), ...gone].slice(-RETIRED_KEPT);
+    await addKey(this.dir, { ...file, keys: kept, retired });
+    this.signing = await signingKey(this.dir);
+    return this.signing.kid;
+  }
+
+  /** Its keys, newest (signing) first, and those retired. */
+  describe(): IssuerKeys {
+    const file = readKeys(this.dir);
+    return {
+      keys: file.keys.map((k, i) => ({
+        kid: String(k.kid),
+        signs: i === 0,
+        createdAt: file.created?.[String(k.kid)],
+      })),
+      retired: file.retired ?? [],
+    };
   }
 
   /** A token for `subject` (the service identity) addressed to `audience`. */
@@ -60,6 +98,9 @@ export class DevIssuer {
     if (!(ttlSec >= 1 && ttlSec <= DEV_TOKEN_TTL_MAX_SEC))
       throw new RangeError(`ttlSec must be 1..${DEV_TOKEN_TTL_MAX_SEC}`);
     const now = opts.nowSec ?? Math.floor(Date.now() / 1000);
+    // Rotated by another process (`npm run keys rotate-issuer`): sign with the new key from now.
+    if (keyFileVersion(this.dir) !== this.signing.version)
+      this.signing = await signingKey(this.dir);
     return new SignJWT({})
       .setProtectedHeader({ alg: ALG, kid: this.signing.kid, typ: 'JWT' })
       .setIssuer(DEV_ISSUER)
@@ -84,21 +125,32 @@ function readKeys(dir: string): KeyFile {
   return JSON.parse(readFileSync(keyPath(dir), 'utf8')) as KeyFile;
 }
 
-async function signingKey(file: KeyFile): Promise<{ kid: string; key: SigningKey }> {
-  const [newest] = file.keys;
+function keyFileVersion(dir: string): string {
+  const st = statSync(keyPath(dir));
+  return `${st.ino}:${st.mtimeMs}:${st.size}`;
+}
+
+async function signingKey(dir: string): Promise<{ kid: string; key: SigningKey; version: string }> {
+  const version = keyFileVersion(dir);
+  const [newest] = readKeys(dir).keys;
   if (!newest?.kid) throw new Error('issuer key file holds no key');
-  return { kid: newest.kid, key: await importJWK(newest, ALG) };
+  return { kid: newest.kid, key: await importJWK(newest, ALG), version };
 }
 
 async function addKey(dir: string, file: KeyFile): Promise<void> {
   const pair = await generateKeyPair(ALG, { extractable: true });
   const jwk = { ...(await exportJWK(pair.privateKey)), kid: randomUUID(), alg: ALG, use: 'sig' };
-  const next: KeyFile = { keys: [jwk, ...file.keys] };
+  const created = { ...file.created, [jwk.kid]: new Date().toISOString() };
+  for (const kid of Object.keys(created))
+    if (!file.keys.some((k) => k.kid === kid) && kid !== jwk.kid) delete created[kid];
+  const next: KeyFile = { ...file, keys: [jwk, ...file.keys], created };
   const publicKeys = next.keys.map(({ d: _d, ...pub }) => pub);
   // The JWKS is replaced before the key that signs with it: a verifier never sees an unknown kid.
-  writeAtomically(jwksPath(dir), JSON.stringify({ keys: publicKeys }, null, 2), 0o644);
+  const mode = keptMode(jwksPath(dir));
+  writeAtomically(jwksPath(dir), JSON.stringify({ keys: publicKeys }, null, 2), mode);
+  chmodSync(jwksPath(dir), mode);
   writeAtomically(keyPath(dir), JSON.stringify(next));
   chmodSync(keyPath(dir), 0o600);
 }
 
-export { DEV_TOKEN_TTL_SEC, writeAtomically };
+export { DEV_TOKEN_TTL_SEC, keptMode, writeAtomically };

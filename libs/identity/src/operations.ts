@@ -1,10 +1,18 @@
+import assert from 'node:assert/strict';
+
 /**
- * Every operation a route may name with `@Operation` (docs/security.md, "Authorisation
- * policy"). A policy naming anything else is refused at boot, so a typo cannot
- * silently grant nothing (or everything). Grouped by the service that serves them.
+ * The operations a route may name with `@Operation` and a policy may grant
+ * (docs/security.md, "Authorisation policy"). A policy naming anything else is
+ * refused at boot, so a typo cannot silently grant nothing (or everything).
+ *
+ * This library knows only the lock service's operations and those every
+ * service serves; an app registers its own with {@link registerOperations}
+ * when its module is loaded, before any policy is read (docs/extending.md,
+ * "Your own operations"). A policy file names the operations of every service
+ * that reads it, so each of those services registers them all.
  */
-export const OPERATIONS = [
-  // lock-server
+export const BUILT_IN_OPERATIONS = [
+  // the lock-server
   'sessions.open',
   'sessions.heartbeat',
   'sessions.close',
@@ -19,30 +27,6 @@ export const OPERATIONS = [
   'locks.revoke',
   'revocations.approve',
   'revocations.list',
-  // payment-resource
-  'accounts.create',
-  'accounts.deposit',
-  'accounts.read',
-  'accounts.list',
-  'accounts.fence-floor',
-  'payouts.create',
-  'payouts.list',
-  'payouts.read',
-  'payouts.stats',
-  'payouts.claim',
-  'payouts.rail-outcome',
-  'payouts.post',
-  'payouts.abandon',
-  'payouts.resolve',
-  // rail-proxy
-  'rail.submit',
-  'rail.read',
-  // The rail's record of a payout, with the receipt it earns (docs/rail.md, "Receipts").
-  'rail.evidence',
-  'high-water.floor',
-  'high-water.list',
-  // reconciler
-  'reconciler.report',
   // every service
   'safety-events.read',
   'debug.spans',
@@ -50,10 +34,34 @@ export const OPERATIONS = [
   'identity.act-for',
 ] as const;
 
-export type OperationName = (typeof OPERATIONS)[number];
+/** `<area>.<verb>`, lower case: what a policy file can spell. */
+const OPERATION_NAME = /^[a-z][a-z0-9-]*\.[a-z][a-z0-9-]*$/;
 
-const KNOWN: ReadonlySet<string> = new Set(OPERATIONS);
+export type OperationName = string;
+
+const known = new Set<string>(BUILT_IN_OPERATIONS);
+
+/** Adds an app's operations to those a policy and a route may name; registering twice is harmless. */
+export function registerOperations(names: readonly string[]): void {
+  for (const name of names) {
+    assert.match(name, OPERATION_NAME, `operation ${JSON.stringify(name)} is not <area>.<verb>`);
+    known.add(name);
+  }
+}
+
+/** Every operation known so far: the built-in ones and every app's registered ones. */
+export function knownOperations(): readonly string[] {
+  return [...known];
+}
 
 export function isOperationName(value: unknown): value is OperationName {
-  return typeof value === 'string' && KNOWN.has(value);
+  return typeof value === 'string' && known.has(value);
+}
+
+/** Fails loudly for an operation nobody registered: a route naming it could never be granted. */
+export function assertOperation(name: string): void {
+  assert.ok(
+    known.has(name),
+    `operation ${name} was never registered: the app registers its operations (registerOperations) before it serves`,
+  );
 }

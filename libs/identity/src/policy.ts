@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Document, LineCounter } from 'yaml';
 import { EnvError } from '@dlock/config/env';
-import { isOperationName, type OperationName } from './operations';
+import { assertOperation, isOperationName, type OperationName } from './operations';
 import { plainSubject } from './subjects';
 
 /**
@@ -142,6 +142,7 @@ export class AuthPolicy {
   }
 
   decide(subject: string, operation: OperationName, lockKey?: string): PolicyDecision {
+    assertOperation(operation);
     // The verifier lets in only plain subjects; a policy matches nothing else either.
     if (plainSubject(subject) !== subject) {
       return { allowed: false, reason: 'subject has characters outside the plain set' };

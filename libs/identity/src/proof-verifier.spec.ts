@@ -1,10 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProofRejectedError } from '@dlock/lock-api';
+import { DevIssuer } from './dev-issuer';
 import { ProofVerifier, VERIFIED_PROOF_CACHE_MS } from './proof-verifier';
 import {
   addSigningKey,
+  describeSigningKeys,
   ensureSigningKeys,
   KEY_RING_RELOAD_MS,
   KeyRingError,
@@ -150,6 +152,65 @@ describe('a signing ring and its verifiers', () => {
     await late.start();
     expect(await refusal(late, old)).toBe('unknown-key');
     await expect(late.verify(fresh)).resolves.toEqual({ n: 2 });
+  });
+
+  it('tells its listener the signing key at open and after a promotion (the services log it)', () => {
+    const { keys } = ensureSigningKeys(join(dir, 'grant-keys.json'));
+    const told: [string, number][] = [];
+    const ring = SigningKeyRing.open(keys, now, (kid, published) => told.push([kid, published]));
+    const first = ring.kid;
+    expect(told).toEqual([[first, 1]]);
+    const next = addSigningKey(keys);
+    clock += KEY_RING_RELOAD_MS;
+    ring.sign(TYPE, {});
+    expect(told).toEqual([[first, 1]]); // published only: the same key signs
+    promoteSigningKey(keys, next);
+    clock += KEY_RING_RELOAD_MS;
+    ring.sign(TYPE, {});
+    expect(told).toEqual([
+      [first, 1],
+      [next, 2],
+    ]);
+  });
+
+  it('keeps the JWKS mode through a rotation and records when each key came and went', () => {
+    const { keys, jwks } = ensureSigningKeys(join(dir, 'grant-keys.json'));
+    chmodSync(jwks, 0o600); // as npm start leaves everything under .dlock/
+    const first = SigningKeyRing.open(keys).kid;
+    const next = addSigningKey(keys);
+    expect([statSync(jwks).mode & 0o777, statSync(keys).mode & 0o777]).toEqual([0o600, 0o600]);
+    promoteSigningKey(keys, next);
+    retireSigningKey(keys, first);
+    expect(statSync(jwks).mode & 0o777).toBe(0o600);
+    const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT/);
+    expect(describeSigningKeys(keys)).toEqual({
+      keys: [{ kid: next, signs: true, createdAt: iso }],
+      retired: [{ kid: first, createdAt: iso, retiredAt: iso }],
+    });
+    expect(() => retireSigningKey(keys, 'no-such-kid')).toThrow(/no key no-such-kid/);
+    // A fresh ring's public file is world-readable as before (compose mounts it into other containers).
+    expect(statSync(ensureSigningKeys(join(dir, 'other.json')).jwks).mode & 0o777).toBe(0o644);
+  });
+
+  it("rotates the development issuer's key: another process's issuer signs with it next", async () => {
+    const running = await DevIssuer.open(join(dir, 'issuer'));
+    chmodSync(running.jwksPath, 0o600);
+    const before = running.kid;
+    const rotated = await (await DevIssuer.open(join(dir, 'issuer'))).rotate();
+    expect(rotated).not.toBe(before);
+    expect(statSync(running.jwksPath).mode & 0o777).toBe(0o600);
+    const token = await running.mint('operator', 'console');
+    const header = JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString());
+    expect(header.kid).toBe(rotated);
+    expect(running.describe().keys.map((k) => [k.kid, k.signs])).toEqual([
+      [rotated, true],
+      [before, false],
+    ]);
+    const third = await running.rotate();
+    expect(running.describe()).toMatchObject({
+      keys: [{ kid: third }, { kid: rotated }],
+      retired: [{ kid: before }],
+    });
   });
 
   it('a JWKS file not written yet is an empty key set; a broken one stops the boot', async () => {

@@ -9,7 +9,7 @@ import {
 } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { writeAtomically } from './dev-issuer';
+import { keptMode, writeAtomically } from './files';
 
 /**
  * A service's own signing keys (docs/security.md, "Signed grants"): the
@@ -36,7 +36,29 @@ export interface PrivateJwk extends JsonWebKey {
 
 interface RingFile {
   keys: PrivateJwk[];
+  /** When each key was added (ISO 8601): written by the rotation steps, absent from older rings. */
+  created?: Record<string, string>;
+  /** The keys retired so far, newest last (at most RETIRED_KEPT), for `npm run keys list`. */
+  retired?: RetiredKey[];
 }
+
+export interface RetiredKey {
+  kid: string;
+  createdAt?: string;
+  retiredAt: string;
+}
+
+/** One key of a ring as `npm run keys list` shows it: the first signs, every one is published. */
+export interface RingKey {
+  kid: string;
+  signs: boolean;
+  createdAt?: string;
+}
+
+const RETIRED_KEPT = 16;
+
+/** Told the key a ring signs with, when it is opened and whenever a rotation changes it. */
+export type SigningKeyListener = (kid: string, published: number) => void;
 
 interface LoadedRing {
   kid: string;
@@ -58,14 +80,24 @@ export class SigningKeyRing {
   private constructor(
     readonly path: string,
     private readonly now: () => number,
+    private readonly onSigningKey: SigningKeyListener,
   ) {
     this.ring = loadRing(path);
     this.checkedAtMs = now();
+    onSigningKey(this.ring.kid, this.ring.publicJwks.keys.length);
   }
 
-  /** Reads and checks the ring at `path`; throws KeyRingError naming the problem. */
-  static open(path: string, now: () => number = Date.now): SigningKeyRing {
-    return new SigningKeyRing(path, now);
+  /**
+   * Reads and checks the ring at `path`; throws KeyRingError naming the problem. The services
+   * pass `onSigningKey` to log which key signs at boot and after each promotion
+   * (docs/security.md, "Rotating the signing keys").
+   */
+  static open(
+    path: string,
+    now: () => number = Date.now,
+    onSigningKey: SigningKeyListener = () => undefined,
+  ): SigningKeyRing {
+    return new SigningKeyRing(path, now, onSigningKey);
   }
 
   /** The key id proofs are signed with now. */
@@ -92,11 +124,14 @@ export class SigningKeyRing {
     const now = this.now();
     if (now - this.checkedAtMs < KEY_RING_RELOAD_MS) return this.ring;
     this.checkedAtMs = now;
+    const before = this.ring;
     try {
-      if (fileVersion(this.path) !== this.ring.version) this.ring = loadRing(this.path);
+      if (fileVersion(this.path) !== before.version) this.ring = loadRing(this.path);
     } catch {
       // A file caught mid-rotation (or gone): keep signing with the keys we have.
     }
+    if (this.ring.kid !== before.kid)
+      this.onSigningKey(this.ring.kid, this.ring.publicJwks.keys.length);
     return this.ring;
   }
 }
@@ -168,9 +203,12 @@ export function publicJwksPath(ringPath: string): string {
 
 function writeRing(path: string, file: RingFile): void {
   const publicKeys = file.keys.map((k, i) => publicHalf(path, k, i));
+  const jwks = publicJwksPath(path);
   // The public keys are written before the ring that signs with them: a guard
   // reading the file never meets a proof whose key it could not have seen.
-  writeAtomically(publicJwksPath(path), JSON.stringify({ keys: publicKeys }, null, 2), 0o644);
+  const mode = keptMode(jwks);
+  writeAtomically(jwks, JSON.stringify({ keys: publicKeys }, null, 2), mode);
+  chmodSync(jwks, mode); // the process's umask does not decide it either
   writeAtomically(path, JSON.stringify(file));
   chmodSync(path, 0o600);
 }
@@ -185,8 +223,10 @@ function readRing(path: string): RingFile {
  */
 export function ensureSigningKeys(path: string): { keys: string; jwks: string } {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  if (!existsSync(path)) writeRing(path, { keys: [newKey()] });
-  else if (!existsSync(publicJwksPath(path))) writeRing(path, readRing(path));
+  if (!existsSync(path)) {
+    const key = newKey();
+    writeRing(path, { keys: [key], created: { [key.kid]: new Date().toISOString() } });
+  } else if (!existsSync(publicJwksPath(path))) writeRing(path, readRing(path));
   return { keys: path, jwks: publicJwksPath(path) };
 }
 
@@ -194,7 +234,8 @@ export function ensureSigningKeys(path: string): { keys: string; jwks: string } 
 export function addSigningKey(path: string): string {
   const file = readRing(path);
   const key = newKey();
-  writeRing(path, { keys: [...file.keys, key] });
+  const created = { ...file.created, [key.kid]: new Date().toISOString() };
+  writeRing(path, { ...file, keys: [...file.keys, key], created });
   return key.kid;
 }
 
@@ -203,7 +244,7 @@ export function promoteSigningKey(path: string, kid: string): void {
   const file = readRing(path);
   const key = file.keys.find((k) => k.kid === kid);
   if (!key) throw new KeyRingError(`${path}: no key ${kid}`);
-  writeRing(path, { keys: [key, ...file.keys.filter((k) => k.kid !== kid)] });
+  writeRing(path, { ...file, keys: [key, ...file.keys.filter((k) => k.kid !== kid)] });
 }
 
 /** Rotation step 3: `kid` is no longer published; proofs signed with it stop verifying. */
@@ -211,7 +252,25 @@ export function retireSigningKey(path: string, kid: string): void {
   const file = readRing(path);
   if (file.keys[0]?.kid === kid)
     throw new KeyRingError(`${path}: ${kid} still signs; promote another first`);
-  writeRing(path, { keys: file.keys.filter((k) => k.kid !== kid) });
+  if (!file.keys.some((k) => k.kid === kid)) throw new KeyRingError(`${path}: no key ${kid}`);
+  const { [kid]: createdAt, ...created } = file.created ?? {};
+  const gone: RetiredKey = { kid, createdAt, retiredAt: new Date().toISOString() };
+  const retired = [...(file.retired ?? []), gone].slice(-RETIRED_KEPT);
+  writeRing(path, { keys: file.keys.filter((k) => k.kid !== kid), created, retired });
+}
+
+/** The ring at `path` as `npm run keys list` shows it: its keys (the first signs) and the retired. */
+export function describeSigningKeys(path: string): { keys: RingKey[]; retired: RetiredKey[] } {
+  loadRing(path); // checked as a service would read it
+  const file = readRing(path);
+  return {
+    keys: file.keys.map((k, i) => ({
+      kid: k.kid,
+      signs: i === 0,
+      createdAt: file.created?.[k.kid],
+    })),
+    retired: file.retired ?? [],
+  };
 }
 
 /** The public key of a JWK (for verifiers). */

@@ -188,12 +188,12 @@ function kubernetesIdentity(
 ): string {
   const claim = payload['kubernetes.io'];
   if (claim === undefined && !sub.startsWith('system:serviceaccount:')) return sub;
-  const account = SERVICE_ACCOUNT_SUBJECT.exec(sub);
-  if (!account)
+  const named = SERVICE_ACCOUNT_SUBJECT.exec(sub);
+  if (!named)
     throw new UnauthenticatedError(
       'Kubernetes token subject is not system:serviceaccount:<namespace>:<name>',
     );
-  const [, namespace, serviceAccount] = account;
+  const [, namespace, serviceAccount] = named;
   const k8s = (claim ?? {}) as KubernetesClaim;
   if (
     typeof k8s !== 'object' ||

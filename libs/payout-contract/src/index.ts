@@ -9,3 +9,4 @@ export * from './wire-schemas';
 export * from './payout-instruction';
 export * from './rail-receipt';
 export * from './transition-table';
+export * from './operations';

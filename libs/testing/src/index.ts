@@ -12,3 +12,4 @@ export * from './identity';
 export * from './proofs';
 export * from './scratch';
 export { listenerOwners, portListening } from './port-owner';
+export * from './pg-replication';

@@ -37,9 +37,23 @@ export class TcpProxy {
   private constructor(
     private readonly server: net.Server,
     readonly port: number,
-    readonly target: { host: string; port: number },
+    private upstreamTarget: { host: string; port: number },
     readonly host: string,
   ) {}
+
+  /** Where new connections go. */
+  get target(): { host: string; port: number } {
+    return this.upstreamTarget;
+  }
+
+  /**
+   * Sends new connections to `target` and resets the live ones, as a stable
+   * address that moves to a promoted standby does (a Cloud SQL failover).
+   */
+  retarget(target: { host?: string; port: number }): void {
+    this.upstreamTarget = { host: target.host ?? '127.0.0.1', port: target.port };
+    for (const pair of [...this.pairs]) this.kill(pair, 'reset');
+  }
 
   /**
    * Listens on `listenHost` (default 127.0.0.1; another loopback address gives it

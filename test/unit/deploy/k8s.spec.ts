@@ -3,7 +3,8 @@
 // kubernetes-models, CRDs (PodMonitoring, SecretProviderClass) asserted by
 // structure, and the NetworkPolicies evaluated into a reachability matrix that
 // must equal the edges of docs/references.md exactly (A-13: isolation is the only authN).
-import { parsePolicy, TOKEN_LIFETIME_MAX_MS_DEFAULT } from '@dlock/identity';
+import { parsePolicy, registerOperations, TOKEN_LIFETIME_MAX_MS_DEFAULT } from '@dlock/identity';
+import { PAYOUT_OPERATIONS } from '@dlock/payout-contract';
 import { parseYamlDocs, readRepoFile } from './deploy-tools';
 import {
   appContainer,
@@ -16,6 +17,9 @@ import {
   workloads,
   type Obj,
 } from './k8s-render';
+
+// The policy grants the payout services' operations, which every dlock app registers at boot.
+registerOperations(PAYOUT_OPERATIONS);
 
 const APPS = [
   'lock-server',

@@ -9,6 +9,11 @@ import { Registry } from 'prom-client';
 import { SafetyEvents } from '@dlock/observability';
 import { parseYamlFile, readRepoFile, repoRoot, requireTool, run } from './deploy-tools';
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS script of the repository
+const { RUNBOOK_BASE_URL } = require('../../../scripts/render-gmp-rules.js') as {
+  RUNBOOK_BASE_URL: string;
+};
+
 const promDir = join(repoRoot, 'deploy/prometheus');
 
 function promtool(args: string[], cwd = promDir) {
@@ -66,16 +71,33 @@ describe('Prometheus rules and config', () => {
     });
   });
 
-  it('link every rule to a runbook anchor that exists in docs/operations.md', () => {
-    const runbook = readRepoFile('docs/operations.md');
-    for (const r of rules) {
-      const [path, anchor] = (r as any).annotations.runbook.split('#');
-      expect([r.alert, path, runbook.includes(`<a id="${anchor}"></a>`)]).toEqual([
+  it('link every rule to its own heading in docs/operations.md with a clickable runbook_url', () => {
+    // GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens.
+    const slug = (text: string) =>
+      text
+        .toLowerCase()
+        .replace(/[^a-z0-9 _-]/g, '')
+        .replace(/ /g, '-');
+    const headings = readRepoFile('docs/operations.md')
+      .split('\n')
+      .filter((l) => /^#{1,6} /.test(l))
+      .map((l) => l.replace(/^#+ /, '').trim());
+    const bySlug = new Map(headings.map((h) => [slug(h), h]));
+    expect(bySlug.size).toBe(headings.length); // no anchor taken twice (GitHub would add -1)
+    const page = `${RUNBOOK_BASE_URL}docs/operations.md#`;
+    for (const r of rules as any[]) {
+      const url: string = r.annotations.runbook_url ?? '';
+      expect([r.alert, url.startsWith(page), r.annotations.runbook]).toEqual([
         r.alert,
-        'docs/operations.md',
         true,
+        undefined,
+      ]);
+      expect([r.alert, bySlug.get(url.slice(page.length))]).toEqual([
+        r.alert,
+        `${r.alert} (${r.labels.severity})`,
       ]);
     }
+    expect(() => new URL(page)).not.toThrow();
   });
 
   it('have a promtool unit test case for every rule', () => {

@@ -12,8 +12,8 @@ import {
 import { INSTANT, int64Text, objectSchema, wireSchema } from '@dlock/http-contract';
 import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import type { Revoked, SignedGrant } from '../locks/service/lock.service';
-import type { HeartbeatResult, OpenedSession } from '../locks/persistence/lock-store.port';
-import type { RevocationRequest } from '../locks/persistence/revocation-requests.port';
+import type { HeartbeatResult, OpenedSession } from '../locks/domain/lock.types';
+import type { RevocationRequest } from '../locks/domain/revocation.types';
 
 /** Wire shapes of docs/lock-server.md: tokens as decimal strings, instants RFC 3339 UTC ms. */
 export function grantView({ grant, proof }: SignedGrant): LockGrantDto {

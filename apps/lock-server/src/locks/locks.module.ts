@@ -4,6 +4,7 @@ import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
 import { CallerBudget } from './service/caller-budget';
 import { GrantProofs } from './service/grant-proofs';
 import { LockService } from './service/lock.service';
+import { Listings } from './service/listings.service';
 import { RevocationFloors } from '../revocations/service/revocation-floors';
 import { RevokeService } from '../revocations/service/revoke.service';
 import { OwnerCaps } from '../sessions/service/owner-caps';
@@ -20,6 +21,7 @@ import { LocksController } from './http/locks.controller';
   controllers: [LocksController, LockListingController],
   providers: [
     LockService,
+    Listings,
     CallerBudget,
     RevokeService,
     GrantProofs,
@@ -32,6 +34,6 @@ import { LocksController } from './http/locks.controller';
       useFactory: (config: LockServerConfig) => policyFile(config.AUTH_POLICY),
     },
   ],
-  exports: [LockService, RevokeService, SessionOwners, OwnerCaps, GrantProofs],
+  exports: [LockService, Listings, RevokeService, SessionOwners, OwnerCaps, GrantProofs],
 })
 export class LocksModule {}

@@ -1,7 +1,8 @@
 import { DlockError, ValidationError } from '@dlock/lock-api';
 import { isAccountId, isPayoutState, type PayoutState } from '@dlock/payout-contract';
-import { UUID_PATTERN } from '../persistence/db';
 import { decodeCursor, type Cursor } from '../payouts/domain/cursor';
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A malformed id names no payout: 404, the same as an unknown one. */
 export function payoutIdParam(raw: string): string {

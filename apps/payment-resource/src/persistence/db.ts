@@ -26,5 +26,3 @@ export function updatedRows<T>(result: unknown): T[] {
   assert.ok(Array.isArray(result) && result.length === 2 && Array.isArray(result[0]));
   return result[0] as T[];
 }
-
-export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,7 +1,7 @@
 import type { DlockError } from '@dlock/lock-api';
 import type { PayoutView } from '@dlock/payout-contract';
 import type { AttemptResult } from './execution-outcome';
-import type { InvalidHop, Step } from '../../metrics';
+import type { InvalidHop, Step } from './attempt-labels';
 
 /** What the rail acknowledged, as P6 ACKED and P3 carry it, with the proxy's receipt of it. */
 export interface Ack {

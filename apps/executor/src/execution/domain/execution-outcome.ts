@@ -1,5 +1,5 @@
 import type { ExecutionOutcome } from '@dlock/payout-contract';
-import type { ExecuteLabel } from '../../metrics';
+import type { ExecuteLabel } from './attempt-labels';
 
 export type { ExecutionOutcome };
 

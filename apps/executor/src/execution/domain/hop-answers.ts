@@ -1,7 +1,7 @@
 import { PeerUnavailableError } from '@dlock/http-client';
 import { DlockError, type ErrorCode } from '@dlock/lock-api';
 import { isPayoutState, type PayoutView } from '@dlock/payout-contract';
-import type { Step } from '../../metrics';
+import type { Step } from './attempt-labels';
 import type { AttemptStep, Ending } from './attempt-step';
 import { nextStepFor } from './recovery';
 

@@ -2,7 +2,7 @@ import { Controller, Get, Query } from '@nestjs/common';
 import { formatFencingToken, type LockListDto, type SessionListDto } from '@dlock/lock-api';
 import { ApiReadLimitQuery, Operation, parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { LockStore, SessionRegistry } from '../persistence/lock-store.port';
+import { Listings } from '../service/listings.service';
 import { LOCK_LIST_SCHEMA, SESSION_LIST_SCHEMA } from '../../http/views';
 
 const QUERY = { limit: READ_LIMIT };
@@ -15,7 +15,7 @@ const QUERY = { limit: READ_LIMIT };
 @ApiTags('locks')
 @Controller('v1/locks')
 export class LockListingController {
-  constructor(private readonly store: LockStore) {}
+  constructor(private readonly listings: Listings) {}
 
   @ApiOperation({ summary: 'Locks held now, by key (advisory)' })
   @ApiReadLimitQuery()
@@ -24,7 +24,7 @@ export class LockListingController {
   @Operation('locks.list')
   async list(@Query() query: Record<string, unknown>): Promise<LockListDto> {
     const { limit } = parseIntQuery(query, QUERY);
-    const { items, truncated } = await this.store.listHeld(limit);
+    const { items, truncated } = await this.listings.heldLocks(limit);
     return {
       locks: items.map((l) => ({
         key: l.key,
@@ -41,7 +41,7 @@ export class LockListingController {
 @ApiTags('sessions')
 @Controller('v1/sessions')
 export class SessionListingController {
-  constructor(private readonly sessions: SessionRegistry) {}
+  constructor(private readonly listings: Listings) {}
 
   @ApiOperation({ summary: 'Live sessions, by id (advisory)' })
   @ApiReadLimitQuery()
@@ -50,7 +50,7 @@ export class SessionListingController {
   @Operation('sessions.list')
   async list(@Query() query: Record<string, unknown>): Promise<SessionListDto> {
     const { limit } = parseIntQuery(query, QUERY);
-    const { items, truncated } = await this.sessions.listLive(limit);
+    const { items, truncated } = await this.listings.liveSessions(limit);
     return {
       sessions: items.map((s) => ({
         sessionId: s.sessionId,

@@ -1,4 +1,16 @@
 import type { FencingToken, LockGrant, LockOutcome } from '@dlock/lock-api';
+import type {
+  OpenedSession,
+  HeartbeatResult,
+  AcquireRequest,
+  AcquireResult,
+  HeldLock,
+  RevokeRequest,
+  ListedLock,
+  ListedSession,
+  OwnerLoad,
+  Listing,
+} from '../domain/lock.types';
 
 /**
  * The backend seam (docs/lock-client.md / docs/references.md): the lock-server's web and core
@@ -11,77 +23,18 @@ import type { FencingToken, LockGrant, LockOutcome } from '@dlock/lock-api';
  * NOT_LEADER). A store never retries: retries live in the client SDK.
  */
 
-export interface OpenedSession {
-  sessionId: string;
-  ownerId: string;
-  ttlMillis: number;
-  expiresAt: Date;
-}
-
-export interface HeartbeatResult {
-  sessionId: string;
-  expiresAt: Date;
-  serverTime: Date;
-  heldLockCount: number;
-}
-
-export interface AcquireRequest {
-  key: string;
-  sessionId: string;
-  ownerId: string;
-  ttlMillis: number;
-}
-
-/** Contention is an outcome, not an error: the service decides whether to wait. */
-export type AcquireResult =
-  | { kind: 'granted'; grant: LockGrant }
-  | { kind: 'contended'; holderOwnerId: string; expiresAt: Date };
-
-export interface HeldLock {
-  key: string;
-  ownerId: string;
-  sessionId: string;
-  fencingToken: FencingToken;
-  acquiredAt: Date;
-  expiresAt: Date;
-}
-
-export interface RevokeRequest {
-  key: string;
-  operator: string;
-  reason: string;
-  expectedToken?: FencingToken;
-}
-
-/** One held (live) lock as the console lists it; `leaseRemainingMillis` by the backend's clock. */
-export interface ListedLock {
-  key: string;
-  ownerId: string;
-  sessionId: string;
-  fencingToken: FencingToken;
-  leaseRemainingMillis: number;
-}
-
-/** One live session as the console lists it. */
-export interface ListedSession {
-  sessionId: string;
-  ownerId: string;
-  ttlMillis: number;
-  ttlRemainingMillis: number;
-  locksHeld: number;
-}
-
-/** What one owner holds now: its live sessions and the live locks on them. */
-export interface OwnerLoad {
-  sessions: number;
-  locks: number;
-}
-
-/** A bounded listing: at most the limit asked for; `truncated` when there may be more. */
-export interface Listing<T> {
-  items: T[];
-  truncated: boolean;
-}
+export type {
+  OpenedSession,
+  HeartbeatResult,
+  AcquireRequest,
+  AcquireResult,
+  HeldLock,
+  RevokeRequest,
+  ListedLock,
+  ListedSession,
+  OwnerLoad,
+  Listing,
+};
 
 export abstract class SessionRegistry {
   /** L1 — open a session (docs/lock-server.md#endpoints). */

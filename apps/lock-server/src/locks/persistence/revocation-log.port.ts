@@ -1,15 +1,6 @@
-import type { FencingToken } from '@dlock/lock-api';
+import type { RevocationEntry } from '../domain/revocation.types';
 
-/** One L8 revocation as recorded by the backend (its audit record). */
-export interface RevocationEntry {
-  revocationId: string;
-  key: string;
-  revokedToken: FencingToken;
-  newTokenFloor: FencingToken;
-  operator: string;
-  reason: string;
-  revokedAt: Date;
-}
+export type { RevocationEntry };
 
 /**
  * Read side of the L8 audit records, key-agnostic: the reconciler turns the

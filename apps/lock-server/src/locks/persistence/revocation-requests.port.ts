@@ -1,21 +1,6 @@
-import type { FencingToken } from '@dlock/lock-api';
+import type { ApprovalRefusal, RevocationRequest } from '../domain/revocation.types';
 
-/** A force-revoke asked for by one operator, waiting for a second (docs/security.md). */
-export interface RevocationRequest {
-  requestId: string;
-  key: string;
-  /** The body's `operator` and `reason`: what the revocation record will carry. */
-  operator: string;
-  reason: string;
-  expectedToken?: FencingToken;
-  /** The authenticated identity that asked. */
-  requestedBy: string;
-  requestedAt: Date;
-  expiresAt: Date;
-}
-
-/** Why an approval was refused: no such request, the requester itself, used already, too late. */
-export type ApprovalRefusal = 'unknown' | 'self' | 'approved' | 'expired';
+export type { ApprovalRefusal, RevocationRequest };
 
 /**
  * The pending two-person revocations and their approvals, kept where the

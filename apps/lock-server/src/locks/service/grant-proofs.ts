@@ -12,6 +12,7 @@ import {
   type LockGrant,
 } from '@dlock/lock-api';
 import { ForbiddenError, ProofVerifier, SigningKeyRing } from '@dlock/identity';
+import { signingKeyLog } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
 
 /**
@@ -28,7 +29,11 @@ export class GrantProofs {
   private readonly verifier: ProofVerifier;
 
   constructor(@Inject(LOCK_SERVER_CONFIG) config: LockServerConfig) {
-    this.ring = SigningKeyRing.open(config.GRANT_SIGNING_KEYS);
+    this.ring = SigningKeyRing.open(
+      config.GRANT_SIGNING_KEYS,
+      Date.now,
+      signingKeyLog('grants', config.GRANT_SIGNING_KEYS),
+    );
     this.verifier = new ProofVerifier({
       jwks: () => this.ring.publicJwks,
       type: GRANT_PROOF_TYPE,

@@ -218,7 +218,7 @@ export class LockService {
     return this.metrics.observe('release', async () => {
       const claims = await this.proofs.check(proof, { token, owner: caller, key });
       await this.store.release(key, token, claims.sid);
-      this.caps.forget(caller);
+      this.caps.released(caller);
     });
   }
 

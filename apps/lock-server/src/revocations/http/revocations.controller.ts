@@ -9,7 +9,7 @@ import {
 } from '@dlock/lock-api';
 import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
 import { RevokeService } from '../service/revoke.service';
-import { RevocationLog } from '../../locks/persistence/revocation-log.port';
+import { RevocationRecords } from '../service/revocation-records.service';
 import { GrantProofs } from '../../locks/service/grant-proofs';
 import { parseRequestId } from '../../http/params';
 import { outcomeView, REVOKE_APPROVAL_SCHEMA } from '../../http/views';
@@ -91,7 +91,7 @@ export class RevocationsController {
   private readonly logger = new Logger('auth');
 
   constructor(
-    private readonly log: RevocationLog,
+    private readonly records: RevocationRecords,
     private readonly revocations: RevokeService,
     private readonly proofs: GrantProofs,
   ) {}
@@ -150,7 +150,7 @@ export class RevocationsController {
   @Operation('revocations.list')
   async list(@Query() query: Record<string, unknown>) {
     const { afterFloor, limit } = parseQuery(query);
-    const items = await this.log.list(afterFloor, limit);
+    const items = await this.records.after(afterFloor, limit);
     return {
       items: items.map((r) => ({
         revocationId: r.revocationId,

@@ -66,7 +66,16 @@ export class OwnerCaps {
     if (memo !== undefined) memo.load.locks++;
   }
 
-  /** Something of `owner` was given back: its next check reads afresh. */
+  /**
+   * A lock of `owner` released: one fewer until the next read. Not a fresh read: an
+   * acquire+release loop would pay one more statement per pair (bench/reports/lock-server-pg.md).
+   */
+  released(owner: string): void {
+    const memo = this.loads.get(owner);
+    if (memo !== undefined && memo.load.locks > 0) memo.load.locks--;
+  }
+
+  /** A session of `owner` closed, its locks with it: its next check reads afresh. */
   forget(owner: string): void {
     this.loads.delete(owner);
   }

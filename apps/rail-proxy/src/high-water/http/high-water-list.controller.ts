@@ -1,5 +1,4 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { formatFencingToken } from '@dlock/lock-api';
 import {
   ApiReadLimitQuery,
   Operation,
@@ -9,7 +8,7 @@ import {
 } from '@dlock/http-contract';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { HighWaterList } from '@dlock/payout-contract';
-import { HighWaterListRepository } from '../persistence/high-water-list.repository';
+import { HighWaterListService } from '../service/high-water-list.service';
 
 /**
  * Every account's durable high-water mark, for the operator console to set
@@ -18,7 +17,7 @@ import { HighWaterListRepository } from '../persistence/high-water-list.reposito
 @ApiTags('rail')
 @Controller('v1/rail/high-water')
 export class HighWaterListController {
-  constructor(private readonly marks: HighWaterListRepository) {}
+  constructor(private readonly marks: HighWaterListService) {}
 
   @ApiOperation({ summary: "Every account's durable high-water mark, by id (advisory)" })
   @ApiReadLimitQuery()
@@ -27,13 +26,6 @@ export class HighWaterListController {
   @Operation('high-water.list')
   async list(@Query() query: Record<string, unknown>): Promise<HighWaterList> {
     const { limit } = parseIntQuery(query, { limit: READ_LIMIT });
-    const rows = await this.marks.list(limit + 1);
-    return {
-      accounts: rows.slice(0, limit).map((m) => ({
-        accountId: m.accountId,
-        highWater: formatFencingToken(m.highestToken),
-      })),
-      truncated: rows.length > limit,
-    };
+    return this.marks.list(limit);
   }
 }

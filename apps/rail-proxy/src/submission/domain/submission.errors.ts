@@ -1,8 +1,7 @@
 import { DlockError, formatFencingToken, isErrorCode } from '@dlock/lock-api';
 import { databaseFailure } from '@dlock/http-contract';
-import type { StoredResponse } from '../persistence/idempotency.repository';
 import type { AmbiguityReason } from './rail-outcome';
-import type { SubmissionRecord, SubmissionRequest } from './submission.types';
+import type { StoredResponse, SubmissionRecord, SubmissionRequest } from './submission.types';
 
 /** docs/payment-resource.md body: enough to alert on without a database query. */
 export function fencedOutError(req: SubmissionRequest, highest: bigint): DlockError {

@@ -37,3 +37,22 @@ export interface SubmissionRequest extends SubmitRequest {
   /** The caller's X-Request-Deadline-Ms, when sent (not part of the request's identity). */
   deadline?: RequestDeadline;
 }
+
+/**
+ * The response a (key, token) scope produced, replayed as given
+ * (docs/contract.md). A 200 names no body: it is rebuilt from the scope's resolved
+ * submission, which never changes again, so the outcome is recorded in one
+ * statement without knowing the database's clock first. (Rows written before
+ * that change still carry their body.)
+ */
+export type StoredResponse =
+  | { status: 200; body?: Record<string, unknown> }
+  | {
+      status: number;
+      error: {
+        code: string;
+        message: string;
+        details?: Record<string, unknown>;
+        retryAfterMillis?: number;
+      };
+    };

@@ -1,25 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { sqlRows } from '../../sql';
 import { DataSource, type EntityManager } from 'typeorm';
+import type { StoredResponse } from '../domain/submission.types';
 
-/**
- * The response a (key, token) scope produced, replayed as given (docs/contract.md,
- * docs/contract.md). A 200 names no body: it is rebuilt from the scope's resolved
- * submission, which never changes again, so the outcome is recorded in one
- * statement without knowing the database's clock first. (Rows written before
- * that change still carry their body.)
- */
-export type StoredResponse =
-  | { status: 200; body?: Record<string, unknown> }
-  | {
-      status: number;
-      error: {
-        code: string;
-        message: string;
-        details?: Record<string, unknown>;
-        retryAfterMillis?: number;
-      };
-    };
+export type { StoredResponse };
 
 export interface IdempotencyRecord {
   requestHash: string;

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { SigningKeyRing } from '@dlock/identity';
+import { signingKeyLog } from '@dlock/observability';
 import {
   receiptClaims,
   RAIL_RECEIPT_TYPE,
@@ -20,7 +21,11 @@ export class ReceiptSigner {
   readonly ring: SigningKeyRing;
 
   constructor(@Inject(RAIL_PROXY_CONFIG) config: RailProxyConfig) {
-    this.ring = SigningKeyRing.open(config.RECEIPT_SIGNING_KEYS);
+    this.ring = SigningKeyRing.open(
+      config.RECEIPT_SIGNING_KEYS,
+      Date.now,
+      signingKeyLog('receipts', config.RECEIPT_SIGNING_KEYS),
+    );
   }
 
   sign(

@@ -19,11 +19,12 @@ import {
   type FailureMode,
   type ScriptedFate,
 } from '../domain/fault-plan';
+import type { TransferRequest } from '../domain/transfer-request';
 
 export const CLIENT_REF_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 /** POST /submit: what a third-party rail would accept. No token, no idempotency key. */
-export class SubmitBody {
+export class SubmitBody implements TransferRequest {
   @ApiProperty({ pattern: CLIENT_REF_PATTERN.source, description: 'The caller’s reference' })
   @IsString()
   @Matches(CLIENT_REF_PATTERN, { message: 'clientRef must be 1..128 visible ASCII characters' })

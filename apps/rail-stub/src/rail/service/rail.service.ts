@@ -12,7 +12,7 @@ import type { Counter } from 'prom-client';
 import { formatInstant } from '@dlock/lock-api';
 import type { RailLookup } from '@dlock/payout-contract';
 import { RAIL_STUB_CONFIG, type RailStubConfig } from '../../config';
-import type { SubmitBody } from '../http/dto';
+import type { TransferRequest } from '../domain/transfer-request';
 import {
   FaultPlan,
   type Fate,
@@ -153,7 +153,7 @@ export class RailStubService implements BeforeApplicationShutdown, OnApplication
    * Money moves at receipt: an accepted transfer is journaled before any delay
    * or injected failure, so a caller that times out may well have paid.
    */
-  async submit(body: SubmitBody, socket: Socket): Promise<SubmitReply> {
+  async submit(body: TransferRequest, socket: Socket): Promise<SubmitReply> {
     this.stats.submitsReceived++;
     const { fate, slow } = this.plan.next();
     this.submits.inc({ fate: fateLabel(fate) });
@@ -262,7 +262,7 @@ export class RailStubService implements BeforeApplicationShutdown, OnApplication
     this.journal.close();
   }
 
-  private accept(body: SubmitBody, duplicateOf?: string): TransferRecord {
+  private accept(body: TransferRequest, duplicateOf?: string): TransferRecord {
     const record: TransferRecord = {
       railReference: `rr-${randomUUID()}`,
       clientRef: body.clientRef,

@@ -1,5 +1,6 @@
 import assert from 'node:assert';
 import type { Provider } from '@nestjs/common';
+import { SafetyEvents } from '@dlock/observability';
 import { initializeInBackground, postgresDataSource } from '@dlock/persistence';
 import type { LockServerConfig } from '../../../config';
 import { LockStore, SessionRegistry } from '../lock-store.port';
@@ -11,6 +12,7 @@ import { PgRevocationRequests } from './pg-revocation-requests';
 import { RevocationRequests } from '../revocation-requests.port';
 import { PgSessionRegistry } from './pg-session.registry';
 import { ReleaseSignal } from './release-signal';
+import { TokenHighWater } from './token-high-water';
 import { PgWakeups } from './pg-wakeups';
 
 /** Closes the pool and the listening connection when the app shuts down (Nest calls this hook). */
@@ -30,7 +32,8 @@ export function pgStoreProviders(config: LockServerConfig): Provider[] {
   return [
     {
       provide: PgDatabase,
-      useFactory: async (): Promise<PgDatabase> => {
+      inject: [SafetyEvents],
+      useFactory: async (safety: SafetyEvents): Promise<PgDatabase> => {
         assert(config.LOCKDB_URL, 'LOCKDB_URL is required for LOCK_BACKEND=pg (config.ts)');
         const ds = postgresDataSource({
           database: 'lockdb',
@@ -45,7 +48,7 @@ export function pgStoreProviders(config: LockServerConfig): Provider[] {
         });
         // With lockdb down at boot the server listens unready (NOT_LEADER) and keeps connecting.
         await initializeInBackground(ds, { database: 'lockdb' });
-        const db = new PgDatabase(ds, config);
+        const db = new PgDatabase(ds, config, new TokenHighWater(safety));
         db.start();
         return db;
       },

@@ -7,6 +7,13 @@ import { poolOf, preparedStatement, probeNewConnection } from '@dlock/persistenc
 import type { LockServerConfig } from '../../../config';
 import { isUnavailable } from './pg-errors';
 import { GRACE_SQL, PROBE_SQL, REAP_SESSIONS_SQL } from './sql';
+import type { TokenHighWater } from './token-high-water';
+
+interface ProbeRow {
+  in_recovery: boolean;
+  read_only: boolean;
+  token_source: string;
+}
 
 const REAP_INTERVAL_MS = 60_000;
 
@@ -19,7 +26,12 @@ const REAP_INTERVAL_MS = 60_000;
  * - once an outage was seen, every request answers NOT_LEADER until the
  *   database is writable again AND the grace statement (docs/lock-server.md) ran: every
  *   session alive when the outage began, and its leases, get one full TTL
- *   from now, so a failover does not mass-evict the holders.
+ *   from now, so a failover does not mass-evict the holders;
+ * - a database whose fencing_token_seq is behind a token this process already
+ *   handed out (an asynchronous standby promoted, a restore) is not the
+ *   database the grants came from: it answers NOT_LEADER like an outage, and
+ *   `token_regression` is reported, until an operator moves the sequence on
+ *   (docs/operations.md, "lockdb failover").
  * Outages are detected by failing requests and by a background probe
  * (LOCKDB_PROBE_INTERVAL_MS), so a quiet server notices them too.
  */
@@ -33,7 +45,13 @@ export class PgDatabase {
   constructor(
     private readonly ds: DataSource,
     private readonly config: LockServerConfig,
+    private readonly highWater: TokenHighWater,
   ) {}
+
+  /** A token lockdb minted and returned (a grant's or a revocation floor). */
+  issued(token: bigint): void {
+    this.highWater.issued(token);
+  }
 
   start(): void {
     this.probeTimer = setInterval(() => void this.probe(), this.config.LOCKDB_PROBE_INTERVAL_MS);
@@ -68,7 +86,7 @@ export class PgDatabase {
    * close (docs/operations.md, "Containers, start-up and database outages").
    */
   async ping(): Promise<void> {
-    this.assertWritable(await this.rows<{ in_recovery: boolean; read_only: boolean }>(PROBE_SQL));
+    this.assertWritable(await this.rows<ProbeRow>(PROBE_SQL));
     try {
       await probeNewConnection(this.ds);
     } catch (err) {
@@ -102,10 +120,14 @@ export class PgDatabase {
     return poolOf(this.ds);
   }
 
-  private assertWritable(rows: { in_recovery: boolean; read_only: boolean }[]): void {
+  private assertWritable(rows: ProbeRow[]): void {
     const row = rows[0];
     if (!row || row.in_recovery || row.read_only) {
       this.markOutage(new Error('database is read-only or a standby'));
+      throw this.notLeader();
+    }
+    if (this.highWater.behind(BigInt(row.token_source))) {
+      this.markOutage(new Error('fencing_token_seq is behind a token already issued'));
       throw this.notLeader();
     }
   }
@@ -133,9 +155,7 @@ export class PgDatabase {
     const since = this.outageSinceMs;
     if (since === null) return;
     try {
-      this.assertWritable(
-        await this.raw<{ in_recovery: boolean; read_only: boolean }>(PROBE_SQL, []),
-      );
+      this.assertWritable(await this.raw<ProbeRow>(PROBE_SQL, []));
       // The outage may have begun up to one probe (plus its connect timeout) before we saw it.
       const outageMs = Math.ceil(
         performance.now() -
@@ -166,9 +186,7 @@ export class PgDatabase {
   private async probe(): Promise<void> {
     if (this.outageSinceMs !== null) return this.recover();
     try {
-      this.assertWritable(
-        await this.raw<{ in_recovery: boolean; read_only: boolean }>(PROBE_SQL, []),
-      );
+      this.assertWritable(await this.raw<ProbeRow>(PROBE_SQL, []));
     } catch (err) {
       if (!(err instanceof DlockError)) this.markOutage(err);
     }

@@ -66,8 +66,11 @@ export class PgLockStore extends LockStore {
     ]);
     assert(row, 'acquire statement returned no row');
     switch (row.outcome) {
-      case 'granted':
-        return { kind: 'granted', grant: toGrant(request.key, row as GrantRow) };
+      case 'granted': {
+        const grant = toGrant(request.key, row as GrantRow);
+        this.db.issued(grant.fencingToken);
+        return { kind: 'granted', grant };
+      }
       case 'session_unknown':
         throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
       case 'session_expired':
@@ -153,6 +156,7 @@ export class PgLockStore extends LockStore {
         revocationId: row.revocation_id,
       };
       assert(outcome.newTokenFloor > outcome.revokedToken, 'token floor must exceed revoked token');
+      this.db.issued(outcome.newTokenFloor);
       this.signal.freed([request.key]);
       return outcome;
     }

@@ -273,7 +273,11 @@ SELECT (SELECT count(*)::int FROM lock_session WHERE expires_at > clock_timestam
        (SELECT count(*)::int FROM lock_entry l JOIN lock_session s ON s.session_id = l.session_id
         WHERE l.expires_at > clock_timestamp() AND s.expires_at > clock_timestamp()) AS grants`;
 
-/** Availability probe: answers, and is writable (not a standby, not read-only). */
+/**
+ * Availability probe: answers, is writable (not a standby, not read-only), and
+ * the token sequence is not behind a token already handed out (TokenHighWater).
+ */
 export const PROBE_SQL = `
 SELECT pg_is_in_recovery() AS in_recovery,
-       current_setting('transaction_read_only') = 'on' AS read_only`;
+       current_setting('transaction_read_only') = 'on' AS read_only,
+       (SELECT last_value FROM fencing_token_seq)::text AS token_source`;
