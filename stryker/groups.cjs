@@ -35,10 +35,14 @@ const GROUPS = [
   {
     name: 'payment-domain',
     mutate: [
-      'apps/payment-resource/src/payouts/domain/transition-table.ts',
+      'libs/payout-contract/src/transition-table.ts',
       'apps/payment-resource/src/ledger/domain/ledger.ts',
     ],
-    tests: ['apps/payment-resource/src/**/*.spec.ts', 'apps/payment-resource/test/**/*.spec.ts'],
+    tests: [
+      'libs/payout-contract/src/transition-table.spec.ts',
+      'apps/payment-resource/src/**/*.spec.ts',
+      'apps/payment-resource/test/**/*.spec.ts',
+    ],
   },
   {
     name: 'payment-guards',

@@ -4,6 +4,7 @@ import { RailAttemptsChained1796313600000 } from './1796313600000-rail-attempts-
 import { ReconcilerReader1796486400000 } from './1796486400000-reconciler-reader';
 import { HistoryBounded1796572800000 } from './1796572800000-history-bounded';
 import { AdmissionAtOnce1796745600000 } from './1796745600000-admission-at-once';
+import { GrantProofKept1796832000000 } from './1796832000000-grant-proof-kept';
 
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
 export const PROXYDB_MIGRATIONS: Function[] = [
@@ -13,4 +14,5 @@ export const PROXYDB_MIGRATIONS: Function[] = [
   ReconcilerReader1796486400000,
   HistoryBounded1796572800000,
   AdmissionAtOnce1796745600000,
+  GrantProofKept1796832000000,
 ];

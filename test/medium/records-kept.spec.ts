@@ -253,7 +253,7 @@ describe('records are never removed; down migrations never rewind a token source
     // The later migrations revert (and re-apply) cleanly: their downs touch no token.
     for (const [db, url, harmless] of [
       ['lockdb', lockdb, 5],
-      ['proxydb', proxydb, 5],
+      ['proxydb', proxydb, 6],
       ['paydb', paydb, 8],
     ] as const) {
       await roundTrip(db, url, harmless);
@@ -303,9 +303,10 @@ describe('records are never removed; down migrations never rewind a token source
         [randomUUID(), randomUUID(), railClientRef(randomUUID())],
       ),
     );
-    // The admission function, the history index, the reader grants and the audit chain
-    // migration above it revert first (they hold no record; the chain's drops only its columns).
-    await inProcess('proxydb', proxydb, (ds) => revert(ds, 4));
+    // The kept proofs (none here), the admission function, the history index, the reader grants
+    // and the audit chain migration above it revert first (they hold no record; the chain's
+    // drops only its columns).
+    await inProcess('proxydb', proxydb, (ds) => revert(ds, 5));
     const refused = await typeorm('migration:revert', 'proxydb', proxydb);
     expect(refused.code).not.toBe(0);
     expect(refused.out).toContain('1 WITHDRAWN rail_submission row(s) exist');
@@ -315,9 +316,51 @@ describe('records are never removed; down migrations never rewind a token source
           n !== 'RailAttemptsChained1796313600000' &&
           n !== 'ReconcilerReader1796486400000' &&
           n !== 'HistoryBounded1796572800000' &&
-          n !== 'AdmissionAtOnce1796745600000',
+          n !== 'AdmissionAtOnce1796745600000' &&
+          n !== 'GrantProofKept1796832000000',
       ),
     );
     await withClient(proxydb, async (c) => expect(await count(c, 'rail_submission')).toBe(1));
+  });
+
+  it('proxydb: proofs are kept from the migration on; it does not revert over a kept proof', async () => {
+    const proxydb = await migratedDatabase('proxydb');
+    // A row from before the migration: marked as one that kept no proof, rewriting nothing.
+    const legacy = randomUUID();
+    await inProcess('proxydb', proxydb, (ds) => revert(ds, 1));
+    await withClient(proxydb, (c) =>
+      c.query(
+        `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
+           idempotency_key, client_ref, amount_minor, currency, beneficiary_ref)
+         VALUES ($1, $2, 'acct-0', 8, 'worker-1', 'k0', $3, 100, 'EUR', 'ben')`,
+        [legacy, randomUUID(), railClientRef(randomUUID())],
+      ),
+    );
+    await inProcess('proxydb', proxydb, async (ds) => {
+      expect(await ds.runMigrations({ transaction: 'each' })).toHaveLength(1);
+    });
+    await withClient(proxydb, (c) =>
+      c.query(
+        `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
+           idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, grant_proof)
+         VALUES ($1, $2, 'acct-1', 9, 'worker-1', 'k', $3, 100, 'EUR', 'ben', 'h.p.s')`,
+        [randomUUID(), randomUUID(), railClientRef(randomUUID())],
+      ),
+    );
+    await expect(inProcess('proxydb', proxydb, (ds) => revert(ds, 1))).rejects.toThrow(
+      'refusing to revert: 1 rail_submission row(s) keep a grant proof',
+    );
+    expect(await applied(proxydb)).toContain('GrantProofKept1796832000000');
+    await withClient(proxydb, async (c) => {
+      const kept = await c.query(
+        `SELECT submission_id = $1 AS legacy, grant_proof, grant_proof_kept FROM rail_submission
+          ORDER BY created_at`,
+        [legacy],
+      );
+      expect(kept.rows).toEqual([
+        { legacy: true, grant_proof: null, grant_proof_kept: false },
+        { legacy: false, grant_proof: 'h.p.s', grant_proof_kept: true },
+      ]);
+    });
   });
 });

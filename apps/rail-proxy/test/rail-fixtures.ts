@@ -128,6 +128,15 @@ export interface Row {
   highest_token_seen: string | null;
   fencing_enforced: boolean;
   resolved_at: Date | null;
+  /** The X-Grant-Proof the attempt was admitted on (docs/rail.md, "proxydb schema"). */
+  grant_proof: string | null;
+  grant_proof_kept: boolean;
+}
+
+/** The claims of a kept grant proof, decoded (not verified: the reconciler's job). */
+export function keptGrant(row: Row): Record<string, unknown> {
+  const payload = (row.grant_proof ?? '').split('.')[1] ?? '';
+  return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8') || 'null');
 }
 
 export function rowsOf(dbUrl: string, payoutId: string): Promise<Row[]> {

@@ -9,6 +9,7 @@ import {
   UUID,
   highWater,
   idempotencyRows,
+  keptGrant,
   keyOf,
   metric,
   newPayout,
@@ -78,6 +79,13 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       presented_token: token,
       client_ref: railClientRef(p.payoutId),
       rail_reference: res.body.railReference,
+      grant_proof_kept: true,
+    });
+    // The grant proof it was admitted on, kept with the intent for the reconciler (INV-07).
+    expect(keptGrant(rows[0])).toMatchObject({
+      key: `payout:${p.accountId}`,
+      tok: token,
+      sub: 'worker-1',
     });
     expect(await highWater(db, p.accountId)).toBe(token);
     const transfers = await transfersFor(stub.url, railClientRef(p.payoutId));
@@ -312,6 +320,11 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     expect(fencedRows.map((r) => [r.outcome, r.presented_token, r.highest_token_seen])).toEqual([
       ['FENCED', '15', '20'],
       ['FENCED', '20', '20'],
+    ]);
+    // A fenced attempt keeps the proof it presented too.
+    expect(fencedRows.map((r) => [keptGrant(r).tok, keptGrant(r).sub])).toEqual([
+      ['15', 'worker-stale'],
+      ['20', 'worker-1'],
     ]);
     expect(await highWater(db, first.accountId)).toBe('20');
 

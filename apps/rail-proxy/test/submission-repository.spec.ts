@@ -33,8 +33,8 @@ describe('rail-proxy SubmissionRepository on a real proxydb', () => {
     const payoutId = over.payoutId ?? randomUUID();
     return {
       presentedToken: 5n,
-      // The repository never sees the proofs: the service checked them before it.
-      grantProof: undefined,
+      // The repository keeps the grant proof the service verified before it, and checks nothing.
+      grantProof: `grant-proof-of-${payoutId}`,
       instruction: undefined,
       ownerId: 'worker-a',
       idempotencyKey: `payout-${payoutId}-${randomUUID().slice(0, 4)}`,
@@ -123,6 +123,42 @@ describe('rail-proxy SubmissionRepository on a real proxydb', () => {
       highestTokenSeen: 7n,
       resolvedAt: expect.any(Date),
     });
+  });
+
+  it('keeps the grant proof with the intent and the fenced attempt, in the same row, immutably', async () => {
+    const first = request({ presentedToken: 11n });
+    const { intent } = await admit(first);
+    const stale = request({ accountId: first.accountId, presentedToken: 10n });
+    const fenced = await db.transaction(async (m) =>
+      repo.insertFenced(m, stale, await repo.highWater(m, first.accountId)),
+    );
+    const kept = async (submissionId: string) =>
+      (
+        await db.query(
+          `SELECT grant_proof, grant_proof_kept FROM rail_submission WHERE submission_id = $1`,
+          [submissionId],
+        )
+      )[0];
+    expect(await kept(intent!.submissionId)).toEqual({
+      grant_proof: first.grantProof,
+      grant_proof_kept: true,
+    });
+    expect(await kept(fenced.submissionId)).toEqual({
+      grant_proof: stale.grantProof,
+      grant_proof_kept: true,
+    });
+    // Recording the outcome is the one update; the proof goes with the intent and stays.
+    await expect(
+      db.query(
+        `UPDATE rail_submission SET outcome = 'ACKED', rail_reference = 'rr', grant_proof = 'other'
+          WHERE submission_id = $1`,
+        [intent!.submissionId],
+      ),
+    ).rejects.toThrow(/grant proof is immutable/);
+    // Only a verified proof (one string) is ever kept.
+    await expect(admit(request({ grantProof: undefined }))).rejects.toThrow(
+      'only a verified grant proof is kept',
+    );
   });
 
   it('a stale attempt retried leaves one FENCED row per payout and token', async () => {

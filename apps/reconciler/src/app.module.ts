@@ -9,6 +9,7 @@ import { ReconcilerReadiness } from './persistence/readiness';
 import { LOCKDB, PAYDB, PROXYDB } from './persistence/tokens';
 import { AuditChainService } from './detective/service/audit-chain.service';
 import { DetectiveService } from './detective/service/detective.service';
+import { SubmissionGrants } from './detective/service/submission-grants';
 import { RailSweepService } from './detective/service/rail-sweep.service';
 import { RevocationFencingService } from './fencing/service/revocation-fencing.service';
 import { TokenSourceCheck } from './fencing/service/token-source.service';
@@ -133,6 +134,7 @@ export class ReconcilerModule {
         ReconcilerMetrics,
         PayoutResolver,
         ResolutionService,
+        SubmissionGrants,
         DetectiveService,
         AuditChainService,
         RailSweepService,

@@ -56,6 +56,12 @@ export class ReconcilerEnv extends CallerAuthEnv {
    */
   @EnvString({ optional: true, maxLength: 4096, pattern: /^[^\0]+$/ })
   readonly RECONCILER_CHECK_CURSOR_FILE?: string;
+  /**
+   * The lock-server's published keys (a JWKS file, or its /.well-known/jwks.json
+   * URL): every grant proof the rail-proxy kept is verified against them
+   * (docs/reconciler.md, `submission_grant_proven`).
+   */
+  @EnvString({ maxLength: 2048 }) readonly GRANT_JWKS!: string;
   /** Revocation fencing raises the proxy's high-water marks (docs/reconciler.md). */
   @EnvPeerUrl({ default: 'http://127.0.0.1:8083' }) readonly RAIL_PROXY_URL!: string;
   /** Fixed delay between two revocation-fencing + token-source passes. */

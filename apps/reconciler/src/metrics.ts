@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { counter, gauge, histogram } from '@dlock/metrics';
 import { AUDIT_CHAIN_NAMES } from '@dlock/persistence';
-import { CHECK_NAMES } from './detective/domain/check-names';
+import { CHECK_NAMES, FINDING_EVENTS } from './detective/domain/check-names';
 
 export const RESOLUTION_RESULTS = [
   'acked',
@@ -51,6 +51,11 @@ export class ReconcilerMetrics {
   readonly invariantViolations = gauge({
     name: 'reconciler_invariant_violations',
     help: 'Offending rows found by the last run of each detective check',
+    labelNames: ['check'],
+  });
+  readonly detectiveFindingsTotal = counter({
+    name: 'reconciler_detective_findings_total',
+    help: 'Offenders the detective checks over kept records found, each counted once when first found',
     labelNames: ['check'],
   });
   readonly checkErrorsTotal = counter({
@@ -123,6 +128,7 @@ export class ReconcilerMetrics {
       this.invariantViolations.set({ check }, 0);
       this.checkErrorsTotal.inc({ check }, 0);
     }
+    for (const check of Object.keys(FINDING_EVENTS)) this.detectiveFindingsTotal.inc({ check }, 0);
     for (const result of RESOLUTION_RESULTS) this.resolutionTotal.inc({ result }, 0);
     for (const guard of ['account', 'rail']) {
       for (const result of ['raised', 'unchanged', 'not_found', 'error']) {

@@ -15,8 +15,11 @@ import {
   withClient,
   type RunningApp,
   testTokenProvider,
+  testGrantProof,
   scratchDir,
 } from '@dlock/testing';
+import { ensureSigningKeys, SigningKeyRing } from '@dlock/identity';
+import { GRANT_PROOF_TYPE } from '@dlock/lock-api';
 import { ReadOnlyDb } from '../src/persistence/read-only-db';
 
 /**
@@ -77,13 +80,14 @@ async function railSubmit(clientRef: string, amountMinor: number): Promise<strin
 /**
  * The proxy's intent for the submission, left unresolved: a proxy that died
  * between the intent and the rail's answer, which is what R3 reads (docs/rail.md).
+ * It keeps the grant proof it was admitted on, as the proxy does.
  */
 async function proxyIntent(
   payoutId: string,
   accountId: string,
   amountMinor: number,
   submissionId: string,
-  token: bigint,
+  grant: { token: bigint; proof: string },
 ): Promise<void> {
   const [{ beneficiary_ref }] = await sql<{ beneficiary_ref: string }>(
     paydb,
@@ -93,18 +97,20 @@ async function proxyIntent(
   await sql(
     proxydb,
     `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
-       idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, fencing_enforced)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'EUR', $9, true)`,
+       idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, fencing_enforced,
+       grant_proof)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'EUR', $9, true, $10)`,
     [
       submissionId,
       payoutId,
       accountId,
-      token.toString(),
+      grant.token.toString(),
       TEST_OWNER,
       `payout-${payoutId}`,
       railClientRef(payoutId),
       amountMinor,
       beneficiary_ref,
+      grant.proof,
     ],
   );
 }
@@ -134,7 +140,10 @@ async function ambiguousPayout(
   try {
     await write(payoutId, 'claim', token, { expectedState: 'PENDING' });
     await write(payoutId, 'rail-outcome', token, { outcome: 'SUBMITTED', submissionId });
-    await proxyIntent(payoutId, accountId, amountMinor, submissionId, token);
+    await proxyIntent(payoutId, accountId, amountMinor, submissionId, {
+      token,
+      proof: lock.grantProof,
+    });
     const railReferences = await onRail(railClientRef(payoutId), amountMinor);
     await write(payoutId, 'rail-outcome', token, { outcome: 'AMBIGUOUS', submissionId });
     return { payoutId, accountId, amountMinor, submissionId, token, railReferences };
@@ -204,6 +213,8 @@ beforeAll(async () => {
     RECONCILER_CHECK_INTERVAL_MS: '250',
     RECONCILER_SETTLEMENT_WINDOW_MS: String(WINDOW_MS),
     RECONCILER_TOKEN_MATCH_GRACE_MS: '0',
+    // The checks over kept records judge what a test just wrote on their next run.
+    RECONCILER_CHECK_SETTLE_MS: '0',
   });
   session = await new LockClient({
     baseUrl: lockServer.url,
@@ -462,12 +473,20 @@ describe('reconciler: detective controls (docs/references.md)', () => {
     expect(run).toMatchObject({ status: 'clean', totalViolations: 0 });
     expect(run.checks.map((c: any) => [c.check, c.status, c.violations])).toEqual([
       ['one_in_flight_payout_per_account', 'ok', 0],
+      ['claim_history_consistent', 'ok', 0],
       ['ledger_group_balanced', 'ok', 0],
       ['balance_equals_ledger', 'ok', 0],
       ['one_live_submission_per_payout', 'ok', 0],
       ['submission_token_matches_claim', 'ok', 0],
+      ['submission_grant_proven', 'ok', 0],
       ['token_regression', 'ok', 0],
     ]);
+    // Nothing vacuous: every claim history and every kept grant of the tests above was judged.
+    const judged = await sql<{ n: string }>(
+      proxydb,
+      `SELECT count(*)::text AS n FROM rail_submission WHERE grant_proof IS NOT NULL`,
+    );
+    expect(Number(judged[0].n)).toBeGreaterThanOrEqual(4);
     expect(await metric('reconciler_invariant_violations{check="ledger_group_balanced"}')).toBe(0);
   });
 
@@ -508,8 +527,9 @@ describe('reconciler: detective controls (docs/references.md)', () => {
     );
     const strayToken = '9223372036854775000';
     const stray = randomUUID();
+    const unproven = randomUUID();
     for (const [submissionId, token] of [
-      [randomUUID(), claimed.token],
+      [unproven, claimed.token],
       [stray, strayToken],
     ]) {
       await sql(
@@ -530,7 +550,8 @@ describe('reconciler: detective controls (docs/references.md)', () => {
 
     const run = await freshRun(Date.now());
     const byCheck = Object.fromEntries(run.checks.map((c: any) => [c.check, c]));
-    expect(run).toMatchObject({ status: 'violations', totalViolations: 6 });
+    // INV-07 twice for these two rows: neither kept a grant proof (written around the proxy).
+    expect(run).toMatchObject({ status: 'violations', totalViolations: 8 });
     expect(byCheck.one_in_flight_payout_per_account).toEqual({
       check: 'one_in_flight_payout_per_account',
       invariant: 'INV-01',
@@ -558,6 +579,18 @@ describe('reconciler: detective controls (docs/references.md)', () => {
       violations: 1,
       offenders: [{ submissionId: stray, payoutId: claimed.payout_id, presentedToken: strayToken }],
     });
+    expect(byCheck.submission_grant_proven).toMatchObject({
+      invariant: 'INV-07',
+      violations: 2,
+      offenders: expect.arrayContaining([
+        expect.objectContaining({ submissionId: unproven, ownerId: 'rogue', reason: 'missing' }),
+        expect.objectContaining({
+          submissionId: stray,
+          presentedToken: strayToken,
+          reason: 'missing',
+        }),
+      ]),
+    });
     expect(byCheck.token_regression).toMatchObject({
       invariant: 'INV-04',
       violations: 1,
@@ -577,6 +610,7 @@ describe('reconciler: detective controls (docs/references.md)', () => {
       ['balance_equals_ledger', 1],
       ['one_live_submission_per_payout', 1],
       ['submission_token_matches_claim', 1],
+      ['submission_grant_proven', 2],
       ['token_regression', 1],
     ] as const) {
       expect([check, await metric(`reconciler_invariant_violations{check="${check}"}`)]).toEqual([
@@ -594,5 +628,157 @@ describe('reconciler: detective controls (docs/references.md)', () => {
     const metricsText = (await http('GET', `${reconciler.url}/metrics`)).text;
     expect(metricsText).not.toContain(crowded);
     expect(metricsText).not.toContain(claimed.payout_id);
+  });
+
+  it('INV-07 against grants: a submission with a missing, forged or misdirected grant proof is found in one run', async () => {
+    const accountId = await newAccount();
+    const payoutId = await newPayout(accountId, 300);
+    const key = `payout:${accountId}`;
+    const token = 9_007_199_254_740_993n; // past 2^53: kept and compared as text
+    const genuine = testGrantProof({ key, token, owner: 'worker-z' });
+    const [header, , signature] = genuine.split('.');
+    const otherClaims = Buffer.from(
+      JSON.stringify({ key, tok: String(token), sub: 'worker-y', sid: 's', iat: 1 }),
+    ).toString('base64url');
+    const forger = SigningKeyRing.open(
+      ensureSigningKeys(path.join(scratchDir('forger-'), 'keys.json')).keys,
+    );
+    const rows: [string, string | null][] = [
+      ['fine', genuine],
+      ['missing', null],
+      ['malformed', 'not-a-jws'],
+      // Signed by a key the lock-server never published.
+      [
+        'unknown-key',
+        forger.sign(GRANT_PROOF_TYPE, {
+          key,
+          tok: String(token),
+          sub: 'worker-z',
+          sid: 's',
+          iat: 1,
+        }),
+      ],
+      // The lock-server's header and signature over claims it never signed.
+      ['signature', `${header}.${otherClaims}.${signature}`],
+      // Genuine proofs of another grant: another owner, token or account.
+      ['owner', testGrantProof({ key, token, owner: 'worker-y' })],
+      ['token', testGrantProof({ key, token: token - 1n, owner: 'worker-z' })],
+      ['lock-key', testGrantProof({ key: 'payout:someone-else', token, owner: 'worker-z' })],
+    ];
+    const before = await metric(
+      'reconciler_detective_findings_total{check="submission_grant_proven"}',
+    );
+    const ids = new Map<string, string>();
+    for (const [reason, proof] of rows) {
+      const submissionId = randomUUID();
+      ids.set(submissionId, reason);
+      await sql(
+        proxydb,
+        `INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token, owner_id,
+           idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, fencing_enforced,
+           grant_proof, outcome, error_code, resolved_at)
+         VALUES ($1, $2, $3, $4, 'worker-z', $5, $6, 300, 'EUR', 'ben', true, $7,
+           'FENCED', 'STALE_TOKEN', now())`,
+        [
+          submissionId,
+          payoutId,
+          accountId,
+          token.toString(),
+          `k-${submissionId}`,
+          railClientRef(payoutId),
+          proof,
+        ],
+      );
+    }
+
+    const run = await freshRun(Date.now());
+    const check = run.checks.find((c: any) => c.check === 'submission_grant_proven');
+    const found = check.offenders.filter((o: any) => ids.has(o.submissionId));
+    expect(found.map((o: any) => [ids.get(o.submissionId), o.reason]).sort()).toEqual(
+      rows
+        .filter(([reason]) => reason !== 'fine')
+        .map(([reason]) => [reason, reason])
+        .sort(),
+    );
+    expect(found[0]).toMatchObject({
+      payoutId,
+      accountId,
+      presentedToken: token.toString(),
+      ownerId: 'worker-z',
+    });
+    expect(
+      await metric('reconciler_detective_findings_total{check="submission_grant_proven"}'),
+    ).toBe(before + rows.length - 1);
+    // One event per submission, when first found; a later run does not count it again.
+    const events = reconciler
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"event":"submission_without_grant"'));
+    for (const [submissionId, reason] of ids) {
+      const lines = events.filter((l) => l.includes(submissionId));
+      expect([reason, lines.length]).toEqual([reason, reason === 'fine' ? 0 : 1]);
+    }
+    await freshRun(Date.now());
+    expect(
+      await metric('reconciler_detective_findings_total{check="submission_grant_proven"}'),
+    ).toBe(before + rows.length - 1);
+  });
+
+  it('INV-01 in production: a transition that skips a state or a version gap is found in one run', async () => {
+    const accountId = await newAccount();
+    const [skipped, gapped, fine] = [
+      await newPayout(accountId, 100),
+      await newPayout(accountId, 200),
+      await newPayout(accountId, 300),
+    ];
+    const before = await metric(
+      'reconciler_detective_findings_total{check="claim_history_consistent"}',
+    );
+    // Each payout's rows in one transaction, as payment-resource writes them: a run in between
+    // would see a log that does not end where the payout is.
+    const append = `INSERT INTO payout_transition (payout_id, from_state, event, to_state, actor)
+                    VALUES ($1, $2, $3, $4, 'rogue')`;
+    await withClient(paydb, async (c) => {
+      await c.query('BEGIN');
+      // PENDING straight to RAIL_SUBMITTED: no claim. The seal numbers it 1, as it should.
+      await c.query(append, [skipped, 'PENDING', 'RAIL_SUBMITTED', 'RAIL_SUBMITTED']);
+      await c.query(`UPDATE payout SET state = 'RAIL_SUBMITTED' WHERE payout_id = $1`, [skipped]);
+      // A valid first step, then the second numbered 3 (the seal switched off for it).
+      await c.query(append, [gapped, 'PENDING', 'CLAIM', 'CLAIMED']);
+      await c.query(`ALTER TABLE payout_transition DISABLE TRIGGER payout_transition_seal`);
+      await c.query(
+        `INSERT INTO payout_transition (payout_id, from_state, to_state, event, actor, chain_seq, chain_hash)
+         VALUES ($1, 'CLAIMED', 'RAIL_SUBMITTED', 'RAIL_SUBMITTED', 'rogue', 3, repeat('0', 64))`,
+        [gapped],
+      );
+      await c.query(`ALTER TABLE payout_transition ENABLE ALWAYS TRIGGER payout_transition_seal`);
+      await c.query(`UPDATE payout SET state = 'RAIL_SUBMITTED' WHERE payout_id = $1`, [gapped]);
+      // A consistent one beside them: nothing to report.
+      await c.query(append, [fine, 'PENDING', 'ABANDON', 'ABANDONED']);
+      await c.query(`UPDATE payout SET state = 'ABANDONED' WHERE payout_id = $1`, [fine]);
+      await c.query('COMMIT');
+    });
+
+    const run = await freshRun(Date.now());
+    const check = run.checks.find((c: any) => c.check === 'claim_history_consistent');
+    expect(check).toMatchObject({ invariant: 'INV-01', status: 'violation' });
+    const mine = (id: string) => check.offenders.find((o: any) => o.payoutId === id);
+    expect(mine(skipped)).toMatchObject({
+      problem: 'not_in_state_machine',
+      state: 'RAIL_SUBMITTED',
+      expected: 'no RAIL_SUBMITTED from PENDING',
+      found: 'PENDING -RAIL_SUBMITTED-> RAIL_SUBMITTED',
+    });
+    expect(mine(gapped)).toMatchObject({ problem: 'version_gap', expected: '2', found: '3' });
+    expect(mine(fine)).toBeUndefined();
+    expect(
+      await metric('reconciler_detective_findings_total{check="claim_history_consistent"}'),
+    ).toBe(before + 2);
+    const events = reconciler
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"event":"claim_history_inconsistent"'));
+    expect(events.filter((l) => l.includes(skipped))).toHaveLength(1);
+    expect(events.filter((l) => l.includes(gapped))).toHaveLength(1);
   });
 });

@@ -121,6 +121,11 @@ export class ProofVerifier {
     this.verified.set(jws, { claims, untilMs: now + this.rememberMs });
   }
 
+  /** How many public keys are loaded: 0 means nothing can verify yet (a JWKS not there yet). */
+  get knownKeys(): number {
+    return this.keys.size;
+  }
+
   /** How many verified proofs are remembered now. */
   get remembered(): number {
     return this.verified.size;

@@ -8,4 +8,5 @@ export * from './rail-lookup.client';
 export * from './wire-schemas';
 export * from './payout-instruction';
 export * from './rail-receipt';
+export * from './transition-table';
 export * from './operations';

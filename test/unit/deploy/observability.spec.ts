@@ -49,6 +49,7 @@ describe('Prometheus rules and config', () => {
       DlockProofRejected: 'page',
       DlockRailDuplicateAttempted: 'page',
       DlockTokenRegression: 'page',
+      DlockDetectiveFinding: 'page',
       DlockDoublePayment: 'page',
       DlockRailLedgerMismatch: 'page',
       DlockInvariantViolation: 'page',

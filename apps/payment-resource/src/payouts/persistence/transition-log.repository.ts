@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { PayoutState } from '@dlock/payout-contract';
-import type { PayoutEvent } from '../domain/transition-table';
+import type { PayoutEvent } from '@dlock/payout-contract';
 import { toBigintOrNull, type Db } from '../../persistence/db';
 
 export interface TransitionRecord {

@@ -27,7 +27,7 @@ import { SafetyEvents } from '@dlock/observability';
 import { preparedManager } from '@dlock/persistence';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
 import { balancedPair, clearingAccountFor, directionOf } from '../../ledger/domain/ledger';
-import { transition, type PayoutEvent } from '../domain/transition-table';
+import { transition, type PayoutEvent } from '@dlock/payout-contract';
 import { PaymentMetrics } from '../../metrics';
 import { AccountRepository } from '../../ledger/persistence/account.repository';
 import type { Db } from '../../persistence/db';

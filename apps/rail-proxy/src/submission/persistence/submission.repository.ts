@@ -79,8 +79,9 @@ const NOT_ADMITTED_SQLSTATE = 'DLA01';
  *   - the high-water mark rises to the token only if the token is strictly
  *     greater (or the account is new). The conflicting row stays locked even
  *     when it does not rise, which serialises the account's submissions;
- *   - the intent row, outcome NULL, unless the payout already has a live
- *     submission, whatever its token (FR-18: the partial unique index decides).
+ *   - the intent row, outcome NULL, with the grant proof it was admitted on
+ *     (INV-07, verified again by the reconciler), unless the payout already has
+ *     a live submission, whatever its token (FR-18: the partial unique index decides).
  * With `fencingEnforced` false (harness negative control, docs/operations.md) the
  * mark only ever rises and nothing is refused by it; `mark` (the value after
  * the statement) above the token then shows a regression let through.
@@ -105,8 +106,8 @@ function admissionSql(allOrNothing: boolean): string {
          intent AS (
            INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token,
              owner_id, idempotency_key, client_ref, amount_minor, currency, beneficiary_ref,
-             fencing_enforced)
-           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM marked
+             fencing_enforced, grant_proof)
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13 FROM marked
            ON CONFLICT (payout_id) WHERE ${LIVE}
            DO NOTHING
            RETURNING ${COLUMNS})
@@ -149,6 +150,7 @@ export class SubmissionRepository {
       ...requestColumns(req),
       fencingEnforced,
       requestHash,
+      verifiedProof(req),
     ]);
     const r = rows[0];
     return {
@@ -179,6 +181,7 @@ export class SubmissionRepository {
         ...requestColumns(req),
         fencingEnforced,
         requestHash,
+        verifiedProof(req),
       ]);
       return { mark: markOf(rows[0]), intent: toRecord(rows[0] as SubmissionRow) };
     } catch (err) {
@@ -226,8 +229,8 @@ export class SubmissionRepository {
       `WITH inserted AS (
          INSERT INTO rail_submission (submission_id, payout_id, account_id, presented_token,
            owner_id, idempotency_key, client_ref, amount_minor, currency, beneficiary_ref, outcome,
-           error_code, highest_token_seen, resolved_at)
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'FENCED', 'STALE_TOKEN', $11, now()
+           error_code, highest_token_seen, resolved_at, grant_proof)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'FENCED', 'STALE_TOKEN', $11, now(), $12
           WHERE NOT EXISTS (SELECT 1 FROM rail_submission
                              WHERE payout_id = $2 AND presented_token = $4 AND outcome = 'FENCED')
          RETURNING ${COLUMNS})
@@ -236,7 +239,7 @@ export class SubmissionRepository {
        (SELECT ${COLUMNS} FROM rail_submission
          WHERE payout_id = $2 AND presented_token = $4 AND outcome = 'FENCED'
          ORDER BY created_at LIMIT 1)`,
-      [...requestColumns(req), highest.toString()],
+      [...requestColumns(req), highest.toString(), verifiedProof(req)],
     );
     assert.equal(rows.length, 1, 'a fenced attempt has exactly one row');
     return toRecord(rows[0]);
@@ -313,6 +316,15 @@ export class SubmissionRepository {
     );
     return rows.map(toRecord);
   }
+}
+
+/**
+ * The grant proof kept with the attempt (docs/rail.md, "proxydb schema"): the one
+ * `SubmissionProofs.check` verified, so always a single string by the time anything is written.
+ */
+function verifiedProof(req: SubmissionRequest): string {
+  assert.ok(typeof req.grantProof === 'string', 'only a verified grant proof is kept');
+  return req.grantProof;
 }
 
 /** $1..$10 of both inserts: a fresh submission id and the request as presented. */

@@ -1,6 +1,32 @@
 import assert from 'node:assert/strict';
 import type { ReadOnlyDb } from '../../persistence/read-only-db';
-import { CheckQueries, OFFENDERS_MAX, type Finding } from './check-queries';
+import { judgeClaimHistory } from '../domain/claim-history';
+import {
+  CheckQueries,
+  OFFENDERS_MAX,
+  type Finding,
+  type KeptSubmission,
+  type SubmissionCursor,
+} from './check-queries';
+
+/** What a grant check said of one kept submission: null, a proven grant; else why not. */
+export type GrantJudge = (submission: KeptSubmission) => Promise<string | null>;
+
+/**
+ * Told what a check over kept records found first, chunk by chunk, as its
+ * cursor moves past it: a chunk announced is never read again, even when a
+ * later chunk of the same run fails.
+ */
+export type Announce = (fresh: Record<string, unknown>[]) => void;
+
+/** Kept submissions judged per statement, and statements per run (20,000 per run at most). */
+const GRANT_CHUNK = 1_000;
+const GRANT_CHUNKS_MAX = 20;
+/** Transitions read per statement, and statements per run (20,000 per run at most). */
+const HISTORY_CHUNK = 2_000;
+const HISTORY_CHUNKS_MAX = 10;
+/** Broken histories remembered by payout, so a payout written again is not counted twice. */
+const HISTORIES_FOUND_MAX = 10_000;
 
 const SNAPSHOT_VERSION = 1;
 
@@ -14,6 +40,13 @@ export interface CursorSnapshot {
     found: Record<string, unknown>[];
     violations: number;
   };
+  /** Absent in a snapshot kept before these checks: they then start from the beginning. */
+  grants?: {
+    after: { createdAt: string; submissionId: string } | null;
+    found: Record<string, unknown>[];
+    violations: number;
+  };
+  histories?: { afterId: string | null; found: Record<string, unknown>[]; beyond: number };
 }
 
 /** A database time as the cursors keep it (timestamptz::text); anything else is refused. */
@@ -48,6 +81,17 @@ export class CheckCursors {
     found: [] as Record<string, unknown>[],
     violations: 0,
   };
+  private grants = {
+    after: null as SubmissionCursor | null,
+    found: [] as Record<string, unknown>[],
+    violations: 0,
+  };
+  /** By payout id; `beyond` counts those found past HISTORIES_FOUND_MAX. */
+  private histories = {
+    afterId: null as string | null,
+    found: new Map<string, Record<string, unknown>>(),
+    beyond: 0,
+  };
 
   constructor(private readonly settleMs: number) {}
 
@@ -62,6 +106,12 @@ export class CheckCursors {
       },
       submissions: { since: this.submissions.since, found: [...this.submissions.found] },
       tokens: { ...this.tokens, found: [...this.tokens.found] },
+      grants: { ...this.grants, found: [...this.grants.found] },
+      histories: {
+        afterId: this.histories.afterId,
+        found: [...this.histories.found.values()],
+        beyond: this.histories.beyond,
+      },
     };
   }
 
@@ -85,6 +135,8 @@ export class CheckCursors {
     );
     assert.ok(Array.isArray(s.tokens.found) && Number.isSafeInteger(s.tokens.violations));
     cursors.tokens = { after, found: s.tokens.found, violations: s.tokens.violations };
+    if (s.grants !== undefined) cursors.grants = restoredGrants(s.grants);
+    if (s.histories !== undefined) cursors.histories = restoredHistories(s.histories);
     return cursors;
   }
 
@@ -226,4 +278,120 @@ export class CheckCursors {
     this.tokens.found.push(...run.offenders.slice(0, Math.max(room, 0)));
     return { violations: this.tokens.violations, offenders: [...this.tokens.found] };
   }
+  /**
+   * INV-07 against grants: every rail attempt written since the last run has a
+   * grant proof the lock-server signed for its account's lock, token and owner
+   * (`judge`). A submission found stays found: both it and its proof are immutable.
+   */
+  async submissionGrants(
+    proxydb: ReadOnlyDb,
+    judge: GrantJudge,
+    announce: Announce,
+    signal?: AbortSignal,
+  ): Promise<Finding> {
+    for (let chunk = 0; chunk < GRANT_CHUNKS_MAX; chunk++) {
+      const fresh: Record<string, unknown>[] = [];
+      const subs = await CheckQueries.keptSubmissionsAfter(
+        proxydb,
+        this.settleMs,
+        this.grants.after,
+        GRANT_CHUNK,
+        signal,
+      );
+      for (const sub of subs) {
+        const reason = await judge(sub);
+        if (reason !== null) fresh.push(grantOffender(sub, reason));
+      }
+      if (subs.length > 0) {
+        const last = subs[subs.length - 1];
+        this.grants.after = { createdAt: last.createdAt, submissionId: last.submissionId };
+      }
+      this.grants.violations += fresh.length;
+      const room = Math.max(OFFENDERS_MAX - this.grants.found.length, 0);
+      this.grants.found.push(...fresh.slice(0, room));
+      announce(fresh);
+      if (subs.length < GRANT_CHUNK) break;
+    }
+    return { violations: this.grants.violations, offenders: [...this.grants.found] };
+  }
+
+  /**
+   * INV-01's history half: the payouts with a transition since the last run have
+   * a consistent claim history (`judgeClaimHistory`), each judged whole. A broken
+   * history stays broken (the log is append-only), so it is remembered by payout
+   * and counted once however often the payout is written again.
+   */
+  async claimHistories(
+    paydb: ReadOnlyDb,
+    announce: Announce,
+    signal?: AbortSignal,
+  ): Promise<Finding> {
+    for (let chunk = 0; chunk < HISTORY_CHUNKS_MAX; chunk++) {
+      const read = await CheckQueries.transitionsAfter(
+        paydb,
+        this.settleMs,
+        this.histories.afterId,
+        HISTORY_CHUNK,
+        signal,
+      );
+      const firstUnsettled = read.findIndex((t) => !t.settled);
+      const settled = firstUnsettled === -1 ? read : read.slice(0, firstUnsettled);
+      if (settled.length === 0) break;
+      const fresh = await this.judgeHistories(paydb, settled, signal);
+      this.histories.afterId = settled[settled.length - 1].transitionId;
+      announce(fresh);
+      if (settled.length < HISTORY_CHUNK) break;
+    }
+    const { found, beyond } = this.histories;
+    return {
+      violations: found.size + beyond,
+      offenders: [...found.values()].slice(0, OFFENDERS_MAX),
+    };
+  }
+
+  /** The touched payouts not found before, judged whole; what breaks is remembered. */
+  private async judgeHistories(
+    paydb: ReadOnlyDb,
+    touched: { payoutId: string }[],
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>[]> {
+    const found = this.histories.found;
+    const payoutIds = [...new Set(touched.map((t) => t.payoutId))].filter((p) => !found.has(p));
+    const histories = await CheckQueries.claimHistories(paydb, payoutIds, signal);
+    const fresh: Record<string, unknown>[] = [];
+    for (const [payoutId, { state, log }] of histories) {
+      const verdict = judgeClaimHistory(log, state);
+      if (verdict === null) continue;
+      const offender = { payoutId, state, ...verdict };
+      fresh.push(offender);
+      if (found.size < HISTORIES_FOUND_MAX) found.set(payoutId, offender);
+      else this.histories.beyond++;
+    }
+    return fresh;
+  }
+}
+
+function grantOffender(sub: KeptSubmission, reason: string): Record<string, unknown> {
+  return {
+    submissionId: sub.submissionId,
+    payoutId: sub.payoutId,
+    accountId: sub.accountId,
+    presentedToken: sub.presentedToken,
+    ownerId: sub.ownerId,
+    reason,
+  };
+}
+
+function restoredGrants(g: NonNullable<CursorSnapshot['grants']>): CheckCursors['grants'] {
+  const after = g.after;
+  assert.ok(after === null || (isTime(after.createdAt) && typeof after.submissionId === 'string'));
+  assert.ok(Array.isArray(g.found) && Number.isSafeInteger(g.violations));
+  return { after, found: g.found, violations: g.violations };
+}
+
+function restoredHistories(h: NonNullable<CursorSnapshot['histories']>): CheckCursors['histories'] {
+  assert.ok(h.afterId === null || /^[0-9]+$/.test(String(h.afterId)), 'a transition id or null');
+  assert.ok(Array.isArray(h.found) && Number.isSafeInteger(h.beyond));
+  const found = new Map(h.found.map((o) => [String(o.payoutId), o]));
+  return { afterId: h.afterId, found, beyond: h.beyond };
 }

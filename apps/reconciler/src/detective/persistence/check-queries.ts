@@ -1,4 +1,5 @@
 import type { ReadOnlyDb } from '../../persistence/read-only-db';
+import type { LoggedTransition } from '../domain/claim-history';
 
 /** What one check found: how many offending entities, and (a capped sample of) which. */
 export interface Finding {
@@ -14,6 +15,18 @@ const TOKEN_MATCH_CHUNK = 2_000;
 const TOKEN_MATCH_CHUNKS_MAX = 5_000;
 
 type WithTotal = { total: string };
+
+/** A rail attempt that keeps its grant proof: what the proof must say, and the proof. */
+export interface KeptSubmission {
+  submissionId: string;
+  payoutId: string;
+  accountId: string;
+  /** Decimal text, as kept (int64: never a JS number). */
+  presentedToken: string;
+  ownerId: string;
+  grantProof: string | null;
+  createdAt: string;
+}
 
 /** The last submission judged, in (creation time, id) order: the next run starts after it. */
 export interface SubmissionCursor {
@@ -152,6 +165,121 @@ export const CheckQueries = {
       if (subs.length < TOKEN_MATCH_CHUNK) break;
     }
     return { violations, offenders, after };
+  },
+
+  /**
+   * INV-07 inputs: the next rail attempts that keep a grant proof (written since
+   * GrantProofKept, migrations/proxydb), settled, after `after` in
+   * (creation time, id) order on rail_submission_by_time; at most `limit`.
+   */
+  async keptSubmissionsAfter(
+    proxydb: ReadOnlyDb,
+    settleMs: number,
+    after: SubmissionCursor | null,
+    limit: number,
+    signal?: AbortSignal,
+  ): Promise<KeptSubmission[]> {
+    const rows = await proxydb.query<{
+      submission_id: string;
+      payout_id: string;
+      account_id: string;
+      presented_token: string;
+      owner_id: string;
+      grant_proof: string | null;
+      created_at: string;
+    }>(
+      `SELECT submission_id::text AS submission_id, payout_id::text AS payout_id, account_id,
+              presented_token::text AS presented_token, owner_id, grant_proof,
+              to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at
+         FROM rail_submission
+        WHERE grant_proof_kept
+          AND created_at <= now() - make_interval(secs => $1::double precision / 1000)
+          AND ($2::timestamptz IS NULL OR (created_at, submission_id) > ($2::timestamptz, $3::uuid))
+        ORDER BY rail_submission.created_at, rail_submission.submission_id
+        LIMIT $4`,
+      [settleMs, after?.createdAt ?? null, after?.submissionId ?? null, limit],
+      signal,
+    );
+    return rows.map((r) => ({
+      submissionId: r.submission_id,
+      payoutId: r.payout_id,
+      accountId: r.account_id,
+      presentedToken: r.presented_token,
+      ownerId: r.owner_id,
+      grantProof: r.grant_proof,
+      createdAt: r.created_at,
+    }));
+  },
+
+  /**
+   * INV-01 inputs: the next transitions after `afterId` in log order (the
+   * primary key), at most `limit`, each saying whether it is older than the
+   * settle time: the caller stops at the first that is not, since a write
+   * begun earlier may still commit below it.
+   */
+  async transitionsAfter(
+    paydb: ReadOnlyDb,
+    settleMs: number,
+    afterId: string | null,
+    limit: number,
+    signal?: AbortSignal,
+  ): Promise<{ transitionId: string; payoutId: string; settled: boolean }[]> {
+    const rows = await paydb.query<{ transition_id: string; payout_id: string; settled: boolean }>(
+      `SELECT transition_id::text AS transition_id, payout_id::text AS payout_id,
+              created_at <= now() - make_interval(secs => $2::double precision / 1000) AS settled
+         FROM payout_transition
+        WHERE transition_id > COALESCE($1::bigint, 0)
+        ORDER BY transition_id
+        LIMIT $3`,
+      [afterId, settleMs, limit],
+      signal,
+    );
+    return rows.map((r) => ({
+      transitionId: r.transition_id,
+      payoutId: r.payout_id,
+      settled: r.settled,
+    }));
+  },
+
+  /**
+   * INV-01: the whole transition log of each payout, in log order, with the
+   * payout's state, in one snapshot (payout_transition_by_payout).
+   */
+  async claimHistories(
+    paydb: ReadOnlyDb,
+    payoutIds: string[],
+    signal?: AbortSignal,
+  ): Promise<Map<string, { state: string; log: LoggedTransition[] }>> {
+    const rows = await paydb.query<{
+      payout_id: string;
+      state: string;
+      transition_id: string;
+      from_state: string;
+      to_state: string;
+      event: string;
+      chain_seq: string;
+    }>(
+      `SELECT p.payout_id::text AS payout_id, p.state, t.transition_id::text AS transition_id,
+              t.from_state, t.to_state, t.event, t.chain_seq::text AS chain_seq
+         FROM payout p JOIN payout_transition t USING (payout_id)
+        WHERE p.payout_id = ANY($1::uuid[])
+        ORDER BY t.payout_id, t.transition_id`,
+      [payoutIds],
+      signal,
+    );
+    const histories = new Map<string, { state: string; log: LoggedTransition[] }>();
+    for (const r of rows) {
+      const h = histories.get(r.payout_id) ?? { state: r.state, log: [] };
+      h.log.push({
+        transitionId: r.transition_id,
+        fromState: r.from_state,
+        toState: r.to_state,
+        event: r.event,
+        chainSeq: r.chain_seq,
+      });
+      histories.set(r.payout_id, h);
+    }
+    return histories;
   },
 
   /** INV-04 inputs: the account fences (paydb). */

@@ -5,8 +5,14 @@ import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
 import type { ReadOnlyDb } from '../../persistence/read-only-db';
 import { PAYDB, PROXYDB } from '../../persistence/tokens';
 import { ReconcilerMetrics } from '../../metrics';
-import { CHECK_INVARIANT, CHECK_NAMES, type CheckName } from '../domain/check-names';
+import {
+  CHECK_INVARIANT,
+  CHECK_NAMES,
+  FINDING_EVENTS,
+  type CheckName,
+} from '../domain/check-names';
 import { CheckCursors } from '../persistence/check-cursors';
+import { SubmissionGrants } from './submission-grants';
 import { readStateFile, writeStateFile } from '../persistence/state-file';
 import { CheckQueries, OFFENDERS_MAX, type Finding } from '../persistence/check-queries';
 import { TokenWatermarks, type Guard } from '../domain/token-watermarks';
@@ -51,6 +57,7 @@ export class DetectiveService {
     @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
     private readonly metrics: ReconcilerMetrics,
     private readonly safety: SafetyEvents,
+    private readonly grants: SubmissionGrants,
   ) {
     for (const guard of ['account', 'rail'] satisfies Guard[]) safety.watchesRegression(guard);
     this.cursors = new CheckCursors(config.RECONCILER_CHECK_SETTLE_MS);
@@ -164,6 +171,8 @@ export class DetectiveService {
     switch (check) {
       case 'one_in_flight_payout_per_account':
         return CheckQueries.oneInFlightPerAccount(this.paydb, signal);
+      case 'claim_history_consistent':
+        return this.cursors.claimHistories(this.paydb, this.announcer(check), signal);
       case 'ledger_group_balanced':
         return this.cursors.ledgerGroupsBalanced(this.paydb, signal);
       case 'balance_equals_ledger':
@@ -177,9 +186,35 @@ export class DetectiveService {
           this.config.RECONCILER_TOKEN_MATCH_GRACE_MS,
           signal,
         );
+      case 'submission_grant_proven':
+        return this.cursors.submissionGrants(
+          this.proxydb,
+          this.grants.judge,
+          this.announcer(check),
+          signal,
+        );
       case 'token_regression':
         return this.tokenRegressions(signal);
     }
+  }
+
+  /**
+   * A check over kept records reads each record once, so what it finds first
+   * is announced once: one log event per offender (docs/reconciler.md, "What a
+   * finding means") and `reconciler_detective_findings_total{check}`.
+   */
+  private announcer(
+    check: keyof typeof FINDING_EVENTS,
+  ): (fresh: Record<string, unknown>[]) => void {
+    return (fresh) => {
+      this.metrics.detectiveFindingsTotal.inc({ check }, fresh.length);
+      for (const offender of fresh) {
+        this.logger.error(
+          { ...offender, event: FINDING_EVENTS[check], check, invariant: CHECK_INVARIANT[check] },
+          `${CHECK_INVARIANT[check]} detective check ${check}: ${FINDING_EVENTS[check]}`,
+        );
+      }
+    };
   }
 
   /** INV-04: neither guard's value may ever go down between two runs. */

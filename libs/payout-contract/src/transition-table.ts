@@ -1,4 +1,4 @@
-import { PAYOUT_STATES, type PayoutState } from '@dlock/payout-contract';
+import { PAYOUT_STATES, type PayoutState } from './payout-types';
 
 /**
  * Every event that can be applied to a payout (docs/payment-resource.md, docs/contract.md). The
@@ -51,12 +51,12 @@ export const TRANSITIONS: Readonly<Record<PayoutState, Row>> = {
   ABANDONED: {},
 };
 
-export type TransitionResult =
+export type TransitionDecision =
   | { allowed: true; from: PayoutState; to: PayoutState; event: PayoutEvent }
   | { allowed: false; from: PayoutState; event: PayoutEvent };
 
 /** The only function that decides a payout's next state. Pure. */
-export function transition(from: PayoutState, event: PayoutEvent): TransitionResult {
+export function transition(from: PayoutState, event: PayoutEvent): TransitionDecision {
   const to = TRANSITIONS[from][event];
   return to === undefined ? { allowed: false, from, event } : { allowed: true, from, to, event };
 }

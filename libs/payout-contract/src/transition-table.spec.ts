@@ -1,4 +1,4 @@
-import { PAYOUT_STATES, TERMINAL_PAYOUT_STATES } from '@dlock/payout-contract';
+import { PAYOUT_STATES, TERMINAL_PAYOUT_STATES } from './payout-types';
 import { PAYOUT_EVENTS, transition, listedTransitions } from './transition-table';
 
 // The expected machine, written out independently of the module (docs/payment-resource.md + docs/contract.md).
