@@ -157,7 +157,7 @@ async function main(): Promise<void> {
   const db = await startLockdb();
   const server = await startLockServerProcess({
     LOCK_BACKEND: 'pg',
-    DATABASE_URL: db.url,
+    LOCKDB_URL: db.url,
     ...PRODUCTION_LIMITS,
   });
   const rounds: Round[] = [];
