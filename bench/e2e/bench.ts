@@ -1040,15 +1040,22 @@ async function replayLanes(raw: RawSetup, cfg: Config, label: string) {
   const byLane: Lane[] = Array.from({ length: lanes }, () => ({ payouts: [] }));
   const lane = new Map(accounts.map((a, i) => [a, byLane[i % lanes]]));
   for (const r of rows) lane.get(r.accountId)!.payouts.push(r);
-  // The recording's session ended with its executor; the replay's statements name it.
-  await onDb(raw.urls.lockdb, (c) =>
-    c.query(
+  // The recording's session ended with its executor; the replay's statements name it. A build
+  // that keeps closed sessions (closed_at, docs/lock-server.md "Session states") reopens it too;
+  // an older one (bench:compare's other build) has no such column.
+  await onDb(raw.urls.lockdb, async (c) => {
+    const kept = await c.query(
+      `SELECT 1 FROM information_schema.columns
+        WHERE table_name = 'lock_session' AND column_name = 'closed_at'`,
+    );
+    const reopen = kept.rowCount === 0 ? '' : ', closed_at = NULL';
+    return c.query(
       `INSERT INTO lock_session (session_id, owner_id, ttl_ms, expires_at)
        VALUES ($1, $2, 60000, clock_timestamp() + interval '1 hour')
-       ON CONFLICT (session_id) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
+       ON CONFLICT (session_id) DO UPDATE SET expires_at = EXCLUDED.expires_at${reopen}`,
       sessionOf(raw.template),
-    ),
-  );
+    );
+  });
   return { accounts, payouts: rows.length, byLane };
 }
 
