@@ -4,6 +4,7 @@ import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
 import { CallerBudget } from './service/caller-budget';
 import { GrantProofs } from './service/grant-proofs';
 import { LockService } from './service/lock.service';
+import { ServerClock, SystemServerClock } from './service/server-clock';
 import { RevocationFloors } from '../revocations/service/revocation-floors';
 import { RevokeService } from '../revocations/service/revoke.service';
 import { OwnerCaps } from '../sessions/service/owner-caps';
@@ -26,12 +27,13 @@ import { LocksController } from './http/locks.controller';
     SessionOwners,
     OwnerCaps,
     RevocationFloors,
+    { provide: ServerClock, useClass: SystemServerClock },
     {
       provide: AuthPolicy,
       inject: [LOCK_SERVER_CONFIG],
       useFactory: (config: LockServerConfig) => policyFile(config.AUTH_POLICY),
     },
   ],
-  exports: [LockService, RevokeService, SessionOwners, OwnerCaps, GrantProofs],
+  exports: [LockService, RevokeService, SessionOwners, OwnerCaps, GrantProofs, ServerClock],
 })
 export class LocksModule {}
