@@ -128,6 +128,8 @@ export function readLockServerConfig(source: EnvSource): LockServerConfig {
       if (!config.ETCD_ENDPOINTS)
         problems.push('ETCD_ENDPOINTS: is required when LOCK_BACKEND=etcd (comma-separated URLs)');
       break;
+    case 'memory':
+      break;
   }
   if (config.LOCK_BACKEND === 'memory' && source.DLOCK_HARNESS !== '1') {
     problems.push(

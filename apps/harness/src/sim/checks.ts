@@ -136,7 +136,6 @@ export async function checkRun(
   checkGuards(w, granted, out);
   checkLedger(w, out, startBalances);
   w.leaseViolations.forEach((m) => add(out, 'LEASE', m));
-  for (const [key, n] of w.submitAttempts)
-    if (n > 1) add(out, 'NO-RESUBMIT', `${key}: presented ${n} times under one token`);
+  w.resubmits.forEach((m) => add(out, 'NO-RESUBMIT', m));
   return out;
 }

@@ -105,7 +105,9 @@ export class SimNetwork {
             },
             (err: unknown) => {
               if (copy > 0) return;
-              this.answer(from, () => settle(() => reject(err)));
+              this.answer(from, () =>
+                settle(() => reject(err instanceof Error ? err : new Error(String(err)))),
+              );
             },
           );
         });

@@ -11,6 +11,8 @@ export interface SimPayout {
   accountId: string;
   amountMinor: number;
   state: PayoutState;
+  submissionId: string | null;
+  railReference: string | null;
 }
 
 /** One write payment-resource admitted, in admission order: what the checks read. */
@@ -69,8 +71,18 @@ export class PaymentGuard {
     return { ...p };
   }
 
-  /** P2/P6/P3: the fence advance, then the transition, atomically; refused writes change nothing. */
-  write(at: number, payoutId: string, token: bigint, event: PayoutEvent): SimPayout {
+  /**
+   * P2/P6/P3: the fence advance, then the transition, atomically; a refused
+   * write changes nothing (its transaction rolls back). `expected` is P2's
+   * expectedState; `ack` the submission an ACKED outcome names.
+   */
+  write(
+    at: number,
+    payoutId: string,
+    token: bigint,
+    event: PayoutEvent,
+    extra: { expected?: PayoutState; ack?: { submissionId: string; railReference: string } } = {},
+  ): SimPayout {
     const p = this.payouts.get(payoutId);
     if (!p) throw new DlockError('NOT_FOUND', 'no such payout');
     const fence = this.fences.get(p.accountId)!;
@@ -81,6 +93,11 @@ export class PaymentGuard {
     if (!admits && !this.options.skipFence) {
       throw new FencedOutError('a newer token was accepted on this account', {
         details: { presentedToken: token.toString(), highestToken: fence.token.toString() },
+      });
+    }
+    if (extra.expected !== undefined && p.state !== extra.expected) {
+      throw new DlockError('PAYOUT_NOT_CLAIMABLE', `the payout is ${p.state}`, {
+        details: { state: p.state },
       });
     }
     const t = transition(p.state, event);
@@ -100,6 +117,7 @@ export class PaymentGuard {
       to: t.to,
     });
     p.state = t.to;
+    if (extra.ack) Object.assign(p, extra.ack);
     if (event === 'POST') {
       this.balances.set(p.accountId, this.balances.get(p.accountId)! - p.amountMinor);
       this.postings.set(payoutId, (this.postings.get(payoutId) ?? 0) + 1);
@@ -108,43 +126,65 @@ export class PaymentGuard {
   }
 }
 
+/** One submission rail-proxy recorded (proxydb's rail_submission row, the fields R2 shows). */
+export interface SubmissionRow {
+  submissionId: string;
+  payoutId: string;
+  token: bigint;
+  /** null: presented, no answer from the rail yet. */
+  outcome: 'ACKED' | 'TIMEOUT' | null;
+  railReference: string | null;
+  railReceipt: string | null;
+}
+
 /**
  * rail-proxy's admission, in memory (the rule is SQL: admissionSql in
  * submission.repository.ts): the account's high-water mark admits only a
  * token above it and rises to it, and a payout has at most one live
- * submission (the partial unique index). Then the rail stub, which may pay
- * and still never answer (a timeout), or answer late.
+ * submission (the partial unique index). The intent is recorded before the
+ * rail is called; the rail's answer (or its timeout) resolves it.
  */
 export class RailProxy {
   readonly highWater = new Map<string, bigint>();
-  readonly submissions = new Map<string, { token: bigint; outcome: 'ACKED' | null }>();
+  readonly submissions = new Map<string, SubmissionRow>();
   readonly presentations: Presentation[] = [];
-  /** Every submission the proxy was sent, admitted or not: the executor's never-retry rule. */
-  readonly received: Presentation[] = [];
   /** The rail's journal: payouts it paid, with how many times. */
   readonly paid = new Map<string, number>();
 
-  /** R1's admission and the rail's effect. The answer may still be lost on the way back. */
-  submit(at: number, accountId: string, payoutId: string, token: bigint): void {
-    this.received.push({ at, accountId, payoutId, token });
+  /** R1's admission: the recorded intent, or FENCED_OUT / DUPLICATE_SUBMISSION with nothing presented. */
+  admit(at: number, accountId: string, payoutId: string, token: bigint): SubmissionRow {
     const mark = this.highWater.get(accountId) ?? 0n;
     if (mark >= token) {
       throw new FencedOutError('a newer token was presented for this account', {
-        details: { presentedToken: token.toString(), highestToken: mark.toString() },
+        details: { resourceType: 'rail', presentedToken: `${token}`, highestToken: `${mark}` },
       });
     }
     this.highWater.set(accountId, token);
     if (this.submissions.has(payoutId)) {
-      throw new DlockError('DUPLICATE_SUBMISSION', 'this payout was already submitted');
+      throw new DlockError('DUPLICATE_SUBMISSION', 'this payout was already submitted', {
+        details: { submissionId: this.submissions.get(payoutId)!.submissionId },
+      });
     }
-    this.submissions.set(payoutId, { token, outcome: null });
+    const row: SubmissionRow = {
+      submissionId: `sub-${payoutId}`,
+      payoutId,
+      token,
+      outcome: null,
+      railReference: null,
+      railReceipt: null,
+    };
+    this.submissions.set(payoutId, row);
     this.presentations.push({ at, accountId, payoutId, token });
-    this.paid.set(payoutId, (this.paid.get(payoutId) ?? 0) + 1);
-    this.submissions.get(payoutId)!.outcome = 'ACKED';
+    return row;
   }
 
-  /** R2: the proxy's record of the payout's submission, if any. */
-  record(payoutId: string): { token: bigint; outcome: 'ACKED' | null } | null {
-    return this.submissions.get(payoutId) ?? null;
+  /** The rail moved the money (whether or not its answer ever arrives). */
+  pay(payoutId: string): void {
+    this.paid.set(payoutId, (this.paid.get(payoutId) ?? 0) + 1);
+  }
+
+  records(payoutId: string): SubmissionRow[] {
+    const row = this.submissions.get(payoutId);
+    return row ? [{ ...row }] : [];
   }
 }

@@ -49,7 +49,7 @@ export interface SimResult {
 
 const WORKERS = 4;
 const ACCOUNTS = 2;
-const PAYOUTS_PER_ACCOUNT = 4;
+const PAYOUTS_PER_ACCOUNT = 6;
 const RUN_VIRTUAL_MS = 60_000;
 const EVENTS_MAX = 200_000;
 
@@ -57,11 +57,11 @@ const EVENTS_MAX = 200_000;
 export function drawSchedule(seed: number): { faults: Fault[]; network: NetworkFaults } {
   const r = mulberry32(seed ^ 0x5eed);
   const faults: Fault[] = [];
-  const n = Math.floor(r() * 7);
+  const n = Math.floor(r() * 13);
   for (let i = 0; i < n; i++) {
     const kind = (['pause', 'pause', 'crash', 'partition'] as const)[Math.floor(r() * 4)];
     faults.push({
-      atMs: Math.floor(r() * 40_000),
+      atMs: Math.floor(r() * 20_000),
       kind,
       worker: Math.floor(r() * WORKERS),
       // Up to 25 s: past a 15 s lease and a 6 s session, so stale holders happen.
@@ -90,6 +90,8 @@ function payoutsOf(random: () => number): SimPayout[] {
         accountId: `acct-${a}`,
         amountMinor: 100 + Math.floor(random() * 900),
         state: 'PENDING',
+        submissionId: null,
+        railReference: null,
       });
   return out;
 }
@@ -137,8 +139,8 @@ export async function runSeed(options: SimOptions): Promise<SimResult> {
     railTimeoutRate: 0.15,
     faults: workerFaults,
     leaseViolations: [],
-    submitAttempts: new Map(),
-    attempts: { posted: 0, ended: 0 },
+    submitsUnknown: new Set(),
+    resubmits: [],
   };
   const workers = Array.from(
     { length: WORKERS },
