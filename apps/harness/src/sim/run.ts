@@ -47,6 +47,7 @@ export interface SimResult {
   payoutsSettled: number;
 }
 
+const SETTLED: readonly string[] = ['POSTED', 'FAILED', 'ABANDONED', 'RAIL_AMBIGUOUS'];
 const WORKERS = 4;
 const ACCOUNTS = 2;
 const PAYOUTS_PER_ACCOUNT = 6;
@@ -148,7 +149,10 @@ export async function runSeed(options: SimOptions): Promise<SimResult> {
   );
   workers.forEach((w) => w.start());
   for (const f of faults) scheduleFault(sched, f, workers[f.worker % WORKERS], net);
-  await sched.run(RUN_VIRTUAL_MS, EVENTS_MAX);
+  // Done when no payout is left to move: heartbeats alone would only lengthen the history.
+  const quiet = () =>
+    payouts.every((p) => SETTLED.includes(guard.payouts.get(p.payoutId)!.state));
+  await sched.run(RUN_VIRTUAL_MS, EVENTS_MAX, quiet);
   const violations = await checkRun(world, balances);
   const settled = payouts.filter((p) => guard.payouts.get(p.payoutId)!.state !== 'PENDING');
   return {

@@ -47,10 +47,10 @@ export class SimScheduler {
     return new Promise((resolve) => this.schedule(ms, resolve));
   }
 
-  /** Runs events until virtual `untilMs`, or the queue empties, or `eventsMax` ran. */
-  async run(untilMs: number, eventsMax: number): Promise<void> {
+  /** Runs events until virtual `untilMs`, the queue empties, `eventsMax` ran, or `done()`. */
+  async run(untilMs: number, eventsMax: number, done: () => boolean = () => false): Promise<void> {
     await drainMicrotasks();
-    while (this.heap.length > 0 && this.events < eventsMax) {
+    while (this.heap.length > 0 && this.events < eventsMax && !done()) {
       const ev = this.pop();
       if (ev.cancelled) continue;
       if (ev.at > untilMs) {
