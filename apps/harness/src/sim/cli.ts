@@ -13,14 +13,21 @@ interface Args {
   seconds: number;
   from: number;
   seed?: number;
+  /** Count failing seeds and go on (a speed measurement), instead of stopping at the first. */
+  keepGoing: boolean;
   broken?: BrokenVariant;
   faults?: Fault[];
   network?: NetworkFaults;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { seeds: Infinity, seconds: Infinity, from: 1 };
+  const args: Args = { seeds: Infinity, seconds: Infinity, from: 1, keepGoing: false };
   for (let i = 0; i < argv.length; i += 2) {
+    if (argv[i] === '--keep-going') {
+      args.keepGoing = true;
+      i--;
+      continue;
+    }
     const [flag, value] = [argv[i], argv[i + 1]];
     if (value === undefined) throw new Error(`${flag} needs a value`);
     switch (flag) {
@@ -81,12 +88,14 @@ async function search(args: Args): Promise<number> {
   const cpu0 = process.cpuUsage();
   let seeds = 0;
   let posted = 0;
+  const failing: number[] = [];
   for (let seed = args.from; seeds < args.seeds; seed++) {
     if ((performance.now() - t0) / 1000 >= args.seconds) break;
     const r = await runSeed({ seed, broken: args.broken });
     seeds++;
     posted += r.payoutsPosted;
-    if (r.failed) {
+    if (r.failed && args.keepGoing) failing.push(seed);
+    else if (r.failed) {
       console.log(`seed ${seed} FAILED: ${Object.keys(r.violations).join(', ')}`);
       console.log(`  replay: ${replayCommand({ seed }, args.broken)}`);
       const shrunk = await shrinkSchedule(seed, r, args.broken);
@@ -101,11 +110,11 @@ async function search(args: Args): Promise<number> {
   const cpu = process.cpuUsage(cpu0);
   const cpuS = (cpu.user + cpu.system) / 1e6;
   console.log(
-    `${seeds} seeds clean in ${wallS.toFixed(1)} s (${cpuS.toFixed(1)} CPU-s): ` +
+    `${seeds} seeds (${failing.length} failing${failing.length ? `: ${failing.slice(0, 10).join(' ')}` : ''}) in ${wallS.toFixed(1)} s (${cpuS.toFixed(1)} CPU-s): ` +
       `${(seeds / wallS).toFixed(2)} seeds/s, ${(posted / wallS).toFixed(1)} simulated payouts/s, ` +
       `${(posted / cpuS).toFixed(1)} payouts per CPU-second`,
   );
-  return 0;
+  return failing.length > 0 ? 1 : 0;
 }
 
 async function main(): Promise<void> {

@@ -170,7 +170,8 @@ class SimRailProxy extends RailProxyClient {
         details: { submissionId: row.submissionId, reason: 'timeout' },
       });
     }
-    await w.sched.sleep(1 + Math.floor(w.random() * 50));
+    // A rail takes its time: most of a critical section is spent here.
+    await w.sched.sleep(50 + Math.floor(w.random() * 2_000));
     w.proxy.pay(payout.payoutId);
     Object.assign(row, {
       outcome: 'ACKED',

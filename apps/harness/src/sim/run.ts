@@ -62,7 +62,7 @@ export function drawSchedule(seed: number): { faults: Fault[]; network: NetworkF
   for (let i = 0; i < n; i++) {
     const kind = (['pause', 'pause', 'crash', 'partition'] as const)[Math.floor(r() * 4)];
     faults.push({
-      atMs: Math.floor(r() * 20_000),
+      atMs: Math.floor(r() * 8_000),
       kind,
       worker: Math.floor(r() * WORKERS),
       // Up to 25 s: past a 15 s lease and a 6 s session, so stale holders happen.
@@ -150,8 +150,7 @@ export async function runSeed(options: SimOptions): Promise<SimResult> {
   workers.forEach((w) => w.start());
   for (const f of faults) scheduleFault(sched, f, workers[f.worker % WORKERS], net);
   // Done when no payout is left to move: heartbeats alone would only lengthen the history.
-  const quiet = () =>
-    payouts.every((p) => SETTLED.includes(guard.payouts.get(p.payoutId)!.state));
+  const quiet = () => payouts.every((p) => SETTLED.includes(guard.payouts.get(p.payoutId)!.state));
   await sched.run(RUN_VIRTUAL_MS, EVENTS_MAX, quiet);
   const violations = await checkRun(world, balances);
   const settled = payouts.filter((p) => guard.payouts.get(p.payoutId)!.state !== 'PENDING');

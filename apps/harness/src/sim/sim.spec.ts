@@ -2,18 +2,6 @@ import { runSeed, type BrokenVariant, type SimResult } from './run';
 import { shrinkSchedule } from './shrink';
 import type { SimCheck } from './checks';
 
-/** The first failing seed in 1..seedsMax, or undefined. */
-async function firstFailure(
-  broken: BrokenVariant,
-  seedsMax: number,
-): Promise<SimResult | undefined> {
-  for (let seed = 1; seed <= seedsMax; seed++) {
-    const r = await runSeed({ seed, broken });
-    if (r.failed) return r;
-  }
-  return undefined;
-}
-
 describe('deterministic simulation (docs/harness.md, "Deterministic simulation")', () => {
   it('replays a seed bit for bit: the same seed gives the same history hash', async () => {
     const [a, b, other] = [
@@ -45,15 +33,27 @@ describe('deterministic simulation (docs/harness.md, "Deterministic simulation")
     }
   });
 
-  it('finds nothing wrong with the real code over a fixed budget of seeds', async () => {
+  /**
+   * What the search found in the real code and is not fixed yet, by seed: seed 1 is the
+   * lock-client finding in docs/harness.md ("Findings"): a release whose DELETE is still in
+   * flight, then a re-acquire on the same session, gets the same grant back; the late DELETE
+   * frees it while the new handle's checkStillHeld still passes. When it is fixed this test
+   * fails on purpose: move the seed back to the clean ones.
+   */
+  const KNOWN_FINDINGS: Record<number, SimCheck[]> = { 1: ['LEASE'] };
+
+  it('finds nothing wrong over a fixed budget of seeds, beyond the known findings', async () => {
     let posted = 0;
     for (let seed = 1; seed <= 20; seed++) {
       const r = await runSeed({ seed });
-      expect({ seed, violations: r.violations }).toEqual({ seed, violations: {} });
+      expect({ seed, checks: Object.keys(r.violations) }).toEqual({
+        seed,
+        checks: KNOWN_FINDINGS[seed] ?? [],
+      });
       posted += r.payoutsPosted;
     }
     // The workload does pay out under faults: a run that settles nothing would check nothing.
-    expect(posted).toBeGreaterThan(50);
+    expect(posted).toBeGreaterThan(100);
   });
 
   // Each deliberately broken variant, the check that must catch it, and within how many seeds.
@@ -63,12 +63,23 @@ describe('deterministic simulation (docs/harness.md, "Deterministic simulation")
     ['sdk-trusts-expired-lease', 'LEASE', 20],
     ['executor-retries-rail-timeout', 'NO-RESUBMIT', 5],
   ])('negative control %s is caught by %s within %d seeds', async (broken, check, seedsMax) => {
-    const failed = await firstFailure(broken, seedsMax);
-    expect(failed?.violations[check]?.length).toBeGreaterThan(0);
+    let caughtAt: number | undefined;
+    for (let seed = 1; seed <= seedsMax && caughtAt === undefined; seed++) {
+      // A seed the real code already fails with this check proves nothing about the control.
+      if (KNOWN_FINDINGS[seed]?.includes(check)) continue;
+      const r = await runSeed({ seed, broken });
+      if ((r.violations[check]?.length ?? 0) > 0) caughtAt = seed;
+    }
+    expect(caughtAt).toBeDefined();
   });
 
   it('shrinks a failing schedule to a shorter one that still fails, and replays it exactly', async () => {
-    const failed = await firstFailure('sdk-trusts-expired-lease', 20);
+    // A failing seed with several faults, so there is something to shrink.
+    let failed: SimResult | undefined;
+    for (let seed = 1; seed <= 60 && !failed; seed++) {
+      const r = await runSeed({ seed, broken: 'sdk-trusts-expired-lease' });
+      if (r.failed && r.faults.length >= 3) failed = r;
+    }
     expect(failed).toBeDefined();
     const shrunk = await shrinkSchedule(failed!.seed, failed!, 'sdk-trusts-expired-lease');
     expect(shrunk.faults.length).toBeLessThan(failed!.faults.length);
