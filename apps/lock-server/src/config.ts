@@ -20,7 +20,8 @@ import { readEtcdConfig, type EtcdStoreConfig } from './locks/persistence/etcd/e
 import { parseFencePoints, type FencePointConfig } from './revocations/config/fence-points.config';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export const LOCK_BACKENDS = ['pg', 'etcd'] as const;
+/** `memory` is the harness's (conformance suite, simulation): refused unless DLOCK_HARNESS=1. */
+export const LOCK_BACKENDS = ['pg', 'etcd', 'memory'] as const;
 export const LOCK_SERVER_BROKEN_MODES = ['off', ...BROKEN_MODES] as const;
 
 /** Every environment variable the lock-server reads (docs/lock-server.md has the table). */
@@ -100,6 +101,11 @@ export class LockServerEnv extends AuthEnv {
    */
   @EnvOneOf(LOCK_SERVER_BROKEN_MODES, { default: 'off' })
   readonly LOCK_SERVER_BROKEN!: (typeof LOCK_SERVER_BROKEN_MODES)[number];
+  /**
+   * Harness only, with LOCK_BACKEND=memory: lock-servers in one process with
+   * the same name share one memory backend (replicas of one "database").
+   */
+  @EnvString({ optional: true, maxLength: 64 }) readonly LOCK_MEMORY_INSTANCE?: string;
 }
 
 export type LockServerConfig = LockServerEnv & {
@@ -124,6 +130,13 @@ export function readLockServerConfig(source: EnvSource): LockServerConfig {
       if (!config.ETCD_ENDPOINTS)
         problems.push('ETCD_ENDPOINTS: is required when LOCK_BACKEND=etcd (comma-separated URLs)');
       break;
+    case 'memory':
+      break;
+  }
+  if (config.LOCK_BACKEND === 'memory' && source.DLOCK_HARNESS !== '1') {
+    problems.push(
+      'LOCK_BACKEND=memory is refused: it keeps nothing across a restart and is allowed only under DLOCK_HARNESS=1 (conformance suite, simulation)',
+    );
   }
   if (config.LOCK_SERVER_BROKEN !== 'off' && source.DLOCK_HARNESS !== '1') {
     problems.push(

@@ -6,6 +6,7 @@ import { GrantProofs } from './service/grant-proofs';
 import { LockService } from './service/lock.service';
 import { Listings } from './service/listings.service';
 import { FencePoints } from '../revocations/service/fence-points';
+import { ServerClock, SystemServerClock } from './service/server-clock';
 import { RevokeService } from '../revocations/service/revoke.service';
 import { OwnerCaps } from '../sessions/service/owner-caps';
 import { SessionOwners } from '../sessions/service/session-owners';
@@ -28,12 +29,21 @@ import { LocksController } from './http/locks.controller';
     SessionOwners,
     OwnerCaps,
     FencePoints,
+    { provide: ServerClock, useClass: SystemServerClock },
     {
       provide: AuthPolicy,
       inject: [LOCK_SERVER_CONFIG],
       useFactory: (config: LockServerConfig) => policyFile(config.AUTH_POLICY),
     },
   ],
-  exports: [LockService, Listings, RevokeService, SessionOwners, OwnerCaps, GrantProofs],
+  exports: [
+    LockService,
+    Listings,
+    RevokeService,
+    SessionOwners,
+    OwnerCaps,
+    GrantProofs,
+    ServerClock,
+  ],
 })
 export class LocksModule {}

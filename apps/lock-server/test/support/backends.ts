@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { migratedDatabase, startEtcd } from '@dlock/testing';
 import { startInProcess, type RunningLockServer } from './in-process';
 
@@ -54,7 +55,27 @@ export const etcdBackend: BackendFixture = {
   },
 };
 
-/** LOCK_TEST_BACKEND=pg|etcd narrows a local run to one backend (unset: all of them). */
-export const BACKENDS: BackendFixture[] = [pgBackend, etcdBackend].filter(
+/**
+ * The harness's memory backend (the deterministic simulation's store), held to
+ * the same suite; a fresh named instance per start, shared by its replicas.
+ */
+export const memoryBackend: BackendFixture = {
+  name: 'memory',
+  async start(env = {}) {
+    const instance = randomUUID();
+    const replica: Replica = (more = {}) =>
+      startInProcess({
+        LOCK_BACKEND: 'memory',
+        LOCK_MEMORY_INSTANCE: instance,
+        DLOCK_HARNESS: '1',
+        ...env,
+        ...more,
+      });
+    return { ...(await replica()), replica };
+  },
+};
+
+/** LOCK_TEST_BACKEND=pg|etcd|memory narrows a local run to one backend (unset: all of them). */
+export const BACKENDS: BackendFixture[] = [pgBackend, etcdBackend, memoryBackend].filter(
   (b) => !process.env.LOCK_TEST_BACKEND || b.name === process.env.LOCK_TEST_BACKEND,
 );

@@ -22,6 +22,9 @@ function backendProviders(config: LockServerConfig): Provider[] {
     case 'etcd':
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       return (require('./etcd') as typeof import('./etcd')).etcdStoreProviders(config);
+    case 'memory':
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      return (require('./memory') as typeof import('./memory')).memoryStoreProviders(config);
     default: {
       const unknown: never = config.LOCK_BACKEND;
       throw new Error(`unknown LOCK_BACKEND ${String(unknown)}`);

@@ -1,5 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { performance } from 'node:perf_hooks';
 import {
   ContentionError,
   DlockError,
@@ -25,6 +24,7 @@ import { LockMetrics } from '../../metrics';
 import { OwnerCaps } from '../../sessions/service/owner-caps';
 import { SessionOwners } from '../../sessions/service/session-owners';
 import { CallerBudget } from './caller-budget';
+import { ServerClock } from './server-clock';
 import { Waiters, type WaiterRefusal } from './waiters';
 
 /** A grant and the lock-server's signature over it (docs/security.md, "Signed grants"). */
@@ -74,6 +74,7 @@ export class LockService {
     private readonly budget: CallerBudget,
     private readonly caps: OwnerCaps,
     @Inject(LOCK_SERVER_CONFIG) private readonly config: LockServerConfig,
+    private readonly clock: ServerClock,
   ) {
     this.waiters = new Waiters({
       perKeyMax: config.LOCK_WAITERS_MAX,
@@ -140,11 +141,11 @@ export class LockService {
     waitMillis: number,
     signal: AbortSignal | undefined,
   ): Promise<LockGrant> {
-    const deadline = performance.now() + waitMillis;
+    const deadline = this.clock.monotonicMs() + waitMillis;
     let result = await this.store.acquire(request);
     for (;;) {
       if (result.kind === 'granted') return result.grant;
-      const remainingMs = deadline - performance.now();
+      const remainingMs = deadline - this.clock.monotonicMs();
       if (remainingMs <= 0 || signal?.aborted) throw this.contended(result);
       await this.pause(request.key, Math.min(remainingMs, this.config.LOCK_WAIT_POLL_MS), signal);
       // Each re-try is a request made for the caller: waiting draws on its budget.
@@ -169,13 +170,13 @@ export class LockService {
   /** Until the key is released through this process, `ms` pass, or the caller leaves. */
   private async pause(key: string, ms: number, caller?: AbortSignal): Promise<void> {
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), ms);
+    const timer = this.clock.setTimer(() => controller.abort(), ms);
     const onCallerAbort = () => controller.abort();
     caller?.addEventListener('abort', onCallerAbort, { once: true });
     try {
       await this.store.waitForRelease(key, controller.signal);
     } finally {
-      clearTimeout(timer);
+      timer.cancel();
       caller?.removeEventListener('abort', onCallerAbort);
       controller.abort();
     }
@@ -183,7 +184,7 @@ export class LockService {
 
   private contended(result: Extract<AcquireResult, { kind: 'contended' }>): DlockError {
     // A hint only: the holder's remaining lease, capped (the holder usually renews).
-    const untilExpiryMs = result.expiresAt.getTime() - Date.now();
+    const untilExpiryMs = result.expiresAt.getTime() - this.clock.wallMs();
     const retryAfterMillis = Math.max(
       1,
       Math.min(this.config.LOCK_CONTENDED_RETRY_AFTER_MAX_MS, Math.ceil(untilExpiryMs)),

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ContentionError } from '@dlock/lock-api';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
 import { SessionRegistry, type OwnerLoad } from '../../locks/persistence/lock-store.port';
+import { ServerClock } from '../../locks/service/server-clock';
 
 /** How long an owner's lock count read for an acquire is trusted, grants of this process added. */
 const LOAD_FRESH_MS = 1_000;
@@ -27,6 +28,7 @@ export class OwnerCaps {
   constructor(
     private readonly registry: SessionRegistry,
     @Inject(LOCK_SERVER_CONFIG) private readonly config: LockServerConfig,
+    private readonly clock: ServerClock,
   ) {}
 
   /** 429 CONTENTION_EXCEEDED when `owner` already has its cap of live sessions. */
@@ -44,7 +46,7 @@ export class OwnerCaps {
   /** 429 CONTENTION_EXCEEDED when `owner` already holds its cap of locks. */
   async checkAcquire(owner: string): Promise<void> {
     const memo = this.loads.get(owner);
-    const fresh = memo !== undefined && performance.now() - memo.readAtMs < LOAD_FRESH_MS;
+    const fresh = memo !== undefined && this.clock.monotonicMs() - memo.readAtMs < LOAD_FRESH_MS;
     const load = fresh ? memo.load : await this.read(owner);
     const max = this.config.LOCK_LOCKS_PER_OWNER_MAX;
     if (load.locks >= max) {
@@ -92,7 +94,7 @@ export class OwnerCaps {
   private async readOnce(owner: string): Promise<OwnerLoad> {
     const load = await this.registry.loadOf(owner);
     if (this.loads.size >= OWNERS_REMEMBERED_MAX) this.loads.clear();
-    this.loads.set(owner, { load: { ...load }, readAtMs: performance.now() });
+    this.loads.set(owner, { load: { ...load }, readAtMs: this.clock.monotonicMs() });
     return load;
   }
 
