@@ -2,7 +2,7 @@ import { payoutLockKey } from '@dlock/payout-contract';
 import { checkRecordedLockHistory } from '../checkers/linearizability';
 import { checkGrantHistory } from '../checkers/history';
 import type { GrantRecord, LockCall } from '../infra/lock-recorder';
-import { transition } from '../../../payment-resource/src/payouts/domain/transition-table';
+import { transition } from '@dlock/payout-contract';
 import type { World } from './worker';
 
 /** The checks of every run, by name (docs/harness.md, "Deterministic simulation"). */

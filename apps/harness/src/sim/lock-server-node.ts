@@ -19,7 +19,7 @@ import type { CallerBudget } from '../../../lock-server/src/locks/service/caller
 import { GrantProofs } from '../../../lock-server/src/locks/service/grant-proofs';
 import { LockService } from '../../../lock-server/src/locks/service/lock.service';
 import { ServerClock, type ServerTimer } from '../../../lock-server/src/locks/service/server-clock';
-import type { RevocationFloors } from '../../../lock-server/src/revocations/service/revocation-floors';
+import type { FencePoints } from '../../../lock-server/src/revocations/service/fence-points';
 import { OwnerCaps } from '../../../lock-server/src/sessions/service/owner-caps';
 import { SessionOwners } from '../../../lock-server/src/sessions/service/session-owners';
 import { SessionService } from '../../../lock-server/src/sessions/service/session.service';
@@ -117,9 +117,10 @@ export class LockServerNode {
     const caps = new OwnerCaps(registry, config, clock);
     const safety = new SafetyEvents(new Registry());
     const policy = { decide: () => ({ allowed: false }) } as unknown as AuthPolicy;
-    const unused = {} as RevocationFloors & CallerBudget;
+    const unused = {} as FencePoints & CallerBudget;
     this.locks = new LockService(
       store,
+      registry,
       safety,
       new GrantProofs(config),
       owners,

@@ -3,7 +3,7 @@ import type { PayoutState } from '@dlock/payout-contract';
 import {
   transition,
   type PayoutEvent,
-} from '../../../payment-resource/src/payouts/domain/transition-table';
+} from '@dlock/payout-contract';
 
 /** One payout of the simulated world (paydb's payout row, the fields the rules read). */
 export interface SimPayout {

@@ -34,13 +34,15 @@ describe('deterministic simulation (docs/harness.md, "Deterministic simulation")
   });
 
   /**
-   * What the search found in the real code and is not fixed yet, by seed: seed 1 is the
-   * lock-client finding in docs/harness.md ("Findings"): a release whose DELETE is still in
-   * flight, then a re-acquire on the same session, gets the same grant back; the late DELETE
-   * frees it while the new handle's checkStillHeld still passes. When it is fixed this test
-   * fails on purpose: move the seed back to the clean ones.
+   * What the search found in the real code and is not fixed yet, by seed within the budget
+   * below: the lock-client finding in docs/harness.md ("Findings") — a release whose DELETE is
+   * still in flight, then a re-acquire on the same session, gets the same grant back; the late
+   * DELETE frees it while the new handle's checkStillHeld still passes. About 3 seeds in 1,000
+   * show it (seeds 492 and 854 at this commit: `npm run sim -- --seed 854`); none of 1..20 does
+   * now. Any change to the simulated code moves the schedules: a budget seed that starts to
+   * fail with LEASE is this finding until the fix, and goes here; once fixed, empty this again.
    */
-  const KNOWN_FINDINGS: Record<number, SimCheck[]> = { 1: ['LEASE'] };
+  const KNOWN_FINDINGS: Record<number, SimCheck[]> = {};
 
   it('finds nothing wrong over a fixed budget of seeds, beyond the known findings', async () => {
     let posted = 0;

@@ -550,6 +550,9 @@ export class LockKeyModel {
         return s.closed.includes(session) ? [s] : [s, closeOf(s, session)];
       case 'done':
         if (!s.closed.includes(session)) return [closeOf(s, session)];
+        // L3 on an EXPIRED session answers 204 and leaves it EXPIRED (docs/lock-server.md,
+        // "Session states"), so a second 204 is right when it may have lapsed first.
+        if (this.ctx.clock.mayLapse(session, op.callAt, op.returnAt)) return [s];
         return `L3 answered 204 for session ${short(session)}, which was already closed`;
       case 'session-unknown':
       case 'session-expired':
@@ -666,7 +669,11 @@ export class SessionModel {
     }
     if (op.kind === 'close') {
       if (a === 'unknown') return s.closed ? [s] : [s, { ...s, closed: true }];
-      if (a === 'done') return s.closed ? 'L3 answered 204 twice' : [{ ...s, closed: true }];
+      if (a === 'done') {
+        // A second 204 is an EXPIRED session closed again (docs/lock-server.md, "Session states").
+        if (s.closed && !lapsed()) return 'L3 answered 204 twice';
+        return [{ ...s, closed: true }];
+      }
       if (s.closed || lapsed()) return [s];
       return 'L3 answered SESSION_UNKNOWN for a live session';
     }

@@ -1,6 +1,7 @@
 import { ContentionError } from '@dlock/lock-api';
 import type { LockServerConfig } from '../../config';
 import type { OwnerLoad, SessionRegistry } from '../../locks/persistence/lock-store.port';
+import { SystemServerClock } from '../../locks/service/server-clock';
 import { OwnerCaps } from './owner-caps';
 
 /** A registry that answers one owner's load and counts how often it was asked. */
@@ -24,7 +25,7 @@ const config = {
 describe('OwnerCaps (pure logic; the caps against real backends: test/conformance/owner-caps.spec.ts)', () => {
   it('an acquire+release loop reads the owner load once, not once per pair', async () => {
     const r = registry({ sessions: 1, locks: 0 });
-    const caps = new OwnerCaps(r.registry, config);
+    const caps = new OwnerCaps(r.registry, config, new SystemServerClock());
     for (let i = 0; i < 50; i++) {
       await caps.checkAcquire('w');
       caps.granted('w');
@@ -34,7 +35,7 @@ describe('OwnerCaps (pure logic; the caps against real backends: test/conformanc
   });
 
   it('counts grants and releases between reads: the cap refuses at the cap, and frees on a release', async () => {
-    const caps = new OwnerCaps(registry({ sessions: 1, locks: 1 }).registry, config);
+    const caps = new OwnerCaps(registry({ sessions: 1, locks: 1 }).registry, config, new SystemServerClock());
     await caps.checkAcquire('w');
     caps.granted('w');
     await expect(caps.checkAcquire('w')).rejects.toBeInstanceOf(ContentionError);
@@ -44,7 +45,7 @@ describe('OwnerCaps (pure logic; the caps against real backends: test/conformanc
 
   it('a release never counts below zero, and a closed session reads afresh', async () => {
     const r = registry({ sessions: 1, locks: 0 });
-    const caps = new OwnerCaps(r.registry, config);
+    const caps = new OwnerCaps(r.registry, config, new SystemServerClock());
     await caps.checkAcquire('w');
     caps.released('w');
     caps.released('w');

@@ -32,12 +32,6 @@ function toGrant(row: LockRow): LockGrant {
   };
 }
 
-function sessionLost(liveness: 'expired' | 'unknown'): SessionLostError {
-  return liveness === 'unknown'
-    ? new SessionLostError('SESSION_UNKNOWN', 'no such session')
-    : new SessionLostError('SESSION_EXPIRED', 'session expired; its locks were released');
-}
-
 /**
  * LockStore in memory, statement for statement the pg backend's rules
  * (pg/sql.ts): each operation is one synchronous step on MemoryLockState,
@@ -53,7 +47,7 @@ export class MemoryLockStore extends LockStore {
     await this.state.step();
     const s = this.state;
     const liveness = s.liveness(request.sessionId);
-    if (liveness !== 'live') throw sessionLost(liveness);
+    if (liveness !== 'live') throw s.gone(request.sessionId);
     const now = s.now();
     const row = s.locks.get(request.key);
     if (row && this.isSameLiveHolder(row, request)) return { kind: 'granted', grant: toGrant(row) };
@@ -103,7 +97,7 @@ export class MemoryLockStore extends LockStore {
       return toGrant(row);
     }
     const liveness = s.liveness(sessionId);
-    if (liveness !== 'live') throw sessionLost(liveness);
+    if (liveness !== 'live') throw s.gone(sessionId);
     throw new LockLostError('the grant has expired, was released, revoked or taken over', {
       details: { storedToken: row ? formatFencingToken(row.token) : null },
     });

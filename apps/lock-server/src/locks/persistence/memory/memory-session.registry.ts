@@ -1,4 +1,4 @@
-import { SessionLostError } from '@dlock/lock-api';
+import { liveSessionState, type SessionState } from '@dlock/lock-api';
 import {
   SessionRegistry,
   type HeartbeatResult,
@@ -36,11 +36,7 @@ export class MemorySessionRegistry extends SessionRegistry {
   override async heartbeat(sessionId: string): Promise<HeartbeatResult> {
     await this.state.step();
     const s = this.state;
-    const liveness = s.liveness(sessionId);
-    if (liveness === 'unknown') throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
-    if (liveness === 'expired') {
-      throw new SessionLostError('SESSION_EXPIRED', 'session expired; its locks were released');
-    }
+    if (s.liveness(sessionId) !== 'live') throw s.gone(sessionId);
     // An expired session is never revived: only a live one gets its TTL again.
     const row = s.sessions.get(sessionId)!;
     const now = s.now();
@@ -56,11 +52,14 @@ export class MemorySessionRegistry extends SessionRegistry {
   override async close(sessionId: string): Promise<void> {
     await this.state.step();
     const s = this.state;
-    // As CLOSE_SESSION_SQL: an expired (not yet reaped) session closes too.
-    if (s.liveness(sessionId) === 'unknown') {
-      throw new SessionLostError('SESSION_UNKNOWN', 'no such session');
+    // As the port says: a live session becomes CLOSED (its lease ends now), an EXPIRED one
+    // stays EXPIRED, a CLOSED or forgotten one is gone.
+    const row = s.session(sessionId);
+    if (!row || row.closedAtMs !== undefined) throw s.gone(sessionId);
+    if (s.liveness(sessionId) === 'live') {
+      row.closedAtMs = s.now();
+      row.expiresAtMs = row.closedAtMs;
     }
-    s.sessions.delete(sessionId);
     s.signal.freed(s.freeLocksOf(sessionId));
   }
 
@@ -93,11 +92,27 @@ export class MemorySessionRegistry extends SessionRegistry {
       items: live.slice(0, limit).map((row) => ({
         sessionId: row.sessionId,
         ownerId: row.ownerId,
+        state: liveSessionState(row.ttlMs, row.expiresAtMs - now),
         ttlMillis: row.ttlMs,
         ttlRemainingMillis: Math.floor(row.expiresAtMs - now),
         locksHeld: s.heldBy(row.sessionId),
       })),
       truncated: live.length > limit,
     };
+  }
+
+  override async countByState(): Promise<Record<SessionState, number>> {
+    await this.state.step();
+    const s = this.state;
+    const now = s.now();
+    const counts: Record<SessionState, number> = { ACTIVE: 0, SUSPECT: 0, EXPIRED: 0, CLOSED: 0 };
+    for (const id of [...s.sessions.keys()]) {
+      const row = s.session(id);
+      if (!row) continue;
+      if (row.closedAtMs !== undefined) counts.CLOSED++;
+      else if (row.expiresAtMs <= now) counts.EXPIRED++;
+      else counts[liveSessionState(row.ttlMs, row.expiresAtMs - now)]++;
+    }
+    return counts;
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { FencingToken } from '@dlock/lock-api';
+import { sessionGone, type FencingToken, type SessionLostError } from '@dlock/lock-api';
 import { ReleaseSignal } from '../pg/release-signal';
 import type { RevocationEntry } from '../revocation-log.port';
 import type { RevocationRequest } from '../revocation-requests.port';
@@ -28,6 +28,8 @@ export interface SessionRow {
   ownerId: string;
   ttlMs: number;
   expiresAtMs: number;
+  /** L3's instant: the lease ends then too (pg's closed_at, docs/lock-server.md "Session states"). */
+  closedAtMs?: number;
 }
 
 /** A key's row; `sessionId` null = released or revoked (the key stays "seen", as in pg). */
@@ -96,6 +98,13 @@ export class MemoryLockState {
     const row = this.session(sessionId);
     if (!row) return 'unknown';
     return row.expiresAtMs > this.now() ? 'live' : 'expired';
+  }
+
+  /** The error for a session that is not live: CLOSED, EXPIRED, or forgotten (lock-api's sessionGone). */
+  gone(sessionId: string): SessionLostError {
+    const row = this.session(sessionId);
+    if (!row) return sessionGone('UNKNOWN');
+    return sessionGone(row.closedAtMs === undefined ? 'EXPIRED' : 'CLOSED');
   }
 
   /** A live grant: held by a session, lease unexpired, that session live (sql.ts "Live" grant). */
