@@ -1,9 +1,6 @@
 import { DlockError, FencedOutError } from '@dlock/lock-api';
 import type { PayoutState } from '@dlock/payout-contract';
-import {
-  transition,
-  type PayoutEvent,
-} from '@dlock/payout-contract';
+import { transition, type PayoutEvent } from '@dlock/payout-contract';
 
 /** One payout of the simulated world (paydb's payout row, the fields the rules read). */
 export interface SimPayout {

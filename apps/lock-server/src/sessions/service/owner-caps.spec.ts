@@ -35,7 +35,11 @@ describe('OwnerCaps (pure logic; the caps against real backends: test/conformanc
   });
 
   it('counts grants and releases between reads: the cap refuses at the cap, and frees on a release', async () => {
-    const caps = new OwnerCaps(registry({ sessions: 1, locks: 1 }).registry, config, new SystemServerClock());
+    const caps = new OwnerCaps(
+      registry({ sessions: 1, locks: 1 }).registry,
+      config,
+      new SystemServerClock(),
+    );
     await caps.checkAcquire('w');
     caps.granted('w');
     await expect(caps.checkAcquire('w')).rejects.toBeInstanceOf(ContentionError);

@@ -3,7 +3,6 @@ import {
   DlockError,
   FencedOutError,
   LockLostError,
-  SessionLostError,
   formatFencingToken,
   type FencingToken,
   type LockGrant,
