@@ -516,9 +516,9 @@ const CASES: Case[] = [
     },
     async check(out, env) {
       expect(out.code).toBe(0);
-      expect(out.stdout).toContain('[migrate] lockdb: 6 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] lockdb: 7 migration(s) applied');
       expect(out.stdout).toContain('[migrate] paydb: 9 migration(s) applied');
-      expect(out.stdout).toContain('[migrate] proxydb: 6 migration(s) applied');
+      expect(out.stdout).toContain('[migrate] proxydb: 7 migration(s) applied');
       expect(out.stdout).toContain('No migrations are pending');
       const seq = await sql(env.LOCKDB_URL, `SELECT last_value FROM fencing_token_seq`);
       expect(seq).toEqual([{ last_value: '1' }]);
@@ -879,8 +879,9 @@ const CASES: Case[] = [
       expect(out.stdout).toMatch(/\[X\] \d+ RevocationRequests1796400000000/);
       expect(out.stdout).toMatch(/\[X\] \d+ ReconcilerReader1796486400000/);
       expect(out.stdout).toMatch(/\[X\] \d+ HistoryBounded1796572800000/);
+      expect(out.stdout).toMatch(/\[X\] \d+ SessionStates1796662800000/);
       expect(out.stdout).toContain(
-        'Migration HistoryBounded1796572800000 has been reverted successfully',
+        'Migration SessionStates1796662800000 has been reverted successfully',
       );
     },
   },

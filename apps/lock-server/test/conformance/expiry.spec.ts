@@ -56,6 +56,7 @@ describe.each(BACKENDS)('expiry hands the key on with a larger token [$name]', (
         message: 'session expired; its locks were released',
         retrySafe: false,
         traceId: TRACE_ID,
+        details: { state: 'EXPIRED' },
       },
     });
   });

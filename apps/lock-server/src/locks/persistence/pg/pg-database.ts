@@ -86,7 +86,8 @@ export class PgDatabase {
    * close (docs/operations.md, "Containers, start-up and database outages").
    */
   async ping(): Promise<void> {
-    this.assertWritable(await this.rows<ProbeRow>(PROBE_SQL));
+    const before = this.highWater.mark();
+    this.assertWritable(await this.rows<ProbeRow>(PROBE_SQL), before);
     try {
       await probeNewConnection(this.ds);
     } catch (err) {
@@ -120,13 +121,14 @@ export class PgDatabase {
     return poolOf(this.ds);
   }
 
-  private assertWritable(rows: ProbeRow[]): void {
+  /** `highestBefore`: the highest token issued when the probe was sent (TokenHighWater.mark). */
+  private assertWritable(rows: ProbeRow[], highestBefore: bigint): void {
     const row = rows[0];
     if (!row || row.in_recovery || row.read_only) {
       this.markOutage(new Error('database is read-only or a standby'));
       throw this.notLeader();
     }
-    if (this.highWater.behind(BigInt(row.token_source))) {
+    if (this.highWater.behind(BigInt(row.token_source), highestBefore)) {
       this.markOutage(new Error('fencing_token_seq is behind a token already issued'));
       throw this.notLeader();
     }
@@ -155,7 +157,8 @@ export class PgDatabase {
     const since = this.outageSinceMs;
     if (since === null) return;
     try {
-      this.assertWritable(await this.raw<ProbeRow>(PROBE_SQL, []));
+      const before = this.highWater.mark();
+      this.assertWritable(await this.raw<ProbeRow>(PROBE_SQL, []), before);
       // The outage may have begun up to one probe (plus its connect timeout) before we saw it.
       const outageMs = Math.ceil(
         performance.now() -
@@ -186,7 +189,8 @@ export class PgDatabase {
   private async probe(): Promise<void> {
     if (this.outageSinceMs !== null) return this.recover();
     try {
-      this.assertWritable(await this.raw<ProbeRow>(PROBE_SQL, []));
+      const before = this.highWater.mark();
+      this.assertWritable(await this.raw<ProbeRow>(PROBE_SQL, []), before);
     } catch (err) {
       if (!(err instanceof DlockError)) this.markOutage(err);
     }

@@ -49,4 +49,17 @@ describe('TokenHighWater', () => {
     expect(highWater.behind(3n)).toBe(true);
     expect(await regressions(registry)).toBe(2);
   });
+
+  it('judges a probe by the highest token when it was sent: a grant answered while it was in flight is no regression', async () => {
+    const { registry, highWater } = setup();
+    highWater.issued(51n);
+    const before = highWater.mark();
+    // The probe read last_value 51; grants 52 and 53 were answered before its row came back.
+    highWater.issued(53n);
+    expect(highWater.behind(51n, before)).toBe(false);
+    expect(await regressions(registry)).toBe(0);
+    // The next probe, sent after them, sees the sequence behind 53 only if it truly is.
+    expect(highWater.behind(53n, highWater.mark())).toBe(false);
+    expect(highWater.behind(52n, highWater.mark())).toBe(true);
+  });
 });

@@ -29,12 +29,22 @@ export class TokenHighWater {
   }
 
   /**
-   * True when `sequenceValue` (fencing_token_seq's last value) is below a
-   * token this process already handed out. Reports `token_regression` once
+   * The highest token so far: taken before a probe is sent, it is what the
+   * probe's sequence value must reach. A grant answered while the probe is in
+   * flight may carry a token minted after the probe read the sequence.
+   */
+  mark(): bigint {
+    return this.highest;
+  }
+
+  /**
+   * True when `sequenceValue` (fencing_token_seq's last value, read by a
+   * probe sent when the highest token was `highestBefore`) is below a token
+   * this process had already handed out. Reports `token_regression` once
    * until the sequence is above it again (a probe sees it every interval).
    */
-  behind(sequenceValue: bigint): boolean {
-    if (sequenceValue >= this.highest) {
+  behind(sequenceValue: bigint, highestBefore: bigint = this.highest): boolean {
+    if (sequenceValue >= highestBefore) {
       this.reported = false;
       return false;
     }
@@ -43,7 +53,7 @@ export class TokenHighWater {
       this.safety.tokenRegression({
         guard: LOCK_SERVER_GUARD,
         presentedToken: sequenceValue,
-        highestToken: this.highest,
+        highestToken: highestBefore,
         source: 'fencing_token_seq',
       });
     }
