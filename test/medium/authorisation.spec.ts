@@ -494,7 +494,7 @@ describe('a policy file with a mistake', () => {
   const file = path.join(scratchDir('dlock-bad-policy-'), 'policy.yaml');
   writeFileSync(
     file,
-    'version: 1\nroles:\n  worker:\n    operations: [locks.inspect, payouts.clam]\nidentities:\n  - subject: w\n    roles: [worker]\n',
+    'version: 1\nroles:\n  worker:\n    operations: [locks.inspect, locks.aquire]\nidentities:\n  - subject: w\n    roles: [worker]\n',
   );
   const DB = 'postgres://u:p@127.0.0.1:1/db';
   const nowhere = 'http://127.0.0.1:1';
@@ -548,7 +548,7 @@ describe('a policy file with a mistake', () => {
     });
     expect(exit.code).toBe(1);
     expect(exit.stderr).toContain(
-      `AUTH_POLICY ${file}:4: roles.worker.operations.1: unknown operation "payouts.clam"`,
+      `AUTH_POLICY ${file}:4: roles.worker.operations.1: unknown operation "locks.aquire"`,
     );
   });
 });

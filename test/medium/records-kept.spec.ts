@@ -228,8 +228,9 @@ describe('records are never removed; down migrations never rewind a token source
       }
       expect(await count(c, 'lock_revocation_request')).toBe(1);
     });
-    // The history index and the reader grants above it revert first (they hold no record).
-    await inProcess('lockdb', lockdb, (ds) => revert(ds, 2));
+    // The session states, the history index and the reader grants above it revert first (they
+    // hold no record).
+    await inProcess('lockdb', lockdb, (ds) => revert(ds, 3));
     const before = (await applied(lockdb)).length;
     const refused = await typeorm('migration:revert', 'lockdb', lockdb);
     expect(refused.code).not.toBe(0);
@@ -252,7 +253,7 @@ describe('records are never removed; down migrations never rewind a token source
 
     // The later migrations revert (and re-apply) cleanly: their downs touch no token.
     for (const [db, url, harmless] of [
-      ['lockdb', lockdb, 5],
+      ['lockdb', lockdb, 6],
       ['proxydb', proxydb, 6],
       ['paydb', paydb, 8],
     ] as const) {
