@@ -187,7 +187,7 @@ async function main(): Promise<void> {
     '',
     machineLine(),
     `Command: \`BENCH_FLOOD=${FLOOD} BENCH_FLOOD_ROUNDS=${ROUNDS} npm run bench:lock:flood\` (pg backend, the lock-server's default waiter limits).`,
-    `Load: per round, one identity holds ${HELD_KEYS} keys and sends ${FLOOD} concurrent acquires with waitMillis ${WAIT_MS} for them; ` +
+    `Workload: per round, one identity holds ${HELD_KEYS} keys and sends ${FLOOD} concurrent acquires with waitMillis ${WAIT_MS} for them; ` +
       `another makes ${QUIET_CALLS} heartbeats and ${QUIET_CALLS} acquire+release pairs, one call at a time, ${GAP_MS} ms apart, first with nothing else running, then during the flood.`,
     '',
     '| quiet identity | heartbeat p50 ms | p99 | max | acquire+release p50 ms | p99 | refused |',

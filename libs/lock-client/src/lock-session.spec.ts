@@ -184,7 +184,7 @@ describe('LockSession: opening and heartbeats', () => {
     expect(session.deadline).toBeCloseTo(800 + 1_050, 9);
   });
 
-  it('gives a round no more than 3 tries (2 retries, C3 §3.8)', async () => {
+  it('gives a round no more than 3 tries (2 retries, docs/contract.md, "Retry counts")', async () => {
     const { clock, client, sent, overrides } = setup();
     await client.openSession();
     overrides.heartbeat = () => unreachable('connect');

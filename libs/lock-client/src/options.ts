@@ -27,7 +27,7 @@ export const CALL_BUDGETS = Object.freeze({
 }) satisfies Record<string, CallBudget>;
 
 /**
- * Heartbeat tries per round: one try and 2 retries (C3 §3.8), all inside one third of the
+ * Heartbeat tries per round: one try and 2 retries (docs/contract.md, "Retry counts"), all inside one third of the
  * session TTL, each trimmed to what is left of the round (docs/lock-client.md).
  */
 export const HEARTBEAT_TRIES = 3;

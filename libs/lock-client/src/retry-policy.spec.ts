@@ -109,7 +109,7 @@ describe('retryAcquire', () => {
     expect(calls).toBe(ACQUIRE_RETRY_BUDGET.attemptsMax);
     expect(calls).toBe(ACQUIRE_RETRY_BUDGET.retriesMax + 1);
     expect(calls).toBe(6);
-    // The caps 50, 100, 200, 400, 800 ms: all under the 1 s ceiling (C3 §3.8).
+    // The caps 50, 100, 200, 400, 800 ms: all under the 1 s ceiling (docs/contract.md, "Retry counts").
     expect(d.sleeps).toEqual([49, 99, 199, 399, 799]);
     expect(failure).toBeInstanceOf(ContentionError);
     expect(failure).toMatchObject({

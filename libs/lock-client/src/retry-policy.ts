@@ -3,7 +3,7 @@ import { abortReason } from './clock';
 import { LockServerUnavailableError } from './errors';
 
 /**
- * The acquire retry budget (docs/contract.md, FR-28; C3 §3.8 counts retries): one attempt
+ * The acquire retry budget (docs/contract.md, FR-28; docs/contract.md, "Retry counts" counts retries): one attempt
  * and up to 5 retries (6 attempts), full-jitter exponential backoff from 50 ms, each wait
  * capped at 1 s, so the caps run 50, 100, 200, 400, 800 ms. Fixed on purpose: an unbounded
  * or tunable loop is how a contended key becomes a storm.

@@ -256,7 +256,7 @@ function recordOf(p: {
   } as PayoutRecord;
 }
 
-/** The real PayoutExecutionService (T-025's order, recovery by state) wired to the simulated peers. */
+/** The real PayoutExecutionService (docs/executor.md's order, recovery by state) wired to the simulated peers. */
 export function simExecutor(w: World, proc: SimProcess): PayoutExecutionService {
   Logger.overrideLogger(false);
   metrics ??= new ExecutorMetrics();

@@ -41,7 +41,7 @@ const SESSION_TTL_MS = 15_000;
 /**
  * One executor process of the simulation: the real lock-client SDK (session,
  * heartbeats, conservative deadlines, checkStillHeld, acquire retries) and
- * the real PayoutExecutionService (T-025's order, recovery by state) on this
+ * the real PayoutExecutionService (docs/executor.md's order, recovery by state) on this
  * process's clock and network. It picks payouts the way the poll does (any
  * not settled, by the seed); a crash freezes an incarnation for good, and
  * the restart is a new client and session.

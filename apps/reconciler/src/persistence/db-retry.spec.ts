@@ -1,6 +1,6 @@
 import { DB_RETRIES_DEFAULT, DB_TRIES_DEFAULT, retryDelayMs, withDbRetries } from './db-retry';
 
-describe('the reconciler database retry layer (C3 §3.8: 3 retries)', () => {
+describe('the reconciler database retry layer (docs/contract.md, "Retry counts": 3 retries)', () => {
   it('tries a failing statement 4 times by default (1 try + 3 retries), then throws the last error', async () => {
     expect([DB_RETRIES_DEFAULT, DB_TRIES_DEFAULT]).toEqual([3, 4]);
     let calls = 0;

@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 
 /**
- * C3 §3.8 gives the reconciler 3 retries on both databases: 4 tries of each statement
+ * docs/contract.md, "Retry counts" gives the reconciler 3 retries on both databases: 4 tries of each statement
  * (RECONCILER_DB_TRIES counts tries, docs/reconciler.md).
  */
 export const DB_RETRIES_DEFAULT = 3;
