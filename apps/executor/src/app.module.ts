@@ -3,60 +3,14 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { LockClientModule } from '@dlock/lock-nest';
 import { HealthModule, ObservabilityModule } from '@dlock/observability';
-import { PAYOUT_OPERATIONS, PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
-import { EXECUTOR_CONFIG, readExecutorConfig, type ExecutorConfig } from './config';
-import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './execution/domain/lease';
-import { AttemptHooks, NoAttemptHooks } from './execution/domain/attempt-hooks.port';
-import { PayoutExecutionService } from './execution/service/payout-execution.service';
-import { HarnessAttemptHooks } from './harness/harness-attempt-hooks';
-import { ExecutorMetrics } from './metrics';
-import { PayoutPollingLoop } from './polling/service/payout-polling.loop';
+import { PAYOUT_OPERATIONS } from '@dlock/payout-contract';
+import { EXECUTOR_CONFIG, readExecutorConfig } from './config';
+import { PollingModule } from './polling/polling.module';
 import { LockSessionReadiness } from './readiness';
 
 // Every dlock app reads the one policy file, which grants the payout operations too: known
 // before any policy is read (docs/security.md, "Authorisation policy").
 registerPolicyOperations(PAYOUT_OPERATIONS);
-
-/** Payout execution: the polling loop and one attempt per payout, through the two services' clients. */
-@Module({
-  providers: [
-    ExecutorMetrics,
-    {
-      provide: PaymentResourceClient,
-      inject: [EXECUTOR_CONFIG],
-      useFactory: (config: ExecutorConfig) =>
-        new PaymentResourceClient(
-          config.PAYMENT_RESOURCE_URL,
-          config.OWNER_ID,
-          fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
-        ),
-    },
-    {
-      provide: RailProxyClient,
-      inject: [EXECUTOR_CONFIG],
-      useFactory: (config: ExecutorConfig) =>
-        new RailProxyClient(
-          config.RAIL_PROXY_URL,
-          config.OWNER_ID,
-          {
-            connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
-            readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
-          },
-          fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
-        ),
-    },
-    {
-      // The harness's crash and pause points exist only under DLOCK_HARNESS=1.
-      provide: AttemptHooks,
-      inject: [EXECUTOR_CONFIG],
-      useFactory: (config: ExecutorConfig) =>
-        config.DLOCK_HARNESS ? HarnessAttemptHooks.fromConfig(config) : new NoAttemptHooks(),
-    },
-    PayoutExecutionService,
-    PayoutPollingLoop,
-  ],
-})
-export class PayoutExecutionModule {}
 
 /** The executor as one importable module, around its validated config. */
 @Module({})
@@ -82,7 +36,7 @@ export class ExecutorModule {
           lockTtlMs: values.LOCK_DEFAULT_TTL_MS,
         }),
         HealthModule.register(LockSessionReadiness),
-        PayoutExecutionModule,
+        PollingModule,
       ],
     };
   }

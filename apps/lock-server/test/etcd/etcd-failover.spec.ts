@@ -189,10 +189,12 @@ async function expectSessionsAlive(url: string, workload: Workload): Promise<voi
 
 describe('etcd backend under leader failure (3 members)', () => {
   it('SIGKILL of the leader: no overlap, increasing tokens, only NOT_LEADER, service back right after the election (NFR-02)', async () => {
-    const { workload, faultAt, server, cluster, unavailable, elected } = await withCluster(async (c) => {
-      const leader = await c.leader();
-      await leader.kill();
-    });
+    const { workload, faultAt, server, cluster, unavailable, elected } = await withCluster(
+      async (c) => {
+        const leader = await c.leader();
+        await leader.kill();
+      },
+    );
     try {
       const [unavailableMs, electedMs] = await Promise.all([unavailable, elected]);
       console.info(
@@ -216,10 +218,12 @@ describe('etcd backend under leader failure (3 members)', () => {
 
   it('SIGSTOP of the leader past an election: the same guarantees, and the old leader rejoins', async () => {
     let paused: Awaited<ReturnType<EtcdCluster['leader']>> | undefined;
-    const { workload, faultAt, server, cluster, unavailable, elected } = await withCluster(async (c) => {
-      paused = await c.leader();
-      paused.pause();
-    });
+    const { workload, faultAt, server, cluster, unavailable, elected } = await withCluster(
+      async (c) => {
+        paused = await c.leader();
+        paused.pause();
+      },
+    );
     try {
       try {
         await sleep(PAUSE_MS);

@@ -6,8 +6,7 @@ import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
 import type { ReadOnlyDb } from '../../persistence/read-only-db';
 import { PAYDB } from '../../persistence/tokens';
 import { ReconcilerMetrics } from '../../metrics';
-import type { RailLookupClient } from '@dlock/payout-contract';
-import { RAIL_LOOKUP } from '../../resolution/service/resolution.service';
+import { RailLookupClient } from '@dlock/payout-contract';
 import { OFFENDERS_MAX } from '../persistence/check-queries';
 import { OpenFindings, type TerminalPayout } from '../domain/rail-sweep-findings';
 import { duePayouts, type SweepCursor } from '../persistence/rail-sweep-queries';
@@ -72,7 +71,7 @@ export class RailSweepService {
 
   constructor(
     @Inject(PAYDB) private readonly paydb: ReadOnlyDb,
-    @Inject(RAIL_LOOKUP) private readonly rail: RailLookupClient,
+    private readonly rail: RailLookupClient,
     @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
     private readonly metrics: ReconcilerMetrics,
     private readonly safety: SafetyEvents,

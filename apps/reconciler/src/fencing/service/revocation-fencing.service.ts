@@ -3,7 +3,6 @@ import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
 import { ReconcilerMetrics } from '../../metrics';
 import { PaymentResourceClient, RailProxyClient, payoutAccountOf } from '@dlock/payout-contract';
 import { RevocationsClient, type Revocation } from '../clients/revocations.client';
-import { PAYMENT_RESOURCE } from '../../resolution/service/payout-resolver';
 import { advanceCursor, type Handled } from '../domain/revocation-cursor';
 
 /** Revocations fetched per request to the lock-server. */
@@ -35,7 +34,7 @@ export class RevocationFencingService {
   constructor(
     @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
     private readonly revocations: RevocationsClient,
-    @Inject(PAYMENT_RESOURCE) private readonly payments: PaymentResourceClient,
+    private readonly payments: PaymentResourceClient,
     private readonly proxy: RailProxyClient,
     private readonly metrics: ReconcilerMetrics,
   ) {}

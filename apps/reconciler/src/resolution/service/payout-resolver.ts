@@ -13,8 +13,6 @@ import {
 import { evidenceText, type Verdict } from '../domain/evidence';
 import { LockSessionKeeper } from '@dlock/lock-nest';
 
-export const PAYMENT_RESOURCE = Symbol('PAYMENT_RESOURCE');
-
 type Writable = Extract<Verdict, { kind: 'acked' } | { kind: 'not_found' }>;
 
 /** The fields of every log line about one payout's resolution. */
@@ -35,7 +33,7 @@ export class PayoutResolver {
   private readonly logger = new Logger('resolver');
 
   constructor(
-    @Inject(PAYMENT_RESOURCE) private readonly payments: PaymentResourceClient,
+    private readonly payments: PaymentResourceClient,
     @Inject(PROXYDB) private readonly proxydb: ReadOnlyDb,
     private readonly sessions: LockSessionKeeper,
   ) {}

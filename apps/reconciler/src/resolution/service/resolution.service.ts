@@ -2,16 +2,9 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { formatInstant } from '@dlock/lock-api';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
 import { ReconcilerMetrics, RESOLUTION_RESULTS, type ResolutionResult } from '../../metrics';
-import {
-  RailProxyClient,
-  type PaymentResourceClient,
-  type PayoutRecord,
-} from '@dlock/payout-contract';
+import { RailProxyClient, PaymentResourceClient, type PayoutRecord } from '@dlock/payout-contract';
 import { attemptEndedAt, classify, type Verdict } from '../domain/evidence';
-import { PAYMENT_RESOURCE, PayoutResolver } from './payout-resolver';
-
-/** The rail's own lookup, read directly by the rail sweep (docs/reconciler.md). */
-export const RAIL_LOOKUP = Symbol('RAIL_LOOKUP');
+import { PayoutResolver } from './payout-resolver';
 
 export interface DuplicateFlag {
   payoutId: string;
@@ -73,7 +66,7 @@ export class ResolutionService {
   private passes = 0;
 
   constructor(
-    @Inject(PAYMENT_RESOURCE) private readonly payments: PaymentResourceClient,
+    private readonly payments: PaymentResourceClient,
     private readonly proxy: RailProxyClient,
     @Inject(RECONCILER_CONFIG) private readonly config: ReconcilerConfig,
     private readonly resolver: PayoutResolver,

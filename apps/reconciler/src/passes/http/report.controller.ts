@@ -2,9 +2,9 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { formatInstant } from '@dlock/lock-api';
 import { INSTANT, wireSchema } from '@dlock/http-contract';
-import { DetectiveService } from '../detective/service/detective.service';
-import { RailSweepService } from '../detective/service/rail-sweep.service';
-import { ResolutionService } from '../resolution/service/resolution.service';
+import { DetectiveService } from '../../detective/service/detective.service';
+import { RailSweepService } from '../../detective/service/rail-sweep.service';
+import { ResolutionService } from '../../resolution/service/resolution.service';
 import { Operation } from '@dlock/http-contract';
 
 const SECTION = (what: string) => ({

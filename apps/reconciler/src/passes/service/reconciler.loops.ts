@@ -5,14 +5,14 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { RECONCILER_CONFIG, type ReconcilerConfig } from './config';
-import { AuditChainService } from './detective/service/audit-chain.service';
-import { DetectiveService } from './detective/service/detective.service';
-import { RailSweepService } from './detective/service/rail-sweep.service';
-import { RevocationFencingService } from './fencing/service/revocation-fencing.service';
-import { TokenSourceCheck } from './fencing/service/token-source.service';
-import { ResolutionService } from './resolution/service/resolution.service';
-import { FixedDelayLoop } from './schedule';
+import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
+import { AuditChainService } from '../../detective/service/audit-chain.service';
+import { DetectiveService } from '../../detective/service/detective.service';
+import { RailSweepService } from '../../detective/service/rail-sweep.service';
+import { RevocationFencingService } from '../../fencing/service/revocation-fencing.service';
+import { TokenSourceCheck } from '../../fencing/service/token-source.service';
+import { ResolutionService } from '../../resolution/service/resolution.service';
+import { FixedDelayLoop } from './fixed-delay.loop';
 
 /** Starts the schedules after boot; on shutdown stops them, then closes the lock session. */
 @Injectable()

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
-import type { ReconcilerConfig } from './config';
-import { ReconcilerLoops } from './loops';
+import type { ReconcilerConfig } from '../../config';
+import { ReconcilerLoops } from './reconciler.loops';
 
 /** A pass that runs until its signal aborts, then rejects with the abort's reason. */
 const untilStopped = (signal: AbortSignal) =>

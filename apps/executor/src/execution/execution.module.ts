@@ -1,0 +1,50 @@
+import { fileTokenProvider } from '@dlock/identity';
+import { Module } from '@nestjs/common';
+import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
+import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
+import { HarnessAttemptHooks } from '../harness/harness-attempt-hooks';
+import { ExecutorMetricsModule } from '../metrics.module';
+import { AttemptHooks, NoAttemptHooks } from './domain/attempt-hooks.port';
+import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './domain/lease';
+import { PayoutExecutionService } from './service/payout-execution.service';
+
+/** One attempt per payout, through payment-resource's and rail-proxy's clients (docs/executor.md). */
+@Module({
+  imports: [ExecutorMetricsModule],
+  providers: [
+    {
+      provide: PaymentResourceClient,
+      inject: [EXECUTOR_CONFIG],
+      useFactory: (config: ExecutorConfig) =>
+        new PaymentResourceClient(
+          config.PAYMENT_RESOURCE_URL,
+          config.OWNER_ID,
+          fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
+        ),
+    },
+    {
+      provide: RailProxyClient,
+      inject: [EXECUTOR_CONFIG],
+      useFactory: (config: ExecutorConfig) =>
+        new RailProxyClient(
+          config.RAIL_PROXY_URL,
+          config.OWNER_ID,
+          {
+            connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
+            readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
+          },
+          fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
+        ),
+    },
+    {
+      // The harness's crash and pause points exist only under DLOCK_HARNESS=1.
+      provide: AttemptHooks,
+      inject: [EXECUTOR_CONFIG],
+      useFactory: (config: ExecutorConfig) =>
+        config.DLOCK_HARNESS ? HarnessAttemptHooks.fromConfig(config) : new NoAttemptHooks(),
+    },
+    PayoutExecutionService,
+  ],
+  exports: [PaymentResourceClient, RailProxyClient, PayoutExecutionService],
+})
+export class ExecutionModule {}
