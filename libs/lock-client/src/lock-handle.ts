@@ -10,6 +10,7 @@ import { conservativeDeadlineMs, grantedLockTtlMs } from './deadline';
 import { OnceListeners } from './listeners';
 import { LockServerUnavailableError } from './errors';
 import { CALL_BUDGETS, RENEW_TRIES, type LossReason, type ResolvedOptions } from './options';
+import type { LeaseBounds } from './key-history';
 import type { LockServerApi, ProvenGrant } from './wire';
 
 /** A renew failure that says nothing about the lock: no answer, or not the leader. */
@@ -35,6 +36,8 @@ export interface HandleHost {
   handleLost(handle: LockHandle, reason: LossReason, error: LockLostError): void;
   /** This handle ends: released or lost. */
   forget(handle: LockHandle): void;
+  /** L6 for this grant, recorded until an answer settles it (docs/lock-client.md). */
+  releaseGrant(key: string, fence: FenceCredential): Promise<void>;
   /** False once the server released every lock of the session (L3 sent, or it expired). */
   readonly serverMayHoldLocks: boolean;
 }
@@ -93,7 +96,7 @@ export class LockHandle {
     private readonly host: HandleHost,
     grant: ProvenGrant,
     ttlMs: number,
-    sentAtMs: number,
+    lease: LeaseBounds,
   ) {
     this.key = grant.key;
     this.fencingToken = grant.fencingToken;
@@ -106,10 +109,11 @@ export class LockHandle {
     this.expiresAtValue = grant.expiresAt;
     this.lostListeners = new OnceListeners(host.options.logger, `onLockLost(${grant.key})`);
     this.grantedTtlMs = grantedLockTtlMs(ttlMs, grant);
-    this.leaseDeadlineMs = conservativeDeadlineMs(
-      sentAtMs,
-      this.grantedTtlMs,
-      host.options.safetyMargin,
+    // An old grant answered again keeps its old deadline (docs/lock-client.md, "Acquiring a
+    // key again on the same session"): counting it from the new send would outlast the server.
+    this.leaseDeadlineMs = Math.min(
+      conservativeDeadlineMs(lease.fromMs, this.grantedTtlMs, host.options.safetyMargin),
+      lease.capMs,
     );
     this.armLeaseTimer();
   }
@@ -137,6 +141,11 @@ export class LockHandle {
   remainingMs(): number {
     if (this.stateValue !== 'held') return 0;
     return Math.max(0, this.deadline - this.host.options.clock.nowMs());
+  }
+
+  /** @internal The lease deadline (monotonic ms), whatever the state. */
+  get leaseEndsAtMs(): number {
+    return this.leaseDeadlineMs;
   }
 
   /**
@@ -246,9 +255,7 @@ export class LockHandle {
     if (!this.host.serverMayHoldLocks) return false;
     const { logger } = this.host.options;
     try {
-      await this.host.api.release(this.key, this.sessionId, this.fence, {
-        budget: CALL_BUDGETS.release,
-      });
+      await this.host.releaseGrant(this.key, this.fence);
       return wasHeld;
     } catch (err) {
       const code = err instanceof DlockError ? err.code : undefined;

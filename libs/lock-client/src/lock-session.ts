@@ -7,10 +7,13 @@ import {
   SessionLostError,
   ValidationError,
   WAIT_MAX_MS,
+  type FenceCredential,
   type LockLostError,
 } from '@dlock/lock-api';
 import { sleepOn, type Timer } from './clock';
 import { conservativeDeadlineMs, heartbeatTtlMs } from './deadline';
+import { LockServerUnavailableError, ProtocolError } from './errors';
+import { KeyHistory } from './key-history';
 import { LockHandle, type HandleHost } from './lock-handle';
 import { OnceListeners } from './listeners';
 import {
@@ -53,6 +56,7 @@ export class LockSession implements HandleHost {
   private deadlineTimer: Timer | undefined;
   private readonly handles = new Map<string, LockHandle>();
   private readonly pendingKeys = new Set<string>();
+  private readonly history = new KeyHistory();
   private readonly abort = new AbortController();
   private readonly lostListeners: OnceListeners<SessionLostError>;
   private closing: Promise<void> | undefined;
@@ -174,6 +178,19 @@ export class LockSession implements HandleHost {
   /** @internal */
   forget(handle: LockHandle): void {
     if (this.handles.get(handle.key) === handle) this.handles.delete(handle.key);
+    this.history.grantEnded(handle.key, handle.fencingToken, handle.leaseEndsAtMs);
+  }
+
+  /** @internal */
+  async releaseGrant(key: string, fence: FenceCredential): Promise<void> {
+    this.history.releaseSent(key, fence);
+    try {
+      await this.api.release(key, this.sessionId, fence, { budget: CALL_BUDGETS.release });
+    } catch (err) {
+      if (isLockLost(err)) this.history.releaseConfirmed(key, fence.token);
+      throw err;
+    }
+    this.history.releaseConfirmed(key, fence.token);
   }
 
   // ---- internals --------------------------------------------------------
@@ -207,6 +224,7 @@ export class LockSession implements HandleHost {
       LOCK_TTL_MAX_MS,
     );
     const waitMs = ttl('waitMs', options.waitMs ?? 0, 0, WAIT_MAX_MS);
+    await this.settleRelease(key, options.signal);
     const sentAtMs = this.options.clock.nowMs();
     let grant: ProvenGrant;
     try {
@@ -223,11 +241,8 @@ export class LockSession implements HandleHost {
         },
       );
     } catch (err) {
-      if (
-        err instanceof DlockError &&
-        (err.code === 'SESSION_EXPIRED' || err.code === 'SESSION_UNKNOWN')
-      )
-        this.sessionLostByServer(err);
+      if (outcomeUnknown(err)) this.history.acquireUnsettled(key, sentAtMs);
+      this.failedOnServer(err);
       throw err;
     }
     assert.equal(grant.key, key, 'acquire answered for another key');
@@ -235,9 +250,47 @@ export class LockSession implements HandleHost {
     // Lost or closed while the grant was in flight: the L3 that went out then
     // releases this lock too, and nobody would watch it here.
     this.assertOpen();
-    const handle = new LockHandle(this, grant, ttlMs, sentAtMs);
+    const lease = this.history.leaseBounds(key, grant.fencingToken, sentAtMs);
+    const handle = new LockHandle(this, grant, ttlMs, lease);
     this.handles.set(key, handle);
     return handle;
+  }
+
+  /**
+   * A release of `key` with no answer yet may still reach the server. Acquired now, the key
+   * would come back as that same grant (same session, still live), and the late DELETE would
+   * free it under the new handle (docs/lock-client.md, "Acquiring a key again on the same
+   * session"). One more DELETE of that grant settles it: a 204 or a LOCK_LOST both mean it is
+   * gone, and the acquire that follows gets a new token no old DELETE can name.
+   */
+  private async settleRelease(key: string, signal: AbortSignal | undefined): Promise<void> {
+    const fence = this.history.unresolvedRelease(key);
+    if (fence === undefined) return;
+    try {
+      await this.api.release(key, this.sessionId, fence, { budget: CALL_BUDGETS.release, signal });
+    } catch (err) {
+      if (!isLockLost(err)) {
+        this.failedOnServer(err);
+        // No acquire went out, so the attempt may be made again (a connect-phase failure).
+        if (err instanceof LockServerUnavailableError)
+          throw new LockServerUnavailableError(
+            'connect',
+            `no acquire sent: the earlier release of ${key} is not settled`,
+            err,
+          );
+        throw err;
+      }
+    }
+    this.history.releaseConfirmed(key, fence.token);
+  }
+
+  /** A session code from the server ends the whole session. */
+  private failedOnServer(err: unknown): void {
+    if (
+      err instanceof DlockError &&
+      (err.code === 'SESSION_EXPIRED' || err.code === 'SESSION_UNKNOWN')
+    )
+      this.sessionLostByServer(err);
   }
 
   private assertOpen(): void {
@@ -400,4 +453,18 @@ export class LockSession implements HandleHost {
     }
     if (this.stateValue === 'open') this.scheduleHeartbeat(roundEndMs);
   }
+}
+
+function isLockLost(err: unknown): boolean {
+  return err instanceof DlockError && err.code === 'LOCK_LOST';
+}
+
+/**
+ * True when the lock-server may have granted an acquire that failed: no answer in time, a
+ * 2xx that broke the contract, or an abort after the request left. An error envelope or a
+ * connection never made says nothing was granted.
+ */
+function outcomeUnknown(err: unknown): boolean {
+  if (err instanceof LockServerUnavailableError) return err.phase === 'response';
+  return !(err instanceof DlockError) || err instanceof ProtocolError;
 }

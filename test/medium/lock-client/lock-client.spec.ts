@@ -218,3 +218,39 @@ it('closing a session releases its locks on the server', async () => {
   expect(again!.fencingToken).toBeGreaterThan(a.fencingToken);
   await other.close();
 });
+
+it('a release still in flight cannot free the grant of a re-acquire on the same session', async () => {
+  // DELETEs of locks go through a proxy that holds every chunk 800 ms; the rest goes direct.
+  const slow = await TcpProxy.start({ target: { port: server.port } });
+  try {
+    slow.setFault({ kind: 'latency', ms: 800 });
+    const base = nodeHttpTransport();
+    const deletesSlow: Transport = (req) =>
+      base(
+        req.method === 'DELETE' && req.url.pathname.startsWith('/v1/locks/')
+          ? { ...req, url: new URL(req.url.pathname, slow.url) }
+          : req,
+      );
+    const { lockClient, safety } = client('worker-again', { transport: deletesSlow });
+    const session = await lockClient.openSession({ ttlMs: 10_000 });
+    const first = await session.acquire('lc:again', { ttlMs: 10_000 });
+    const released = first.release();
+    // Acquired again while that DELETE is on its way: the server would answer the same
+    // grant, and the DELETE landing after it would free the key under the new handle.
+    const again = await session.acquire('lc:again', { ttlMs: 10_000 });
+    await released;
+    // The handle says held, and so does the server: the old DELETE freed nothing.
+    expect(() => again.checkStillHeld()).not.toThrow();
+    expect(await lockInfo('lc:again')).toMatchObject({
+      held: true,
+      fencingToken: again.fencingToken.toString(),
+    });
+    // Because the SDK settled that release first, the key came back under a new token.
+    expect(again.fencingToken).toBeGreaterThan(first.fencingToken);
+    await expect(again.release()).resolves.toBe(true);
+    await session.close();
+    expect(safety).toEqual([]);
+  } finally {
+    await slow.close();
+  }
+});

@@ -8,7 +8,10 @@ import { parsePeerJson, stringifyInt64Json } from '@dlock/http-client';
 import type { WireRequest, WireResponse } from '@dlock/lock-client';
 import { SafetyEvents } from '@dlock/observability';
 import type { LockServerConfig } from '../../../lock-server/src/config';
-import { BrokenLockStore } from '../../../lock-server/src/locks/persistence/broken-lock.store';
+import {
+  BrokenLockStore,
+  type BrokenMode,
+} from '../../../lock-server/src/locks/persistence/broken-lock.store';
 import type { LockStore } from '../../../lock-server/src/locks/persistence/lock-store.port';
 import {
   MemoryLockState,
@@ -78,8 +81,8 @@ function seededUuid(random: () => number): string {
 }
 
 export interface LockServerNodeOptions {
-  /** Negative control: the store grants a held key to another owner (BrokenLockStore). */
-  grantsTwice?: boolean;
+  /** Negative control: the store breaks one rule of docs/lock-server.md (BrokenLockStore). */
+  brokenStore?: BrokenMode;
   /** Upper bound of one store step's virtual time (a database round trip). */
   storeStepMaxMs?: number;
 }
@@ -111,7 +114,7 @@ export class LockServerNode {
     const config = simConfig();
     const clock = new SimServerClock(sched);
     let store: LockStore = new MemoryLockStore(this.state);
-    if (options.grantsTwice) store = new BrokenLockStore(store, 'acquire-ignores-holder');
+    if (options.brokenStore) store = new BrokenLockStore(store, options.brokenStore);
     const registry = new MemorySessionRegistry(this.state);
     const owners = new SessionOwners(registry);
     const caps = new OwnerCaps(registry, config, clock);

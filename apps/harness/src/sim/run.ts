@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { mulberry32 } from '@dlock/prng';
+import type { BrokenMode } from '../../../lock-server/src/locks/persistence/broken-lock.store';
 import { checkRun, type Violations } from './checks';
 import { LockServerNode } from './lock-server-node';
 import { SimNetwork, type NetworkFaults } from './network';
@@ -19,10 +20,19 @@ export interface Fault {
 export const BROKEN_VARIANTS = [
   'guard-skips-fence',
   'store-grants-twice',
+  'store-releases-any-token',
+  'store-tokens-go-back',
   'sdk-trusts-expired-lease',
   'executor-retries-rail-timeout',
 ] as const;
 export type BrokenVariant = (typeof BROKEN_VARIANTS)[number];
+
+/** The variants that break the lock-server's store, and the BrokenLockStore mode of each. */
+const STORE_BREAKS: Partial<Record<BrokenVariant, BrokenMode>> = {
+  'store-grants-twice': 'acquire-ignores-holder',
+  'store-releases-any-token': 'release-ignores-token',
+  'store-tokens-go-back': 'token-goes-back',
+};
 
 export interface SimOptions {
   seed: number;
@@ -133,7 +143,9 @@ export async function runSeed(options: SimOptions): Promise<SimResult> {
     sched,
     net,
     random,
-    server: new LockServerNode(sched, random, { grantsTwice: broken === 'store-grants-twice' }),
+    server: new LockServerNode(sched, random, {
+      brokenStore: broken && STORE_BREAKS[broken],
+    }),
     guard,
     proxy: new RailProxy(),
     payouts,

@@ -34,13 +34,12 @@ describe('deterministic simulation (docs/harness.md, "Deterministic simulation")
   });
 
   /**
-   * What the search found in the real code and is not fixed yet, by seed within the budget
-   * below: the lock-client finding in docs/harness.md ("Findings") — a release whose DELETE is
-   * still in flight, then a re-acquire on the same session, gets the same grant back; the late
-   * DELETE frees it while the new handle's checkStillHeld still passes. About 3 seeds in 1,000
-   * show it (seeds 492 and 854 at this commit: `npm run sim -- --seed 854`); none of 1..20 does
-   * now. Any change to the simulated code moves the schedules: a budget seed that starts to
-   * fail with LEASE is this finding until the fix, and goes here; once fixed, empty this again.
+   * What the search finds in the real code and is not fixed yet, by seed within the budget
+   * below (docs/harness.md, "Findings"). Empty: the one finding so far, a lock-client FR-11 gap
+   * (a re-acquire on the same session while a release was in flight got the old grant back),
+   * is fixed in the SDK (docs/lock-client.md, "Acquiring a key again on the same session"). A
+   * budget seed that starts to fail is a new finding: record it here with its check until it is
+   * fixed, so it never hides another check's.
    */
   const KNOWN_FINDINGS: Record<number, SimCheck[]> = {};
 
@@ -62,6 +61,8 @@ describe('deterministic simulation (docs/harness.md, "Deterministic simulation")
   it.each<[BrokenVariant, SimCheck, number]>([
     ['guard-skips-fence', 'INV-01', 20],
     ['store-grants-twice', 'INV-06', 5],
+    ['store-releases-any-token', 'INV-06', 5],
+    ['store-tokens-go-back', 'INV-04', 5],
     ['sdk-trusts-expired-lease', 'LEASE', 20],
     ['executor-retries-rail-timeout', 'NO-RESUBMIT', 5],
   ])('negative control %s is caught by %s within %d seeds', async (broken, check, seedsMax) => {
