@@ -19,8 +19,8 @@ import path from 'node:path';
 
 /** Never part of what a package, project or guide is made from. */
 const SKIPPED = new Set(['node_modules', 'dist', '.tmp', 'coverage']);
-/** An entry not used for this long is removed by the next one made. */
-const UNUSED_FOR_MS = 7 * 24 * 3_600_000;
+/** An entry not used for this long is removed by the next one made (a set is about 1 GB). */
+const UNUSED_FOR_MS = 24 * 3_600_000;
 
 const cacheRoot = () =>
   path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'dlock', 'made');
@@ -87,7 +87,7 @@ export async function madeOnce(
   return final;
 }
 
-/** Entries no run has made or used in a week (madeOnce sets an entry's mtime on each use). */
+/** Entries no run has made or used in a day (madeOnce sets an entry's mtime on each use). */
 async function removeUnused(): Promise<void> {
   const now = Date.now();
   for (const entry of readdirSync(cacheRoot())) {
