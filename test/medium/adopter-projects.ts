@@ -31,7 +31,7 @@ export type Run = (
   timeoutMs?: number,
 ) => Promise<{ code: number | null; out: string }>;
 
-export { ADOPTERS, guideBlock, guideCommands, type AdopterKind };
+export { ADOPTERS, guideBlock, guideCommands, templateDir, type AdopterKind };
 
 /**
  * npm as a team runs it, offline: the templates' making filled npm's cache with everything the

@@ -15,6 +15,7 @@ import {
   readFileSync,
   readdirSync,
   realpathSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -30,8 +31,12 @@ import {
   MIGRATIONS,
   guideCommands,
   makeAdopter,
+  NPM_ENV,
+  templateDir,
   type Adopter,
+  type AdopterKind,
 } from './adopter-projects';
+import { contentKey, madeOnce } from './support/machine-cache';
 import {
   DEV_POLICY_PATH,
   REPO_ROOT,
@@ -128,6 +133,22 @@ async function main(): Promise<void> {
 }
 void main();
 `;
+
+/** What the packed libraries are made from (scripts/packages.js): a change to any packs anew. */
+const PACKED_FROM = [
+  ...(ROOT_PACKAGE.workspaces ?? []),
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'scripts/packages.js',
+];
+/** What a made adopter project is made from, besides its template and the packed libraries. */
+const ADOPTER_MADE_FROM = [
+  'examples/refund-sender/src',
+  'docs/extending.md',
+  'test/medium/adopter-projects.ts',
+  'scripts/adopter-templates.ts',
+];
 
 const children = new Set<ChildProcess>();
 
@@ -314,21 +335,57 @@ const refund = (id: string) =>
     return rows.rows[0];
   });
 
+/**
+ * One adopter project, made once per machine for the same template, libraries, example and
+ * guide (./support/machine-cache.ts), and copied into this run's directory: its specs and
+ * migrations write into it.
+ */
+async function adopterFor(
+  kind: AdopterKind,
+  packKey: string,
+  packagesDir: string,
+): Promise<Adopter> {
+  const key = contentKey(
+    ADOPTER_MADE_FROM.map((p) => path.join(REPO_ROOT, p)),
+    [packKey, templateDir(kind)],
+  );
+  let made: Adopter | undefined;
+  const dir = await madeOnce(`adopter-${kind.name}`, key, async (building) => {
+    made = await makeAdopter(kind, building, packagesDir, runUnlessStopping, baseEnv());
+  });
+  const project = path.join(work, kind.name, 'refunds');
+  mkdirSync(path.dirname(project), { recursive: true });
+  const copied = await runUnlessStopping(
+    'cp',
+    ['-a', path.join(dir, kind.name, 'refunds'), project],
+    work,
+    baseEnv(),
+  );
+  expectExit(copied, `${kind.name}: copy the made project`);
+  return { kind, project, env: { ...baseEnv(), ...NPM_ENV }, steps: made?.steps ?? [] };
+}
+
 beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), 'dlock-team-app-'));
   expect(realpathSync(work).startsWith(realpathSync(REPO_ROOT))).toBe(false);
   const packagesDir = path.join(work, 'packages');
-  const packed = await run(
-    process.execPath,
-    [path.join(REPO_ROOT, 'scripts', 'packages.js'), 'pack', '--out', packagesDir],
-    REPO_ROOT,
-    baseEnv(),
+  const packKey = contentKey(PACKED_FROM.map((p) => path.join(REPO_ROOT, p)));
+  const packed = await madeOnce('packages', packKey, async (dir) =>
+    expectExit(
+      await run(
+        process.execPath,
+        [path.join(REPO_ROOT, 'scripts', 'packages.js'), 'pack', '--out', dir],
+        REPO_ROOT,
+        baseEnv(),
+      ),
+      'npm run pack:libs',
+    ),
   );
-  expectExit(packed, 'npm run pack:libs');
+  cpSync(packed, packagesDir, { recursive: true });
   for (const kind of ADOPTERS)
     adopters.set(
       kind.name,
-      makeAdopter(kind, work, packagesDir, runUnlessStopping, baseEnv()).catch((err: unknown) =>
+      adopterFor(kind, packKey, packagesDir).catch((err: unknown) =>
         err instanceof Error ? err : new Error(String(err)),
       ),
     );
@@ -346,26 +403,37 @@ beforeAll(async () => {
   const pin = (name: string) =>
     ROOT_PACKAGE.dependencies?.[name] ?? ROOT_PACKAGE.devDependencies?.[name] ?? 'missing';
   const tarball = (p: PackageJson) => `${p.name.slice(1).replace('/', '-')}-${p.version}.tgz`;
-  writeFileSync(
-    path.join(app, 'package.json'),
-    JSON.stringify({
-      name: 'refunds',
-      version: '1.0.0',
-      private: true,
-      dependencies: {
-        ...Object.fromEntries(PUBLISHED.map((p) => [p.name, `file:../packages/${tarball(p)}`])),
-        ...Object.fromEntries(PUBLIC_DEPENDENCIES.map((n) => [n, pin(n)])),
-      },
-      devDependencies: Object.fromEntries(PUBLIC_DEV_DEPENDENCIES.map((n) => [n, pin(n)])),
-    }),
+  const manifest = JSON.stringify({
+    name: 'refunds',
+    version: '1.0.0',
+    private: true,
+    dependencies: {
+      ...Object.fromEntries(PUBLISHED.map((p) => [p.name, `file:../packages/${tarball(p)}`])),
+      ...Object.fromEntries(PUBLIC_DEPENDENCIES.map((n) => [n, pin(n)])),
+    },
+    devDependencies: Object.fromEntries(PUBLIC_DEV_DEPENDENCIES.map((n) => [n, pin(n)])),
+  });
+  // The install, made in the cache beside a copy of the tarballs (its lock names them as
+  // ../packages); the project takes its manifest and lock, and its node_modules as a link.
+  const installedAt = await madeOnce(
+    'refunds',
+    contentKey([], [packKey, manifest]),
+    async (dir) => {
+      cpSync(packagesDir, path.join(dir, 'packages'), { recursive: true });
+      mkdirSync(path.join(dir, 'refunds'));
+      writeFileSync(path.join(dir, 'refunds', 'package.json'), manifest);
+      const installed = await run(
+        'npm',
+        ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'],
+        path.join(dir, 'refunds'),
+        baseEnv(),
+      );
+      expectExit(installed, 'npm install');
+    },
   );
-  const installed = await run(
-    'npm',
-    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'],
-    app,
-    baseEnv(),
-  );
-  expectExit(installed, 'npm install');
+  for (const file of ['package.json', 'package-lock.json'])
+    cpSync(path.join(installedAt, 'refunds', file), path.join(app, file));
+  symlinkSync(path.join(installedAt, 'refunds', 'node_modules'), path.join(app, 'node_modules'));
 
   cpSync(path.join(EXAMPLE, 'src'), path.join(app, 'src'), { recursive: true });
   writeFileSync(path.join(app, 'src', 'check-testing.ts'), CHECK_TESTING);

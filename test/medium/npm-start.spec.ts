@@ -45,6 +45,8 @@ let stubSeed: number;
 /** A seed with no slow call and no fault among the first calls: a stop that waits on no rail call. */
 let quickStubSeed: number;
 const runs: StartRun[] = [];
+/** The Ctrl-C test's second start, which the up-and-running test goes on with. */
+let next: StartRun | undefined;
 
 const runPorts = () => [pgPort, ...SERVICE_OFFSETS.map((o) => portBase + o)];
 const adminUrl = (db: string) => `postgres://postgres:postgres@127.0.0.1:${pgPort}/${db}`;
@@ -179,7 +181,61 @@ function logsSaying(text: string): string[] {
   return readdirSync(dir).filter((f) => readFileSync(path.join(dir, f), 'utf8').includes(text));
 }
 
-describe('npm start stopped by Ctrl-C while payouts flow (issue 29)', () => {
+/** Files and directories under the state directory (PostgreSQL's own left out) not owner-only. */
+function notOwnerOnly(): string[] {
+  const wrong: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (p === path.join(stateDir, 'pg')) continue;
+      const mode = statSync(p).mode & 0o777;
+      if (mode !== (e.isDirectory() ? 0o700 : 0o600))
+        wrong.push(`${mode.toString(8)} ${path.relative(stateDir, p)}`);
+      if (e.isDirectory()) walk(p);
+    }
+  };
+  walk(stateDir);
+  return wrong;
+}
+
+/** The in-flight payout's transitions up to the stop, and the payouts the stop quarantined. */
+function recordOfTheStop(inFlight: string, sentAt: number, stoppedAt: number) {
+  return withClient(adminUrl('paydb'), async (c) => {
+    const until = new Date(stoppedAt);
+    const history = await c.query<{ to_state: string }>(
+      `SELECT to_state FROM payout_transition
+        WHERE payout_id = $1 AND created_at <= $2 ORDER BY transition_id`,
+      [inFlight, until],
+    );
+    const quarantined = await c.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM payout_transition
+        WHERE to_state = 'RAIL_AMBIGUOUS' AND created_at >= $1 AND created_at <= $2`,
+      [new Date(sentAt - 1_000), until],
+    );
+    return { states: history.rows.map((r) => r.to_state), quarantined: quarantined.rows[0].n };
+  });
+}
+
+/** The reconciler's database sessions once it holds both: by role and database. */
+const reconcilerSessions = () =>
+  waitFor(
+    () =>
+      withClient(adminUrl('postgres'), async (c) => {
+        const { rows } = await c.query<{ role: string; db: string }>(
+          `SELECT DISTINCT usename AS role, datname AS db FROM pg_stat_activity
+            WHERE application_name = 'reconciler' ORDER BY 2`,
+        );
+        const dbs = rows.map((r) => r.db);
+        return dbs.includes('paydb') && dbs.includes('proxydb') ? rows : null;
+      }),
+    30_000,
+    "the reconciler's database sessions",
+  );
+
+// Two runs on one state directory: the first stopped by Ctrl-C with a slow rail call in flight,
+// the second (whose stop waits on no rail call) reads the first's record, and is itself the
+// run that is up and running, then stopped by SIGTERM to its group. One boot serves both.
+describe('npm start stopped by Ctrl-C while payouts flow (issue 29), then up again (issues 27 and 32)', () => {
   it('stops the workers first, then the services, then the database: the payout at the rail settles, none is quarantined', async () => {
     const run = npmStart();
     await printed(run, /\[dlock\] up\./);
@@ -206,27 +262,15 @@ describe('npm start stopped by Ctrl-C while payouts flow (issue 29)', () => {
     expect(run.output()).toContain('\n[dlock] stopping postgres ...\n');
     await expectAllGone(run, sentAt);
 
-    // The record, read from the next start as soon as its database is up (then stopped there).
-    const next = npmStart();
+    // What an older run left readable to others, for the next start to make owner-only.
+    chmodSync(stateDir, 0o755);
+    const oldLog = path.join(stateDir, 'logs', 'lock-server.log');
+    if (existsSync(oldLog)) chmodSync(oldLog, 0o644);
+    else writeFileSync(oldLog, '', { mode: 0o644 });
+    next = npmStart(quickStubSeed);
+    // The record, read from the next start as soon as its database is up: what happened by the stop.
     await printed(next, /\[dlock\] PostgreSQL on 127\.0\.0\.1/);
-    const record = await withClient(adminUrl('paydb'), async (c) => {
-      const until = new Date(stoppedAt);
-      const history = await c.query<{ to_state: string }>(
-        `SELECT to_state FROM payout_transition
-          WHERE payout_id = $1 AND created_at <= $2 ORDER BY transition_id`,
-        [inFlight, until],
-      );
-      const quarantined = await c.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM payout_transition
-          WHERE to_state = 'RAIL_AMBIGUOUS' AND created_at >= $1 AND created_at <= $2`,
-        [new Date(sentAt - 1_000), until],
-      );
-      return { states: history.rows.map((r) => r.to_state), quarantined: quarantined.rows[0].n };
-    });
-    const nextSentAt = await signalGroup(next, 'SIGINT');
-    expectOrderlyOutput(next.output());
-    await expectAllGone(next, nextSentAt);
-
+    const record = await recordOfTheStop(inFlight, sentAt, stoppedAt);
     expect({
       settled: ['POSTED', 'FAILED'].includes(record.states[record.states.length - 1]),
       states: record.states,
@@ -239,48 +283,13 @@ describe('npm start stopped by Ctrl-C while payouts flow (issue 29)', () => {
       couldNotRecord: [],
     });
   });
-});
 
-/** Files and directories under the state directory (PostgreSQL's own left out) not owner-only. */
-function notOwnerOnly(): string[] {
-  const wrong: string[] = [];
-  const walk = (dir: string) => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const p = path.join(dir, e.name);
-      if (p === path.join(stateDir, 'pg')) continue;
-      const mode = statSync(p).mode & 0o777;
-      if (mode !== (e.isDirectory() ? 0o700 : 0o600))
-        wrong.push(`${mode.toString(8)} ${path.relative(stateDir, p)}`);
-      if (e.isDirectory()) walk(p);
-    }
-  };
-  walk(stateDir);
-  return wrong;
-}
-
-describe('npm start up and running (issues 27 and 32)', () => {
-  // A stop with a slow rail call in flight is the Ctrl-C test's; this one waits on none (15 s less).
-  it('keeps its state owner-only, lets the reconciler read as reconciler_ro, and stops on SIGTERM to its group', async () => {
-    // What an older run left readable to others.
-    chmodSync(stateDir, 0o755);
-    const oldLog = path.join(stateDir, 'logs', 'lock-server.log');
-    if (existsSync(oldLog)) chmodSync(oldLog, 0o644);
-    else writeFileSync(oldLog, '', { mode: 0o644 });
-    const run = npmStart(quickStubSeed);
+  it('up again: keeps its state owner-only, lets the reconciler read as reconciler_ro, and stops on SIGTERM to its group', async () => {
+    // The previous test's second start; its stop waits on no slow rail call (quickStubSeed).
+    expect(next).toBeDefined();
+    const run = next!;
     await printed(run, /\[dlock\] up\./);
-    const reconcilerRoles = await waitFor(
-      () =>
-        withClient(adminUrl('postgres'), async (c) => {
-          const { rows } = await c.query<{ role: string; db: string }>(
-            `SELECT DISTINCT usename AS role, datname AS db FROM pg_stat_activity
-              WHERE application_name = 'reconciler' ORDER BY 2`,
-          );
-          const dbs = rows.map((r) => r.db);
-          return dbs.includes('paydb') && dbs.includes('proxydb') ? rows : null;
-        }),
-      30_000,
-      "the reconciler's database sessions",
-    );
+    const reconcilerRoles = await reconcilerSessions();
     const owned = { dir: statSync(stateDir).mode & 0o777, inside: notOwnerOnly() };
     const sentAt = await signalGroup(run, 'SIGTERM');
     expectOrderlyOutput(run.output());

@@ -12,7 +12,7 @@ const EXPECTED_WHY: Record<BrokenMode, RegExp> = {
 /**
  * The drill on the real lock-server is accepted; on a lock-server restarted
  * with a LOCK_SERVER_BROKEN mode it is rejected, with the few calls that
- * cannot be ordered. Used by linearizability.spec.ts (pg) and
+ * cannot be ordered. Used by scenarios.spec.ts (pg) and
  * control-and-etcd.spec.ts (etcd).
  */
 export function expectControls(

@@ -1,7 +1,9 @@
 import { summarize } from '../src/checkers/invariants';
 import { linearizabilityLine } from '../src/checkers/linearizability';
+import { BROKEN_MODES, runLinearizabilityControls } from '../src/linearizability-control';
 import { runScenario, startHarness, type Harness } from '../src/runner';
 import { SCENARIOS } from '../src/scenarios';
+import { expectControls } from './linearizability-controls';
 import { log, removeWorkDir, TEST_SEED, testPg, testWorkDir } from './support';
 
 /**
@@ -9,7 +11,9 @@ import { log, removeWorkDir, TEST_SEED, testPg, testWorkDir } from './support';
  * real processes, real databases, the same scenario and checker code the
  * `npm run harness` CLI runs. A scenario fails when the evidence of its fault
  * is missing, when any invariant checker reports a violation, or when the
- * lock-server history so far is not accepted as linearizable.
+ * lock-server history so far is not accepted as linearizable. Then, on the same
+ * system, the linearizability checker's controls (the etcd run is in
+ * control-and-etcd.spec.ts): a system of their own would only add a boot.
  */
 describe('harness scenarios (pg backend)', () => {
   let h: Harness;
@@ -45,4 +49,9 @@ describe('harness scenarios (pg backend)', () => {
     },
     120_000,
   );
+
+  // Last: it restarts the lock-server broken, and the scenarios must not see that.
+  it('linearizability controls: the drill is accepted; every LOCK_SERVER_BROKEN mode is rejected', async () => {
+    expectControls(await runLinearizabilityControls(h.sys, { log }), BROKEN_MODES);
+  }, 180_000);
 });
