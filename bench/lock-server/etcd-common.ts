@@ -67,6 +67,7 @@ export async function startLockServerProcess(
       LOCK_WAITERS_MAX: '1000',
       LOCK_WAITERS_PER_OWNER_MAX: '1000',
       LOCK_WAITERS_TOTAL_MAX: '1000',
+      LOCK_REQUESTS_IN_FLIGHT_PER_OWNER_MAX: '100000',
       ...(await testAuthEnv()),
       ...cpuProfileEnv(),
       ...env,
