@@ -89,6 +89,7 @@ async function startBuild(
       LOCK_WAITERS_MAX: '1000',
       LOCK_WAITERS_PER_OWNER_MAX: '1000',
       LOCK_WAITERS_TOTAL_MAX: '1000',
+      LOCK_REQUESTS_IN_FLIGHT_PER_OWNER_MAX: '100000',
       LOCK_BACKEND: 'pg',
       LOCKDB_URL: dbUrl,
       ...DB_TIMEOUTS,

@@ -67,6 +67,7 @@ export async function startLockServerProcess(
       LOCK_WAITERS_MAX: '1000',
       LOCK_WAITERS_PER_OWNER_MAX: '1000',
       LOCK_WAITERS_TOTAL_MAX: '1000',
+      LOCK_REQUESTS_IN_FLIGHT_PER_OWNER_MAX: '100000',
       ...(await testAuthEnv()),
       ...cpuProfileEnv(),
       ...env,
@@ -113,10 +114,11 @@ export async function call(
   headers: Record<string, string>,
   body?: unknown,
   timeoutMs = 5_000,
+  via: http.Agent = agent,
 ): Promise<{ status: number; body: any }> {
   const owner = headers['x-owner-id'] ?? (body as { ownerId?: string } | undefined)?.ownerId;
   const authorization = await cachedBearer(owner ?? 'operator', 'lock-server');
-  return send(base, method, pathname, { ...headers, authorization }, body, timeoutMs);
+  return send(base, method, pathname, { ...headers, authorization }, body, timeoutMs, via);
 }
 
 function send(
@@ -126,6 +128,7 @@ function send(
   headers: Record<string, string>,
   body: unknown,
   timeoutMs: number,
+  via: http.Agent,
 ): Promise<{ status: number; body: any }> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve) => {
@@ -133,7 +136,7 @@ function send(
       `${base}${pathname}`,
       {
         method,
-        agent,
+        agent: via,
         timeout: timeoutMs,
         headers: payload
           ? {

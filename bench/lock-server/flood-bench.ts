@@ -13,6 +13,7 @@
  * Writes bench/reports/lock-server-flood.md.
  */
 import { writeFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DataSource } from 'typeorm';
@@ -37,6 +38,7 @@ const PRODUCTION_LIMITS = {
   LOCK_WAITERS_MAX: '64',
   LOCK_WAITERS_PER_OWNER_MAX: '32',
   LOCK_WAITERS_TOTAL_MAX: '256',
+  LOCK_REQUESTS_IN_FLIGHT_PER_OWNER_MAX: '64',
 };
 
 interface Quiet {
@@ -76,10 +78,25 @@ async function session(base: string, owner: string): Promise<string> {
   return res.body.sessionId as string;
 }
 
-function acquire(base: string, key: string, sessionId: string, owner: string, waitMillis = 0) {
+/**
+ * The quiet identity's own connections, as a separate caller has: on the flood's shared agent
+ * (256 sockets) its calls would queue in this process behind the flood's, and the report would
+ * time that queue rather than the lock-server.
+ */
+const quietAgent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+
+function acquire(
+  base: string,
+  key: string,
+  sessionId: string,
+  owner: string,
+  waitMillis = 0,
+  via?: http.Agent,
+) {
   const body = { sessionId, ttlMillis: 30_000, waitMillis };
   const headers = { 'x-owner-id': owner };
-  return call(base, 'POST', `/v1/locks/${encodeURIComponent(key)}/acquire`, headers, body, 15_000);
+  const path = `/v1/locks/${encodeURIComponent(key)}/acquire`;
+  return call(base, 'POST', path, headers, body, 15_000, via);
 }
 
 /** The quiet identity's calls, timed one by one; anything but success is a refusal. */
@@ -88,12 +105,20 @@ async function quietCalls(base: string, sessionId: string, round: number): Promi
   const headers = { 'x-owner-id': 'quiet' };
   for (let i = 0; i < QUIET_CALLS; i++) {
     let t = performance.now();
-    const hb = await call(base, 'POST', `/v1/sessions/${sessionId}/heartbeat`, headers, {});
+    const hb = await call(
+      base,
+      'POST',
+      `/v1/sessions/${sessionId}/heartbeat`,
+      headers,
+      {},
+      5_000,
+      quietAgent,
+    );
     out.heartbeatMs.push(performance.now() - t);
     if (hb.status !== 200) out.refused.push(`heartbeat ${hb.status} ${hb.body?.code ?? ''}`);
     const key = `quiet:${round}-${i}`;
     t = performance.now();
-    const got = await acquire(base, key, sessionId, 'quiet');
+    const got = await acquire(base, key, sessionId, 'quiet', 0, quietAgent);
     const token = got.body?.fencingToken as string | undefined;
     const released =
       got.status === 200 && token !== undefined
@@ -106,6 +131,9 @@ async function quietCalls(base: string, sessionId: string, round: number): Promi
               'x-fencing-token': token,
               'x-grant-proof': got.body.grantProof as string,
             },
+            undefined,
+            5_000,
+            quietAgent,
           )
         : got;
     out.pairMs.push(performance.now() - t);

@@ -69,6 +69,13 @@ export class LockServerEnv extends AuthEnv {
   @EnvInt({ default: 32, min: 0, max: 10_000 }) readonly LOCK_WAITERS_PER_OWNER_MAX!: number;
   /** Server-side waiters in this process in all: each re-tries against the backend while it waits. */
   @EnvInt({ default: 256, min: 0, max: 100_000 }) readonly LOCK_WAITERS_TOTAL_MAX!: number;
+  /**
+   * Requests one identity may have in flight in this process; one more is 429
+   * before its token is checked (docs/lock-server.md, "Limits"). Not below
+   * LOCK_WAITERS_PER_OWNER_MAX: waiters are requests in flight too.
+   */
+  @EnvInt({ default: 64, min: 1, max: 100_000 })
+  readonly LOCK_REQUESTS_IN_FLIGHT_PER_OWNER_MAX!: number;
   /** Live sessions one identity may have open; beyond it L1 is 429 (docs/lock-server.md, "Limits"). */
   @EnvInt({ default: 16, min: 1, max: 100_000 }) readonly LOCK_SESSIONS_PER_OWNER_MAX!: number;
   /** Live locks one identity may hold over all its sessions; beyond it L4 is 429. */
@@ -154,6 +161,11 @@ export function readLockServerConfig(source: EnvSource): LockServerConfig {
   }
   if (config.LOCK_SESSION_TTL_MS > config.LOCK_SESSION_TTL_MAX_MS) {
     problems.push('LOCK_SESSION_TTL_MS: must not exceed LOCK_SESSION_TTL_MAX_MS');
+  }
+  if (config.LOCK_REQUESTS_IN_FLIGHT_PER_OWNER_MAX < config.LOCK_WAITERS_PER_OWNER_MAX) {
+    problems.push(
+      'LOCK_REQUESTS_IN_FLIGHT_PER_OWNER_MAX: must not be below LOCK_WAITERS_PER_OWNER_MAX (waiters are requests in flight)',
+    );
   }
   if (problems.length > 0) throw new EnvError(problems);
   const read = { ...config, fencePoints: Object.freeze(fencePoints.points) };

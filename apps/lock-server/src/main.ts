@@ -6,6 +6,7 @@ import { serviceAuthOptions } from '@dlock/identity';
 import { LockServerModule } from './app.module';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
 import { GrantProofs } from './locks/service/grant-proofs';
+import { lockServerAdmission } from './http/admission';
 
 async function main(): Promise<void> {
   // A bad environment rejects here, naming every offending variable.
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
           logLinesMax: config.LOCK_REFUSAL_LOG_LINES_MAX,
           windowMs: config.LOCK_UNAUTHENTICATED_RATE_WINDOW_MS,
         },
+        admission: lockServerAdmission(config),
       },
       publicKeys: () => app.get(GrantProofs).ring.publicJwks,
     };

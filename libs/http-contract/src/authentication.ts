@@ -15,6 +15,7 @@ import {
 } from '@dlock/identity';
 import { JWKS_PATH, OPENAPI_PATH } from './openapi';
 import { RefusalLimiter, type LogDecision, type RefusalLimits } from './refusal-limits';
+import type { AdmissionLimits, InFlightAdmission } from './admission';
 import { requestTraceId, type TracedRequest } from './trace';
 
 /**
@@ -45,6 +46,8 @@ export type AuthOptions = Omit<VerifierOptions, 'audience'> & {
   operator?: VerifierOptions;
   /** Limits on callers without a valid token; none when left out (docs/security.md, "Limits"). */
   refusals?: RefusalLimits;
+  /** Requests in flight per identity, shed before authentication; none when left out. */
+  admission?: AdmissionLimits;
 };
 
 /** Why a request was refused: the `refusal` label of `auth_refusals_total`. */
@@ -119,6 +122,8 @@ export interface AuthGate {
   policy: AuthPolicy;
   /** Per-source limit and log sampling of the gate's refusals; none when left out. */
   refusals?: RefusalLimiter;
+  /** Per-identity requests in flight, refused before their token is checked; none when left out. */
+  admission?: InFlightAdmission;
 }
 
 /** Who a request acts as, or why it is refused (and as which refusal it is counted). */
@@ -193,12 +198,17 @@ export async function authenticateHeaders(
 export function authenticateRequests(app: NestExpressApplication, gate: AuthGate): void {
   const logger = new Logger('auth');
   countAuthRefusalsFromStart();
-  app.use((req: AuthenticatedRequest & Request, _res: Response, next: NextFunction) => {
+  app.use((req: AuthenticatedRequest & Request, res: Response, next: NextFunction) => {
     if (OPEN_PATHS.has(req.path)) return next();
+    // An identity already at its limit is refused before any signature is checked.
+    const shed = gate.admission?.shed(req, gate.verifier);
+    if (shed !== undefined) return next(shed);
     authenticateHeaders(req.headers, gate).then(
       (outcome) => {
         if ('identity' in outcome) {
           req.identity = outcome.identity;
+          // Counted as the token's own identity, the one `shed` reads from the next request.
+          gate.admission?.hold(outcome.identity.via ?? outcome.identity.subject, req, res);
           return next();
         }
         next(refuse(logger, req, outcome, gate.refusals));

@@ -15,6 +15,7 @@ import { Logger as PinoLogger } from 'nestjs-pino';
 import { OPERATOR_AUDIENCE, policyFile, TokenVerifier } from '@dlock/identity';
 import { authenticateRequests, type AuthGate, type AuthOptions } from './authentication';
 import { RefusalLimiter } from './refusal-limits';
+import { InFlightAdmission } from './admission';
 import { inboundTrace, runInRequestTrace } from '@dlock/tracing';
 import { OperationGuard } from './operation';
 import { requestDeadline } from './deadline';
@@ -186,9 +187,10 @@ function requestAuth(options: ServeOptions): RequestAuth {
     return options.auth;
   }
   if (typeof options.auth === 'string') return options.auth;
-  const { policyFile: file, operator, refusals, ...verifier } = options.auth;
+  const { policyFile: file, operator, refusals, admission, ...verifier } = options.auth;
   return {
     ...(refusals === undefined ? {} : { refusals: new RefusalLimiter(refusals) }),
+    ...(admission === undefined ? {} : { admission: new InFlightAdmission(admission) }),
     verifier: new TokenVerifier({ ...verifier, audience: options.name }),
     operatorVerifier: new TokenVerifier(
       operator ?? { jwks: verifier.jwks, issuer: verifier.issuer, audience: OPERATOR_AUDIENCE },

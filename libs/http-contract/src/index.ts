@@ -9,6 +9,7 @@ export * from './trace';
 export * from './validation';
 export * from './authentication';
 export * from './refusal-limits';
+export * from './admission';
 export * from './read-query';
 export * from './openapi';
 export * from './operation';

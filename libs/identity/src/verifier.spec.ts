@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { base64url, decodeJwt, importJWK, SignJWT, type JWK } from 'jose';
 import { DEV_ISSUER, DEV_TOKEN_TTL_SEC, DevIssuer } from './dev-issuer';
 import { UnauthenticatedError } from './errors';
-import { TOKEN_BYTES_MAX, TOKEN_LIFETIME_MAX_MS_DEFAULT, TokenVerifier } from './verifier';
+import { register } from 'prom-client';
+import {
+  TOKEN_BYTES_MAX,
+  TOKEN_LIFETIME_MAX_MS_DEFAULT,
+  TokenVerifier,
+  VERIFIED_CACHE_MAX,
+} from './verifier';
 
 const AUDIENCE = 'lock-server';
 const dirs: string[] = [];
@@ -237,6 +243,64 @@ describe('TokenVerifier', () => {
     expect((await v.verify(`Bearer ${token}`)).subject).toBe('w');
     now += 11_000;
     expect(await refusal(v, `Bearer ${token}`)).toBe('token expired');
+  });
+
+  // docs/security.md, "Limits": a burst of one token costs one signature check.
+  describe('signature checks', () => {
+    const checks = async () =>
+      (await register.getSingleMetric('auth_token_verifications_total')?.get())?.values[0]?.value ??
+      0;
+
+    it('checks a token once however many requests bring it at the same time', async () => {
+      const v = new TokenVerifier({
+        jwks: issuer.jwksPath,
+        issuer: DEV_ISSUER,
+        audience: AUDIENCE,
+      });
+      const header = `Bearer ${await issuer.mint('burst', AUDIENCE)}`;
+      const before = await checks();
+      const identities = await Promise.all(Array.from({ length: 50 }, () => v.verify(header)));
+      expect(identities.map((i) => i.subject)).toEqual(Array(50).fill('burst'));
+      expect((await checks()) - before).toBe(1);
+      // A refused token is not remembered: it is refused again, by a new check.
+      const forged = `${header.slice(0, header.lastIndexOf('.') + 1)}AAAA`;
+      const refusals = await Promise.all(Array.from({ length: 5 }, () => refusal(v, forged)));
+      expect(refusals).toEqual(Array(5).fill('token signature does not verify'));
+      expect(await refusal(v, forged)).toBe('token signature does not verify');
+      expect((await checks()) - before).toBe(3);
+    });
+
+    it('forgets the least recently used token when full, not every token', async () => {
+      const v = new TokenVerifier({
+        jwks: issuer.jwksPath,
+        issuer: DEV_ISSUER,
+        audience: AUDIENCE,
+      });
+      const kept = `Bearer ${await issuer.mint('kept', AUDIENCE)}`;
+      await v.verify(kept);
+      const others = await Promise.all(
+        Array.from({ length: VERIFIED_CACHE_MAX }, (_, i) => issuer.mint(`w-${i}`, AUDIENCE)),
+      );
+      for (const [i, token] of others.entries()) {
+        await v.verify(`Bearer ${token}`);
+        if (i % 1_000 === 0) await v.verify(kept); // used now and then: stays
+      }
+      const before = await checks();
+      await v.verify(kept);
+      expect((await checks()) - before).toBe(0);
+      await v.verify(`Bearer ${others[0]}`); // the oldest unused one was forgotten
+      expect((await checks()) - before).toBe(1);
+    });
+
+    it('reads the subject a token claims without checking it, for refusing early only', async () => {
+      const header = `Bearer ${await issuer.mint('claimed', AUDIENCE)}`;
+      const forged = `${header.slice(0, header.lastIndexOf('.') + 1)}AAAA`;
+      expect(verifier.claimedSubject(forged)).toBe('claimed');
+      expect(verifier.claimedSubject('Bearer not-a-jwt')).toBeUndefined();
+      expect(verifier.claimedSubject(undefined)).toBeUndefined();
+      const noSub = `Bearer ${encode({ alg: 'ES256' })}.${encode({ iss: DEV_ISSUER })}.AAAA`;
+      expect(verifier.claimedSubject(noSub)).toBeUndefined();
+    });
   });
 
   it('refuses every token until a missing JWKS file appears, then verifies', async () => {

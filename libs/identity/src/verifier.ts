@@ -9,6 +9,7 @@ import {
   type FlattenedJWSInput,
   type JWTVerifyGetKey,
 } from 'jose';
+import { counter } from '@dlock/metrics';
 import { UnauthenticatedError } from './errors';
 import { plainSubject } from './subjects';
 
@@ -21,7 +22,8 @@ export const JWKS_FILE_RELOAD_MS = 30_000;
 const JWKS_UNKNOWN_KID_COOLDOWN_MS = 1_000;
 /** A verified token is remembered this long at most (bounds how late a removed key is noticed). */
 export const VERIFIED_CACHE_MS = 30_000;
-const VERIFIED_CACHE_MAX = 4_096;
+/** Verified tokens remembered at once; past it the least recently used is forgotten. */
+export const VERIFIED_CACHE_MAX = 4_096;
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /** The longest `exp - iat` accepted by default: a projected token's hour (docs/security.md). */
@@ -73,12 +75,16 @@ export interface VerifiedIdentity {
  * signature against the JWKS, `iss`, exactly one `aud` (this service), `exp`,
  * `iat` not ahead of the clock and a lifetime within the cap, then who a
  * Kubernetes service-account token stands for. A token already verified is
- * remembered until it expires or VERIFIED_CACHE_MS pass, whichever is first,
- * so the hot path pays one map lookup.
+ * remembered (by its exact bytes, least recently used forgotten first) until
+ * it expires or VERIFIED_CACHE_MS pass, whichever is first, so the hot path
+ * pays one map lookup; requests that bring the same token while it is being
+ * checked wait for that one check, so a burst of them costs one signature
+ * verification (docs/security.md, "Limits").
  */
 export class TokenVerifier {
   private readonly keys: JWTVerifyGetKey;
   private readonly verified = new Map<string, { identity: VerifiedIdentity; untilMs: number }>();
+  private readonly checking = new Map<string, Promise<VerifiedIdentity>>();
   private readonly now: () => number;
 
   constructor(private readonly options: VerifierOptions) {
@@ -117,19 +123,60 @@ export class TokenVerifier {
   private async verifyCompact(token: string): Promise<VerifiedIdentity> {
     const now = this.now();
     const hit = this.verified.get(token);
-    if (hit && now < hit.untilMs) return hit.identity;
-    if (hit) this.verified.delete(token);
-    const identity = await this.check(token, now);
-    if (this.verified.size >= VERIFIED_CACHE_MAX) this.verified.clear();
-    this.verified.set(token, {
-      identity,
-      untilMs: Math.min(identity.expiresAtMs, now + VERIFIED_CACHE_MS),
-    });
-    return identity;
+    this.verified.delete(token);
+    if (hit && now < hit.untilMs) {
+      // Re-inserted: the map's order is its recency, the first key the least recently used.
+      this.verified.set(token, hit);
+      return hit.identity;
+    }
+    let pending = this.checking.get(token);
+    if (pending === undefined) {
+      pending = this.checkAndRemember(token, now);
+      this.checking.set(token, pending);
+    }
+    return pending;
+  }
+
+  private async checkAndRemember(token: string, now: number): Promise<VerifiedIdentity> {
+    try {
+      const identity = await this.check(token, now);
+      if (this.verified.size >= VERIFIED_CACHE_MAX)
+        this.verified.delete(this.verified.keys().next().value as string);
+      this.verified.set(token, {
+        identity,
+        untilMs: Math.min(identity.expiresAtMs, now + VERIFIED_CACHE_MS),
+      });
+      return identity;
+    } finally {
+      this.checking.delete(token);
+    }
+  }
+
+  /**
+   * Who the token in `authorization` says it is, read WITHOUT checking its
+   * signature or claims: the subject it would be verified as, or undefined.
+   * Only for refusing a request early (an identity already at a limit); it
+   * never admits or identifies anyone.
+   */
+  claimedSubject(authorization: string | string[] | undefined): string | undefined {
+    try {
+      const token = bearerToken(authorization);
+      const hit = this.verified.get(token);
+      if (hit) return hit.identity.subject;
+      const payload = JSON.parse(
+        Buffer.from(token.split('.')[1], 'base64url').toString('utf8'),
+      ) as JWTPayload;
+      if (typeof payload !== 'object' || payload === null || typeof payload.sub !== 'string')
+        return undefined;
+      return plainSubject(kubernetesIdentity(payload, payload.sub, this.options.kubernetes ?? {}));
+    } catch {
+      return undefined;
+    }
   }
 
   private async check(token: string, now: number): Promise<VerifiedIdentity> {
     const toleranceSec = this.options.clockToleranceSec ?? CLOCK_TOLERANCE_SEC_DEFAULT;
+    tokenChecks().inc();
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, this.keys, {
@@ -162,6 +209,14 @@ export class TokenVerifier {
       throw new UnauthenticatedError('token subject has characters outside the plain set');
     return { subject, expiresAtMs: exp * 1000 };
   }
+}
+
+/** Signature checks actually run: the verified cache's misses (docs/security.md, "Limits"). */
+function tokenChecks() {
+  return counter({
+    name: 'auth_token_verifications_total',
+    help: 'Bearer tokens whose signature and claims were checked (a token already verified is not counted again)',
+  });
 }
 
 const SERVICE_ACCOUNT_SUBJECT = /^system:serviceaccount:([^:]+):([^:]+)$/;

@@ -32,6 +32,8 @@ describe('lock-server process: one identity flooding waiters', () => {
       LOCK_WAITERS_TOTAL_MAX: String(TOTAL_MAX),
       LOCK_SESSIONS_PER_OWNER_MAX: String(SESSIONS_MAX),
       LOCK_LOCKS_PER_OWNER_MAX: String(LOCKS_MAX),
+      // The waiter caps alone: the in-flight limit sheds earlier and has its own spec (admission).
+      LOCK_REQUESTS_IN_FLIGHT_PER_OWNER_MAX: String(FLOOD),
     });
     api = new LockApi(server.url);
   });

@@ -1,11 +1,11 @@
 import { Logger } from '@nestjs/common';
-import { performance } from 'node:perf_hooks';
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import type { Pool } from 'pg';
 import { QueryFailedError, type DataSource } from 'typeorm';
 import { DlockError } from '@dlock/lock-api';
 import { poolOf, preparedStatement, probeNewConnection } from '@dlock/persistence';
 import type { LockServerConfig } from '../../../config';
-import { isUnavailable } from './pg-errors';
+import { isConnectTimeout, isUnavailable } from './pg-errors';
 import { GRACE_SQL, PROBE_SQL, REAP_SESSIONS_SQL } from './sql';
 import type { TokenHighWater } from './token-high-water';
 
@@ -33,7 +33,10 @@ const REAP_INTERVAL_MS = 60_000;
  *   `token_regression` is reported, until an operator moves the sequence on
  *   (docs/operations.md, "lockdb failover").
  * Outages are detected by failing requests and by a background probe
- * (LOCKDB_PROBE_INTERVAL_MS), so a quiet server notices them too.
+ * (LOCKDB_PROBE_INTERVAL_MS), so a quiet server notices them too. A connect
+ * timeout that this process's own busy event loop caused (the database's
+ * answer arrived but was not read in time) is no outage: the statement is
+ * tried once more instead (docs/lock-server.md, "Limits").
  */
 export class PgDatabase {
   private readonly logger = new Logger('lockdb');
@@ -103,18 +106,49 @@ export class PgDatabase {
    * per-request CPU on the hot path (bench/reports/lock-server-pg.md).
    */
   private async raw<T>(sql: string, params: unknown[]): Promise<T[]> {
-    let rows: T[];
-    try {
-      rows = (await this.pool.query(preparedStatement(sql, params))).rows as T[];
-    } catch (err) {
-      if (isUnavailable(err)) {
-        this.markOutage(err);
-        throw this.notLeader(err);
+    const startedMs = performance.now();
+    for (;;) {
+      const loopBefore = performance.eventLoopUtilization();
+      try {
+        return await this.statement<T>(sql, params);
+      } catch (err) {
+        // A connect that timed out sent nothing: trying again cannot apply the statement twice.
+        const again =
+          this.busyLoopTimedOut(err, loopBefore) &&
+          performance.now() - startedMs < this.config.LOCKDB_STATEMENT_TIMEOUT_MS;
+        if (!again) throw this.failed(err, sql, params);
       }
-      // The same error type the query runner threw, for the filter and the logs.
-      throw err instanceof Error ? new QueryFailedError(sql, params, err) : err;
+      this.logger.warn(
+        { event: 'lockdb_connect_stalled' },
+        'connect timed out while this process was busy: trying again',
+      );
     }
-    return rows;
+  }
+
+  private async statement<T>(sql: string, params: unknown[]): Promise<T[]> {
+    return (await this.pool.query(preparedStatement(sql, params))).rows as T[];
+  }
+
+  /**
+   * A connect timeout during which the event loop ran callbacks for at least
+   * half of the connect budget: the timer fired late in our own stall, not
+   * because the database did not answer. An unreachable database times out
+   * with the loop idle, and stays an outage at once.
+   */
+  private busyLoopTimedOut(err: unknown, loopBefore: EventLoopUtilization): boolean {
+    if (!isConnectTimeout(err)) return false;
+    const { active } = performance.eventLoopUtilization(loopBefore);
+    return active >= this.config.LOCKDB_CONNECT_TIMEOUT_MS / 2;
+  }
+
+  /** NOT_LEADER (and an outage begun) when the database cannot decide; else the statement's error. */
+  private failed(err: unknown, sql: string, params: unknown[]): unknown {
+    if (isUnavailable(err)) {
+      this.markOutage(err);
+      return this.notLeader(err);
+    }
+    // The same error type the query runner threw, for the filter and the logs.
+    return err instanceof Error ? new QueryFailedError(sql, params, err) : err;
   }
 
   private get pool(): Pool {

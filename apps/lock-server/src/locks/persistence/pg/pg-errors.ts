@@ -34,3 +34,19 @@ export function isUnavailable(error: unknown): boolean {
   const message = (inner as { message?: unknown }).message;
   return typeof message === 'string' && UNAVAILABLE_MESSAGES.test(message);
 }
+
+/**
+ * A new connection that did not complete within LOCKDB_CONNECT_TIMEOUT_MS (the
+ * pool's wait for one, or the client's own connect timer). Both are timers on
+ * this process's event loop: they also fire when the loop was too busy to read
+ * an answer that had arrived (PgDatabase tells the two apart).
+ */
+export function isConnectTimeout(error: unknown): boolean {
+  const message = (error as { message?: unknown } | null)?.message;
+  return (
+    typeof message === 'string' &&
+    /timeout exceeded when trying to connect|Connection terminated due to connection timeout/i.test(
+      message,
+    )
+  );
+}
