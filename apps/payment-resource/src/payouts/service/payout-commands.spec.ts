@@ -99,10 +99,11 @@ function commands(p: Payout): PayoutCommand<object>[] {
     ),
   );
   const body = { submissionId: SUBMISSION, railReference: 'ref-1' };
+  const expectedState = p.state === 'CLAIMED' ? 'CLAIMED' : 'PENDING';
   return [
-    claimCommand(p.payoutId, grant, { expectedState: p.state }),
+    claimCommand(p.payoutId, grant, { expectedState }),
     ...rail,
-    postCommand(p.payoutId, grant, body, receipt(p, 'ACKED'), 1),
+    postCommand(p.payoutId, grant, { ...body, railOutcome: 'ACKED' }, receipt(p, 'ACKED'), 1),
     resolveCommand(
       p.payoutId,
       grant,
@@ -184,13 +185,17 @@ describe('payout commands, each described once (docs/payment-resource.md)', () =
       kind: 'stale-claim',
       expectedState: 'PENDING',
     });
-    const posted = claimCommand('p', grant, { expectedState: 'POSTED' });
-    expect(posted.refusal(payout('POSTED'))).toMatchObject({ kind: 'not-allowed', event: 'CLAIM' });
+    expect(cmd.refusal(payout('POSTED'))).toMatchObject({ kind: 'stale-claim' });
+    expect(cmd.refusal(payout('PENDING'))).toBeNull();
   });
 
   it('a post books the account-to-clearing pair and answers the balance it leaves', () => {
     const found = payout('RAIL_ACKED', { submissionId: SUBMISSION });
-    const body = { submissionId: SUBMISSION, railReference: 'ref-1' };
+    const body = {
+      submissionId: SUBMISSION,
+      railReference: 'ref-1',
+      railOutcome: 'ACKED' as const,
+    };
     const cmd = postCommand(found.payoutId, grant, body, receipt(found, 'ACKED'), 1);
     const plan = fastTransition(cmd, { payout: found, account }, everyAccountKnown);
     const pair = balancedPair(ACCOUNT, CLEARING, 500);
