@@ -16,6 +16,7 @@ import { ReceiptCheck } from './service/receipt-check';
 import { PayoutCommands } from './service/payout-commands.service';
 import { PayoutQueries } from './service/payout-queries.service';
 import { SeenPayouts } from './service/seen-payouts';
+import { TransactionalPath } from './service/transactional-path';
 
 /** Payouts: the fenced writes of the executor and their reads (docs/payment-resource.md). */
 @Module({
@@ -36,6 +37,7 @@ import { SeenPayouts } from './service/seen-payouts';
     PayoutCommands,
     PayoutQueries,
     SeenPayouts,
+    TransactionalPath,
   ],
   exports: [PayoutRepository, PayoutQueries, InstructionSigner],
 })

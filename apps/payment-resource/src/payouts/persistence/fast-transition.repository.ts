@@ -120,7 +120,7 @@ export class FastTransitionRepository {
    * - P3's answer names the balance after the post: with the account pinned
    *   it is the balance read less the amount, checked against the row after.
    * - Locks are taken as every other payout writer takes them, the account's
-   *   first, then the payout's (FenceRepository.advance, PayoutCommands.abandon),
+   *   first, then the payout's (FenceRepository.advance, TransactionalPath.recordUnfenced),
    *   and P3's clearing row last (the ledger seal, then `cleared`, as
    *   LedgerRepository.post): no deadlock with the transactional path. Every
    *   payout write holds the account's lock, so once `fenced` has it the payout

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import type { PayoutRecord, PayoutState } from '@dlock/payout-contract';
-import { toBigintOrNull, toMinor, updatedRows, type Db } from '../../persistence/db';
+import { toBigintOrNull, toMinor, type Db } from '../../persistence/db';
 import {
   answerInsert,
   type Answer,
@@ -274,19 +274,10 @@ export class PayoutRepository {
     return fromRow(rows[0]);
   }
 
-  async apply(tx: Db, payoutId: string, patch: PayoutPatch): Promise<Payout> {
-    const { sql, params } = updateStatement(payoutId, patch);
-    const rows = updatedRows<PayoutRow>(
-      await tx.query(`${sql} RETURNING ${PAYOUT_COLUMNS}`, params),
-    );
-    assert.equal(rows.length, 1);
-    return fromRow(rows[0]);
-  }
-
   /**
-   * A fenced write's transition and its audit row (FR-30) in one statement
-   * (transitionCtes). With an answer, the same statement records it too;
-   * `answered` says whether it landed.
+   * A transition and its audit row (FR-30) in one statement (transitionCtes),
+   * fenced or an operator's. With an answer, the same statement records it
+   * too; `answered` says whether it landed.
    */
   async applyAndLog(
     tx: Db,

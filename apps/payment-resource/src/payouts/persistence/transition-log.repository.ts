@@ -34,28 +34,12 @@ const RAIL_EVENTS: PayoutEvent[] = [
   'RESOLVE_NOT_FOUND',
 ];
 
-/** The append-only audit of every applied transition (a trigger rejects UPDATE and DELETE). */
+/**
+ * The append-only audit of every applied transition (a trigger rejects UPDATE
+ * and DELETE), written with the transition itself (transitionCtes).
+ */
 @Injectable()
 export class TransitionLogRepository {
-  async record(tx: Db, t: TransitionRecord): Promise<void> {
-    await tx.query(
-      `INSERT INTO payout_transition
-         (payout_id, from_state, to_state, event, actor, token, submission_id, rail_reference, reason)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [
-        t.payoutId,
-        t.from,
-        t.to,
-        t.event,
-        t.actor,
-        t.token?.toString() ?? null,
-        t.submissionId ?? null,
-        t.railReference ?? null,
-        t.reason ?? null,
-      ],
-    );
-  }
-
   /** What paydb knows of the payout's rail attempts: the outcomes recorded through P6 and P8. */
   async railRecords(db: Db, payoutId: string): Promise<RailRecord[]> {
     const rows: {

@@ -16,31 +16,32 @@ import { PaymentMetrics, type WriteOperation, type WriteResult } from '../../met
 import type { Db } from '../../persistence/db';
 import {
   FastTransitionRepository,
-  type FastTransition,
   type FastWritten,
   type SeenPayout,
 } from '../persistence/fast-transition.repository';
 import { FenceRepository, type FenceRequest } from '../persistence/fence.repository';
-import {
-  PayoutRepository,
-  type Payout,
-  type PayoutPatch,
-  type PinnedPayout,
-  type TransitionLogEntry,
-} from '../persistence/payout.repository';
+import { PayoutRepository, type PinnedPayout } from '../persistence/payout.repository';
 import {
   IdempotencyRepository,
   type Answer,
   type IdempotencyScope,
   type StoredResponse,
 } from '../persistence/idempotency.repository';
+import { requestHash } from '../domain/canonical';
 import { GrantCheck } from './grant-check';
+import {
+  fastTransition,
+  type OperatorCommand,
+  type PayoutCommand,
+  type WriteOutcome,
+} from './payout-command';
+import { TransactionalPath, type Recorded } from './transactional-path';
 import { SeenPayouts } from './seen-payouts';
 import { asUnavailable, isUniqueViolation } from './paydb-errors';
 
-export interface FencedCommand {
+/** What the writer needs of a command's request (fencedCommand). */
+interface FencedCommand {
   metric: WriteOperation;
-  /** Idempotency operation: claim, post, resolve, rail-outcome:<outcome>. */
   operation: string;
   payoutId: string;
   token: FencingToken;
@@ -49,7 +50,6 @@ export interface FencedCommand {
   ownerId: string;
   idempotencyKey: string;
   requestHash: string;
-  /** True for P3/P6/P8: the grant that opened this payout's critical section may continue it. */
   continuation: boolean;
   /** For the safety events: these routes run without the request logger context. */
   traceId: string;
@@ -61,55 +61,6 @@ export interface FencedCommand {
 export const WRITE_DEADLINE_MARGIN_MS = 100;
 /** The shortest statement timeout a write is started with; less left is refused (503, nothing done). */
 export const WRITE_STATEMENT_MIN_MS = 50;
-
-export interface FenceContext {
-  accountId: string;
-  /** The account's fence after the advance. */
-  fence: bigint;
-  /** The payout as found: row-locked by the transaction, or read unlocked by the fast path. */
-  payout: Payout;
-  /** Fast path only: the account as read with the payout. */
-  account?: { balanceMinor: number; currency: string };
-  /**
-   * The stored row of an outcome, for a work whose last statement records its
-   * answer itself (one round trip fewer); it then says so in `recorded`.
-   */
-  answer(outcome: WriteOutcome): Answer;
-}
-
-export type WriteOutcome<T extends object = object> = (
-  | { kind: 'ok'; body: T }
-  /** A transition that commits and is still reported as an error (INSUFFICIENT_FUNDS). */
-  | { kind: 'committed-error'; error: DlockError }
-) & {
-  /** Set by a work that recorded `ctx.answer(outcome)`: did the insert land? */
-  recorded?: boolean;
-};
-
-/**
- * A transition with its answer, built from the payout as found, before the
- * statement that records both. `funded` and `movement` (FastTransition) are
- * for the fast path's statement only.
- */
-export interface AnsweredTransition<T extends object> extends FastTransition {
-  /** The payout's update, the state it moves to included. */
-  patch: PayoutPatch;
-  log: TransitionLogEntry;
-  outcome: { kind: 'ok'; body: T };
-  /**
-   * After the statement: checks the row it returned (and, from the fast path,
-   * the account's balance after it) against the answer, counts the transition.
-   */
-  committed(updated: Payout, balanceMinor?: number): void;
-}
-
-/**
- * A write that may take the one-statement fast path (FencedWriter.tryFast):
- * its transition from the payout as read without a lock, or null when the
- * transactional path must run (it then throws the error or emits the event).
- * It must not throw, nor emit anything: the transactional path may run after it.
- */
-export type FastWork<T extends object> = (ctx: FenceContext) => AnsweredTransition<T> | null;
 
 interface StoredError {
   code: DlockError['code'];
@@ -130,8 +81,10 @@ class Replay extends Error {
  *   pins the payout and finds an earlier answer to this request → the work →
  *   store the response → COMMIT.
  * A fenced-out or rejected request rolls back whole: nothing changes.
- * A write given a FastWork (P2, P3, P6) first tries the same in one statement without
- * a transaction, and runs the above only when that statement wrote nothing.
+ * A command whose description allows it (P2, P3, P6) first tries the same in one
+ * statement without a transaction, and runs the above only when that statement
+ * wrote nothing. Both paths are derived from the one description: the fast one
+ * by fastTransition, the transactional one by TransactionalPath.
  */
 @Injectable()
 export class FencedWriter {
@@ -145,6 +98,7 @@ export class FencedWriter {
     private readonly metrics: PaymentMetrics,
     private readonly grants: GrantCheck,
     private readonly seenPayouts: SeenPayouts,
+    private readonly transactions: TransactionalPath,
     @Inject(PAYMENT_CONFIG) private readonly config: PaymentConfig,
   ) {
     safety.guardsResource('account');
@@ -152,18 +106,16 @@ export class FencedWriter {
   }
 
   /**
-   * `T` is the route's 200 body (@dlock/payout-contract); a replay answers the
-   * stored one. With `fast`, the write first tries the one-statement fast path.
+   * A command as its description says (payout-command.ts): the fast path first
+   * when the description allows it, else or then the transactional one. `T` is
+   * the route's 200 body (@dlock/payout-contract); a replay answers the stored one.
    */
-  async run<T extends object>(
-    cmd: FencedCommand,
-    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome<T>>,
-    fast?: FastWork<T>,
-  ): Promise<T> {
+  async run<T extends object>(command: PayoutCommand<T>): Promise<T> {
+    const cmd = fencedCommand(command);
     const started = process.hrtime.bigint();
     let result: WriteResult = 'error';
     try {
-      return await this.execute(cmd, work, fast, (r) => (result = r));
+      return await this.execute(cmd, command, (r) => (result = r));
     } catch (err) {
       const unavailable = asUnavailable(err);
       if (unavailable) {
@@ -180,10 +132,30 @@ export class FencedWriter {
     }
   }
 
+  /** P7, unfenced, in one transaction (TransactionalPath.recordUnfenced). */
+  async runUnfenced<T extends object>(command: OperatorCommand<T>): Promise<T> {
+    const started = process.hrtime.bigint();
+    let result: 'ok' | 'rejected' | 'error' = 'error';
+    try {
+      const out = await this.dataSource.transaction((entityManager) =>
+        this.transactions.recordUnfenced(preparedManager(entityManager), command),
+      );
+      result = 'ok';
+      return out;
+    } catch (err) {
+      if (err instanceof DlockError) result = 'rejected';
+      throw asUnavailable(err) ?? err;
+    } finally {
+      this.metrics.writeSeconds.observe(
+        { operation: 'abandon', result },
+        Number(process.hrtime.bigint() - started) / 1e9,
+      );
+    }
+  }
+
   private async execute<T extends object>(
     cmd: FencedCommand,
-    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome<T>>,
-    fast: FastWork<T> | undefined,
+    command: PayoutCommand<T>,
     setResult: (r: WriteResult) => void,
   ): Promise<T> {
     const scope: IdempotencyScope = {
@@ -196,8 +168,8 @@ export class FencedWriter {
     const deadline = deadlineWithin(cmd.deadline, this.config.PAYMENT_REQUEST_BUDGET_MS);
     const requiredMs = WRITE_DEADLINE_MARGIN_MS + WRITE_STATEMENT_MIN_MS;
     refuseShortBudget(deadline, requiredMs);
-    if (fast !== undefined) {
-      const body = await this.tryFast({ ...cmd, accountId }, scope, deadline, fast);
+    if (command.fastPath) {
+      const body = await this.tryFast({ ...cmd, accountId }, scope, deadline, command);
       if (body !== null) {
         setResult('ok');
         return body;
@@ -205,19 +177,15 @@ export class FencedWriter {
     }
     const qr = this.dataSource.createQueryRunner();
     await qr.connect();
-    let outcome: WriteOutcome<T>;
+    let outcome: Recorded<T>;
     try {
       // The pool wait may have used the caller's budget up: refuse before BEGIN.
       refuseShortBudget(deadline, requiredMs);
       await qr.startTransaction();
       try {
         await this.boundStatements(qr.manager, deadline);
-        outcome = await this.inTransaction(
-          preparedManager(qr.manager),
-          { ...cmd, accountId },
-          scope,
-          work,
-        );
+        const tx = preparedManager(qr.manager);
+        outcome = await this.inTransaction(tx, { ...cmd, accountId }, scope, command);
         await qr.commitTransaction();
       } catch (err) {
         if (qr.isTransactionActive) await qr.rollbackTransaction();
@@ -235,6 +203,7 @@ export class FencedWriter {
     } finally {
       await qr.release();
     }
+    outcome.afterCommit?.();
     if (outcome.kind === 'committed-error') {
       setResult('insufficient_funds');
       throw outcome.error;
@@ -277,7 +246,7 @@ export class FencedWriter {
     cmd: FencedCommand & { accountId: string },
     scope: IdempotencyScope,
     deadline: RequestDeadline,
-    fast: FastWork<T>,
+    command: PayoutCommand<T>,
   ): Promise<T | null> {
     // The pool's statement timeout is the fast path's only bound: it must fit the deadline.
     const fits = () => this.statementTimeoutMs(deadline) >= this.config.PAYDB_STATEMENT_TIMEOUT_MS;
@@ -286,11 +255,11 @@ export class FencedWriter {
     const db = preparedManager(this.dataSource.manager);
     const remembered = this.seenPayouts.take(cmd.payoutId);
     if (remembered !== null) {
-      const body = await this.fastWrite(db, cmd, scope, remembered, fast, fits);
+      const body = await this.fastWrite(db, cmd, scope, remembered, command, fits);
       if (body !== null) return body;
     }
     const seen = await this.fastWrites.read(db, cmd.payoutId, scope);
-    return seen === null ? null : this.fastWrite(db, cmd, scope, seen, fast, fits);
+    return seen === null ? null : this.fastWrite(db, cmd, scope, seen, command, fits);
   }
 
   /** One try of the fast path's statement on the rows `seen`; null: it wrote nothing. */
@@ -299,24 +268,16 @@ export class FencedWriter {
     cmd: FencedCommand & { accountId: string },
     scope: IdempotencyScope,
     seen: SeenPayout,
-    fast: FastWork<T>,
+    command: PayoutCommand<T>,
     fits: () => boolean,
   ): Promise<T | null> {
     if (seen.earlier !== null || seen.payout.accountId !== cmd.accountId) return null;
-    const ctx: FenceContext = {
-      accountId: cmd.accountId,
-      // An admitted write sets the account's fence to its token.
-      fence: cmd.token,
-      payout: seen.payout,
-      account: seen.account,
-      answer: (o) => answerOf(cmd, scope, o),
-    };
-    const transition = fast(ctx);
-    if (transition === null || !fits()) return null;
-    const answer = ctx.answer(transition.outcome);
+    const plan = fastTransition(command, seen, (id) => this.transactions.knows(id));
+    if (plan === null || !fits()) return null;
+    const answer = answerOf(cmd, scope, plan.outcome);
     let written: FastWritten | null;
     try {
-      written = await this.fastWrites.apply(db, fenceRequest(cmd), seen, transition, answer);
+      written = await this.fastWrites.apply(db, fenceRequest(cmd), seen, plan, answer);
     } catch (err) {
       // The answer's scope taken by a concurrent request: the statement undid itself.
       if (isUniqueViolation(err)) return null;
@@ -324,17 +285,19 @@ export class FencedWriter {
     }
     if (written === null) return null;
     assert.equal(written.fence, cmd.token, 'an admitted write sets the fence to its token');
-    transition.committed(written.payout, written.balanceMinor);
+    this.metrics.transitionsTotal.inc({ to_state: plan.to });
+    if (plan.movement !== undefined) this.metrics.ledgerPostingsTotal.inc();
+    plan.verify(written.payout, written.balanceMinor);
     this.seenPayouts.remember(written.seen);
-    return transition.outcome.body;
+    return plan.outcome.body;
   }
 
   private async inTransaction<T extends object>(
     tx: Db,
     cmd: FencedCommand & { accountId: string },
     scope: IdempotencyScope,
-    work: (tx: Db, ctx: FenceContext) => Promise<WriteOutcome<T>>,
-  ): Promise<WriteOutcome<T>> {
+    command: PayoutCommand<T>,
+  ): Promise<Recorded<T>> {
     const request = fenceRequest(cmd);
     let accountId: string;
     let fence: bigint;
@@ -347,24 +310,17 @@ export class FencedWriter {
       const advance = await this.fences.advanceUnguarded(tx, request);
       if (advance === null) throw await this.unknownPayout(tx, cmd);
       ({ accountId, fence } = advance);
-      if (fence > cmd.token) {
-        // Detective control only: the guard is switched off, the write lands.
-        this.safety.tokenRegression({
-          guard: 'payment-resource',
-          accountId,
-          payoutId: cmd.payoutId,
-          presentedToken: formatFencingToken(cmd.token),
-          highestToken: formatFencingToken(fence),
-          ownerId: cmd.ownerId,
-          traceId: cmd.traceId,
-        });
-      }
+      if (fence > cmd.token) this.tokenRegression(cmd, accountId, fence);
     }
     const { payout, earlier } =
       pinned ?? (await this.payouts.lockForWrite(tx, cmd.payoutId, scope));
     if (earlier) throw new Replay(earlier);
     const answer = (o: WriteOutcome): Answer => answerOf(cmd, scope, o);
-    const outcome = await work(tx, { accountId, fence, payout, answer });
+    const outcome = await this.transactions.record(
+      tx,
+      { accountId, fence, payout, answer },
+      command,
+    );
     const recorded = outcome.recorded ?? (await this.idempotency.record(tx, answer(outcome)));
     // The account's row lock makes this unreachable; if it happens, the earlier answer stands.
     if (!recorded) {
@@ -373,6 +329,19 @@ export class FencedWriter {
       throw new DlockError('UNAVAILABLE', 'idempotency record contended; retry');
     }
     return outcome;
+  }
+
+  /** Detective control only: the guard is switched off, the write lands. */
+  private tokenRegression(cmd: FencedCommand, accountId: string, fence: bigint): void {
+    this.safety.tokenRegression({
+      guard: 'payment-resource',
+      accountId,
+      payoutId: cmd.payoutId,
+      presentedToken: formatFencingToken(cmd.token),
+      highestToken: formatFencingToken(fence),
+      ownerId: cmd.ownerId,
+      traceId: cmd.traceId,
+    });
   }
 
   /**
@@ -458,6 +427,24 @@ function answerOf(cmd: FencedCommand, scope: IdempotencyScope, outcome: WriteOut
     payoutId: cmd.payoutId,
     statusCode: stored.status,
     body: JSON.stringify(stored.body, int64Replacer),
+  };
+}
+
+/** The writer's view of a command: its fence rule, the grant and the request's hash. */
+function fencedCommand(command: PayoutCommand<object>): FencedCommand {
+  const { grant } = command;
+  return {
+    metric: command.metric,
+    operation: command.operation,
+    payoutId: command.payoutId,
+    token: grant.token,
+    proof: grant.proof,
+    ownerId: grant.ownerId,
+    idempotencyKey: grant.idempotencyKey,
+    requestHash: requestHash(command.payoutId, command.request),
+    continuation: command.continuation,
+    traceId: grant.traceId,
+    deadline: grant.deadline,
   };
 }
 

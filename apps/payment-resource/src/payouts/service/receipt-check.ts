@@ -1,5 +1,10 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
-import { formatFencingToken, PROOF_REFUSALS, ProofRejectedError } from '@dlock/lock-api';
+import {
+  formatFencingToken,
+  PROOF_REFUSALS,
+  ProofRejectedError,
+  type FencingToken,
+} from '@dlock/lock-api';
 import { ProofVerifier } from '@dlock/identity';
 import { SafetyEvents } from '@dlock/observability';
 import {
@@ -17,11 +22,9 @@ import type { Grant } from './payout-commands.service';
 /** A receipt as read: its claims, or why it proves nothing. */
 export type Evidence = { claims: RailReceiptClaims } | { refused: ProofRejectedError };
 
-/** The fast path takes only a write whose receipt stands; the transaction refuses the rest. */
-export function receiptFits(evidence: Evidence | null, payout: Payout): boolean {
-  return (
-    evidence === null || ('claims' in evidence && receiptMismatch(evidence.claims, payout) === null)
-  );
+/** Why the receipt does not prove this payout's rail answer, or null when it does. */
+export function receiptRefusal(evidence: Evidence, payout: Payout): ProofRejectedError | null {
+  return 'refused' in evidence ? evidence.refused : receiptMismatch(evidence.claims, payout);
 }
 
 /** What a rail outcome's request records: the rail's answer, and the submission it names. */
@@ -63,7 +66,7 @@ export class ReceiptCheck implements OnModuleInit {
    * The receipt read before the write: its claims when it is genuine and
    * states what the request records, or why not. Nothing is refused yet: an
    * unknown payout, a stale token or a transition the payout does not allow
-   * answer as they would without it; the write refuses the rest (againstPayout).
+   * answer as they would without it; the write refuses the rest (receiptRefusal).
    */
   async read(
     receipt: string | string[] | undefined,
@@ -79,15 +82,12 @@ export class ReceiptCheck implements OnModuleInit {
     }
   }
 
-  /** Under the write's row lock: a genuine receipt of this payout's submission, or PROOF_REJECTED. */
-  againstPayout(evidence: Evidence, payout: Payout, grant: Grant): void {
-    const err = 'refused' in evidence ? evidence.refused : receiptMismatch(evidence.claims, payout);
-    if (err === null) return;
-    this.refused(payout.payoutId, grant, err);
-    throw err;
-  }
-
-  private refused(payoutId: string, grant: Grant, err: ProofRejectedError): void {
+  /** Under the write's row lock, a receipt that does not prove the write: its safety event. */
+  refused(
+    payoutId: string,
+    grant: { ownerId: string; token: FencingToken; traceId?: string },
+    err: ProofRejectedError,
+  ): void {
     this.safety.proofRejected({
       guard: 'payment-resource',
       proof: err.proof,
