@@ -1,9 +1,14 @@
-import { fileTokenProvider, registerOperations as registerPolicyOperations } from '@dlock/identity';
+import { fileTokenProvider } from '@dlock/identity';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { LockClientModule } from '@dlock/lock-nest';
-import { HealthModule, ObservabilityModule } from '@dlock/observability';
-import { PAYOUT_OPERATIONS, PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
+import { HealthModule, ObservabilityModule, registerSafetyEvents } from '@dlock/observability';
+import {
+  PAYOUT_SAFETY_EVENTS,
+  registerPayoutVocabulary,
+  PaymentResourceClient,
+  RailProxyClient,
+} from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, readExecutorConfig, type ExecutorConfig } from './config';
 import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './execution/domain/lease';
 import { AttemptHooks, NoAttemptHooks } from './execution/domain/attempt-hooks.port';
@@ -13,9 +18,11 @@ import { ExecutorMetrics } from './metrics';
 import { PayoutPollingLoop } from './polling/service/payout-polling.loop';
 import { LockSessionReadiness } from './readiness';
 
-// Every dlock app reads the one policy file, which grants the payout operations too: known
-// before any policy is read (docs/security.md, "Authorisation policy").
-registerPolicyOperations(PAYOUT_OPERATIONS);
+// The payout operations (every dlock app reads the one policy file that grants them) and error
+// codes: known before any policy is read or route declared (docs/extending.md).
+registerPayoutVocabulary();
+// Their safety events, counted from 0 by SafetyEvents (docs/operations.md, "Safety events").
+registerSafetyEvents(PAYOUT_SAFETY_EVENTS);
 
 /** Payout execution: the polling loop and one attempt per payout, through the two services' clients. */
 @Module({

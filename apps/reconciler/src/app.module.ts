@@ -1,8 +1,10 @@
-import { fileTokenProvider, registerOperations as registerPolicyOperations } from '@dlock/identity';
+import { fileTokenProvider } from '@dlock/identity';
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { LockClientModule } from '@dlock/lock-nest';
-import { HealthModule, ObservabilityModule } from '@dlock/observability';
+import { HealthModule, ObservabilityModule, registerSafetyEvents } from '@dlock/observability';
+import { registerAuditChains } from '@dlock/persistence';
+import { PAYOUT_AUDIT_CHAIN_LIST } from '@dlock/payout-contract/audit-chains';
 import { RECONCILER_CONFIG, readReconcilerConfig, type ReconcilerConfig } from './config';
 import { ReadOnlyDb, type DbName } from './persistence/read-only-db';
 import { ReconcilerReadiness } from './persistence/readiness';
@@ -17,7 +19,8 @@ import { ReportController } from './http/report.controller';
 import { ReconcilerLoops } from './loops';
 import { ReconcilerMetrics } from './metrics';
 import {
-  PAYOUT_OPERATIONS,
+  PAYOUT_SAFETY_EVENTS,
+  registerPayoutVocabulary,
   PaymentResourceClient,
   RailLookupClient,
   RailProxyClient,
@@ -26,9 +29,13 @@ import { RevocationsClient } from './fencing/clients/revocations.client';
 import { PAYMENT_RESOURCE, PayoutResolver } from './resolution/service/payout-resolver';
 import { RAIL_LOOKUP, ResolutionService } from './resolution/service/resolution.service';
 
-// Every dlock app reads the one policy file, which grants the payout operations too: known
-// before any policy is read (docs/security.md, "Authorisation policy").
-registerPolicyOperations(PAYOUT_OPERATIONS);
+// The payout operations (every dlock app reads the one policy file that grants them) and error
+// codes: known before any policy is read or route declared (docs/extending.md).
+registerPayoutVocabulary();
+// Their safety events, counted from 0 by SafetyEvents (docs/operations.md, "Safety events").
+registerSafetyEvents(PAYOUT_SAFETY_EVENTS);
+// The payout services' audit chains, verified beside the lock service's (docs/audit.md).
+registerAuditChains(PAYOUT_AUDIT_CHAIN_LIST);
 
 function readOnlyDb(config: ReconcilerConfig, name: DbName, url: string): ReadOnlyDb {
   return new ReadOnlyDb({

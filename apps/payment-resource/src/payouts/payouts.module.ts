@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { PayoutStatsController } from './http/console-reads.controller';
 import { PayoutsController } from './http/payouts.controller';
 import { PaymentMetrics } from '../metrics';
+import { PayoutSafetyEvents } from '../safety-events';
 import { FastTransitionRepository } from './persistence/fast-transition.repository';
 import { FenceRepository } from './persistence/fence.repository';
 import { IdempotencyRepository } from './persistence/idempotency.repository';
@@ -24,6 +25,7 @@ import { SeenPayouts } from './service/seen-payouts';
   controllers: [PayoutStatsController, PayoutsController],
   providers: [
     PaymentMetrics,
+    PayoutSafetyEvents,
     FenceRepository,
     FastTransitionRepository,
     PayoutRepository,

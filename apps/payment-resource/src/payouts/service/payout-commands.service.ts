@@ -23,7 +23,7 @@ import type {
   ResolveResponse,
   TransitionView,
 } from '@dlock/payout-contract';
-import { SafetyEvents } from '@dlock/observability';
+import { PayoutSafetyEvents as SafetyEvents } from '../../safety-events';
 import { preparedManager } from '@dlock/persistence';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
 import { balancedPair, clearingAccountFor, directionOf } from '../../ledger/domain/ledger';

@@ -52,6 +52,7 @@ export class ReceiptCheck implements OnModuleInit {
       jwks: config.RECEIPT_JWKS,
       type: RAIL_RECEIPT_TYPE,
       kind: 'receipt',
+      name: 'rail receipt',
     });
   }
 
