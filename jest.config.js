@@ -20,6 +20,7 @@ const moduleNameMapper = {
   '^@dlock/lock-client/testing$': '<rootDir>/libs/lock-client/src/testing',
   '^@dlock/http-contract/schema$': '<rootDir>/libs/http-contract/src/schema',
   '^@dlock/payout-contract/fence-floor$': '<rootDir>/libs/payout-contract/src/fence-floor',
+  '^@dlock/payout-contract/audit-chains$': '<rootDir>/libs/payout-contract/src/audit-chains',
   '^@dlock/config/env$': '<rootDir>/libs/config/src/env',
   '^@dlock/persistence/audit$': '<rootDir>/libs/persistence/src/audit',
   '^@dlock/tracing/outbound$': '<rootDir>/libs/tracing/src/outbound',

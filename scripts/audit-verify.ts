@@ -3,8 +3,9 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { readDatabaseUrls, type EnvSource } from '@dlock/config/env';
 import {
-  AUDIT_CHAINS,
-  AUDIT_CHAIN_NAMES,
+  auditChainNames,
+  auditChains,
+  registerAuditChains,
   describeBreak,
   emptyCheckpoint,
   headLine,
@@ -15,6 +16,7 @@ import {
   type ChainQuery,
   type ChainReport,
 } from '@dlock/persistence/audit';
+import { PAYOUT_AUDIT_CHAIN_LIST } from '@dlock/payout-contract/audit-chains';
 import type { DatabaseName } from '../migrations';
 
 /**
@@ -35,6 +37,9 @@ import type { DatabaseName } from '../migrations';
  * `auditVerify` is the command without its process: the tests call it in
  * their own, beside a few runs of the real command (test/medium/audit-chain.spec.ts).
  */
+// The payout services' chains beside the lock service's (docs/audit.md).
+registerAuditChains(PAYOUT_AUDIT_CHAIN_LIST);
+
 const STATEMENT_TIMEOUT_MS = 120_000;
 /** Breaks listed per chain by default; the rest are counted ("and N more"). */
 const BREAKS_LISTED_DEFAULT = 20;
@@ -63,14 +68,14 @@ function parseArgs(args: string[]): Args {
     const n = /^[1-9][0-9]{0,4}$/.test(value) ? Number(value) : 0;
     if (flag === '--heads' && value) parsed.headsOut = value;
     else if (flag === '--anchor-heads' && value) parsed.anchorHeads = value;
-    else if (flag === '--anchor' && m && AUDIT_CHAIN_NAMES.includes(m[1]))
+    else if (flag === '--anchor' && m && auditChainNames().includes(m[1]))
       parsed.digests.set(m[1], m[2]);
     else if (flag === '--breaks-max' && n >= 1 && n <= BREAKS_LISTED_MAX) parsed.breaksMax = n;
     else if (flag === '--checkpoint' && value) parsed.checkpointFile = value;
     else if (flag === '--settle-ms' && /^(0|[1-9][0-9]{0,6})$/.test(value) && +value <= 3_600_000)
       parsed.settleMs = Number(value);
     else
-      throw new Error(`bad argument "${flag} ${value}": ${USAGE}${AUDIT_CHAIN_NAMES.join(', ')}`);
+      throw new Error(`bad argument "${flag} ${value}": ${USAGE}${auditChainNames().join(', ')}`);
   }
   if (parsed.digests.size > 0 && !parsed.anchorHeads) {
     throw new Error('--anchor needs --anchor-heads <file>: the head list its digest covers');
@@ -133,7 +138,7 @@ async function verifySince(
   print: Print,
 ): Promise<number> {
   let breaks = 0;
-  for (const spec of AUDIT_CHAINS[db]) {
+  for (const spec of auditChains(db)) {
     const before = checkpoints.get(spec.chain) ?? emptyCheckpoint(spec.chain);
     const report = await verifyChainSince(query, spec, before, { settleMs });
     checkpoints.set(spec.chain, report.checkpoint);
@@ -173,7 +178,7 @@ async function verifyDatabase(
   let breaks = 0;
   try {
     if (checkpoints) return await verifySince(db, query, checkpoints, args.settleMs, print);
-    for (const spec of AUDIT_CHAINS[db]) {
+    for (const spec of auditChains(db)) {
       const report = await verifyChain(query, spec, {
         anchor: anchors.get(spec.chain),
         collectHeads: headsOut !== null,

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 import {
-  AUDIT_CHAINS,
+  auditChains,
+  registerAuditChains,
   emptyCheckpoint,
   verifyChain,
   verifyChainSince,
   type ChainCheckpoint,
   type ChainQuery,
 } from '@dlock/persistence';
+import { PAYOUT_AUDIT_CHAIN_LIST } from '@dlock/payout-contract/audit-chains';
 import type { DatabaseName } from '../../migrations';
 import type { Db } from '../../apps/payment-resource/src/persistence/db';
 import { IdempotencyRepository } from '../../apps/payment-resource/src/payouts/persistence/idempotency.repository';
@@ -15,6 +17,10 @@ import type { ReadOnlyDb } from '../../apps/reconciler/src/persistence/read-only
 import { CheckCursors } from '../../apps/reconciler/src/detective/persistence/check-cursors';
 import { CheckQueries } from '../../apps/reconciler/src/detective/persistence/check-queries';
 import { duePayouts } from '../../apps/reconciler/src/detective/persistence/rail-sweep-queries';
+
+// What the reconciler verifies: the lock service's chain and the payout services' (docs/audit.md).
+registerAuditChains(PAYOUT_AUDIT_CHAIN_LIST);
+const DATABASES: readonly DatabaseName[] = ['lockdb', 'paydb', 'proxydb'];
 
 export interface Statement {
   db: DatabaseName;
@@ -67,11 +73,8 @@ async function detectiveRun(rec: Recorder, cursors: CheckCursors): Promise<void>
 
 /** Every chain from `checkpoints` on (moving them), as the reconciler's periodic pass does. */
 async function auditSince(rec: Recorder, checkpoints: Map<string, ChainCheckpoint>) {
-  for (const [db, specs] of Object.entries(AUDIT_CHAINS) as [
-    DatabaseName,
-    typeof AUDIT_CHAINS.paydb,
-  ][]) {
-    for (const spec of specs) {
+  for (const db of DATABASES) {
+    for (const spec of auditChains(db)) {
       const from = checkpoints.get(spec.chain) ?? emptyCheckpoint(spec.chain);
       const report = await verifyChainSince(rec.query(db), spec, from, { settleMs: 60_000 });
       if (report.firstBreak) throw new Error(`${spec.chain}: ${report.firstBreak.kind}`);
@@ -145,11 +148,8 @@ export const PASSES: Pass[] = [
     name: 'audit chains, full walk (npm run audit:verify)',
     repeat: 1,
     run: async (rec) => {
-      for (const [db, specs] of Object.entries(AUDIT_CHAINS) as [
-        DatabaseName,
-        typeof AUDIT_CHAINS.paydb,
-      ][]) {
-        for (const spec of specs) await verifyChain(rec.query(db), spec);
+      for (const db of DATABASES) {
+        for (const spec of auditChains(db)) await verifyChain(rec.query(db), spec);
       }
     },
   },

@@ -1,8 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { AUDIT_CHAINS } from '@dlock/persistence/audit';
+import { LOCK_AUDIT_CHAINS } from '@dlock/persistence/audit';
 import { addChain, addSeal, appendLinkSql, dropChains } from '../audit-chain';
 
-const [REVOCATIONS] = AUDIT_CHAINS.lockdb;
+const [REVOCATIONS] = LOCK_AUDIT_CHAINS;
 
 /**
  * `lock_revocation` becomes a hash chain (docs/audit.md): an edited, removed

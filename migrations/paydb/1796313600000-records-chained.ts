@@ -1,8 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { AUDIT_CHAINS } from '@dlock/persistence/audit';
+import { PAYOUT_AUDIT_CHAINS } from '@dlock/payout-contract/audit-chains';
 import { addChain, addSeal, appendLinkSql, dropChains } from '../audit-chain';
 
-const [TRANSITIONS, LEDGER] = AUDIT_CHAINS.paydb;
+const [TRANSITIONS, LEDGER] = PAYOUT_AUDIT_CHAINS.paydb;
 
 /**
  * `payout_transition` and `ledger_entry` become hash chains (docs/audit.md),

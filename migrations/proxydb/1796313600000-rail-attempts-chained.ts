@@ -1,8 +1,8 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { AUDIT_CHAINS } from '@dlock/persistence/audit';
+import { PAYOUT_AUDIT_CHAINS } from '@dlock/payout-contract/audit-chains';
 import { addChain, addSeal, appendLinkSql, dropChains } from '../audit-chain';
 
-const [INTENTS, OUTCOMES] = AUDIT_CHAINS.proxydb;
+const [INTENTS, OUTCOMES] = PAYOUT_AUDIT_CHAINS.proxydb;
 
 /**
  * `rail_submission` is written twice by design: the intent before the rail

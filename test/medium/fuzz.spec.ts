@@ -10,7 +10,8 @@ import { readFileSync, existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { ERROR_CODES } from '@dlock/lock-api';
+import { BUILT_IN_ERROR_CODES } from '@dlock/lock-api';
+import { PAYOUT_ERROR_CODES } from '@dlock/payout-contract';
 import {
   migratedDatabase,
   seedFundedAccount,
@@ -434,7 +435,7 @@ function violation(app: string, raw: Raw, method: string, a: Answer): string | n
     typeof env === 'object' &&
     env !== null &&
     Object.keys(env).every((k) => ENVELOPE_KEYS.has(k)) &&
-    (ERROR_CODES as string[]).includes(env.code as string) &&
+    Object.hasOwn({ ...BUILT_IN_ERROR_CODES, ...PAYOUT_ERROR_CODES }, env.code as string) &&
     typeof env.message === 'string' &&
     typeof env.retrySafe === 'boolean' &&
     typeof env.traceId === 'string' &&

@@ -1,5 +1,4 @@
-import { registerOperations as registerPolicyOperations } from '@dlock/identity';
-import { PAYOUT_OPERATIONS } from '@dlock/payout-contract';
+import { registerPayoutVocabulary } from '@dlock/payout-contract';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { AlwaysReady, HealthModule, ObservabilityModule } from '@dlock/observability';
@@ -10,9 +9,9 @@ import { EventsModule } from './events/events.module';
 import { OverviewModule } from './overview/overview.module';
 import { SessionsModule } from './sessions/sessions.module';
 
-// Every dlock app reads the one policy file, which grants the payout operations too: known
-// before any policy is read (docs/security.md, "Authorisation policy").
-registerPolicyOperations(PAYOUT_OPERATIONS);
+// The payout operations (every dlock app reads the one policy file that grants them) and error
+// codes: known before any policy is read or route declared (docs/extending.md).
+registerPayoutVocabulary();
 
 /** The console as one importable module: its validated config, then one module per page area. */
 @Module({})

@@ -1,10 +1,9 @@
-import { registerOperations as registerPolicyOperations } from '@dlock/identity';
-import { PAYOUT_OPERATIONS } from '@dlock/payout-contract';
+import { PAYOUT_SAFETY_EVENTS, registerPayoutVocabulary } from '@dlock/payout-contract';
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import type { RouteInfo } from '@nestjs/common/interfaces';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { IdentityThrottlingModule } from '@dlock/http-contract';
-import { HealthModule, ObservabilityModule } from '@dlock/observability';
+import { HealthModule, ObservabilityModule, registerSafetyEvents } from '@dlock/observability';
 import { PAYMENT_CONFIG, readPaymentConfig } from './config';
 import { FenceFloorModule } from './fence-floor/fence-floor.module';
 import { LedgerModule } from './ledger/ledger.module';
@@ -13,9 +12,11 @@ import { PaydbReadiness } from './readiness';
 import { AccountsModule } from './accounts/accounts.module';
 import { PayoutsModule } from './payouts/payouts.module';
 
-// Every dlock app reads the one policy file, which grants the payout operations too: known
-// before any policy is read (docs/security.md, "Authorisation policy").
-registerPolicyOperations(PAYOUT_OPERATIONS);
+// The payout operations (every dlock app reads the one policy file that grants them) and error
+// codes: known before any policy is read or route declared (docs/extending.md).
+registerPayoutVocabulary();
+// Their safety events, counted from 0 by SafetyEvents (docs/operations.md, "Safety events").
+registerSafetyEvents(PAYOUT_SAFETY_EVENTS);
 
 /**
  * The executor's writes on every payout, served without the per-request logger

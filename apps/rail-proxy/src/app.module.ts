@@ -1,18 +1,25 @@
-import { registerOperations as registerPolicyOperations } from '@dlock/identity';
-import { PAYOUT_OPERATIONS } from '@dlock/payout-contract';
+import {
+  PAYOUT_INSTRUCTION_HEADER,
+  PAYOUT_SAFETY_EVENTS,
+  registerPayoutVocabulary,
+} from '@dlock/payout-contract';
 import { Module, RequestMethod, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
-import { IdentityThrottlingModule } from '@dlock/http-contract';
+import { IdentityThrottlingModule, registerSingularHeaders } from '@dlock/http-contract';
 import { DatabaseModule } from '@dlock/persistence';
-import { HealthModule, ObservabilityModule } from '@dlock/observability';
+import { HealthModule, ObservabilityModule, registerSafetyEvents } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, readRailProxyConfig, type RailProxyConfig } from './config';
 import { HighWaterModule } from './high-water/high-water.module';
 import { ProxydbReadiness } from './readiness';
 import { SubmissionsModule } from './submission/submission.module';
 
-// Every dlock app reads the one policy file, which grants the payout operations too: known
-// before any policy is read (docs/security.md, "Authorisation policy").
-registerPolicyOperations(PAYOUT_OPERATIONS);
+// The payout operations (every dlock app reads the one policy file that grants them) and error
+// codes: known before any policy is read or route declared (docs/extending.md).
+registerPayoutVocabulary();
+// Their safety events, counted from 0 by SafetyEvents (docs/operations.md, "Safety events").
+registerSafetyEvents(PAYOUT_SAFETY_EVENTS);
+// A submission carries one signed instruction: a repeated header is refused (docs/security.md).
+registerSingularHeaders([PAYOUT_INSTRUCTION_HEADER]);
 
 /** proxydb (global): raw SQL only, no entities, migrations run out of band (libs/persistence). */
 const proxydb = DatabaseModule.forRootAsync({

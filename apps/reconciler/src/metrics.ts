@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { counter, gauge, histogram } from '@dlock/metrics';
-import { AUDIT_CHAIN_NAMES } from '@dlock/persistence';
+import { auditChainNames } from '@dlock/persistence';
 import { CHECK_NAMES, FINDING_EVENTS } from './detective/domain/check-names';
 
 export const RESOLUTION_RESULTS = [
@@ -136,7 +136,7 @@ export class ReconcilerMetrics {
       }
     }
     for (const result of ['ok', 'behind', 'contended']) this.tokenProbeTotal.inc({ result }, 0);
-    for (const chain of AUDIT_CHAIN_NAMES) {
+    for (const chain of auditChainNames()) {
       this.auditBreaks.set({ chain }, 0);
       this.auditErrorsTotal.inc({ chain }, 0);
     }

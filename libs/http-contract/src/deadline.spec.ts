@@ -1,4 +1,4 @@
-import { ValidationError } from '@dlock/lock-api';
+import { registerErrorCodes, ValidationError, type ErrorCode } from '@dlock/lock-api';
 import {
   RequestDeadline,
   boundedWaitMs,
@@ -93,8 +93,11 @@ describe('bounding a server step by the caller budget', () => {
         details: { reason: 'deadline-too-short', remainingMs: expect.any(Number), requiredMs: 150 },
       }),
     );
-    expect(() => refuseShortBudget(new RequestDeadline(100), 150, 'RAIL_UNAVAILABLE')).toThrow(
-      expect.objectContaining({ code: 'RAIL_UNAVAILABLE', httpStatus: 503 }),
+    // An app's own 503 (registered as its module would) for a peer it needs.
+    registerErrorCodes({ UPSTREAM_UNAVAILABLE: { httpStatus: 503, retrySafe: true } });
+    const own = 'UPSTREAM_UNAVAILABLE' as ErrorCode;
+    expect(() => refuseShortBudget(new RequestDeadline(100), 150, own)).toThrow(
+      expect.objectContaining({ code: own, httpStatus: 503, retrySafe: true }),
     );
   });
 });

@@ -6,6 +6,7 @@ import {
   REQUEST_DEADLINE_HEADER,
   REQUEST_DEADLINE_MAX_MS,
   ValidationError,
+  type ErrorCode,
 } from '@dlock/lock-api';
 
 export {
@@ -110,7 +111,7 @@ export class DeadlineGuard implements CanActivate {
 export function refuseShortBudget(
   deadline: RequestDeadline | undefined,
   minMs: number,
-  code: 'UNAVAILABLE' | 'RAIL_UNAVAILABLE' = 'UNAVAILABLE',
+  code: ErrorCode = 'UNAVAILABLE',
 ): void {
   if (deadline === undefined) return;
   const remainingMs = Math.floor(deadline.remainingMs());

@@ -1,5 +1,5 @@
 import { HttpException, HttpStatus } from '@nestjs/common';
-import { DlockError, ERROR_CATALOGUE, type ErrorCode, type ErrorEnvelope } from '@dlock/lock-api';
+import { DlockError, errorCodeSpec, type ErrorCode, type ErrorEnvelope } from '@dlock/lock-api';
 import { databaseFailure } from './db-errors';
 
 export interface RenderedError {
@@ -42,7 +42,7 @@ function envelope(
   const body: ErrorEnvelope = {
     code,
     message,
-    retrySafe: ERROR_CATALOGUE[code].retrySafe,
+    retrySafe: errorCodeSpec(code).retrySafe,
     traceId,
   };
   if (extra.retryAfterMillis !== undefined) body.retryAfterMillis = extra.retryAfterMillis;

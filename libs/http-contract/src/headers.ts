@@ -23,7 +23,7 @@ function single(req: Request, name: string): string | undefined {
  * seen only in `rawHeaders`: one is refused before anything reads it
  * (docs/security.md, "Hardening").
  */
-const SINGULAR_HEADERS: ReadonlySet<string> = new Set([
+const SINGULAR_HEADERS = new Set<string>([
   'authorization',
   'content-type',
   'idempotency-key',
@@ -35,9 +35,16 @@ const SINGULAR_HEADERS: ReadonlySet<string> = new Set([
   'x-idempotency-key',
   'x-operator',
   'x-owner-id',
-  'x-payout-instruction',
   'x-request-deadline-ms',
 ]);
+
+/**
+ * Adds an app's own headers to those a request may carry once (a signed object it reads, say);
+ * registered when the app's module loads, like its operations (docs/extending.md).
+ */
+export function registerSingularHeaders(names: readonly string[]): void {
+  for (const name of names) SINGULAR_HEADERS.add(name.toLowerCase());
+}
 
 /** 400 VALIDATION_FAILED naming the first header of SINGULAR_HEADERS sent more than once. */
 export function refuseRepeatedHeaders(rawHeaders: readonly string[]): void {

@@ -16,8 +16,8 @@ import type {
 import type { Request, Response } from 'express';
 import assert from 'node:assert';
 import {
-  ERROR_CATALOGUE,
-  ERROR_CODES,
+  BUILT_IN_ERROR_CODES,
+  errorCodeSpec,
   OWNER_ID_MAX_LENGTH,
   PROOF_BYTES_MAX,
   REQUEST_DEADLINE_HEADER,
@@ -86,7 +86,8 @@ const ENVELOPE_REF = wireSchema<{
   {
     code: {
       type: 'string',
-      enum: [...ERROR_CODES],
+      // Filled in when a document is built: the codes the service registered by then.
+      enum: [],
       description: 'Stable machine code (docs/contract.md, "Error catalogue")',
     },
     message: { type: 'string', description: 'For humans; not stable' },
@@ -99,7 +100,7 @@ const ENVELOPE_REF = wireSchema<{
     traceId: { type: 'string', pattern: '^[0-9a-f]{32}$' },
   },
   ['retryAfterMillis', 'details'],
-  'Every non-2xx answer of every service except the rail stub',
+  'Every non-2xx answer of every service but a stand-in for a third party, which answers its own way',
 );
 
 /** One error a route may answer: a catalogue code, at its catalogue status or an override. */
@@ -108,7 +109,7 @@ export type ContractError = ErrorCode | readonly [ErrorCode, number];
 function byStatus(errors: readonly ContractError[]): Map<number, ErrorCode[]> {
   const grouped = new Map<number, ErrorCode[]>();
   for (const e of errors) {
-    const [code, status] = typeof e === 'string' ? [e, ERROR_CATALOGUE[e].httpStatus] : e;
+    const [code, status] = typeof e === 'string' ? [e, errorCodeSpec(e).httpStatus] : e;
     const codes = grouped.get(status) ?? [];
     if (!codes.includes(code)) codes.push(code);
     grouped.set(status, codes.sort());
@@ -129,17 +130,40 @@ function envelopeResponse(codes: ErrorCode[]): ResponseObject {
   };
 }
 
+/** Route errors declared but not yet applied: a code may be registered after its controller loads. */
+const pendingRouteErrors: (() => void)[] = [];
+
 /**
  * The route-specific errors of a route, as envelopes grouped by status, e.g.
- * `@ApiContractErrors('FENCED_OUT', 'PAYOUT_NOT_CLAIMABLE', ['VALIDATION_FAILED', 422])`.
- * The errors every route shares are added by the document builder.
+ * `@ApiContractErrors('FENCED_OUT', 'LOCK_LOST', ['VALIDATION_FAILED', 422])`.
+ * The errors every route shares are added by the document builder. Applied by
+ * {@link resolveRouteErrors}: controllers load before their app's module body registers its
+ * codes, so a status is looked up only once the app is built.
  */
 export function ApiContractErrors(...errors: ContractError[]): MethodDecorator & ClassDecorator {
-  return applyDecorators(
-    ...[...byStatus(errors)].map(([status, codes]) =>
-      ApiResponse({ status, ...envelopeResponse(codes) }),
-    ),
-  );
+  return (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    pendingRouteErrors.push(() =>
+      applyDecorators(
+        ...[...byStatus(errors)].map(([status, codes]) =>
+          ApiResponse({ status, ...envelopeResponse(codes) }),
+        ),
+      )(target, key as string | symbol, descriptor as PropertyDescriptor),
+    );
+  };
+}
+
+/**
+ * Applies every route's declared errors; throws for a code this process never registered, so
+ * a route declaring one stops the service at boot (serveOpenApiDocument calls it).
+ */
+export function resolveRouteErrors(): void {
+  for (
+    let next = pendingRouteErrors.shift();
+    next !== undefined;
+    next = pendingRouteErrors.shift()
+  ) {
+    next();
+  }
 }
 
 /** `X-Fencing-Token`: the grant's token, required on every fenced write. */
@@ -232,7 +256,7 @@ const OPEN_OPERATIONS: Record<string, { summary: string; contentType: string }> 
   [OPENAPI_PATH]: { summary: 'This document', contentType: 'application/json' },
   [JWKS_PATH]: {
     summary:
-      'The public keys this service signs with (grant proofs, payout instructions, rail receipts)',
+      'The public keys this service signs its proofs with (docs/security.md, "Signed grants")',
     contentType: 'application/json',
   },
 };
@@ -354,6 +378,32 @@ function addNamedSchemas(doc: OpenAPIObject): void {
   }
 }
 
+/**
+ * The envelope's `code` enum: the codes every service knows and those this document's routes
+ * declare, sorted. Built from the document, not from what the process registered, so a service's
+ * document is the same whether it is built alone or beside other apps (npm run openapi).
+ */
+function listDeclaredCodes(doc: OpenAPIObject): void {
+  const schemas = doc.components?.schemas ?? {};
+  const envelope = schemas.ErrorEnvelope as SchemaObject | undefined;
+  if (envelope === undefined) return;
+  const codes = new Set<string>(Object.keys(BUILT_IN_ERROR_CODES));
+  for (const [, op] of operations(doc)) {
+    for (const response of Object.values(op.responses ?? {})) {
+      const schema = (response as ResponseObject).content?.['application/json']?.schema as
+        SchemaObject | undefined;
+      const declared = (schema?.allOf?.[1] as SchemaObject | undefined)?.properties?.code as
+        SchemaObject | undefined;
+      for (const code of (declared?.enum ?? []) as string[]) codes.add(code);
+    }
+  }
+  const code = envelope.properties?.code as SchemaObject;
+  schemas.ErrorEnvelope = {
+    ...envelope,
+    properties: { ...envelope.properties, code: { ...code, enum: [...codes].sort() } },
+  };
+}
+
 /** A deep copy with object keys sorted, so the document's bytes depend on content only. */
 export function sortedKeys<T>(value: T): T {
   return JSON.parse(
@@ -370,6 +420,7 @@ export function buildOpenApiDocument(
   app: INestApplication,
   options: OpenApiOptions,
 ): OpenAPIObject {
+  resolveRouteErrors();
   const doc = SwaggerModule.createDocument(
     app,
     {
@@ -408,6 +459,7 @@ export function buildOpenApiDocument(
     addSharedErrors(op, errors);
   }
   addNamedSchemas(doc);
+  listDeclaredCodes(doc);
   return sortedKeys(doc);
 }
 
@@ -417,6 +469,7 @@ export function buildOpenApiDocument(
  * service's start-up CPU (docs/contract.md).
  */
 export function serveOpenApiDocument(app: INestApplication, options: OpenApiOptions): void {
+  resolveRouteErrors();
   let doc: string | undefined;
   app.getHttpAdapter().get(OPENAPI_PATH, (_req: Request, res: Response) => {
     doc ??= JSON.stringify(buildOpenApiDocument(app, options));

@@ -32,7 +32,14 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 function verifier(jwks: string, type = TYPE): ProofVerifier {
-  return new ProofVerifier({ jwks, type, kind: 'grant', now, unknownKidCooldownMs: 0 });
+  return new ProofVerifier({
+    jwks,
+    type,
+    kind: 'grant',
+    name: 'grant proof',
+    now,
+    unknownKidCooldownMs: 0,
+  });
 }
 
 async function refusal(v: ProofVerifier, proof: unknown): Promise<string> {
@@ -64,7 +71,13 @@ describe('a signing ring and its verifiers', () => {
     const claims = { key: 'payout:a', tok: '1', sub: 'w', sid: 's', iat: 1 };
     const proof = ring.sign(TYPE, claims);
     // No keys loaded: only the memory can accept the proof, then only a real check.
-    const v = new ProofVerifier({ jwks: () => ({ keys: [] }), type: TYPE, kind: 'grant', now });
+    const v = new ProofVerifier({
+      jwks: () => ({ keys: [] }),
+      type: TYPE,
+      kind: 'grant',
+      name: 'grant proof',
+      now,
+    });
     v.remember(proof, claims);
     await expect(v.verify(proof)).resolves.toEqual(claims);
     clock += VERIFIED_PROOF_CACHE_MS;
@@ -72,7 +85,13 @@ describe('a signing ring and its verifiers', () => {
   });
 
   it('holds only the proofs of the last minute, however many it has seen', () => {
-    const v = new ProofVerifier({ jwks: () => ({ keys: [] }), type: TYPE, kind: 'grant', now });
+    const v = new ProofVerifier({
+      jwks: () => ({ keys: [] }),
+      type: TYPE,
+      kind: 'grant',
+      name: 'grant proof',
+      now,
+    });
     for (let i = 0; i < 3_000; i++) {
       v.remember(`proof-${i}`, { i });
       clock += 100; // 10 proofs a second: a minute is 600 of them
@@ -93,6 +112,7 @@ describe('a signing ring and its verifiers', () => {
       jwks: () => ({ keys: [] }),
       type: TYPE,
       kind: 'grant',
+      name: 'grant proof',
       now,
       rememberMs: 0,
     });

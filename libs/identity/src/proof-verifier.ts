@@ -19,13 +19,6 @@ export const VERIFIED_PROOF_CACHE_MS = 60_000;
 const VERIFIED_PROOF_CACHE_MAX = 10_000;
 const URL_FETCH_TIMEOUT_MS = 2_000;
 
-const PROOF_NAMES: Record<ProofKind, string> = {
-  grant: 'grant proof',
-  instruction: 'payout instruction',
-  receipt: 'rail receipt',
-  revocation: 'revocation notice',
-};
-
 export interface ProofVerifierOptions {
   /**
    * The signer's public keys: a JWKS file path, an http(s) URL (its
@@ -35,6 +28,8 @@ export interface ProofVerifierOptions {
   /** The JWS `typ` this verifier accepts (GRANT_PROOF_TYPE, INSTRUCTION_TYPE, REVOCATION_NOTICE_TYPE). */
   type: string;
   kind: ProofKind;
+  /** What a refusal calls the proof, in words a caller knows ("grant proof", "revocation notice"). */
+  name: string;
   reloadMs?: number;
   unknownKidCooldownMs?: number;
   /**
@@ -151,8 +146,7 @@ export class ProofVerifier {
   }
 
   private refuse(reason: ConstructorParameters<typeof ProofRejectedError>[1], why: string) {
-    const what = PROOF_NAMES[this.options.kind];
-    return new ProofRejectedError(this.options.kind, reason, `${what} ${why}`);
+    return new ProofRejectedError(this.options.kind, reason, `${this.options.name} ${why}`);
   }
 
   /** One load at a time; a failed reload keeps the keys we had (a file mid-rewrite, a URL down). */

@@ -26,6 +26,7 @@ export class RevocationNotices {
       jwks,
       type: REVOCATION_NOTICE_TYPE,
       kind: 'revocation',
+      name: 'revocation notice',
       rememberMs: 0,
     });
   }

@@ -1,4 +1,4 @@
-import { ERROR_CATALOGUE, type ErrorCode, type ErrorEnvelope } from './error-codes';
+import { errorCodeSpec, type ErrorCode, type ErrorEnvelope } from './error-codes';
 
 export interface DlockErrorOptions {
   details?: Record<string, unknown>;
@@ -25,8 +25,9 @@ export class DlockError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
-    this.httpStatus = options.httpStatus ?? ERROR_CATALOGUE[code].httpStatus;
-    this.retrySafe = ERROR_CATALOGUE[code].retrySafe;
+    const spec = errorCodeSpec(code);
+    this.httpStatus = options.httpStatus ?? spec.httpStatus;
+    this.retrySafe = spec.retrySafe;
     this.details = options.details;
     this.retryAfterMillis = options.retryAfterMillis;
     this.traceId = options.traceId;

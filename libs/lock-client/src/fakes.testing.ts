@@ -1,4 +1,4 @@
-import { ERROR_CATALOGUE, type ErrorCode } from '@dlock/lock-api';
+import { errorCodeSpec, type ErrorCode } from '@dlock/lock-api';
 import type { Clock, Timer } from './clock';
 import { LockServerUnavailableError, type TransportPhase } from './errors';
 import type { Transport, WireRequest, WireResponse } from './transport';
@@ -110,7 +110,7 @@ export function envelope(
   code: ErrorCode,
   extra: { retryAfterMillis?: number; details?: Record<string, unknown> } = {},
 ): WireResponse {
-  const { httpStatus, retrySafe } = ERROR_CATALOGUE[code];
+  const { httpStatus, retrySafe } = errorCodeSpec(code);
   return ok(httpStatus, { code, message: code, retrySafe, ...extra, traceId: 'a'.repeat(32) });
 }
 

@@ -3,12 +3,15 @@ import { APP_FILTER, NestFactory } from '@nestjs/core';
 import request from 'supertest';
 import {
   ContentionError,
+  BUILT_IN_ERROR_CODES,
   DlockError,
-  ERROR_CATALOGUE,
-  ERROR_CODES,
   FencedOutError,
   LockLostError,
+  type ErrorCode,
+  errorCodeSpec,
+  errorCodes,
   isErrorCode,
+  registerErrorCodes,
 } from '@dlock/lock-api';
 import { LockServerUnavailableError } from '@dlock/lock-client';
 import { DlockExceptionFilter } from './dlock-exception.filter';
@@ -57,17 +60,20 @@ afterAll(async () => {
 const get = (path: string) => request(app.getHttpServer()).get(path);
 const TRACE = '0af7651916cd43dd8448eb211c80319c';
 
-it.each(ERROR_CODES)('%s answers its catalogue status with the envelope', async (code) => {
-  const res = await get(`/throw/${code}`);
-  expect(res.status).toBe(ERROR_CATALOGUE[code].httpStatus);
-  expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
-  expect(res.body).toEqual({
-    code,
-    message: `a ${code}`,
-    retrySafe: ERROR_CATALOGUE[code].retrySafe,
-    traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
-  });
-});
+it.each(Object.keys(BUILT_IN_ERROR_CODES))(
+  '%s answers its catalogue status with the envelope',
+  async (code) => {
+    const res = await get(`/throw/${code}`);
+    expect(res.status).toBe(errorCodeSpec(code as ErrorCode).httpStatus);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.body).toEqual({
+      code,
+      message: `a ${code}`,
+      retrySafe: errorCodeSpec(code as ErrorCode).retrySafe,
+      traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
+  },
+);
 
 it("the SDK's errors: contention is 429 and retry-safe, a lost lock and a fence 409, details kept", async () => {
   expect((await get('/throw/contended')).body).toMatchObject({
@@ -114,4 +120,46 @@ it('leaves any other exception to Nest', async () => {
   const res = await get('/throw/plain');
   expect(res.status).toBe(500);
   expect(res.body).toEqual({ statusCode: 500, message: 'Internal server error' });
+});
+
+describe('a team\'s own error code (docs/extending.md, "Your own error codes")', () => {
+  const REFUND_WINDOW_CLOSED = 'REFUND_WINDOW_CLOSED' as ErrorCode;
+
+  it('cannot be thrown before the app registers it: a clear error, never a guessed status', () => {
+    expect(isErrorCode(REFUND_WINDOW_CLOSED)).toBe(false);
+    expect(() => new DlockError(REFUND_WINDOW_CLOSED, 'too late')).toThrow(
+      /REFUND_WINDOW_CLOSED was never registered/,
+    );
+  });
+
+  it('once registered, answers its own status and retry-safety in the contract envelope', async () => {
+    registerErrorCodes({ REFUND_WINDOW_CLOSED: { httpStatus: 422, retrySafe: false } });
+    expect(errorCodes()).toContain(REFUND_WINDOW_CLOSED);
+    const res = await get(`/throw/${REFUND_WINDOW_CLOSED}`).set(
+      'traceparent',
+      `00-${TRACE}-b7ad6b7169203331-01`,
+    );
+    expect(res.status).toBe(422);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.body).toEqual({
+      code: 'REFUND_WINDOW_CLOSED',
+      message: 'a REFUND_WINDOW_CLOSED',
+      retrySafe: false,
+      traceId: TRACE,
+    });
+  });
+
+  it('registers again with the same meaning, never with another', () => {
+    registerErrorCodes({ REFUND_WINDOW_CLOSED: { httpStatus: 422, retrySafe: false } });
+    expect(() =>
+      registerErrorCodes({ REFUND_WINDOW_CLOSED: { httpStatus: 409, retrySafe: false } }),
+    ).toThrow(/already registered/);
+    expect(() => registerErrorCodes({ FENCED_OUT: { httpStatus: 409, retrySafe: true } })).toThrow(
+      /FENCED_OUT is already registered/,
+    );
+    expect(() =>
+      registerErrorCodes({ 'refund-late': { httpStatus: 422, retrySafe: false } }),
+    ).toThrow(/not UPPER_SNAKE/);
+    expect(errorCodeSpec(REFUND_WINDOW_CLOSED)).toEqual({ httpStatus: 422, retrySafe: false });
+  });
 });

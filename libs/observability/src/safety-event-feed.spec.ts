@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { Logger } from '@nestjs/common';
 import { SAFETY_EVENT_FEED_CAPACITY_EVENTS, SafetyEventFeed } from './safety-event-feed';
-import { SafetyEvents } from './safety-events';
+import { registerSafetyEvents, SafetyEvents } from './safety-events';
 
 const AT = new Date('2026-12-01T06:00:00.000Z');
 
@@ -174,18 +174,83 @@ describe('SafetyEvents feeds its ring', () => {
   });
 });
 
+/** A team's own events, registered as its module would (docs/extending.md). */
+const REFUND_EVENTS = [
+  {
+    event: 'refund_refused',
+    message: 'refund refused',
+    metric: 'refund_refused_total',
+    help: 'Refunds a guard refused',
+    coalesceBy: ['refundId'],
+  },
+  ...['too_late', 'too_much'].map((why) => ({
+    event: `refund_${why}`,
+    message: 'refund out of bounds',
+    metric: 'refund_out_of_bounds_total',
+    help: 'Refunds out of their bounds',
+    fixedLabels: { why },
+  })),
+];
+
 describe('SafetyEvents log lines', () => {
   it('name the safety event in `event`, even when a field has that name', () => {
+    registerSafetyEvents(REFUND_EVENTS);
     const lines: Record<string, unknown>[] = [];
     const warn = jest
       .spyOn(Logger.prototype, 'warn')
       .mockImplementation((line: unknown) => void lines.push(line as Record<string, unknown>));
     try {
       const safety = new SafetyEvents(new Registry(), new SafetyEventFeed(10, () => AT));
-      safety.invalidTransition({ payoutId: 'p-1', state: 'POSTED', event: 'CLAIM' });
+      safety.record('refund_refused', { refundId: 'r-1', state: 'SENT', event: 'SEND' });
     } finally {
       warn.mockRestore();
     }
-    expect(lines).toEqual([expect.objectContaining({ event: 'invalid_transition' })]);
+    expect(lines).toEqual([expect.objectContaining({ event: 'refund_refused' })]);
+  });
+});
+
+describe("an app's own safety events", () => {
+  const quiet = () => jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  afterEach(() => jest.restoreAllMocks());
+
+  it('count on their metric from 0, and repeats coalesce in the feed', async () => {
+    registerSafetyEvents(REFUND_EVENTS);
+    quiet();
+    const registry = new Registry();
+    const feed = new SafetyEventFeed(10, () => AT);
+    const safety = new SafetyEvents(registry, feed);
+    const text0 = await registry.metrics();
+    expect(text0).toContain('refund_refused_total 0');
+    expect(text0).toContain('refund_out_of_bounds_total{why="too_late"} 0');
+    safety.record('refund_refused', { refundId: 'r-1' });
+    safety.record('refund_refused', { refundId: 'r-1' });
+    safety.record('refund_too_much', { refundId: 'r-2' });
+    const text = await registry.metrics();
+    expect(text).toContain('refund_refused_total 2');
+    expect(text).toContain('refund_out_of_bounds_total{why="too_much"} 1');
+    expect(feed.after(0, 10).events.map((e) => [e.event, e.count])).toEqual([
+      ['refund_refused', 2],
+      ['refund_too_much', undefined],
+    ]);
+  });
+
+  it('an unregistered event is a clear error, never an uncounted log line', () => {
+    const safety = new SafetyEvents(new Registry());
+    expect(() => safety.record('refund_lost', { refundId: 'r-1' })).toThrow(
+      /refund_lost was never registered/,
+    );
+  });
+
+  it('registering again means the same, or throws', () => {
+    registerSafetyEvents(REFUND_EVENTS);
+    expect(() =>
+      registerSafetyEvents([{ ...REFUND_EVENTS[0], metric: 'refunds_refused_total' }]),
+    ).toThrow(/refund_refused is already registered/);
+    expect(() =>
+      registerSafetyEvents([{ ...REFUND_EVENTS[0], event: 'refund_other', help: 'other' }]),
+    ).toThrow(/refund_refused_total is already registered/);
+    expect(() => registerSafetyEvents([{ ...REFUND_EVENTS[0], event: 'fenced_out' }])).toThrow(
+      /built in/,
+    );
   });
 });

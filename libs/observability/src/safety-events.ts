@@ -3,27 +3,73 @@ import { counter } from '@dlock/metrics';
 import { register, type Counter, type Registry } from 'prom-client';
 import { SafetyEventFeed } from './safety-event-feed';
 
-/** The safety events of docs/operations.md: each is a structured log event and a metric. */
-export type SafetyEventName =
-  | 'fenced_out'
-  | 'rail_ambiguous'
-  | 'duplicate_rail_submission_attempted'
-  | 'session_lost'
-  | 'lock_revoked'
-  | 'invalid_transition'
-  | 'token_regression'
-  | 'proof_rejected'
-  | RailSweepFinding;
+/** The lock service's safety events (docs/operations.md): each is a structured log event and a metric. */
+export type BuiltInSafetyEvent =
+  'fenced_out' | 'session_lost' | 'lock_revoked' | 'token_regression' | 'proof_rejected';
 
-/** What the reconciler's rail sweep can find for a terminal payout (docs/reconciler.md). */
-export const RAIL_SWEEP_FINDINGS = [
-  'rail_double_payment',
-  'posted_without_transfer',
-  'paid_but_not_posted',
-] as const;
-export type RailSweepFinding = (typeof RAIL_SWEEP_FINDINGS)[number];
+/**
+ * A safety event an app adds (docs/extending.md, "Your own safety events"): a log event of this
+ * name with `message`, counted on `metric`. The event and metric names are what alerts and
+ * operators search for (docs/operations.md): registered once, never renamed.
+ */
+export interface SafetyEventSpec {
+  readonly event: string;
+  readonly message: string;
+  readonly metric: string;
+  readonly help: string;
+  /** Labels whose values are the event's fields of the same names; never a key, id or token. */
+  readonly labels?: readonly string[];
+  /** Fixed label values: several events counted on one metric, told apart by these. */
+  readonly fixedLabels?: Readonly<Record<string, string>>;
+  /** For a refusal a caller can repeat at will: the fields that make two of them one feed record. */
+  readonly coalesceBy?: readonly string[];
+}
 
-export type FencedResource = 'account' | 'ledger' | 'rail';
+const BUILT_IN_EVENTS: ReadonlySet<string> = new Set<BuiltInSafetyEvent>([
+  'fenced_out',
+  'session_lost',
+  'lock_revoked',
+  'token_regression',
+  'proof_rejected',
+]);
+const EVENT_NAME = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$/;
+const registeredEvents = new Map<string, SafetyEventSpec>();
+
+/**
+ * Adds an app's safety events; called when its module loads, before SafetyEvents is built (its
+ * counters start at 0 then, so an alert sees the first event). The same spec again is harmless;
+ * another meaning for a known event, or another help or labels for a known metric, throws.
+ */
+export function registerSafetyEvents(specs: readonly SafetyEventSpec[]): void {
+  for (const spec of specs) {
+    if (!EVENT_NAME.test(spec.event) || BUILT_IN_EVENTS.has(spec.event)) {
+      throw new Error(
+        `safety event ${JSON.stringify(spec.event)} is not snake_case or is built in`,
+      );
+    }
+    const known = registeredEvents.get(spec.event);
+    if (known !== undefined && JSON.stringify(known) !== JSON.stringify(spec)) {
+      throw new Error(`safety event ${spec.event} is already registered with another meaning`);
+    }
+    const sameMetric = [...registeredEvents.values()].find((s) => s.metric === spec.metric);
+    if (
+      sameMetric !== undefined &&
+      JSON.stringify(labelNamesOf(sameMetric)) !== JSON.stringify(labelNamesOf(spec))
+    ) {
+      throw new Error(`metric ${spec.metric} is already registered with other labels`);
+    }
+    if (sameMetric !== undefined && sameMetric.help !== spec.help) {
+      throw new Error(`metric ${spec.metric} is already registered with another help text`);
+    }
+    registeredEvents.set(spec.event, spec);
+  }
+}
+
+function labelNamesOf(spec: SafetyEventSpec): string[] {
+  return [...(spec.labels ?? []), ...Object.keys(spec.fixedLabels ?? {})];
+}
+
+export type FencedResource = string;
 
 function counterIn(
   registry: Registry,
@@ -35,21 +81,19 @@ function counterIn(
 }
 
 /**
- * One place that names every safety signal. Labels never carry a key, payout
- * id, account id or token (NFR-09): those go to the log line only.
+ * One place that emits every safety signal. Labels never carry a key, resource
+ * id or token (NFR-09): those go to the log line only.
  */
 @Injectable()
 export class SafetyEvents {
   private readonly logger = new Logger('safety');
   readonly fencedOutTotal: Counter;
-  readonly railAmbiguousTotal: Counter;
-  readonly duplicateAttemptedTotal: Counter;
   readonly sessionLostTotal: Counter;
   readonly revocationsTotal: Counter;
-  readonly invalidTransitionTotal: Counter;
   readonly tokenRegressionTotal: Counter;
-  readonly railSweepFindingsTotal: Counter;
   readonly proofRejectedTotal: Counter;
+  /** The registered events known when this was built, with their counters. */
+  private readonly registered = new Map<string, { spec: SafetyEventSpec; total: Counter }>();
 
   /**
    * @param feed the recent events GET /v1/safety-events serves: every event
@@ -65,16 +109,6 @@ export class SafetyEvents {
       'Writes rejected by a fence guard',
       ['resource'],
     );
-    this.railAmbiguousTotal = counterIn(
-      registry,
-      'rail_ambiguous_total',
-      'Rail attempts with an unknown outcome',
-    );
-    this.duplicateAttemptedTotal = counterIn(
-      registry,
-      'rail_duplicate_attempted_total',
-      'Submissions refused because the payout already had one',
-    );
     this.sessionLostTotal = counterIn(
       registry,
       'lock_session_lost_total',
@@ -85,29 +119,55 @@ export class SafetyEvents {
       'lock_revocations_total',
       'Operator force-revocations',
     );
-    this.invalidTransitionTotal = counterIn(
-      registry,
-      'payout_invalid_transition_total',
-      'Payout transitions rejected by the transition table',
-    );
     this.tokenRegressionTotal = counterIn(
       registry,
       'lock_token_regression_total',
       'Observed tokens below a value already seen at a guard',
       ['guard'],
     );
-    this.railSweepFindingsTotal = counterIn(
-      registry,
-      'reconciler_rail_sweep_findings_total',
-      'Terminal payouts the rail disagrees with, once per payout and finding',
-      ['finding'],
-    );
     this.proofRejectedTotal = counterIn(
       registry,
       'proof_rejected_total',
-      'Fenced requests refused because their grant proof or payout instruction did not prove their claim',
+      'Fenced requests refused because their grant proof or signed instruction did not prove their claim',
       ['guard', 'proof', 'reason'],
     );
+    for (const spec of registeredEvents.values()) {
+      const total = counterIn(registry, spec.metric, spec.help, labelNamesOf(spec));
+      // A series with only fixed labels is known now: it starts at 0 (see below).
+      if (spec.labels === undefined || spec.labels.length === 0)
+        total.inc({ ...spec.fixedLabels }, 0);
+      this.registered.set(spec.event, { spec, total });
+    }
+  }
+
+  /**
+   * Emits a registered event: counts it and logs it with `fields`. An event nobody registered
+   * before this was built throws: its counter would have appeared at 1, unseen by its alert.
+   */
+  record(event: string, fields: Record<string, unknown>): void {
+    const known = this.registered.get(event);
+    if (known === undefined) {
+      throw new Error(
+        `safety event ${event} was never registered: the app registers its events (registerSafetyEvents) when its module loads`,
+      );
+    }
+    const { spec, total } = known;
+    const labels = { ...spec.fixedLabels };
+    for (const name of spec.labels ?? []) labels[name] = String(fields[name]);
+    total.inc(labels);
+    this.emit(
+      event,
+      spec.message,
+      fields,
+      spec.coalesceBy?.map((name) => fields[name]),
+    );
+  }
+
+  /** This process can emit `event` with these field labels: that series starts at 0. */
+  canRecord(event: string, labels: Record<string, string>): void {
+    const known = this.registered.get(event);
+    if (known === undefined) throw new Error(`safety event ${event} was never registered`);
+    known.total.inc({ ...known.spec.fixedLabels, ...labels }, 0);
   }
 
   // ---- series at 0 from the start ---------------------------------------------
@@ -154,21 +214,6 @@ export class SafetyEvents {
     );
   }
 
-  railAmbiguous(fields: Record<string, unknown>): void {
-    this.railAmbiguousTotal.inc();
-    this.emit('rail_ambiguous', 'rail outcome unknown; payout quarantined', fields);
-  }
-
-  duplicateSubmission(fields: Record<string, unknown>): void {
-    this.duplicateAttemptedTotal.inc();
-    this.emit(
-      'duplicate_rail_submission_attempted',
-      'second submission for a payout refused',
-      fields,
-      [fields.payoutId, fields.ownerId, fields.presentedToken],
-    );
-  }
-
   sessionLost(fields: Record<string, unknown>): void {
     this.sessionLostTotal.inc();
     this.emit('session_lost', 'lock session lost', fields);
@@ -179,22 +224,13 @@ export class SafetyEvents {
     this.emit('lock_revoked', 'lock force-revoked by an operator', fields);
   }
 
-  invalidTransition(fields: Record<string, unknown>): void {
-    this.invalidTransitionTotal.inc();
-    this.emit('invalid_transition', 'payout transition rejected', fields, [
-      fields.payoutId,
-      fields.payoutEvent,
-      fields.actor,
-    ]);
-  }
-
   tokenRegression(fields: { guard: string } & Record<string, unknown>): void {
     this.tokenRegressionTotal.inc({ guard: fields.guard });
     this.emit('token_regression', 'token regression observed', fields);
   }
 
   /**
-   * A fence point refused a request whose signed grant or payout instruction
+   * A fence point refused a request whose signed grant or instruction
    * is missing, forged or about something else (docs/security.md): someone
    * claimed what they do not hold. Nothing was written.
    */
@@ -206,7 +242,7 @@ export class SafetyEvents {
       proof: fields.proof,
       reason: fields.reason,
     });
-    // Whatever payout each names: one caller's garbage proofs are one record (docs/operations.md).
+    // Whatever resource each names: one caller's garbage proofs are one record (docs/operations.md).
     this.emit('proof_rejected', 'request refused: its proof does not hold', fields, [
       fields.guard,
       fields.proof,
@@ -215,19 +251,13 @@ export class SafetyEvents {
     ]);
   }
 
-  /** Call once per payout and finding: the counter is "how many payouts", not "how many looks". */
-  railSweepFinding(finding: RailSweepFinding, fields: Record<string, unknown>): void {
-    this.railSweepFindingsTotal.inc({ finding });
-    this.emit(finding, 'the rail disagrees with a terminal payout; a human must decide', fields);
-  }
-
   /**
    * `coalesceBy`: for a refusal a caller can repeat at will, the fields that
    * make two of them the same refusal; the feed then counts repeats on one
    * record. The log and the counters still see every one.
    */
   private emit(
-    event: SafetyEventName,
+    event: string,
     message: string,
     fields: Record<string, unknown>,
     coalesceBy?: unknown[],

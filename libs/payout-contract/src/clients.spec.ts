@@ -6,6 +6,10 @@ import { PeerProtocolError } from '@dlock/http-client';
 import { PaymentResourceClient } from './payment-resource.client';
 import { RailProxyClient } from './rail-proxy.client';
 import { RAIL_RECEIPT_HEADER } from './rail-receipt';
+import { registerPayoutVocabulary } from './vocabulary';
+
+// As every app calling the payout services does when its module loads: their codes are understood.
+registerPayoutVocabulary();
 
 /** A grant as a handle holds it: the token and the lock-server's proof of it. */
 const fence = (token: unknown, proof = 'grant-proof'): FenceCredential =>

@@ -10,3 +10,6 @@ export * from './payout-instruction';
 export * from './rail-receipt';
 export * from './transition-table';
 export * from './operations';
+export * from './error-codes';
+export * from './vocabulary';
+export * from './safety-events';

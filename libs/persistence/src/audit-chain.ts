@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 
 /**
  * Tamper-evident audit chains (docs/audit.md). Each kept record carries its
- * place in its partition's sequence (one chain per payout, account, lock key) and a hash over its canonical content and the
+ * place in its partition's sequence (one chain per lock key, or whatever an app partitions by) and
+ * a hash over its canonical content and the
  * previous link's hash. A BEFORE trigger computes them in PostgreSQL, so no
  * writer can forget it; the verifier below recomputes every hash in Node from
  * the columns, trusting nothing the database computed.
@@ -17,7 +18,8 @@ export type ColumnKind = 'value' | 'instant';
 export interface ChainSpec {
   /** The chain's name: a metric label, the first field of every link's content. */
   readonly chain: string;
-  readonly database: 'lockdb' | 'paydb' | 'proxydb';
+  /** The database holding the table, as the app names it (its verifier connects by this name). */
+  readonly database: string;
   readonly table: string;
   /** Names the row in a break report (never in a metric label). */
   readonly idColumn: string;
@@ -106,157 +108,35 @@ const REVOCATION: ChainSpec = {
   },
 };
 
-const TRANSITION: ChainSpec = {
-  chain: 'payout_transition',
-  database: 'paydb',
-  table: 'payout_transition',
-  idColumn: 'transition_id',
-  partitionColumn: 'payout_id',
-  partitionLock: { rowOf: 'payout', keyColumn: 'payout_id' },
-  seqColumn: 'chain_seq',
-  hashColumn: 'chain_hash',
-  columns: [
-    ['transition_id', 'value'],
-    ['payout_id', 'value'],
-    ['from_state', 'value'],
-    ['to_state', 'value'],
-    ['event', 'value'],
-    ['actor', 'value'],
-    ['token', 'value'],
-    ['submission_id', 'value'],
-    ['rail_reference', 'value'],
-    ['reason', 'value'],
-    ['created_at', 'instant'],
-  ],
-  backfillOrder: 'transition_id',
-  appendOrder: { time: 'created_at', key: [['transition_id', 'bigint']] },
-  // A payout that left PENDING has a chain, and its last link leads to the state it is in.
-  coverSql: `SELECT p.payout_id::text AS id, p.state AS expected,
-                    coalesce(last.to_state, 'no transition') AS found
-               FROM payout p
-               LEFT JOIN LATERAL (SELECT t.to_state FROM payout_transition t
-                                   WHERE t.payout_id = p.payout_id AND t.chain_seq IS NOT NULL
-                                   ORDER BY t.chain_seq DESC LIMIT 1) last ON true
-              WHERE p.state <> 'PENDING' AND last.to_state IS DISTINCT FROM p.state`,
-  // The same, for payouts in flight (payout_by_state) and those terminal since $1
-  // (payout_terminal_by_time, its predicate repeated so the planner can use it).
-  coverRecentSql: `SELECT p.payout_id::text AS id, p.state AS expected,
-                          coalesce(last.to_state, 'no transition') AS found
-                     FROM (SELECT payout_id, state FROM payout
-                            WHERE state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS')
-                           UNION ALL
-                           SELECT payout_id, state FROM payout
-                            WHERE state IN ('POSTED', 'FAILED', 'ABANDONED')
-                              AND COALESCE(settled_at, updated_at) >= $1::timestamptz) p
-                     LEFT JOIN LATERAL (SELECT t.to_state FROM payout_transition t
-                                         WHERE t.payout_id = p.payout_id AND t.chain_seq IS NOT NULL
-                                         ORDER BY t.chain_seq DESC LIMIT 1) last ON true
-                    WHERE last.to_state IS DISTINCT FROM p.state`,
-};
+/** The lock service's chain; every other chain is registered by the app that verifies it. */
+export const LOCK_AUDIT_CHAINS: readonly ChainSpec[] = [REVOCATION];
 
-const LEDGER: ChainSpec = {
-  chain: 'ledger_entry',
-  database: 'paydb',
-  table: 'ledger_entry',
-  idColumn: 'entry_id',
-  partitionColumn: 'account_id',
-  // The posting statement locks these rows anyway (its UPDATE account); the seal takes them first.
-  partitionLock: { rowOf: 'account', keyColumn: 'account_id' },
-  seqColumn: 'chain_seq',
-  hashColumn: 'chain_hash',
-  columns: [
-    ['entry_id', 'value'],
-    ['txn_group_id', 'value'],
-    ['account_id', 'value'],
-    ['amount_minor', 'value'],
-    ['counterparty_account_id', 'value'],
-    ['payout_id', 'value'],
-    ['fence', 'value'],
-    ['kind', 'value'],
-    ['created_at', 'instant'],
-  ],
-  backfillOrder: 'created_at, entry_id',
-  appendOrder: {
-    time: 'created_at',
-    key: [
-      ['created_at', 'timestamptz'],
-      ['entry_id', 'uuid'],
-    ],
-  },
-};
+const registeredChains = new Map<string, ChainSpec>(LOCK_AUDIT_CHAINS.map((s) => [s.chain, s]));
 
-/** A rail attempt as written before the rail call: immutable by the proxydb guard. */
-const RAIL_INTENT: ChainSpec = {
-  chain: 'rail_submission',
-  database: 'proxydb',
-  table: 'rail_submission',
-  idColumn: 'submission_id',
-  partitionColumn: 'payout_id',
-  partitionLock: { advisoryKey: 1684828004 },
-  seqColumn: 'chain_seq',
-  hashColumn: 'chain_hash',
-  columns: [
-    ['submission_id', 'value'],
-    ['payout_id', 'value'],
-    ['account_id', 'value'],
-    ['presented_token', 'value'],
-    ['owner_id', 'value'],
-    ['idempotency_key', 'value'],
-    ['client_ref', 'value'],
-    ['amount_minor', 'value'],
-    ['currency', 'value'],
-    ['beneficiary_ref', 'value'],
-    ['fencing_enforced', 'value'],
-    ['created_at', 'instant'],
-  ],
-  backfillOrder: 'created_at, submission_id',
-  appendOrder: {
-    time: 'created_at',
-    key: [
-      ['created_at', 'timestamptz'],
-      ['submission_id', 'uuid'],
-    ],
-  },
-};
+/**
+ * Adds an app's chains to those `auditChains` answers (docs/audit.md), when its module loads or
+ * its script starts. The same spec again is harmless; another spec under a known chain name
+ * throws: the columns are the hashed content, so two meanings would report every link broken.
+ */
+export function registerAuditChains(specs: readonly ChainSpec[]): void {
+  for (const spec of specs) {
+    const known = registeredChains.get(spec.chain);
+    if (known !== undefined && JSON.stringify(known) !== JSON.stringify(spec)) {
+      throw new Error(`audit chain ${spec.chain} is already registered with another spec`);
+    }
+    registeredChains.set(spec.chain, spec);
+  }
+}
 
-/** Its outcome, recorded once after the call: a second chain, in the order outcomes were recorded. */
-const RAIL_OUTCOME: ChainSpec = {
-  chain: 'rail_submission_outcome',
-  database: 'proxydb',
-  table: 'rail_submission',
-  idColumn: 'submission_id',
-  partitionColumn: 'payout_id',
-  partitionLock: { advisoryKey: 1684828005 },
-  seqColumn: 'outcome_seq',
-  hashColumn: 'outcome_hash',
-  columns: [
-    ['submission_id', 'value'],
-    ['outcome', 'value'],
-    ['rail_reference', 'value'],
-    ['error_code', 'value'],
-    ['highest_token_seen', 'value'],
-    ['resolved_at', 'instant'],
-  ],
-  backfillOrder: 'resolved_at, submission_id',
-  memberWhere: 'outcome IS NOT NULL',
-  appendOrder: {
-    time: 'resolved_at',
-    key: [
-      ['resolved_at', 'timestamptz'],
-      ['submission_id', 'uuid'],
-    ],
-  },
-};
+/** The chains registered for `database`, in registration order. */
+export function auditChains(database: string): ChainSpec[] {
+  return [...registeredChains.values()].filter((s) => s.database === database);
+}
 
-export const AUDIT_CHAINS = {
-  lockdb: [REVOCATION],
-  paydb: [TRANSITION, LEDGER],
-  proxydb: [RAIL_INTENT, RAIL_OUTCOME],
-} as const satisfies Record<ChainSpec['database'], readonly ChainSpec[]>;
-
-export const AUDIT_CHAIN_NAMES = Object.values(AUDIT_CHAINS).flatMap((specs) =>
-  specs.map((s) => s.chain),
-);
+/** Every registered chain's name: the lock service's first, then in registration order. */
+export function auditChainNames(): string[] {
+  return [...registeredChains.keys()];
+}
 
 /**
  * The canonical content of a link as one SQL text expression over `alias`'s

@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
-import { SafetyEvents } from '@dlock/observability';
+import { registerSafetyEvents, SafetyEvents } from '@dlock/observability';
+import { PAYOUT_SAFETY_EVENTS } from '@dlock/payout-contract';
 import { parseYamlFile, readRepoFile, repoRoot, requireTool, run } from './deploy-tools';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS script of the repository
@@ -110,6 +111,8 @@ describe('Prometheus rules and config', () => {
   });
 
   it('use the safety metric names the services register (docs/operations.md)', () => {
+    // As the payout services' modules do when they load.
+    registerSafetyEvents(PAYOUT_SAFETY_EVENTS);
     const registry = new Registry();
     new SafetyEvents(registry);
     const registered = registry.getMetricsAsArray().map((m) => m.name);

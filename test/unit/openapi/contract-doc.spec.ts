@@ -1,8 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ERROR_CATALOGUE, ERROR_CODES, REQUEST_DEADLINE_HEADER } from '@dlock/lock-api';
+import { BUILT_IN_ERROR_CODES, REQUEST_DEADLINE_HEADER } from '@dlock/lock-api';
+import { PAYOUT_ERROR_CODES } from '@dlock/payout-contract';
 
-/** docs/contract.md states the error catalogue of the code, no more and no less. */
+/**
+ * docs/contract.md states the error catalogue of the code, no more and no less: the codes every
+ * service knows and the payout services' own.
+ */
 describe('docs/contract.md', () => {
   const text = readFileSync(path.join(__dirname, '..', '..', '..', 'docs', 'contract.md'), 'utf8');
   const section = text.split('## Error catalogue')[1]?.split('\n## ')[0] ?? '';
@@ -15,12 +19,12 @@ describe('docs/contract.md', () => {
   );
 
   it('lists every code of the catalogue once, with its status and retry-safety', () => {
-    expect(rows).toEqual(
-      ERROR_CODES.map((code) => ({
-        code,
-        status: ERROR_CATALOGUE[code].httpStatus,
-        retrySafe: ERROR_CATALOGUE[code].retrySafe,
-      })),
+    const byCode = (a: { code: string }, b: { code: string }) => a.code.localeCompare(b.code);
+    const catalogue = Object.entries({ ...BUILT_IN_ERROR_CODES, ...PAYOUT_ERROR_CODES });
+    expect([...rows].sort(byCode)).toEqual(
+      catalogue
+        .map(([code, spec]) => ({ code, status: spec.httpStatus, retrySafe: spec.retrySafe }))
+        .sort(byCode),
     );
   });
 

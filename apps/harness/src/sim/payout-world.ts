@@ -1,6 +1,16 @@
 import { DlockError, FencedOutError } from '@dlock/lock-api';
 import type { PayoutState } from '@dlock/payout-contract';
-import { transition, type PayoutEvent } from '@dlock/payout-contract';
+import {
+  PAYOUT_SAFETY_EVENTS,
+  registerPayoutVocabulary,
+  transition,
+  type PayoutEvent,
+} from '@dlock/payout-contract';
+import { registerSafetyEvents } from '@dlock/observability';
+
+// The simulated payout services and executors answer and emit what the real ones register.
+registerPayoutVocabulary();
+registerSafetyEvents(PAYOUT_SAFETY_EVENTS);
 
 /** One payout of the simulated world (paydb's payout row, the fields the rules read). */
 export interface SimPayout {

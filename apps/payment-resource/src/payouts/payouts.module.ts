@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { PayoutStatsController } from './http/console-reads.controller';
 import { PayoutsController } from './http/payouts.controller';
 import { PaymentMetrics } from '../metrics';
+import { PayoutSafetyEvents } from '../safety-events';
 import { FastTransitionRepository } from './persistence/fast-transition.repository';
 import { FenceRepository } from './persistence/fence.repository';
 import { IdempotencyRepository } from './persistence/idempotency.repository';
@@ -25,6 +26,7 @@ import { TransactionalPath } from './service/transactional-path';
   controllers: [PayoutStatsController, PayoutsController],
   providers: [
     PaymentMetrics,
+    PayoutSafetyEvents,
     FenceRepository,
     FastTransitionRepository,
     PayoutRepository,

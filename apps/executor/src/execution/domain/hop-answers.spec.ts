@@ -1,6 +1,6 @@
 import { PeerUnavailableError } from '@dlock/http-client';
 import { DlockError, FencedOutError, LockLostError, type ErrorCode } from '@dlock/lock-api';
-import type { PayoutView } from '@dlock/payout-contract';
+import { registerPayoutVocabulary, type PayoutView } from '@dlock/payout-contract';
 import type { AttemptStep } from './attempt-step';
 import {
   afterAckedRefused,
@@ -11,6 +11,9 @@ import {
   isRefusedAsInvalid,
   RefusedByPaymentResource,
 } from './hop-answers';
+
+// The payout codes, as the executor's module registers them when it loads.
+registerPayoutVocabulary();
 
 // Each hop's answers and what the attempt does next (docs/executor.md § Outcomes).
 

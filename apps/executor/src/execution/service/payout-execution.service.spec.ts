@@ -11,20 +11,26 @@ import {
 } from '@dlock/lock-api';
 import type { LockSession } from '@dlock/lock-client';
 import type { FenceCredential } from '@dlock/lock-api';
-import { SafetyEvents } from '@dlock/observability';
+import { registerSafetyEvents, SafetyEvents } from '@dlock/observability';
 import { PeerUnavailableError } from '@dlock/http-client';
-import type {
-  PaymentResourceClient,
-  PayoutState,
-  PayoutSummary,
-  PayoutView,
-  RailProxyClient,
+import {
+  PAYOUT_SAFETY_EVENTS,
+  registerPayoutVocabulary,
+  type PaymentResourceClient,
+  type PayoutState,
+  type PayoutSummary,
+  type PayoutView,
+  type RailProxyClient,
 } from '@dlock/payout-contract';
 import { readExecutorConfig } from '../../config';
 import { ExecutorMetrics } from '../../metrics';
 import { AttemptHooks, type AttemptPoint } from '../domain/attempt-hooks.port';
 import type { ProxyRecord } from '../domain/recovery';
 import { MAX_STEPS_PER_ATTEMPT, PayoutExecutionService } from './payout-execution.service';
+
+// What the executor's module registers when it loads (app.module.ts).
+registerPayoutVocabulary();
+registerSafetyEvents(PAYOUT_SAFETY_EVENTS);
 
 const AUTH = {
   AUTH_JWKS: '/run/dlock/jwks.json',
@@ -270,7 +276,7 @@ function harness(opts: Options = {}) {
     (await safetyRegistry.getSingleMetric('rail_ambiguous_total')?.get())?.values[0]?.value ?? 0;
   const invalidCount = async (hop: string) =>
     (await metrics.payoutInvalidTotal.get()).values.find((v) => v.labels.hop === hop)?.value ?? 0;
-  const railAmbiguous = jest.spyOn(SafetyEvents.prototype, 'railAmbiguous');
+  const railAmbiguous = jest.spyOn(SafetyEvents.prototype, 'record');
   railAmbiguous.mockClear();
   return {
     calls,
@@ -1348,6 +1354,7 @@ describe('VALIDATION_FAILED from the proxy is a decline only as a 422 with outco
     expect(outcomes.map((o) => o.outcome)).toEqual(['SUBMITTED', 'AMBIGUOUS']);
     expect(outcomes.at(-1)).toEqual({ outcome: 'AMBIGUOUS', reason });
     expect(railAmbiguous).toHaveBeenCalledWith(
+      'rail_ambiguous',
       expect.objectContaining({ submissionId: null, reason }),
     );
     expect(await invalidCount('rail_proxy')).toBe(before + 1);
@@ -1673,7 +1680,7 @@ describe('what an operator sees', () => {
       submit: () => Promise.reject(invalid('beneficiaryRef')),
     });
     expect(await run()).toEqual({ kind: 'ambiguous', payoutId: 'p-1' });
-    expect(railAmbiguous).toHaveBeenCalledWith({
+    expect(railAmbiguous).toHaveBeenCalledWith('rail_ambiguous', {
       payoutId: 'p-1',
       accountId: 'a-1',
       submissionId: null,
@@ -1711,7 +1718,7 @@ describe('what an operator sees', () => {
       }),
       expect.any(String),
     );
-    expect(railAmbiguous).toHaveBeenCalledWith({
+    expect(railAmbiguous).toHaveBeenCalledWith('rail_ambiguous', {
       payoutId: 'p-1',
       accountId: 'a-1',
       submissionId: null,
@@ -1735,6 +1742,7 @@ describe('what an operator sees', () => {
     });
     await run();
     expect(railAmbiguous).toHaveBeenCalledWith(
+      'rail_ambiguous',
       expect.objectContaining({ submissionId: 's-1', reason: `proxy: ${long}` }),
     );
     expect(outcomes.at(-1)).toEqual({

@@ -317,7 +317,7 @@ export class PayoutExecutionService {
    */
   private async quarantine(a: Attempt, s: StepOf<'quarantine'>): Promise<AttemptStep> {
     if (s.refusal) this.reportInvalid(a, s.refusal.hop, s.refusal.step, s.refusal.error);
-    this.safety.railAmbiguous({
+    this.safety.record('rail_ambiguous', {
       payoutId: a.payoutId,
       accountId: a.accountId,
       submissionId: s.submissionId ?? null,

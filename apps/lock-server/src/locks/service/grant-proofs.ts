@@ -38,6 +38,7 @@ export class GrantProofs {
       jwks: () => this.ring.publicJwks,
       type: GRANT_PROOF_TYPE,
       kind: 'grant',
+      name: 'grant proof',
     });
   }
 

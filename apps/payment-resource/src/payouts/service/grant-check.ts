@@ -41,6 +41,7 @@ export class GrantCheck implements OnModuleInit {
       jwks: config.GRANT_JWKS,
       type: GRANT_PROOF_TYPE,
       kind: 'grant',
+      name: 'grant proof',
     });
   }
 

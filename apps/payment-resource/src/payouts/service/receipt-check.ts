@@ -55,6 +55,7 @@ export class ReceiptCheck implements OnModuleInit {
       jwks: config.RECEIPT_JWKS,
       type: RAIL_RECEIPT_TYPE,
       kind: 'receipt',
+      name: 'rail receipt',
     });
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Injectable, Logger } from '@nestjs/common';
 import { DlockError, ValidationError, formatFencingToken } from '@dlock/lock-api';
-import { SafetyEvents } from '@dlock/observability';
+import { PayoutSafetyEvents } from '../../safety-events';
 import { balancedPair } from '../../ledger/domain/ledger';
 import { AccountRepository } from '../../ledger/persistence/account.repository';
 import { LedgerRepository } from '../../ledger/persistence/ledger.repository';
@@ -57,7 +57,7 @@ export class TransactionalPath {
     private readonly accounts: AccountRepository,
     private readonly ledger: LedgerRepository,
     private readonly receipts: ReceiptCheck,
-    private readonly safety: SafetyEvents,
+    private readonly safety: PayoutSafetyEvents,
     private readonly metrics: PaymentMetrics,
   ) {}
 

@@ -40,12 +40,14 @@ export class SubmissionProofs implements OnModuleInit {
       jwks: config.GRANT_JWKS,
       type: GRANT_PROOF_TYPE,
       kind: 'grant',
+      name: 'grant proof',
       rememberMs: 0, // one submission per payout: each proof is met once
     });
     this.instructions = new ProofVerifier({
       jwks: config.INSTRUCTION_JWKS,
       type: PAYOUT_INSTRUCTION_TYPE,
       kind: 'instruction',
+      name: 'payout instruction',
       rememberMs: 0,
     });
   }

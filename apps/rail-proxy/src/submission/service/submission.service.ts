@@ -445,7 +445,7 @@ export class SubmissionService {
   }
 
   private duplicate(req: SubmissionRequest, existing: SubmissionRecord): void {
-    this.safety.duplicateSubmission({
+    this.safety.record('duplicate_rail_submission_attempted', {
       payoutId: req.payoutId,
       accountId: req.accountId,
       presentedToken: req.presentedToken,
@@ -459,7 +459,7 @@ export class SubmissionService {
 
   private ambiguous(req: SubmissionRequest, submissionId: string, reason: AmbiguousReason): void {
     this.metrics.outcome('timeout');
-    this.safety.railAmbiguous({
+    this.safety.record('rail_ambiguous', {
       payoutId: req.payoutId,
       accountId: req.accountId,
       submissionId,

@@ -1,4 +1,4 @@
-import { RAIL_SWEEP_FINDINGS, type RailSweepFinding } from '@dlock/observability';
+import { RAIL_SWEEP_FINDINGS, type RailSweepFinding } from '@dlock/payout-contract';
 
 /** The payout states the rail sweep looks up: every state a payout never leaves. */
 export const TERMINAL_STATES = ['POSTED', 'FAILED', 'ABANDONED'] as const;

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
-  AUDIT_CHAINS,
+  auditChains,
   describeBreak,
   emptyCheckpoint,
   verifyChain,
@@ -64,7 +64,7 @@ export class AuditChainService {
     let complete = true;
     for (const db of [this.lockdb, this.paydb, this.proxydb]) {
       if (db === null) continue;
-      for (const spec of AUDIT_CHAINS[db.name]) {
+      for (const spec of auditChains(db.name)) {
         if (signal?.aborted) return outcomes;
         const outcome = await this.verify(db, spec, checkpoints, full, signal);
         if (outcome) outcomes.push(outcome);

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { formatInstant } from '@dlock/lock-api';
-import { railClientRef } from '@dlock/payout-contract';
-import { RAIL_SWEEP_FINDINGS, SafetyEvents } from '@dlock/observability';
+import { RAIL_SWEEP_FINDINGS, railClientRef } from '@dlock/payout-contract';
+import { SafetyEvents } from '@dlock/observability';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
 import type { ReadOnlyDb } from '../../persistence/read-only-db';
 import { PAYDB } from '../../persistence/tokens';
@@ -77,10 +77,9 @@ export class RailSweepService {
     private readonly safety: SafetyEvents,
   ) {
     this.nextRecheckAtMs = Date.now() + config.RECONCILER_SWEEP_RECHECK_INTERVAL_MS;
-    for (const finding of RAIL_SWEEP_FINDINGS) {
-      this.safety.railSweepFindingsTotal.inc({ finding }, 0);
+    // The findings' counters start at 0 with SafetyEvents (their labels are fixed).
+    for (const finding of RAIL_SWEEP_FINDINGS)
       this.metrics.railSweepFindingsOpen.set({ finding }, 0);
-    }
   }
 
   report() {
@@ -220,7 +219,7 @@ export class RailSweepService {
       this.metrics.railSweepFindingsOpen.set({ finding }, this.findings.count(finding));
     }
     for (const f of fresh) {
-      this.safety.railSweepFinding(f.finding, {
+      this.safety.record(f.finding, {
         payoutId: f.payoutId,
         clientRef: f.clientRef,
         railReferences: f.railReferences,

@@ -27,6 +27,7 @@ export class SubmissionGrants implements OnModuleInit {
       jwks: config.GRANT_JWKS,
       type: GRANT_PROOF_TYPE,
       kind: 'grant',
+      name: 'grant proof',
       rememberMs: 0, // each kept proof is read once
     });
   }
