@@ -166,10 +166,3 @@ export function idempotencyRows(dbUrl: string, key: string): Promise<number> {
     return res.rowCount ?? 0;
   });
 }
-
-/** One sample of a Prometheus counter from /metrics (0 when absent). */
-export async function metric(appUrl: string, sample: string): Promise<number> {
-  const res = await http('GET', `${appUrl}/metrics`);
-  const line = res.text.split('\n').find((l) => l.startsWith(`${sample} `));
-  return line ? Number(line.slice(sample.length + 1)) : 0;
-}
