@@ -1,7 +1,7 @@
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
 import { EnvError, readDatabaseUrls } from '@dlock/config';
 import { MIGRATIONS, type DatabaseName } from '../migrations';
+import { migrateDatabase } from '@dlock/persistence';
 
 /** `npm run db:migrate`: migrates every database whose URL is set. */
 async function main(): Promise<void> {
@@ -14,19 +14,8 @@ async function main(): Promise<void> {
   let ran = 0;
   for (const [db, url] of targets) {
     if (!url) continue;
-    const ds = new DataSource({
-      type: 'postgres',
-      url,
-      migrations: MIGRATIONS[db],
-      logging: ['error'],
-    });
-    await ds.initialize();
-    try {
-      const done = await ds.runMigrations({ transaction: 'each' });
-      console.log(`[migrate] ${db}: ${done.length} migration(s) applied`);
-    } finally {
-      await ds.destroy();
-    }
+    const done = await migrateDatabase(url, MIGRATIONS[db]);
+    console.log(`[migrate] ${db}: ${done.length} migration(s) applied`);
     ran++;
   }
   if (ran === 0)

@@ -17,10 +17,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { loadGate, loadLine, markNoisy } from '../load-gate';
+import { createMigratedDatabase } from '../../libs/persistence/src/migrate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const WRITERS = Number(process.env.BENCH_WRITERS ?? 16);
@@ -34,23 +34,9 @@ const accountOf = (w: number) => `acct-${SHARED ? 0 : w}`;
 const clearingOf = (w: number) => `clearing-EUR-${String(w % SHARDS).padStart(2, '0')}`;
 
 async function database(adminUrl: string, name: string, sealed: boolean): Promise<string> {
-  const admin = new Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
   const all = MIGRATIONS.paydb as (new () => unknown)[];
-  const ds = new DataSource({
-    type: 'postgres',
-    url: url.toString(),
-    migrations: sealed ? all : all.slice(0, -1),
-    logging: false,
-  });
-  await ds.initialize();
-  await ds.runMigrations({ transaction: 'each' });
-  await ds.destroy();
-  const c = new Client({ connectionString: url.toString() });
+  const url = await createMigratedDatabase(adminUrl, name, sealed ? all : all.slice(0, -1));
+  const c = new Client({ connectionString: url });
   await c.connect();
   for (let w = 0; w < Math.max(WRITERS, SHARDS); w++) {
     await c.query(

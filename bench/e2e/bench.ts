@@ -41,7 +41,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEtcd, type EtcdCluster } from '../../libs/testing/src/etcd';
 import { rowId } from '../../libs/persistence/src/row-id';
@@ -54,6 +53,7 @@ import { bareLane, hopsOf, type HopApp } from './bare-payout';
 import { machineLine } from '../lock-server/etcd-common';
 import { diesWithBench } from '../children';
 import { callgrindCounter, underCallgrind, type CallgrindCounter } from '../callgrind';
+import { createMigratedDatabase } from '../../libs/persistence/src/migrate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 /** BENCH_REPORT=bench/reports/tracing.md writes a focused run elsewhere than the full report. */
@@ -261,17 +261,7 @@ export async function startPostgres(): Promise<Pg> {
 }
 
 async function database(pg: Pg, db: DatabaseName, suffix: string): Promise<string> {
-  const name = `${db}_${suffix}`;
-  const c = new Client({ connectionString: pg.admin });
-  await c.connect();
-  await c.query(`CREATE DATABASE ${name}`);
-  await c.end();
-  const url = pg.admin.replace(/\/postgres$/, `/${name}`);
-  const ds = new DataSource({ type: 'postgres', url, migrations: MIGRATIONS[db], logging: false });
-  await ds.initialize();
-  await ds.runMigrations({ transaction: 'each' });
-  await ds.destroy();
-  return url;
+  return createMigratedDatabase(pg.admin, `${db}_${suffix}`, MIGRATIONS[db]);
 }
 
 export interface App {

@@ -23,15 +23,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from 'pg';
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
 import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { DEV_POLICY_PATH, testAuthEnv } from '../../libs/testing/src/identity';
 import { freePort } from '../../libs/testing/src/process';
 import { call, cpuProfileEnv, startLockServerProcess } from './etcd-common';
 import { loadGate, loadLine, markNoisy } from '../load-gate';
+import { createMigratedDatabase, type MigrationList } from '../../libs/persistence/src/migrate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const BASE_DIR = process.env.BENCH_BASE_DIR ?? '/tmp/authz-base';
@@ -57,14 +56,6 @@ interface Server {
 function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
-}
-
-async function migrate(url: string, migrations: unknown[]): Promise<void> {
-  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
-  const ds = new DataSource({ type: 'postgres', url, migrations: migrations as Function[] });
-  await ds.initialize();
-  await ds.runMigrations({ transaction: 'each' });
-  await ds.destroy();
 }
 
 /** A lock-server from another build's dist/ (the base, or BENCH_SUBJECT_DIR). */
@@ -119,9 +110,9 @@ async function startBuild(
   return { name, url, proc, stop };
 }
 
-async function migrationsOf(dir: string): Promise<unknown[]> {
+async function migrationsOf(dir: string): Promise<MigrationList> {
   const built = (await import(path.join(dir, 'dist', 'migrations', 'lockdb', 'index.js'))) as {
-    LOCKDB_MIGRATIONS: unknown[];
+    LOCKDB_MIGRATIONS: MigrationList;
   };
   return built.LOCKDB_MIGRATIONS;
 }
@@ -258,16 +249,12 @@ async function main(): Promise<void> {
   const pg = await startEmbeddedPostgres({ dir, fsync: true, maxConnections: 300 });
   const servers: Server[] = [];
   try {
-    const admin = new Client({ connectionString: pg.adminUrl });
-    await admin.connect();
-    await admin.query('CREATE DATABASE lockdb_base');
-    await admin.query('CREATE DATABASE lockdb_identity');
-    await admin.end();
     const dbUrl = (name: string) => `postgres://postgres:postgres@127.0.0.1:${pg.port}/${name}`;
     // Each build's own schema, from its own build.
-    await migrate(dbUrl('lockdb_base'), await migrationsOf(BASE_DIR));
-    await migrate(
-      dbUrl('lockdb_identity'),
+    await createMigratedDatabase(pg.adminUrl, 'lockdb_base', await migrationsOf(BASE_DIR));
+    await createMigratedDatabase(
+      pg.adminUrl,
+      'lockdb_identity',
       SUBJECT_DIR ? await migrationsOf(SUBJECT_DIR) : LOCKDB_MIGRATIONS,
     );
     servers.push(

@@ -28,9 +28,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Client, Pool } from 'pg';
+import { Pool } from 'pg';
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
 import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { preparedStatement } from '../../libs/persistence/src/prepared';
@@ -43,6 +42,7 @@ import {
 } from '../../apps/lock-server/src/locks/persistence/pg/sql';
 import { loadGate, reportWithLoad } from '../load-gate';
 import { notesOfFile } from '../report-notes';
+import { createMigratedDatabase } from '../../libs/persistence/src/migrate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 4000);
@@ -75,20 +75,7 @@ async function startPostgres(): Promise<Postgres> {
   const pg = await startEmbeddedPostgres({ dir, fsync: true });
   const port = pg.port;
   const admin = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
-  const c = new Client({ connectionString: admin });
-  await c.connect();
-  await c.query('CREATE DATABASE lockdb_bench');
-  await c.end();
-  const url = `postgres://postgres:postgres@127.0.0.1:${port}/lockdb_bench`;
-  const ds = new DataSource({
-    type: 'postgres',
-    url,
-    migrations: LOCKDB_MIGRATIONS,
-    logging: false,
-  });
-  await ds.initialize();
-  await ds.runMigrations({ transaction: 'each' });
-  await ds.destroy();
+  const url = await createMigratedDatabase(admin, 'lockdb_bench', LOCKDB_MIGRATIONS);
   return {
     url,
     postmasterPid() {

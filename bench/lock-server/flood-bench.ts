@@ -16,12 +16,11 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DataSource } from 'typeorm';
-import { Client } from 'pg';
 import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { ROOT, call, machineLine, pct, sleep, startLockServerProcess } from './etcd-common';
 import { loadGate, reportWithLoad } from '../load-gate';
+import { createMigratedDatabase } from '../../libs/persistence/src/migrate';
 
 const FLOOD = Number(process.env.BENCH_FLOOD ?? 1000);
 const ROUNDS = Number(process.env.BENCH_FLOOD_ROUNDS ?? 3);
@@ -58,17 +57,7 @@ async function startLockdb(): Promise<{ url: string; stop(): Promise<void> }> {
     dir: path.join(ROOT, '.tmp', `bench-flood-${process.pid}`),
     fsync: true,
   });
-  const admin = new Client({
-    connectionString: `postgres://postgres:postgres@127.0.0.1:${pg.port}/postgres`,
-  });
-  await admin.connect();
-  await admin.query('CREATE DATABASE lockdb_flood');
-  await admin.end();
-  const url = `postgres://postgres:postgres@127.0.0.1:${pg.port}/lockdb_flood`;
-  const ds = new DataSource({ type: 'postgres', url, migrations: LOCKDB_MIGRATIONS });
-  await ds.initialize();
-  await ds.runMigrations({ transaction: 'each' });
-  await ds.destroy();
+  const url = await createMigratedDatabase(pg.adminUrl, 'lockdb_flood', LOCKDB_MIGRATIONS);
   return { url, stop: pg.stop };
 }
 

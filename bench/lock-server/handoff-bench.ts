@@ -14,8 +14,6 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DataSource } from 'typeorm';
-import { Client } from 'pg';
 import { LOCKDB_MIGRATIONS } from '../../migrations/lockdb';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { startEtcdCluster } from '../../libs/testing/src/etcd';
@@ -28,6 +26,7 @@ import {
   type LockServerProcess,
 } from './etcd-common';
 import { loadGate, reportWithLoad } from '../load-gate';
+import { createMigratedDatabase } from '../../libs/persistence/src/migrate';
 
 const ROUNDS = Number(process.env.BENCH_HANDOFF_ROUNDS ?? 100);
 const REPLICAS = 3;
@@ -48,17 +47,7 @@ async function startLockdb(): Promise<{ url: string; stop(): Promise<void> }> {
     dir: path.join(ROOT, '.tmp', `bench-handoff-${process.pid}`),
     fsync: true,
   });
-  const admin = new Client({
-    connectionString: `postgres://postgres:postgres@127.0.0.1:${pg.port}/postgres`,
-  });
-  await admin.connect();
-  await admin.query('CREATE DATABASE lockdb_handoff');
-  await admin.end();
-  const url = `postgres://postgres:postgres@127.0.0.1:${pg.port}/lockdb_handoff`;
-  const ds = new DataSource({ type: 'postgres', url, migrations: LOCKDB_MIGRATIONS });
-  await ds.initialize();
-  await ds.runMigrations({ transaction: 'each' });
-  await ds.destroy();
+  const url = await createMigratedDatabase(pg.adminUrl, 'lockdb_handoff', LOCKDB_MIGRATIONS);
   return { url, stop: pg.stop };
 }
 

@@ -15,7 +15,6 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEmbeddedPostgres } from '../../libs/testing/src/embedded-postgres';
 import { loadGate, reportWithLoad } from '../load-gate';
@@ -23,6 +22,7 @@ import { withClient } from '../../libs/testing/src/postgres';
 import { seedHistory } from './history';
 import { PASSES, type Recorder, type Statement } from './passes';
 import { machineLine } from '../lock-server/etcd-common';
+import { createMigratedDatabase } from '../../libs/persistence/src/migrate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const PAYOUTS = Number(process.env.BENCH_SCALE_PAYOUTS ?? 2_000_000);
@@ -33,30 +33,11 @@ const REPORT = path.join(ROOT, process.env.BENCH_REPORT ?? 'bench/reports/scale.
 
 type Urls = Record<DatabaseName, string>;
 
-async function migrated(adminUrl: string, name: string, db: DatabaseName): Promise<string> {
-  const admin = new Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const ds = new DataSource({
-    type: 'postgres',
-    url: url.toString(),
-    migrations: MIGRATIONS[db],
-    logging: false,
-  });
-  await ds.initialize();
-  await ds.runMigrations({ transaction: 'each' });
-  await ds.destroy();
-  return url.toString();
-}
-
 async function databases(adminUrl: string, side: string): Promise<Urls> {
   return {
-    lockdb: await migrated(adminUrl, `${side}_lockdb`, 'lockdb'),
-    paydb: await migrated(adminUrl, `${side}_paydb`, 'paydb'),
-    proxydb: await migrated(adminUrl, `${side}_proxydb`, 'proxydb'),
+    lockdb: await createMigratedDatabase(adminUrl, `${side}_lockdb`, MIGRATIONS.lockdb),
+    paydb: await createMigratedDatabase(adminUrl, `${side}_paydb`, MIGRATIONS.paydb),
+    proxydb: await createMigratedDatabase(adminUrl, `${side}_proxydb`, MIGRATIONS.proxydb),
   };
 }
 

@@ -17,9 +17,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from 'pg';
 import 'reflect-metadata';
-import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../migrations';
 import { startEmbeddedPostgres, type EmbeddedPg } from '../../libs/testing/src/embedded-postgres';
 import { testAppAuthEnv } from '../../libs/testing/src/identity';
@@ -36,6 +34,7 @@ import {
 import { startService, type Service } from './service';
 import { loadGate, markNoisy } from '../load-gate';
 import { HttpTransport } from '../../libs/http-client/src/transport';
+import { createMigratedDatabase } from '../../libs/persistence/src/migrate';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const DIST = path.join(ROOT, 'dist');
@@ -77,16 +76,7 @@ interface Env {
 }
 
 async function database(pg: EmbeddedPg, db: DatabaseName): Promise<string> {
-  const c = new Client({ connectionString: pg.adminUrl });
-  await c.connect();
-  await c.query(`CREATE DATABASE ${db}_stack`);
-  await c.end();
-  const url = pg.adminUrl.replace(/\/postgres$/, `/${db}_stack`);
-  const ds = new DataSource({ type: 'postgres', url, migrations: MIGRATIONS[db], logging: false });
-  await ds.initialize();
-  await ds.runMigrations({ transaction: 'each' });
-  await ds.destroy();
-  return url;
+  return createMigratedDatabase(pg.adminUrl, `${db}_stack`, MIGRATIONS[db]);
 }
 
 function main_(app: string): string {

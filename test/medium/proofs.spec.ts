@@ -26,6 +26,7 @@ import {
   type HttpResult,
   type RunningApp,
   scratchDir,
+  scrapeSeries,
 } from '@dlock/testing';
 
 /**
@@ -175,12 +176,6 @@ async function fenceOf(accountId: string): Promise<string> {
   });
 }
 
-async function metric(app: RunningApp, line: string): Promise<number> {
-  const text = (await http('GET', `${app.url}/metrics`)).text;
-  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
-  return found ? Number(found.slice(line.length + 1)) : 0;
-}
-
 describe('the rail pays only what payment-resource recorded', () => {
   const ghostPayout = randomUUID();
   const ghost: SubmitRequest = {
@@ -286,15 +281,17 @@ describe('the rail pays only what payment-resource recorded', () => {
 
   it('every refusal is the proof_rejected safety event, counted by guard, proof and reason', async () => {
     expect(
-      await metric(
-        proxy,
+      await scrapeSeries(
+        proxy.url,
         'proof_rejected_total{guard="rail-proxy",proof="instruction",reason="mismatch"}',
+        'throw',
       ),
     ).toBeGreaterThanOrEqual(2);
     expect(
-      await metric(
-        proxy,
+      await scrapeSeries(
+        proxy.url,
         'proof_rejected_total{guard="rail-proxy",proof="grant",reason="missing"}',
+        'throw',
       ),
     ).toBeGreaterThanOrEqual(1);
     const events = (await http('GET', `${proxy.url}/v1/safety-events`)).body;
@@ -329,9 +326,10 @@ describe('no account freezes on the word of one caller', () => {
     });
     expect(await fenceOf(accountId)).toBe(honest.fencingToken.toString());
     expect(
-      await metric(
-        payments,
+      await scrapeSeries(
+        payments.url,
         'proof_rejected_total{guard="payment-resource",proof="grant",reason="lock-key"}',
+        'throw',
       ),
     ).toBe(1);
     await honest.release();

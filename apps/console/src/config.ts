@@ -1,16 +1,16 @@
 import {
   EnvError,
   EnvInt,
+  EnvLogLevel,
   EnvOneOf,
   EnvPeerUrl,
+  type EnvSource,
   EnvString,
   EnvUrl,
+  type LogLevel,
   validateEnv,
-  type EnvSource,
 } from '@dlock/config';
 import { DEV_ISSUER, OperatorAuthEnv } from '@dlock/identity';
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const SIGN_IN_MODES = ['token', 'header'] as const;
 const HOST_ENTRY = /^([a-z0-9.-]+|\[[0-9a-f:.]+\])(:[0-9]{1,5})?$/i;
@@ -59,7 +59,7 @@ export class ConsoleEnv extends OperatorAuthEnv {
   /** A session ends when its token expires, and at the latest after this long. */
   @EnvInt({ default: 43_200_000, min: 60_000, max: 86_400_000 })
   readonly CONSOLE_SESSION_MAX_MS!: number;
-  @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
   @EnvPeerUrl({ default: 'http://127.0.0.1:8081' }) readonly LOCK_SERVER_URL!: string;
   @EnvPeerUrl({ default: 'http://127.0.0.1:8082' }) readonly PAYMENT_RESOURCE_URL!: string;
   @EnvPeerUrl({ default: 'http://127.0.0.1:8083' }) readonly RAIL_PROXY_URL!: string;

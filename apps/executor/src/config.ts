@@ -3,11 +3,12 @@ import {
   EnvBool,
   EnvError,
   EnvInt,
+  EnvLogLevel,
   EnvNumber,
-  EnvOneOf,
   EnvPeerUrl,
   type EnvSource,
   EnvString,
+  type LogLevel,
   validateEnv,
 } from '@dlock/config';
 import { CallerAuthEnv } from '@dlock/identity';
@@ -24,14 +25,12 @@ import { CRASH_POINTS, type CrashPoint } from './execution/domain/crash-points';
 
 export { CRASH_POINTS, type CrashPoint } from './execution/domain/crash-points';
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
 /** Every variable the executor reads (docs/executor.md has the table). */
 export class ExecutorEnv extends CallerAuthEnv {
   @EnvInt({ default: 8084, min: 0, max: 65535 }) readonly PORT!: number;
   /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
   @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
   @EnvString({ maxLength: OWNER_ID_MAX_LENGTH, pattern: /^[\x20-\x7e]+$/ })
   readonly OWNER_ID!: string;
   @EnvPeerUrl({ default: 'http://127.0.0.1:8081' }) readonly LOCK_SERVER_URL!: string;

@@ -1,8 +1,9 @@
+import { isTerminalPayoutState } from '@dlock/payout-contract';
 import { summarize } from '../src/checkers/invariants';
 import { linearizabilityLine } from '../src/checkers/linearizability';
 import { addPayouts, createFixture } from '../src/fixtures';
 import { checkLockHistory, checkSystem, startHarness, type Harness } from '../src/runner';
-import { TERMINAL_STATES, waitForStates } from '../src/scenarios/helpers';
+import { waitForStates } from '../src/scenarios/helpers';
 import { runSoak, soakViolations } from '../src/soak/soak';
 import { log, removeWorkDir, testPg, testWorkDir } from './support';
 
@@ -47,13 +48,13 @@ describe('three lock-server replicas on pg', () => {
           sys.startExecutor(`repl-w${i + 1}`, { EXECUTOR_ACCOUNT_ID: account }),
         ),
       );
-      await waitForStates(sys, fx.payoutIds, (s) => TERMINAL_STATES.has(s), 45_000, 'first wave');
+      await waitForStates(sys, fx.payoutIds, isTerminalPayoutState, 45_000, 'first wave');
 
       const victim = sys.lockReplicas[1];
       await victim.server.kill();
       const late = await addPayouts(sys.paydbUrl, fx.accountIds, 1, 777);
       await victim.server.restart();
-      await waitForStates(sys, late, (s) => TERMINAL_STATES.has(s), 45_000, 'after the kill');
+      await waitForStates(sys, late, isTerminalPayoutState, 45_000, 'after the kill');
       await sys.stopExecutors();
 
       // Every replica granted: the merged history really spans three recorders.

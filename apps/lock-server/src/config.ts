@@ -2,10 +2,12 @@ import {
   EnvBindHost,
   EnvError,
   EnvInt,
+  EnvLogLevel,
   EnvOneOf,
   EnvPostgresUrl,
   type EnvSource,
   EnvString,
+  type LogLevel,
   validateEnv,
 } from '@dlock/config';
 import { AuthEnv } from '@dlock/identity';
@@ -19,7 +21,6 @@ import { BROKEN_MODES } from './locks/persistence/broken-lock.store';
 import { readEtcdConfig, type EtcdStoreConfig } from './locks/persistence/etcd/etcd-config';
 import { parseFencePoints, type FencePointConfig } from './revocations/config/fence-points.config';
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 /** `memory` is the harness's (conformance suite, simulation): refused unless DLOCK_HARNESS=1. */
 export const LOCK_BACKENDS = ['pg', 'etcd', 'memory'] as const;
 export const LOCK_SERVER_BROKEN_MODES = ['off', ...BROKEN_MODES] as const;
@@ -29,7 +30,7 @@ export class LockServerEnv extends AuthEnv {
   @EnvInt({ default: 8081, min: 0, max: 65535 }) readonly PORT!: number;
   /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
   @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
   @EnvOneOf(LOCK_BACKENDS, { default: 'pg' })
   readonly LOCK_BACKEND!: (typeof LOCK_BACKENDS)[number];
   @EnvPostgresUrl({ optional: true }) readonly LOCKDB_URL?: string;

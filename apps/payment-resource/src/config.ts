@@ -4,10 +4,11 @@ import {
   EnvBool,
   EnvError,
   EnvInt,
-  EnvOneOf,
+  EnvLogLevel,
   EnvPostgresUrl,
   type EnvSource,
   EnvString,
+  type LogLevel,
   validateEnv,
 } from '@dlock/config';
 import { AuthEnv } from '@dlock/identity';
@@ -15,14 +16,12 @@ import { CLEARING_SHARDS_MAX } from './ledger/domain/ledger';
 
 export const PAYMENT_CONFIG = Symbol('PAYMENT_CONFIG');
 
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
-
 /** Every variable payment-resource reads (docs/payment-resource.md has the table). */
 export class PaymentEnv extends AuthEnv {
   @EnvInt({ default: 8082, min: 0, max: 65535 }) readonly PORT!: number;
   /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
   @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
   /** Requests one caller identity may make per PAYMENT_RATE_WINDOW_MS; past it 429 (docs/security.md, "Limits"). */
   @EnvInt({ default: 2_000, min: 1, max: 1_000_000 }) readonly PAYMENT_RATE_LIMIT!: number;
   @EnvInt({ default: 1_000, min: 100, max: 3_600_000 }) readonly PAYMENT_RATE_WINDOW_MS!: number;

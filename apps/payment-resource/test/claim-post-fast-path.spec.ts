@@ -1,13 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { http, withClient, type HttpResult } from '@dlock/testing';
+import { http, withClient, type HttpResult, seriesValue, scrapeMetrics } from '@dlock/testing';
 import {
   OWNER_A,
   OWNER_B,
   bodies,
   keyFor,
   ledgerInvariants,
-  metricValue,
-  metricsText,
   snapshot,
   startPaymentResource,
   write,
@@ -210,13 +208,13 @@ describe('P2 claim and P3 post: the one-statement fast path', () => {
       ['post', posted, 40n, bodies.post()],
     ] as const) {
       const before = await snapshot(h.dbUrl);
-      const fencedBefore = metricValue(await metricsText(h.base), metric);
+      const fencedBefore = seriesValue(await scrapeMetrics(h.base), metric, 'zero');
       const res = await write(h.base, op, payoutId, token, body);
       expect(res.status).toBe(409);
       expect(res.body).toEqual(fencedOutEnvelope(accountId, String(token), '41'));
       // Fence, payouts, transitions, answers, ledger and balances.
       expect(await snapshot(h.dbUrl)).toEqual(before);
-      expect(metricValue(await metricsText(h.base), metric)).toBe(fencedBefore + 1);
+      expect(seriesValue(await scrapeMetrics(h.base), metric, 'throw')).toBe(fencedBefore + 1);
     }
   });
 

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { http, withClient, type HttpResult } from '@dlock/testing';
+import { http, withClient, type HttpResult, seriesValue, scrapeMetrics } from '@dlock/testing';
 import {
   OWNER_A,
   OWNER_B,
@@ -7,8 +7,6 @@ import {
   bodies,
   keyFor,
   ledgerInvariants,
-  metricValue,
-  metricsText,
   snapshot,
   startPaymentResource,
   write,
@@ -51,9 +49,10 @@ describe('fence point (a): the conditional fence advance', () => {
       (await write(h.base, 'claim', payoutId, 20n, bodies.claim(), { owner: OWNER_B })).status,
     ).toBe(200);
     const before = await snapshot(h.dbUrl);
-    const fencedBefore = metricValue(
-      await metricsText(h.base),
+    const fencedBefore = seriesValue(
+      await scrapeMetrics(h.base),
       'lock_fenced_out_total{resource="account"}',
+      'zero',
     );
     for (const [op, body] of [
       ['claim', bodies.claim('CLAIMED')],
@@ -67,7 +66,11 @@ describe('fence point (a): the conditional fence advance', () => {
     }
     expect(await snapshot(h.dbUrl)).toEqual(before);
     expect(
-      metricValue(await metricsText(h.base), 'lock_fenced_out_total{resource="account"}'),
+      seriesValue(
+        await scrapeMetrics(h.base),
+        'lock_fenced_out_total{resource="account"}',
+        'throw',
+      ),
     ).toBe(fencedBefore + 4);
   });
 
@@ -350,9 +353,10 @@ describe('PAYMENT_FENCING_ENABLED=false (harness negative control)', () => {
       const p5 = (await http('GET', `${h.base}/v1/accounts/${accountId}`)).body;
       expect(p5.fence).toBe('9'); // never goes backwards, even unguarded
       expect(
-        metricValue(
-          await metricsText(h.base),
+        seriesValue(
+          await scrapeMetrics(h.base),
           'lock_token_regression_total{guard="payment-resource"}',
+          'throw',
         ),
       ).toBe(1);
     } finally {

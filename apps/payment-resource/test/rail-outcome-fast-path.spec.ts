@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { http, withClient, type HttpResult } from '@dlock/testing';
+import { http, withClient, type HttpResult, seriesValue, scrapeMetrics } from '@dlock/testing';
 import {
   accountRow,
   lockWaiter,
@@ -13,8 +13,6 @@ import {
   OWNER_B,
   bodies,
   keyFor,
-  metricValue,
-  metricsText,
   snapshot,
   startPaymentResource,
   write,
@@ -110,12 +108,12 @@ describe('P6 rail-outcome: the one-statement fast path', () => {
     const { accountId, payoutId } = await claimed(30n, OWNER_B);
     const before = await snapshot(h.dbUrl);
     const metric = 'lock_fenced_out_total{resource="account"}';
-    const fencedBefore = metricValue(await metricsText(h.base), metric);
+    const fencedBefore = seriesValue(await scrapeMetrics(h.base), metric, 'zero');
     const res = await write(h.base, 'rail-outcome', payoutId, 29n, bodies.submitted());
     expect(res.status).toBe(409);
     expect(res.body).toEqual(fencedOutEnvelope(accountId, '29', '30'));
     expect(await snapshot(h.dbUrl)).toEqual(before);
-    expect(metricValue(await metricsText(h.base), metric)).toBe(fencedBefore + 1);
+    expect(seriesValue(await scrapeMetrics(h.base), metric, 'throw')).toBe(fencedBefore + 1);
   });
 
   it('a newer claim committed while the statement waits for the account: fenced out, nothing written', async () => {

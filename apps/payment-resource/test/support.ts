@@ -171,12 +171,3 @@ export async function forceState(
     ),
   );
 }
-
-export async function metricsText(base: string): Promise<string> {
-  return (await http('GET', `${base}/metrics`)).text;
-}
-
-export function metricValue(text: string, line: string): number {
-  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
-  return found ? Number(found.slice(line.length + 1)) : 0;
-}

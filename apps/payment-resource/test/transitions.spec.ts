@@ -1,10 +1,8 @@
 import { PAYOUT_STATES, type PayoutState } from '@dlock/payout-contract';
-import { http } from '@dlock/testing';
+import { http, seriesValue, scrapeMetrics } from '@dlock/testing';
 import {
   bodies,
   forceState,
-  metricValue,
-  metricsText,
   snapshot,
   startPaymentResource,
   write,
@@ -137,16 +135,19 @@ describe('payout state machine over HTTP (every state x every request)', () => {
     const answer = req.answers[state];
     const before = await snapshot(h.dbUrl);
     const staleSeries = `payout_stale_claims_total{state="${state}"}`;
-    const metricsBefore = await metricsText(h.base);
-    const invalidBefore = metricValue(metricsBefore, 'payout_invalid_transition_total');
-    const staleBefore = metricValue(metricsBefore, staleSeries);
+    const metricsBefore = await scrapeMetrics(h.base);
+    const invalidBefore = seriesValue(metricsBefore, 'payout_invalid_transition_total', 'zero');
+    const staleBefore = seriesValue(metricsBefore, staleSeries, 'zero');
     token += 1n;
 
     const res = await write(h.base, req.op, payoutId, token, req.body);
     const after = (await http('GET', `${h.base}/v1/payouts/${payoutId}`)).body;
-    const metricsAfter = await metricsText(h.base);
-    const invalidAfter = metricValue(metricsAfter, 'payout_invalid_transition_total');
-    expect(metricValue(metricsAfter, staleSeries)).toBe(staleBefore + (answer === 'STALE' ? 1 : 0));
+    const metricsAfter = await scrapeMetrics(h.base);
+    const invalidAfter = seriesValue(metricsAfter, 'payout_invalid_transition_total', 'throw');
+    // Absent until the first stale claim in that state; the STALE rows prove it is the right name.
+    expect(seriesValue(metricsAfter, staleSeries, 'zero')).toBe(
+      staleBefore + (answer === 'STALE' ? 1 : 0),
+    );
 
     if (answer === 'NO_FUNDS') {
       expect(res.status).toBe(422);

@@ -4,23 +4,22 @@ import {
   EnvBool,
   EnvError,
   EnvInt,
-  EnvOneOf,
+  EnvLogLevel,
   EnvPeerUrl,
   EnvPostgresUrl,
   type EnvSource,
   EnvString,
+  type LogLevel,
   validateEnv,
 } from '@dlock/config';
 import { AuthEnv } from '@dlock/identity';
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** Every knob of rail-proxy (docs/rail.md). Read once at boot. */
 export class RailProxyEnv extends AuthEnv {
   @EnvInt({ default: 8083, min: 0, max: 65535 }) readonly PORT!: number;
   /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
   @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
   /** Requests one caller identity may make per RAIL_PROXY_RATE_WINDOW_MS; past it 429 (docs/security.md, "Limits"). */
   @EnvInt({ default: 2_000, min: 1, max: 1_000_000 }) readonly RAIL_PROXY_RATE_LIMIT!: number;
   @EnvInt({ default: 1_000, min: 100, max: 3_600_000 }) readonly RAIL_PROXY_RATE_WINDOW_MS!: number;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import { UUID_PATTERN } from '@dlock/lock-api';
 import {
   http,
   spawnApp,
@@ -11,7 +12,7 @@ import {
 
 /** Shared fixtures for the rail-proxy medium tests (real stub, real proxy, real proxydb). */
 export const ISO = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
-export const UUID = expect.stringMatching(/^[0-9a-f-]{36}$/);
+export const UUID = expect.stringMatching(UUID_PATTERN);
 export const TRACE = expect.stringMatching(/^[0-9a-f]{32}$/);
 
 export function journalPath(): string {
@@ -164,11 +165,4 @@ export function idempotencyRows(dbUrl: string, key: string): Promise<number> {
     const res = await c.query(`SELECT 1 FROM rail_idempotency WHERE idempotency_key = $1`, [key]);
     return res.rowCount ?? 0;
   });
-}
-
-/** One sample of a Prometheus counter from /metrics (0 when absent). */
-export async function metric(appUrl: string, sample: string): Promise<number> {
-  const res = await http('GET', `${appUrl}/metrics`);
-  const line = res.text.split('\n').find((l) => l.startsWith(`${sample} `));
-  return line ? Number(line.slice(sample.length + 1)) : 0;
 }

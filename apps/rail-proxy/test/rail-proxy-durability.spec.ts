@@ -13,6 +13,7 @@ import {
   testAuthEnv,
   runNode,
   type NodeRun,
+  scrapeSeries,
 } from '@dlock/testing';
 import {
   ISO,
@@ -113,7 +114,9 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     expect(await rowsOf(db, p.payoutId)).toEqual([]);
     expect(await idempotencyRows(db, keyOf(p))).toBe(0);
     expect(await highWater(db, p.accountId)).toBeNull();
-    expect(await metricLine(down.url, 'rail_submission_total{outcome="unavailable"}')).toBe(1);
+    expect(
+      await scrapeSeries(down.url, 'rail_submission_total{outcome="unavailable"}', 'throw'),
+    ).toBe(1);
 
     // Retry-safe means it: the identical request, same token, is admitted once the rail is back.
     const up = await steadyProxy();
@@ -322,17 +325,11 @@ describe('rail-proxy: a durable, shared high-water mark and intent-before-forwar
     expect(await highWater(db, p.accountId)).toBe('60');
     expect(unfenced.output()).toContain('fencing_disabled');
     // The detective signal the DlockTokenRegression alert watches (docs/operations.md).
-    expect(await metricLine(unfenced.url, 'lock_token_regression_total{guard="rail-proxy"}')).toBe(
-      1,
-    );
+    expect(
+      await scrapeSeries(unfenced.url, 'lock_token_regression_total{guard="rail-proxy"}', 'throw'),
+    ).toBe(1);
     expect(unfenced.output()).toMatch(
       /"presentedToken":"59".*"event":"token_regression"|"event":"token_regression".*"presentedToken":"59"/,
     );
   });
 });
-
-async function metricLine(url: string, sample: string): Promise<number> {
-  const res = await http('GET', `${url}/metrics`);
-  const line = res.text.split('\n').find((l) => l.startsWith(`${sample} `));
-  return line ? Number(line.slice(sample.length + 1)) : 0;
-}

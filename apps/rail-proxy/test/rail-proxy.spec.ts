@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT, http, migratedDatabase, type RunningApp, scratchDir } from '@dlock/testing';
+import {
+  REPO_ROOT,
+  http,
+  migratedDatabase,
+  type RunningApp,
+  scratchDir,
+  scrapeSeries,
+} from '@dlock/testing';
 import { railClientRef } from '@dlock/payout-contract';
 import {
   ISO,
@@ -11,7 +18,6 @@ import {
   idempotencyRows,
   keptGrant,
   keyOf,
-  metric,
   newPayout,
   rowsOf,
   scriptStub,
@@ -181,8 +187,12 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     const p = newPayout();
     await scriptStub(stub.url, ['hold-accepted']);
     const before = await stubStats(stub.url);
-    const ambiguousBefore = await metric(proxy.url, 'rail_ambiguous_total');
-    const duplicatesBefore = await metric(proxy.url, 'rail_duplicate_attempted_total');
+    const ambiguousBefore = await scrapeSeries(proxy.url, 'rail_ambiguous_total', 'zero');
+    const duplicatesBefore = await scrapeSeries(
+      proxy.url,
+      'rail_duplicate_attempted_total',
+      'zero',
+    );
 
     const started = Date.now();
     const res = await submit(proxy.url, p, '10');
@@ -208,7 +218,9 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     expect(after.submitsReceived).toBe(before.submitsReceived + 1);
     // The hazard is real: the rail booked it although nobody heard the ack.
     expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
-    expect(await metric(proxy.url, 'rail_ambiguous_total')).toBe(ambiguousBefore + 1);
+    expect(await scrapeSeries(proxy.url, 'rail_ambiguous_total', 'throw')).toBe(
+      ambiguousBefore + 1,
+    );
 
     // A later holder (newer token, same stable key): DUPLICATE_SUBMISSION.
     const newer = await submit(proxy.url, p, '11', { ownerId: 'worker-2' });
@@ -238,7 +250,9 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     expect((await stubStats(stub.url)).submitsReceived).toBe(after.submitsReceived);
     expect(await transfersFor(stub.url, railClientRef(p.payoutId))).toHaveLength(1);
     expect((await rowsOf(db, p.payoutId)).map((r) => r.outcome)).toEqual(['TIMEOUT']);
-    expect(await metric(proxy.url, 'rail_duplicate_attempted_total')).toBe(duplicatesBefore + 1);
+    expect(await scrapeSeries(proxy.url, 'rail_duplicate_attempted_total', 'throw')).toBe(
+      duplicatesBefore + 1,
+    );
     expect(proxy.output()).toContain('"event":"duplicate_rail_submission_attempted"');
     expect(proxy.output()).toContain('"event":"rail_ambiguous"');
   });
@@ -292,7 +306,11 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
   it('a stale token is FENCED_OUT with outcome FENCED and no rail call; the legitimate holder still submits', async () => {
     const first = newPayout();
     const second = newPayout(first.accountId);
-    const fencedBefore = await metric(proxy.url, 'lock_fenced_out_total{resource="rail"}');
+    const fencedBefore = await scrapeSeries(
+      proxy.url,
+      'lock_fenced_out_total{resource="rail"}',
+      'zero',
+    );
     expect((await submit(proxy.url, first, '20', { ownerId: 'worker-new' })).status).toBe(200);
     const before = await stubStats(stub.url);
 
@@ -338,10 +356,12 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       'FENCED',
       'ACKED',
     ]);
-    expect(await metric(proxy.url, 'lock_fenced_out_total{resource="rail"}')).toBe(
+    expect(await scrapeSeries(proxy.url, 'lock_fenced_out_total{resource="rail"}', 'throw')).toBe(
       fencedBefore + 2,
     );
-    expect(await metric(proxy.url, 'rail_submission_total{outcome="fenced"}')).toBeGreaterThan(0);
+    expect(
+      await scrapeSeries(proxy.url, 'rail_submission_total{outcome="fenced"}', 'throw'),
+    ).toBeGreaterThan(0);
     // R1 runs without the request logger context; the trace id is passed explicitly.
     const fencedLine = proxy
       .output()
@@ -359,7 +379,11 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
     const second = newPayout(first.accountId);
     expect((await submit(proxy.url, first, '60')).status).toBe(200);
     const received = (await stubStats(stub.url)).submitsReceived;
-    const fencedBefore = await metric(proxy.url, 'lock_fenced_out_total{resource="rail"}');
+    const fencedBefore = await scrapeSeries(
+      proxy.url,
+      'lock_fenced_out_total{resource="rail"}',
+      'zero',
+    );
     const freshKeys = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
         submit(proxy.url, second, '59', { ownerId: 'revoked', key: `payout-${randomUUID()}-${i}` }),
@@ -382,7 +406,7 @@ describe('rail-proxy: fence point (c) between a real proxydb and a real, hostile
       new Set(['409 FENCED_OUT']),
     );
     expect((await rowsOf(db, second.payoutId)).map((r) => r.outcome)).toEqual(['FENCED']);
-    expect(await metric(proxy.url, 'lock_fenced_out_total{resource="rail"}')).toBe(
+    expect(await scrapeSeries(proxy.url, 'lock_fenced_out_total{resource="rail"}', 'throw')).toBe(
       fencedBefore + 1,
     );
     expect((await stubStats(stub.url)).submitsReceived).toBe(received);

@@ -1,25 +1,24 @@
 import {
   EnvBindHost,
   EnvInt,
+  EnvLogLevel,
   EnvNumber,
-  EnvOneOf,
   EnvPeerUrl,
   EnvPostgresUrl,
   type EnvSource,
   EnvString,
+  type LogLevel,
   validateEnv,
 } from '@dlock/config';
 import { CallerAuthEnv } from '@dlock/identity';
 import { DB_TRIES_DEFAULT } from './persistence/db-retry';
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** Every knob of the reconciler (docs/reconciler.md has the table). Read once at boot. */
 export class ReconcilerEnv extends CallerAuthEnv {
   @EnvInt({ default: 8086, min: 0, max: 65535 }) readonly PORT!: number;
   /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
   @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvOneOf(LOG_LEVELS, { default: 'info' }) readonly LOG_LEVEL!: (typeof LOG_LEVELS)[number];
+  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
   @EnvString({ default: 'reconciler', maxLength: 64, pattern: /^[\x20-\x7e]+$/ })
   readonly OWNER_ID!: string;
   @EnvPeerUrl({ default: 'http://127.0.0.1:8081' }) readonly LOCK_SERVER_URL!: string;

@@ -14,6 +14,7 @@ import {
   type RunningApp,
   testTokenProvider,
   scratchDir,
+  scrapeSeries,
 } from '@dlock/testing';
 
 /**
@@ -157,16 +158,18 @@ async function sweep(): Promise<Record<string, any>> {
   return res.body.railSweep;
 }
 
-async function metric(line: string): Promise<number> {
-  const text = (await http('GET', `${reconciler.url}/metrics`)).text;
-  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
-  return found ? Number(found.slice(line.length + 1)) : NaN;
-}
-
 const total = (finding: string) =>
-  metric(`reconciler_rail_sweep_findings_total{finding="${finding}"}`);
+  scrapeSeries(
+    reconciler.url,
+    `reconciler_rail_sweep_findings_total{finding="${finding}"}`,
+    'throw',
+  );
 const open = (finding: string) =>
-  metric(`reconciler_rail_sweep_findings_open{finding="${finding}"}`);
+  scrapeSeries(
+    reconciler.url,
+    `reconciler_rail_sweep_findings_open{finding="${finding}"}`,
+    'throw',
+  );
 
 /** Waits until the sweep has looked up `payoutId` and then completed a pass. */
 async function sweptPast(payoutId: string): Promise<Record<string, any>> {
@@ -214,9 +217,13 @@ describe('reconciler: detective rail sweep over terminal payouts', () => {
       paid_but_not_posted: 0,
     });
     for (const f of FINDINGS) expect([f, await total(f), await open(f)]).toEqual([f, 0, 0]);
-    expect(await metric('reconciler_rail_sweep_last_completed_timestamp_seconds')).toBeGreaterThan(
-      0,
-    );
+    expect(
+      await scrapeSeries(
+        reconciler.url,
+        'reconciler_rail_sweep_last_completed_timestamp_seconds',
+        'throw',
+      ),
+    ).toBeGreaterThan(0);
   });
 
   it('a rail that paid twice on its own is found as rail_double_payment, counted once', async () => {

@@ -17,6 +17,7 @@ import {
   testTokenProvider,
   testGrantProof,
   scratchDir,
+  scrapeSeries,
 } from '@dlock/testing';
 import { ensureSigningKeys, SigningKeyRing } from '@dlock/identity';
 import { GRANT_PROOF_TYPE } from '@dlock/lock-api';
@@ -164,12 +165,6 @@ async function report(): Promise<Record<string, any>> {
   return res.body;
 }
 
-async function metric(line: string): Promise<number> {
-  const text = (await http('GET', `${reconciler.url}/metrics`)).text;
-  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
-  return found ? Number(found.slice(line.length + 1)) : NaN;
-}
-
 /** Waits for a detective run that started after `since`. */
 async function freshRun(since: number): Promise<Record<string, any>> {
   return waitFor(
@@ -308,7 +303,8 @@ describe('reconciler: RAIL_AMBIGUOUS resolution from rail evidence (FR-26)', () 
 
   it('two transfers for one reference: flagged as a duplicate payment, never resolved', async () => {
     await waitFor(
-      async () => (await metric('reconciler_duplicate_payment_total')) === 1,
+      async () =>
+        (await scrapeSeries(reconciler.url, 'reconciler_duplicate_payment_total', 'throw')) === 1,
       15_000,
       'the duplicate to be counted',
     );
@@ -328,8 +324,12 @@ describe('reconciler: RAIL_AMBIGUOUS resolution from rail evidence (FR-26)', () 
     const passes = r.resolution.passes as number;
     await waitFor(async () => (await report()).resolution.passes >= passes + 3, 10_000, 'passes');
     expect((await payout(twice.payoutId)).state).toBe('RAIL_AMBIGUOUS');
-    expect(await metric('reconciler_duplicate_payment_total')).toBe(1);
-    expect(await metric('reconciler_duplicate_payments_open')).toBe(1);
+    expect(await scrapeSeries(reconciler.url, 'reconciler_duplicate_payment_total', 'throw')).toBe(
+      1,
+    );
+    expect(await scrapeSeries(reconciler.url, 'reconciler_duplicate_payments_open', 'throw')).toBe(
+      1,
+    );
     const writes = await sql(
       paydb,
       `SELECT 1 FROM payout_transition WHERE payout_id = $1 AND actor = 'reconciler-test'`,
@@ -340,7 +340,7 @@ describe('reconciler: RAIL_AMBIGUOUS resolution from rail evidence (FR-26)', () 
   });
 
   it('past the SLA (default 4 h, A-10): escalation metric and event, payout left for a human', async () => {
-    expect(await metric('payout_ambiguous_escalated_total')).toBe(0);
+    expect(await scrapeSeries(reconciler.url, 'payout_ambiguous_escalated_total', 'throw')).toBe(0);
     // Five hours ago, as far as paydb knows (test set-up only).
     await sql(
       paydb,
@@ -348,17 +348,20 @@ describe('reconciler: RAIL_AMBIGUOUS resolution from rail evidence (FR-26)', () 
       [odd.payoutId],
     );
     await waitFor(
-      async () => (await metric('payout_ambiguous_escalated_total')) === 1,
+      async () =>
+        (await scrapeSeries(reconciler.url, 'payout_ambiguous_escalated_total', 'throw')) === 1,
       15_000,
       'the escalation',
     );
-    expect(await metric('payout_ambiguous_past_sla')).toBe(1);
+    expect(await scrapeSeries(reconciler.url, 'payout_ambiguous_past_sla', 'throw')).toBe(1);
     const r = await report();
     expect(r.resolution.pastSla).toEqual([
       expect.objectContaining({ payoutId: odd.payoutId, accountId: odd.accountId }),
     ]);
     expect((await payout(odd.payoutId)).state).toBe('RAIL_AMBIGUOUS');
-    expect(await metric('reconciler_resolution_total{result="mismatch"}')).toBeGreaterThan(0);
+    expect(
+      await scrapeSeries(reconciler.url, 'reconciler_resolution_total{result="mismatch"}', 'throw'),
+    ).toBeGreaterThan(0);
     expect(r.resolution.mismatches).toEqual([
       {
         payoutId: odd.payoutId,
@@ -435,7 +438,9 @@ describe('reconciler: process surface', () => {
   it('runs its loops as that role: detective checks, and its sessions are the reader', async () => {
     const since = Date.now();
     await freshRun(since);
-    expect(await metric('reconciler_last_check_timestamp_seconds')).toBeGreaterThan(since / 1000);
+    expect(
+      await scrapeSeries(reconciler.url, 'reconciler_last_check_timestamp_seconds', 'throw'),
+    ).toBeGreaterThan(since / 1000);
     const dbs = [paydb, proxydb].map((url) => new URL(url).pathname.slice(1));
     const sessions = await withClient(paydb, (c) =>
       c.query<{ role: string }>(
@@ -487,7 +492,13 @@ describe('reconciler: detective controls (docs/references.md)', () => {
       `SELECT count(*)::text AS n FROM rail_submission WHERE grant_proof IS NOT NULL`,
     );
     expect(Number(judged[0].n)).toBeGreaterThanOrEqual(4);
-    expect(await metric('reconciler_invariant_violations{check="ledger_group_balanced"}')).toBe(0);
+    expect(
+      await scrapeSeries(
+        reconciler.url,
+        'reconciler_invariant_violations{check="ledger_group_balanced"}',
+        'throw',
+      ),
+    ).toBe(0);
   });
 
   it('a corrupted database reports each broken invariant by name, with the offending ids', async () => {
@@ -613,14 +624,20 @@ describe('reconciler: detective controls (docs/references.md)', () => {
       ['submission_grant_proven', 2],
       ['token_regression', 1],
     ] as const) {
-      expect([check, await metric(`reconciler_invariant_violations{check="${check}"}`)]).toEqual([
+      expect([
         check,
-        n,
-      ]);
+        await scrapeSeries(
+          reconciler.url,
+          `reconciler_invariant_violations{check="${check}"}`,
+          'throw',
+        ),
+      ]).toEqual([check, n]);
     }
     // The safety event fires once for the regression, however many runs see it.
     await freshRun(Date.now());
-    expect(await metric('lock_token_regression_total{guard="account"}')).toBe(1);
+    expect(
+      await scrapeSeries(reconciler.url, 'lock_token_regression_total{guard="account"}', 'throw'),
+    ).toBe(1);
     const out = reconciler.output();
     expect(out).toContain('"event":"invariant_violation"');
     expect(out).toContain('"event":"token_regression"');
@@ -665,8 +682,10 @@ describe('reconciler: detective controls (docs/references.md)', () => {
       ['token', testGrantProof({ key, token: token - 1n, owner: 'worker-z' })],
       ['lock-key', testGrantProof({ key: 'payout:someone-else', token, owner: 'worker-z' })],
     ];
-    const before = await metric(
+    const before = await scrapeSeries(
+      reconciler.url,
       'reconciler_detective_findings_total{check="submission_grant_proven"}',
+      'throw',
     );
     const ids = new Map<string, string>();
     for (const [reason, proof] of rows) {
@@ -707,7 +726,11 @@ describe('reconciler: detective controls (docs/references.md)', () => {
       ownerId: 'worker-z',
     });
     expect(
-      await metric('reconciler_detective_findings_total{check="submission_grant_proven"}'),
+      await scrapeSeries(
+        reconciler.url,
+        'reconciler_detective_findings_total{check="submission_grant_proven"}',
+        'throw',
+      ),
     ).toBe(before + rows.length - 1);
     // One event per submission, when first found; a later run does not count it again.
     const events = reconciler
@@ -720,7 +743,11 @@ describe('reconciler: detective controls (docs/references.md)', () => {
     }
     await freshRun(Date.now());
     expect(
-      await metric('reconciler_detective_findings_total{check="submission_grant_proven"}'),
+      await scrapeSeries(
+        reconciler.url,
+        'reconciler_detective_findings_total{check="submission_grant_proven"}',
+        'throw',
+      ),
     ).toBe(before + rows.length - 1);
   });
 
@@ -731,8 +758,10 @@ describe('reconciler: detective controls (docs/references.md)', () => {
       await newPayout(accountId, 200),
       await newPayout(accountId, 300),
     ];
-    const before = await metric(
+    const before = await scrapeSeries(
+      reconciler.url,
       'reconciler_detective_findings_total{check="claim_history_consistent"}',
+      'throw',
     );
     // Each payout's rows in one transaction, as payment-resource writes them: a run in between
     // would see a log that does not end where the payout is.
@@ -772,7 +801,11 @@ describe('reconciler: detective controls (docs/references.md)', () => {
     expect(mine(gapped)).toMatchObject({ problem: 'version_gap', expected: '2', found: '3' });
     expect(mine(fine)).toBeUndefined();
     expect(
-      await metric('reconciler_detective_findings_total{check="claim_history_consistent"}'),
+      await scrapeSeries(
+        reconciler.url,
+        'reconciler_detective_findings_total{check="claim_history_consistent"}',
+        'throw',
+      ),
     ).toBe(before + 2);
     const events = reconciler
       .output()

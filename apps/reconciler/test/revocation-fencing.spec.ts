@@ -16,6 +16,7 @@ import {
   testTokenProvider,
   testRevocationNotice,
   scratchDir,
+  scrapeSeries,
 } from '@dlock/testing';
 
 /**
@@ -83,22 +84,24 @@ function railSubmit(payoutId: string, accountId: string, token: bigint) {
   });
 }
 
-async function metric(app: RunningApp, line: string): Promise<number> {
-  const text = (await http('GET', `${app.url}/metrics`)).text;
-  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
-  return found ? Number(found.slice(line.length + 1)) : NaN;
-}
-
 /** Waits until a counter reached `atLeast`: the reconciler pass that did it has run. */
 async function counterReaches(app: RunningApp, line: string, atLeast: number): Promise<void> {
-  await waitFor(async () => (await metric(app, line)) >= atLeast, 20_000, `${line} >= ${atLeast}`);
+  await waitFor(
+    async () => (await scrapeSeries(app.url, line, 'throw')) >= atLeast,
+    20_000,
+    `${line} >= ${atLeast}`,
+  );
 }
 
 /** Waits for `n` whole fencing passes that started after this call. */
 async function fencingPassesAfterNow(n: number): Promise<void> {
   const passes = 'reconciler_pass_seconds_count{loop="fencing"}';
   // +1: the pass in flight may have read the revocations before the caller's change.
-  await counterReaches(reconciler, passes, (await metric(reconciler, passes)) + n + 1);
+  await counterReaches(
+    reconciler,
+    passes,
+    (await scrapeSeries(reconciler.url, passes, 'throw')) + n + 1,
+  );
 }
 
 async function accountFence(accountId: string): Promise<string> {
@@ -230,7 +233,7 @@ describe.each(['pg', 'etcd'] as const)('lock backend %s', (backend) => {
 
     it('a guard that is down keeps the revocation pending; the next pass after it returns raises it', async () => {
       const errors = 'reconciler_fence_floor_raises_total{guard="rail",result="error"}';
-      const errorsBefore = await metric(reconciler, errors);
+      const errorsBefore = await scrapeSeries(reconciler.url, errors, 'throw');
       const port = proxy.port;
       await proxy.stop();
       let revoked: Awaited<ReturnType<typeof revoke>>;
@@ -240,15 +243,18 @@ describe.each(['pg', 'etcd'] as const)('lock backend %s', (backend) => {
         revoked = await revoke(`payout:${held.accountId}`, held.token);
         // A whole pass after the revoke: paydb raised, the proxy's raise failed and stays pending.
         await fencingPassesAfterNow(1);
-        expect(await metric(reconciler, 'reconciler_revocations_unfenced')).toBe(1);
-        expect(await metric(reconciler, errors)).toBeGreaterThan(errorsBefore);
+        expect(await scrapeSeries(reconciler.url, 'reconciler_revocations_unfenced', 'throw')).toBe(
+          1,
+        );
+        expect(await scrapeSeries(reconciler.url, errors, 'throw')).toBeGreaterThan(errorsBefore);
         expect(await accountFence(held.accountId)).toBe(revoked.newTokenFloor);
         expect(await highWater(held.accountId)).toBeNull();
       } finally {
         proxy = await spawnProxy(port);
       }
       await waitFor(
-        async () => (await metric(reconciler, 'reconciler_revocations_unfenced')) === 0,
+        async () =>
+          (await scrapeSeries(reconciler.url, 'reconciler_revocations_unfenced', 'throw')) === 0,
         20_000,
         'no revocation left unfenced',
       );
@@ -259,17 +265,19 @@ describe.each(['pg', 'etcd'] as const)('lock backend %s', (backend) => {
     });
 
     it('a non-payout key is left alone', async () => {
-      const before = await metric(
-        reconciler,
+      const before = await scrapeSeries(
+        reconciler.url,
         'reconciler_fence_floor_raises_total{guard="rail",result="raised"}',
+        'throw',
       );
       const lock = await session.acquire('batch:nightly');
       await revoke('batch:nightly', lock.fencingToken);
       await fencingPassesAfterNow(1);
       expect(
-        await metric(
-          reconciler,
+        await scrapeSeries(
+          reconciler.url,
           'reconciler_fence_floor_raises_total{guard="rail",result="raised"}',
+          'throw',
         ),
       ).toBe(before);
     });
@@ -391,9 +399,15 @@ describe.each(['pg', 'etcd'] as const)('lock backend %s', (backend) => {
     it('one pass reports token_regression (guard lock_source) when a guard holds a value above the source', async () => {
       const behind = 'lock_token_regression_total{guard="lock_source"}';
       // Never counted so far (the series is there at 0 from the start).
-      expect(await metric(reconciler, behind)).toBe(0);
-      expect(await metric(reconciler, 'reconciler_token_probe_total{result="behind"}')).toBe(0);
-      expect(await metric(reconciler, 'reconciler_token_source_behind')).toBe(0);
+      expect(await scrapeSeries(reconciler.url, behind, 'throw')).toBe(0);
+      expect(
+        await scrapeSeries(
+          reconciler.url,
+          'reconciler_token_probe_total{result="behind"}',
+          'throw',
+        ),
+      ).toBe(0);
+      expect(await scrapeSeries(reconciler.url, 'reconciler_token_source_behind', 'throw')).toBe(0);
       // What a lockdb restored from an old backup looks like from the guards:
       // they hold a token the source has not minted yet.
       const accountId = await seedFundedAccount(paydb, 1_000);
@@ -401,7 +415,7 @@ describe.each(['pg', 'etcd'] as const)('lock backend %s', (backend) => {
         accountId,
       ]);
       await counterReaches(reconciler, behind, 1);
-      expect(await metric(reconciler, 'reconciler_token_source_behind')).toBe(1);
+      expect(await scrapeSeries(reconciler.url, 'reconciler_token_source_behind', 'throw')).toBe(1);
       const out = reconciler.output();
       expect(out).toContain('"event":"token_regression"');
       expect(out).toContain('"guard":"lock_source"');

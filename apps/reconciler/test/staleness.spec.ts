@@ -1,6 +1,8 @@
 import {
+  metricSum,
   migratedDatabase,
   readerUrl,
+  scrapeMetrics,
   spawnApp,
   waitFor,
   withClient,
@@ -39,13 +41,9 @@ beforeAll(async () => {
 
 afterAll(() => reconciler?.stop());
 
+/** Every series of `name` summed (the check errors are counted by check). */
 async function sample(name: string): Promise<number> {
-  const res = await fetch(`${reconciler.url}/metrics`);
-  const text = await res.text();
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
-    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  return metricSum(await scrapeMetrics(reconciler.url), name);
 }
 
 test('from the start, no staleness gauge reads 1970: the stale alerts count from the start', async () => {

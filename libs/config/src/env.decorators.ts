@@ -148,6 +148,15 @@ export function EnvOneOf(values: readonly string[], opts: { default?: string } =
   );
 }
 
+/** pino's levels: what every app's LOG_LEVEL may be (each app's variable table in docs/). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** An app's LOG_LEVEL: one of LOG_LEVELS, `info` when unset. */
+export function EnvLogLevel(): PropertyDecorator {
+  return EnvOneOf(LOG_LEVELS, { default: 'info' });
+}
+
 function parsesAsUrl(value: unknown): value is string {
   if (typeof value !== 'string') return false;
   try {

@@ -3,6 +3,7 @@ import { EnvError, type EnvSource } from './env-error';
 import {
   EnvBool,
   EnvInt,
+  EnvLogLevel,
   EnvNumber,
   EnvOneOf,
   EnvPeerUrl,
@@ -92,6 +93,23 @@ describe('EnvPeerUrl', () => {
     expect(problems(() => read('lock-server:8081x'))).toHaveLength(1);
     expect(problems(() => read('not a url'))).toEqual([
       'LOCK_SERVER_URL: must be a URL, got "not a url"',
+    ]);
+  });
+});
+
+class LoggingEnv {
+  @EnvLogLevel() LOG_LEVEL!: string;
+}
+
+describe('EnvLogLevel', () => {
+  it("is info when unset and any of pino's levels when set", () => {
+    expect(validateEnv(LoggingEnv, {}).LOG_LEVEL).toBe('info');
+    expect(validateEnv(LoggingEnv, { LOG_LEVEL: 'silent' }).LOG_LEVEL).toBe('silent');
+  });
+
+  it('refuses a word pino does not know, listing the levels', () => {
+    expect(problems(() => validateEnv(LoggingEnv, { LOG_LEVEL: 'loud' }))).toEqual([
+      'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
     ]);
   });
 });

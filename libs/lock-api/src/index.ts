@@ -7,3 +7,4 @@ export * from './request-deadline';
 export * from './grant-proof';
 export * from './revocation-notice';
 export * from './session-state';
+export * from './uuid';

@@ -1,5 +1,6 @@
 import { FENCING_TOKEN_MAX } from './fencing-token';
 import { ProofRejectedError } from './grant-proof';
+import { UUID_PATTERN } from './uuid';
 
 /**
  * A revocation notice (docs/security.md, "Revocation notices"): a compact JWS
@@ -38,7 +39,6 @@ const SAFE_TEXT = /^[\x21-\x7e]{1,256}$/;
 /** Subjects: printable ASCII (docs/security.md, "Identities"). */
 const SUBJECT_TEXT = /^[\x20-\x7e]{1,256}$/;
 const FLOOR_TEXT = /^[1-9][0-9]{0,18}$/;
-const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The claims of a verified notice, checked for shape; a bad shape is `malformed`. */
 export function revocationNoticeClaims(payload: unknown): RevocationNoticeClaims {
@@ -53,7 +53,7 @@ export function revocationNoticeClaims(payload: unknown): RevocationNoticeClaims
     FLOOR_TEXT.test(p.floor) &&
     BigInt(p.floor) <= FENCING_TOKEN_MAX &&
     typeof p.rid === 'string' &&
-    UUID_TEXT.test(p.rid) &&
+    UUID_PATTERN.test(p.rid) &&
     subject(p.req) &&
     (p.apr === null || subject(p.apr)) &&
     typeof p.iat === 'number' &&

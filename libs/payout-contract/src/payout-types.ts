@@ -11,7 +11,24 @@ export const PAYOUT_STATES = [
 ] as const;
 export type PayoutState = (typeof PAYOUT_STATES)[number];
 
-export const TERMINAL_PAYOUT_STATES: readonly PayoutState[] = ['POSTED', 'FAILED', 'ABANDONED'];
+/** The states a payout never leaves: no row of the transition table starts in one. */
+export const TERMINAL_PAYOUT_STATES = [
+  'POSTED',
+  'FAILED',
+  'ABANDONED',
+] as const satisfies readonly PayoutState[];
+export type TerminalPayoutState = (typeof TERMINAL_PAYOUT_STATES)[number];
+
+export function isTerminalPayoutState(state: string): state is TerminalPayoutState {
+  return (TERMINAL_PAYOUT_STATES as readonly string[]).includes(state);
+}
+
+/**
+ * The terminal states as a SQL list, `('POSTED', 'FAILED', 'ABANDONED')`, for `state IN …`. Built
+ * from the constant above, never from input, so splicing it into a statement is safe; paydb's
+ * sweep index is declared over the same list (migrations/paydb/1796140800000-sweep-index.ts).
+ */
+export const TERMINAL_PAYOUT_STATES_SQL = `(${TERMINAL_PAYOUT_STATES.map((s) => `'${s}'`).join(', ')})`;
 
 export function isPayoutState(value: unknown): value is PayoutState {
   return typeof value === 'string' && (PAYOUT_STATES as readonly string[]).includes(value);

@@ -1,4 +1,12 @@
-import { PAYOUT_STATES, TERMINAL_PAYOUT_STATES } from './payout-types';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  PAYOUT_STATES,
+  TERMINAL_PAYOUT_STATES,
+  TERMINAL_PAYOUT_STATES_SQL,
+  isTerminalPayoutState,
+  type PayoutState,
+} from './payout-types';
 import { PAYOUT_EVENTS, transition, listedTransitions } from './transition-table';
 
 // The expected machine, written out independently of the module (docs/payment-resource.md + docs/contract.md).
@@ -45,6 +53,23 @@ describe('payout transition table', () => {
     for (const state of TERMINAL_PAYOUT_STATES) {
       for (const event of PAYOUT_EVENTS) expect(transition(state, event).allowed).toBe(false);
     }
+  });
+
+  it('the terminal states are exactly those no event leaves', () => {
+    const left = (s: PayoutState) => PAYOUT_EVENTS.some((e) => transition(s, e).allowed);
+    expect(PAYOUT_STATES.filter((s) => !left(s))).toEqual([...TERMINAL_PAYOUT_STATES]);
+    expect(PAYOUT_STATES.filter(isTerminalPayoutState)).toEqual([...TERMINAL_PAYOUT_STATES]);
+  });
+
+  it("their SQL list is the predicate of paydb's sweep index, so the sweep's query can use it", () => {
+    const migration = path.join(
+      __dirname,
+      '../../../migrations/paydb/1796140800000-sweep-index.ts',
+    );
+    expect(TERMINAL_PAYOUT_STATES_SQL).toBe("('POSTED', 'FAILED', 'ABANDONED')");
+    expect(readFileSync(migration, 'utf8')).toContain(
+      `WHERE state IN ${TERMINAL_PAYOUT_STATES_SQL}`,
+    );
   });
 
   it('only P8 and P7-after-SLA leave RAIL_AMBIGUOUS', () => {

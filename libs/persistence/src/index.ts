@@ -5,3 +5,4 @@ export * from './fenced-update';
 export * from './database.module';
 export * from './row-id';
 export * from './sql-state';
+export * from './migrate';

@@ -1,4 +1,4 @@
-import { idShapedLabels, metricSum, parseMetrics } from './metrics';
+import { idShapedLabels, metricSum, parseMetrics, seriesValue } from './metrics';
 
 const TEXT = [
   '# HELP lock_server_sessions Sessions by state',
@@ -17,6 +17,20 @@ describe('the metrics scraper helpers (NFR-09 test support)', () => {
     expect(metricSum(TEXT, 'lock_server_sessions')).toBe(4);
     expect(metricSum(TEXT, 'lock_server_sessions', { state: 'closed' })).toBe(1);
     expect(metricSum(TEXT, 'absent_total')).toBe(0);
+  });
+
+  it('reads one series exactly, its labels as prom-client prints them', () => {
+    expect(seriesValue(TEXT, 'lock_server_sessions{state="closed"}', 'throw')).toBe(1);
+    expect(seriesValue(TEXT, 'dlock_audit_chain_breaks{chain="payout_transition"}', 'throw')).toBe(
+      0,
+    );
+  });
+
+  it('tells a missing series from 0: it throws naming it, or reads 0 only when the caller says so', () => {
+    const misspelt = 'lock_server_session{state="closed"}';
+    expect(() => seriesValue(TEXT, misspelt, 'throw')).toThrow(`no series ${misspelt}`);
+    expect(seriesValue(TEXT, misspelt, 'zero')).toBe(0);
+    expect(() => seriesValue(TEXT, 'lock_server_sessions', 'throw')).toThrow();
   });
 
   it('finds nothing id-shaped in ordinary labels (bucket bounds and versions included)', () => {

@@ -14,6 +14,32 @@ export async function scrapeMetrics(url: string): Promise<string> {
   return String(res.text);
 }
 
+/**
+ * What a series the exposition lacks reads as, said by every caller: `'throw'` for one that must be
+ * there (an unlabelled metric, which prom-client writes from the start, or a series after the
+ * event that writes it), so a misspelt name fails the test instead of reading as "nothing
+ * happened"; `'zero'` only for a labelled counter read before its first increment, which
+ * prom-client has not written yet.
+ */
+export type MissingSeries = 'throw' | 'zero';
+
+/** One series, as /metrics writes it: `name`, or `name{label="value",…}` in prom-client's label order. */
+export function seriesValue(text: string, series: string, missing: MissingSeries): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  if (line !== undefined) return Number(line.slice(series.length + 1).split(' ')[0]);
+  if (missing === 'zero') return 0;
+  throw new Error(`no series ${series} in the exposition`);
+}
+
+/** GET `<url>/metrics` and read one series of it (`seriesValue`). */
+export async function scrapeSeries(
+  url: string,
+  series: string,
+  missing: MissingSeries,
+): Promise<number> {
+  return seriesValue(await scrapeMetrics(url), series, missing);
+}
+
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 

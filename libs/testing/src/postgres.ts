@@ -47,23 +47,11 @@ export async function createDatabase(prefix: string): Promise<string> {
 export async function migrate(url: string, db: DatabaseName): Promise<void> {
   // Loaded here, not at the top: TypeORM and the migrations are hundreds of modules, and most
   // test files that load this one never run a migration (they copy a template, migratedDatabase).
-  const [{ DataSource }, { MIGRATIONS }] = await Promise.all([
-    import('typeorm'),
+  const [{ migrateDatabase }, { MIGRATIONS }] = await Promise.all([
+    import('../../persistence/src/migrate'),
     import('../../../migrations'),
   ]);
-  const ds = new DataSource({
-    type: 'postgres',
-    url,
-    migrations: MIGRATIONS[db],
-    migrationsRun: false,
-    logging: false,
-  });
-  await ds.initialize();
-  try {
-    await ds.runMigrations({ transaction: 'each' });
-  } finally {
-    await ds.destroy();
-  }
+  await migrateDatabase(url, MIGRATIONS[db]);
 }
 
 /** A database's URL on the run's server. */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  canonicalUuid,
   GRANT_PROOF_HEADER,
   GRANT_PROOF_TYPE,
   parseFencingToken,
@@ -178,8 +179,7 @@ export function paymentResourceProofs(paydbUrl: string): ProofSource {
     if (!m) return {};
     const payoutId = decodeURIComponent(m[1]);
     const payout = await withClient(paydbUrl, async (c) => {
-      const uuid = /^[0-9a-f-]{36}$/i.test(payoutId);
-      if (!uuid) return null;
+      if (canonicalUuid(payoutId) === undefined) return null;
       const rows = await c.query<PaidPayout>(
         `SELECT account_id, amount_minor::text, currency, beneficiary_ref
            FROM payout WHERE payout_id = $1`,

@@ -1,6 +1,11 @@
 import type { Client } from 'pg';
 import type { GrantRecord, RevocationRecord } from '../infra/lock-recorder';
-import { payoutLockKey, RailLookupClient, type RailTransfer } from '@dlock/payout-contract';
+import {
+  payoutLockKey,
+  RailLookupClient,
+  type RailTransfer,
+  isTerminalPayoutState,
+} from '@dlock/payout-contract';
 import { withPg } from '../infra/postgres';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkGrantHistory, checkRevocations } from './history';
@@ -39,7 +44,6 @@ export interface InvariantReport {
   };
 }
 
-const TERMINAL = new Set(['POSTED', 'FAILED', 'ABANDONED']);
 const LOOKUP_CONCURRENCY = 8;
 /** S2 is a read: one the loaded machine left unanswered within its 1 s is asked again. */
 const LOOKUP_ATTEMPTS = 3;
@@ -281,7 +285,7 @@ function auditChain({ pay, transitionsByPayout }: Evidence): string[] {
   for (const [payoutId, list] of transitionsByPayout) {
     let state = 'PENDING';
     for (const t of list) {
-      if (TERMINAL.has(state))
+      if (isTerminalPayoutState(state))
         out.push(`payout ${payoutId} left terminal ${state} for ${t.to_state}`);
       if (t.from_state !== state) {
         out.push(`payout ${payoutId}: transition from ${t.from_state} while in ${state}`);

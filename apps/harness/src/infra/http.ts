@@ -56,22 +56,6 @@ export async function answerOf<T>(call: Promise<T>): Promise<Answer<T>> {
   }
 }
 
-/** Prometheus text exposition → sum of the samples of `name` whose labels include `labels`. */
-export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name)) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})?\s+([^\s]+)/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got: Record<string, string> = {};
-    for (const pair of (m[3] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
-      got[pair[1]] = pair[2];
-    }
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) total += Number(m[4]);
-  }
-  return total;
-}
-
 /** A service's /metrics text; '' when it does not answer (the scenario reads a zero). */
 export async function scrape(baseUrl: string): Promise<string> {
   const transport = new HttpTransport({ peer: 'metrics' });

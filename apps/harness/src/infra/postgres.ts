@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { Client } from 'pg';
-import { DataSource } from 'typeorm';
 import { MIGRATIONS, type DatabaseName } from '../../../../migrations';
 import { startEmbeddedPostgres } from '@dlock/testing';
+import { createMigratedDatabase as createAndMigrate } from '@dlock/persistence';
+import { Client } from 'pg';
 
 /**
  * Where the harness's databases live. The CLI runs its own embedded
@@ -24,23 +24,7 @@ export async function createMigratedDatabase(
   prefix: string,
 ): Promise<string> {
   const name = `${prefix}_${db}_${randomBytes(3).toString('hex')}`.toLowerCase();
-  const admin = new Client({ connectionString: server.adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(server.adminUrl);
-  url.pathname = `/${name}`;
-  const ds = new DataSource({ type: 'postgres', url: url.toString(), migrations: MIGRATIONS[db] });
-  await ds.initialize();
-  try {
-    await ds.runMigrations({ transaction: 'each' });
-  } finally {
-    await ds.destroy();
-  }
-  return url.toString();
+  return createAndMigrate(server.adminUrl, name.replace(/[^a-z0-9_]/g, '_'), MIGRATIONS[db]);
 }
 
 /** The jest run's shared server. */

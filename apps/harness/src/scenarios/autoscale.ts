@@ -1,9 +1,10 @@
+import { isTerminalPayoutState } from '@dlock/payout-contract';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { addPayouts, createFixture, payoutStates } from '../fixtures';
 import type { AppProcess } from '../infra/app-process';
 import type { DlockSystem } from '../system';
-import { countStates, TERMINAL_STATES, waitForStates } from './helpers';
+import { countStates, waitForStates } from './helpers';
 import { Evidence, type Scenario } from './types';
 
 /** The replica counts the autoscaler walks through (docs/operations.md, "Scaling the executors"). */
@@ -74,7 +75,7 @@ async function runAutoscale(sys: DlockSystem, o: AutoscaleOptions) {
   const final = await waitForStates(
     sys,
     all,
-    (s) => TERMINAL_STATES.has(s) || s === 'RAIL_AMBIGUOUS',
+    (s) => isTerminalPayoutState(s) || s === 'RAIL_AMBIGUOUS',
     DRAIN_TIMEOUT_MS,
     'the last executor to finish every payout',
   );

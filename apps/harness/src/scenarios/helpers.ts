@@ -6,8 +6,6 @@ import { waitUntil } from '@dlock/polling';
 import { payoutStates } from '../fixtures';
 import type { DlockSystem } from '../system';
 
-export const TERMINAL_STATES = new Set(['POSTED', 'FAILED', 'ABANDONED']);
-
 /** Waits until every payout satisfies `ok(state)`; returns the final states. */
 export async function waitForStates(
   sys: DlockSystem,

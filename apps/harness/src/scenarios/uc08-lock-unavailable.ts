@@ -1,5 +1,6 @@
 import { createFixture, payoutStates } from '../fixtures';
-import { metricSum, scrape } from '../infra/http';
+import { metricSum } from '@dlock/testing';
+import { scrape } from '../infra/http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { countStates, stubStats, waitForStates } from './helpers';
 import { Evidence, type Scenario } from './types';

@@ -1,4 +1,4 @@
-import { payoutLockKey } from '@dlock/payout-contract';
+import { payoutLockKey, isTerminalPayoutState } from '@dlock/payout-contract';
 import { checkRecordedLockHistory } from '../checkers/linearizability';
 import { checkGrantHistory } from '../checkers/history';
 import type { GrantRecord, LockCall } from '../infra/lock-recorder';
@@ -94,7 +94,7 @@ function checkGuards(w: World, granted: Set<string>, out: Violations): void {
         'INV-08',
         `${a.payoutId}: ${a.from} -${a.event}-> ${a.to} is not a listed transition`,
       );
-    if (['POSTED', 'FAILED', 'ABANDONED'].includes(a.to)) terminal.add(a.payoutId);
+    if (isTerminalPayoutState(a.to)) terminal.add(a.payoutId);
   }
   const marks = new Map<string, bigint>();
   for (const p of w.proxy.presentations) {

@@ -1,3 +1,4 @@
+import { isTerminalPayoutState } from '@dlock/payout-contract';
 import { createHash } from 'node:crypto';
 import { mulberry32 } from '@dlock/prng';
 import type { BrokenMode } from '../../../lock-server/src/locks/persistence/broken-lock.store';
@@ -57,7 +58,6 @@ export interface SimResult {
   payoutsSettled: number;
 }
 
-const SETTLED: readonly string[] = ['POSTED', 'FAILED', 'ABANDONED', 'RAIL_AMBIGUOUS'];
 const WORKERS = 4;
 const ACCOUNTS = 2;
 const PAYOUTS_PER_ACCOUNT = 6;
@@ -162,7 +162,11 @@ export async function runSeed(options: SimOptions): Promise<SimResult> {
   workers.forEach((w) => w.start());
   for (const f of faults) scheduleFault(sched, f, workers[f.worker % WORKERS], net);
   // Done when no payout is left to move: heartbeats alone would only lengthen the history.
-  const quiet = () => payouts.every((p) => SETTLED.includes(guard.payouts.get(p.payoutId)!.state));
+  const quiet = () =>
+    payouts.every((p) => {
+      const state = guard.payouts.get(p.payoutId)!.state;
+      return isTerminalPayoutState(state) || state === 'RAIL_AMBIGUOUS';
+    });
   await sched.run(RUN_VIRTUAL_MS, EVENTS_MAX, quiet);
   const violations = await checkRun(world, balances);
   const settled = payouts.filter((p) => guard.payouts.get(p.payoutId)!.state !== 'PENDING');

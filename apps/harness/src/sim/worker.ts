@@ -1,3 +1,4 @@
+import { isTerminalPayoutState } from '@dlock/payout-contract';
 import { LockClient, type LockSession } from '@dlock/lock-client';
 import type { PayoutSummary } from '@dlock/payout-contract';
 import { SIM_EPOCH_MS } from './scheduler';
@@ -110,5 +111,5 @@ export class SimWorker {
 }
 
 function settled(state: string): boolean {
-  return ['POSTED', 'FAILED', 'ABANDONED', 'RAIL_AMBIGUOUS'].includes(state);
+  return isTerminalPayoutState(state) || state === 'RAIL_AMBIGUOUS';
 }

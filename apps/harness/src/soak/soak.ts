@@ -1,3 +1,4 @@
+import { TERMINAL_PAYOUT_STATES_SQL } from '@dlock/payout-contract';
 import { performance } from 'node:perf_hooks';
 import { INVARIANTS, type InvariantReport } from '../checkers/invariants';
 import { writeLockHistory, type LinearizabilityReport } from '../checkers/linearizability';
@@ -396,7 +397,7 @@ async function healAndDrain(sys: DlockSystem): Promise<number> {
       Number(
         (
           await c.query<{ n: string }>(
-            `SELECT count(*)::text AS n FROM payout WHERE state NOT IN ('POSTED', 'FAILED', 'ABANDONED')`,
+            `SELECT count(*)::text AS n FROM payout WHERE state NOT IN ${TERMINAL_PAYOUT_STATES_SQL}`,
           )
         ).rows[0].n,
       ),

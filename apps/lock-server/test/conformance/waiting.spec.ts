@@ -1,14 +1,7 @@
-import { http, waitFor } from '@dlock/testing';
+import { waitFor, scrapeSeries } from '@dlock/testing';
 import { LockStore } from '../../src/locks/persistence/lock-store.port';
 import { BACKENDS } from '../support/backends';
 import { LockApi } from '../support/lock-client';
-
-/** A gauge's value from the server's /metrics. */
-async function gauge(url: string, name: string): Promise<number> {
-  const text = (await http('GET', `${url}/metrics`)).text;
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return Number(line?.split(' ')[1]);
-}
 
 /**
  * A waiting acquire (L4 waitMillis) is handed the key as soon as it is freed
@@ -29,8 +22,8 @@ describe.each(BACKENDS)('waiting acquires and activity gauges [$name]', (backend
 
   it('the activity gauges count live sessions and live grants', async () => {
     const read = async () => [
-      await gauge(server.url, 'lock_server_active_sessions'),
-      await gauge(server.url, 'lock_server_active_grants'),
+      await scrapeSeries(server.url, 'lock_server_active_sessions', 'throw'),
+      await scrapeSeries(server.url, 'lock_server_active_grants', 'throw'),
     ];
     const [sessions, grants] = await read();
     const s1 = await api.session('g1', 30_000);
@@ -50,7 +43,7 @@ describe.each(BACKENDS)('waiting acquires and activity gauges [$name]', (backend
       expect(grant.status).toBe(200);
       const waiting = api.acquire(key, waiter, 'waiter', { waitMillis: 20_000 });
       await waitFor(
-        async () => (await gauge(server.url, 'lock_server_waiting_acquires')) === 1,
+        async () => (await scrapeSeries(server.url, 'lock_server_waiting_acquires', 'throw')) === 1,
         10_000,
         'the acquire to wait',
       );
@@ -87,7 +80,7 @@ describe.each(BACKENDS)('waiting acquires and activity gauges [$name]', (backend
         const waiting = twinApi.acquire(key, waiter, 'waiter', { waitMillis: 20_000 });
         // The twin has announced its waiter once its gauge counts it (and a moment to deliver it).
         await waitFor(
-          async () => (await gauge(twin.url, 'lock_server_waiting_acquires')) >= 1,
+          async () => (await scrapeSeries(twin.url, 'lock_server_waiting_acquires', 'throw')) >= 1,
           10_000,
           'the acquire to wait on the twin',
         );

@@ -12,6 +12,7 @@ import {
   withClient,
   type ReplicatedPostgres,
   type RunningApp,
+  scrapeSeries,
 } from '@dlock/testing';
 import { LockApi } from '../support/lock-client';
 
@@ -172,12 +173,6 @@ function tokensOutOfOrder(acks: Ack[]): string[] {
   return wrong;
 }
 
-async function metricValue(url: string, sample: string): Promise<number | undefined> {
-  const res = await http('GET', `${url}/metrics`);
-  const line = res.text.split('\n').find((l) => l.startsWith(`${sample} `));
-  return line === undefined ? undefined : Number(line.slice(sample.length + 1));
-}
-
 /** The fields of the first log line of `event` the process wrote. */
 function logged(output: string, event: string): Record<string, unknown> | undefined {
   const line = output.split('\n').find((l) => l.includes(`"event":"${event}"`));
@@ -290,9 +285,9 @@ describe('pg backend: lockdb failover (NFR-05)', () => {
     for (const client of clients) {
       expect((await api.heartbeat(client.sessionId, client.ownerId)).status).toBe(200);
     }
-    expect(await metricValue(server.url, 'lock_token_regression_total{guard="lock-server"}')).toBe(
-      0,
-    );
+    expect(
+      await scrapeSeries(server.url, 'lock_token_regression_total{guard="lock-server"}', 'throw'),
+    ).toBe(0);
   });
 
   it('an asynchronous standby loses acknowledged grants and rewinds tokens: the guard refuses the reissued token, the lock-server refuses to serve and reports token_regression', async () => {
@@ -339,9 +334,9 @@ describe('pg backend: lockdb failover (NFR-05)', () => {
     const refused = await api.acquire('after:1', session, owner);
     expect([refused.status, refused.body?.code]).toEqual([503, 'NOT_LEADER']);
     expect((await http('GET', `${server.url}/health/ready`)).status).toBe(503);
-    expect(await metricValue(server.url, 'lock_token_regression_total{guard="lock-server"}')).toBe(
-      1,
-    );
+    expect(
+      await scrapeSeries(server.url, 'lock_token_regression_total{guard="lock-server"}', 'throw'),
+    ).toBe(1);
 
     // The operator's fix (docs/operations.md): the sequence above every token handed out.
     await withClient(pg.standby.url(LOCKDB), (c) =>
@@ -349,8 +344,8 @@ describe('pg backend: lockdb failover (NFR-05)', () => {
     );
     await ready(server);
     expect(await grant('after:2')).toBeGreaterThan(highest);
-    expect(await metricValue(server.url, 'lock_token_regression_total{guard="lock-server"}')).toBe(
-      1,
-    );
+    expect(
+      await scrapeSeries(server.url, 'lock_token_regression_total{guard="lock-server"}', 'throw'),
+    ).toBe(1);
   });
 });

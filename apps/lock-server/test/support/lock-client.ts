@@ -1,3 +1,4 @@
+import { UUID_PATTERN } from '@dlock/lock-api';
 import { http, sleep, type HttpResult } from '@dlock/testing';
 
 /** Tries of a fixture's call that keeps meeting a retry-safe 503 (etcd busy on a loaded machine). */
@@ -117,9 +118,7 @@ export class LockApi {
 
 export const TRACE_ID = expect.stringMatching(/^[0-9a-f]{32}$/);
 export const INSTANT = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
-export const UUID = expect.stringMatching(
-  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
-);
+export const UUID = expect.stringMatching(UUID_PATTERN);
 export const TOKEN = expect.stringMatching(/^[1-9][0-9]{0,18}$/);
 /** A grant proof: a compact JWS (docs/security.md, "Signed grants"). */
 export const PROOF = expect.stringMatching(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);

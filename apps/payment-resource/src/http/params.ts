@@ -1,15 +1,14 @@
-import { DlockError, ValidationError } from '@dlock/lock-api';
+import { canonicalUuid, DlockError, ValidationError } from '@dlock/lock-api';
 import { isAccountId, isPayoutState, type PayoutState } from '@dlock/payout-contract';
 import { decodeCursor, type Cursor } from '../payouts/domain/cursor';
 
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** A malformed id names no payout: 404, the same as an unknown one. */
 export function payoutIdParam(raw: string): string {
-  if (!UUID_PATTERN.test(raw)) {
+  const payoutId = canonicalUuid(raw);
+  if (payoutId === undefined) {
     throw new DlockError('NOT_FOUND', 'no such payout', { details: { payoutId: raw } });
   }
-  return raw.toLowerCase();
+  return payoutId;
 }
 
 export function accountIdParam(raw: string): string {

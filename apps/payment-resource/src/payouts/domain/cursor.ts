@@ -1,4 +1,4 @@
-import { ValidationError } from '@dlock/lock-api';
+import { UUID_PATTERN, ValidationError } from '@dlock/lock-api';
 
 /** Position after the last item of a P1 page: payouts are listed by (createdAt, payoutId). */
 export interface Cursor {
@@ -6,7 +6,6 @@ export interface Cursor {
   payoutId: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 export const CURSOR_MAX_LENGTH = 256;
 
@@ -31,7 +30,7 @@ export function decodeCursor(text: string): Cursor {
     typeof value[0] !== 'string' ||
     typeof value[1] !== 'string' ||
     !ISO_MS.test(value[0]) ||
-    !UUID.test(value[1])
+    !UUID_PATTERN.test(value[1])
   ) {
     throw bad();
   }

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
-import type { PayoutRecord, PayoutState } from '@dlock/payout-contract';
+import {
+  TERMINAL_PAYOUT_STATES_SQL,
+  type PayoutRecord,
+  type PayoutState,
+} from '@dlock/payout-contract';
 import { toBigintOrNull, toMinor, type Db } from '../../persistence/db';
 import {
   answerInsert,
@@ -372,7 +376,7 @@ export class PayoutRepository {
        posted AS (
          SELECT COALESCE(settled_at, updated_at) AS posted_at, created_at
            FROM payout
-          WHERE state IN ('POSTED', 'FAILED', 'ABANDONED') AND state = 'POSTED'
+          WHERE state IN ${TERMINAL_PAYOUT_STATES_SQL} AND state = 'POSTED'
             AND COALESCE(settled_at, updated_at) >= (SELECT to_timestamp(first_s) FROM t)
        )
        SELECT t.first_s, t.last_s,

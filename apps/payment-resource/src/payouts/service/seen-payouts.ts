@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { TERMINAL_PAYOUT_STATES } from '@dlock/payout-contract';
+import { isTerminalPayoutState } from '@dlock/payout-contract';
 import type { SeenPayout } from '../persistence/fast-transition.repository';
 
 /** Payouts remembered at once; the oldest entry goes first (a payout in flight is seconds old). */
@@ -28,7 +28,7 @@ export class SeenPayouts {
   remember(entry: SeenPayout): void {
     this.seen.delete(entry.payout.payoutId);
     // Nothing writes a settled payout again.
-    if (TERMINAL_PAYOUT_STATES.includes(entry.payout.state)) return;
+    if (isTerminalPayoutState(entry.payout.state)) return;
     this.seen.set(entry.payout.payoutId, entry);
     if (this.seen.size > SEEN_PAYOUTS_MAX) {
       // A Map iterates in insertion order: the first key is the oldest.

@@ -1,8 +1,11 @@
-import { RAIL_SWEEP_FINDINGS, type RailSweepFinding } from '@dlock/payout-contract';
+import {
+  RAIL_SWEEP_FINDINGS,
+  type RailSweepFinding,
+  type TerminalPayoutState,
+} from '@dlock/payout-contract';
 
 /** The payout states the rail sweep looks up: every state a payout never leaves. */
-export const TERMINAL_STATES = ['POSTED', 'FAILED', 'ABANDONED'] as const;
-export type TerminalState = (typeof TERMINAL_STATES)[number];
+export type TerminalState = TerminalPayoutState;
 
 /** One terminal payout as the sweep reads it from paydb. */
 export interface TerminalPayout {

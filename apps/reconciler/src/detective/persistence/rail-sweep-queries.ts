@@ -1,3 +1,4 @@
+import { TERMINAL_PAYOUT_STATES_SQL } from '@dlock/payout-contract';
 import type { ReadOnlyDb } from '../../persistence/read-only-db';
 import type { TerminalPayout, TerminalState } from '../domain/rail-sweep-findings';
 
@@ -33,7 +34,7 @@ export async function duePayouts(
             to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS terminal_at
        FROM (SELECT payout_id, state, COALESCE(settled_at, updated_at) AS t
                FROM payout
-              WHERE state IN ('POSTED', 'FAILED', 'ABANDONED')) p
+              WHERE state IN ${TERMINAL_PAYOUT_STATES_SQL}) p
       WHERE t <= now() - make_interval(secs => $1::double precision / 1000)
         AND CASE WHEN $3::timestamptz IS NULL
                  THEN t >= now() - make_interval(secs => $2::double precision / 1000)
