@@ -2,6 +2,7 @@ import { ProofRejectedError } from '@dlock/lock-api';
 import type { FencedGrantHeaders } from '@dlock/http-contract';
 import {
   PAYOUT_STATES,
+  registerPayoutVocabulary,
   transition,
   type RailOutcomeKind,
   type PayoutState,
@@ -25,6 +26,9 @@ import {
   resolveCommand,
 } from './payout-commands';
 import type { Evidence } from './receipt-check';
+
+// What payment-resource's module registers before it serves (docs/extending.md).
+registerPayoutVocabulary();
 
 const ACCOUNT = 'acct-1';
 const CLEARING = 'clearing-EUR';
