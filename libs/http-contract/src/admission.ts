@@ -16,6 +16,8 @@ export interface AdmissionLimits {
   exempt?: (req: Request) => boolean;
 }
 
+const SHED_REASON = 'in-flight-per-owner';
+
 /**
  * Sheds an identity's excess requests before their token is checked: the
  * expensive part of admitting a request (signature, claims, body, routing)
@@ -31,7 +33,10 @@ export interface AdmissionLimits {
 export class InFlightAdmission {
   private readonly inFlight = new Map<string, number>();
 
-  constructor(readonly limits: AdmissionLimits) {}
+  constructor(readonly limits: AdmissionLimits) {
+    // Exposed at 0 from the start, like every series an alert reads (docs/operations.md).
+    shedCounter().inc({ reason: SHED_REASON }, 0);
+  }
 
   /** Before authentication: 429 when the identity the request claims is at its limit. */
   shed(req: Request, verifier: TokenVerifier): DlockError | undefined {
@@ -40,10 +45,10 @@ export class InFlightAdmission {
     if (claimed === undefined) return undefined;
     const limit = this.limits.inFlightPerOwnerMax;
     if ((this.inFlight.get(claimed) ?? 0) < limit) return undefined;
-    shedCounter().inc({ reason: 'in-flight-per-owner' });
+    shedCounter().inc({ reason: SHED_REASON });
     return new ContentionError('too many requests of this identity in flight', {
       retryAfterMillis: this.limits.retryAfterMs,
-      details: { reason: 'in-flight-per-owner', limit },
+      details: { reason: SHED_REASON, limit },
     });
   }
 

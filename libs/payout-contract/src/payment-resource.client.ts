@@ -1,5 +1,11 @@
+import { PAYOUT_ERROR_CODES } from './error-codes';
 import type { TokenProvider } from '@dlock/identity';
-import { DlockError, formatFencingToken, type FenceCredential } from '@dlock/lock-api';
+import {
+  DlockError,
+  formatFencingToken,
+  registerErrorCodes,
+  type FenceCredential,
+} from '@dlock/lock-api';
 import { HOP_BUDGETS, JsonPeer, withHopRetries, type HeaderProvider } from '@dlock/http-client';
 import { BodyReader } from './body-reader';
 import { advisoryGet, protectedHeaders, raiseFloor } from './hops';
@@ -78,6 +84,8 @@ export class PaymentResourceClient {
     /** Extra headers of every call: the console's X-Acting-For (docs/security.md). */
     headers?: HeaderProvider,
   ) {
+    // Its answers carry the payout codes: known to whoever builds a client, app or test.
+    registerErrorCodes(PAYOUT_ERROR_CODES);
     this.hop = new JsonPeer('payment-resource', baseUrl, { token, headers });
   }
 

@@ -1,3 +1,5 @@
+import { registerErrorCodes } from '@dlock/lock-api';
+import { PAYOUT_ERROR_CODES } from './error-codes';
 import { JsonPeer } from '@dlock/http-client';
 import { advisoryGet } from './hops';
 import { BodyReader } from './body-reader';
@@ -8,6 +10,8 @@ export class RailLookupClient {
   private readonly peer: JsonPeer;
 
   constructor(baseUrl: string) {
+    // Its answers carry the payout codes: known to whoever builds a client, app or test.
+    registerErrorCodes(PAYOUT_ERROR_CODES);
     this.peer = new JsonPeer('rail', baseUrl);
   }
 

@@ -1,8 +1,10 @@
+import { PAYOUT_ERROR_CODES } from './error-codes';
 import type { TokenProvider } from '@dlock/identity';
 import assert from 'node:assert/strict';
 import {
   DlockError,
   formatFencingToken,
+  registerErrorCodes,
   type FenceCredential,
   type FencingToken,
 } from '@dlock/lock-api';
@@ -57,6 +59,8 @@ export class RailProxyClient {
     private readonly submitBudget?: CallBudget,
     token?: TokenProvider,
   ) {
+    // Its answers carry the payout codes: known to whoever builds a client, app or test.
+    registerErrorCodes(PAYOUT_ERROR_CODES);
     this.hop = new JsonPeer('rail-proxy', baseUrl, { token });
   }
 
