@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type net from 'node:net';
 import { HttpTransport } from '@dlock/http-client';
+import { registerErrorCodes } from '@dlock/lock-api';
+import { PAYOUT_ERROR_CODES } from '@dlock/payout-contract';
 import {
   boundedWaitMs,
   deadlineWithin,
@@ -101,6 +103,8 @@ export class RailClient {
   });
 
   constructor(@Inject(RAIL_PROXY_CONFIG) private readonly config: RailProxyConfig) {
+    // Its refusals carry the rail's payout codes: known to whoever builds it, app or test.
+    registerErrorCodes(PAYOUT_ERROR_CODES);
     this.url = new URL(config.RAIL_STUB_URL);
     // RAIL_STUB_URL has no trailing slash (libs/config): /submit goes under its path.
     this.submitUrl = new URL('submit', `${config.RAIL_STUB_URL}/`);
