@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto';
 import { mulberry32 } from '@dlock/prng';
-import { checkRun, type Violations } from './checks';
+import { useRowIdSource } from '@dlock/persistence';
+import { checkRun, type GuardRecords, type Violations } from './checks';
+import { simRail } from './executor-node';
 import { LockServerNode } from './lock-server-node';
 import { SimNetwork, type NetworkFaults } from './network';
-import { PaymentGuard, RailProxy, type SimPayout } from './payout-world';
-import { SimProcess, SimScheduler } from './scheduler';
+import { PaymentNode } from './payment-node';
+import { RailJournal, type SimPayout } from './payout-world';
+import { ProxyNode } from './proxy-node';
+import { SIM_EPOCH_MS, SimProcess, SimScheduler } from './scheduler';
 import { SimWorker, type World, type WorkerFaults } from './worker';
 
 /** One scheduled fault of a run: what the shrinker removes one by one. */
@@ -45,6 +49,8 @@ export interface SimResult {
   events: number;
   payoutsPosted: number;
   payoutsSettled: number;
+  /** SQL statements the guards' databases ran. */
+  statements: number;
 }
 
 const SETTLED: readonly string[] = ['POSTED', 'FAILED', 'ABANDONED', 'RAIL_AMBIGUOUS'];
@@ -82,19 +88,11 @@ export function drawSchedule(seed: number): { faults: Fault[]; network: NetworkF
   return { faults, network };
 }
 
-function payoutsOf(random: () => number): SimPayout[] {
-  const out: SimPayout[] = [];
-  for (let a = 0; a < ACCOUNTS; a++)
-    for (let i = 0; i < PAYOUTS_PER_ACCOUNT; i++)
-      out.push({
-        payoutId: `00000000-0000-4000-8000-${String(a * 100 + i).padStart(12, '0')}`,
-        accountId: `acct-${a}`,
-        amountMinor: 100 + Math.floor(random() * 900),
-        state: 'PENDING',
-        submissionId: null,
-        railReference: null,
-      });
-  return out;
+/** Each account's payout amounts, drawn from the run's stream. */
+function amountsOf(random: () => number): number[][] {
+  return Array.from({ length: ACCOUNTS }, () =>
+    Array.from({ length: PAYOUTS_PER_ACCOUNT }, () => 100 + Math.floor(random() * 900)),
+  );
 }
 
 function scheduleFault(sched: SimScheduler, f: Fault, worker: SimWorker, net: SimNetwork): void {
@@ -108,34 +106,58 @@ function scheduleFault(sched: SimScheduler, f: Fault, worker: SimWorker, net: Si
   });
 }
 
+/** Row ids (libs/persistence rowId) from virtual time and the seed's own stream. */
+function seededRowIds(sched: SimScheduler, seed: number): void {
+  const r = mulberry32(seed ^ 0x1d5);
+  const hex = (n: number) =>
+    Array.from({ length: n }, () => Math.floor(r() * 16).toString(16)).join('');
+  useRowIdSource({
+    nowMs: () => SIM_EPOCH_MS + sched.now,
+    uuid: () => `${hex(8)}-${hex(4)}-4${hex(3)}-${'89ab'[Math.floor(r() * 4)]}${hex(3)}-${hex(12)}`,
+  });
+}
+
 /** One seed: build the world, run it on virtual time, check everything, hash the history. */
 export async function runSeed(options: SimOptions): Promise<SimResult> {
+  const sched = new SimScheduler();
+  seededRowIds(sched, options.seed);
+  try {
+    return await runWorld(options, sched);
+  } finally {
+    useRowIdSource(null);
+  }
+}
+
+async function runWorld(options: SimOptions, sched: SimScheduler): Promise<SimResult> {
   const drawn = drawSchedule(options.seed);
   const faults = options.faults ?? drawn.faults;
   const network = options.network ?? drawn.network;
   const random = mulberry32(options.seed);
-  const sched = new SimScheduler();
   const net = new SimNetwork(sched, random, network);
   const broken = options.broken;
   const workerFaults: WorkerFaults = {
     trustsExpiredLease: broken === 'sdk-trusts-expired-lease',
     retriesRailTimeout: broken === 'executor-retries-rail-timeout',
   };
-  const guard = new PaymentGuard({ skipFence: broken === 'guard-skips-fence' });
-  const balances = new Map<string, number>();
-  for (let a = 0; a < ACCOUNTS; a++) {
-    guard.addAccount(`acct-${a}`, 1_000_000);
-    balances.set(`acct-${a}`, 1_000_000);
-  }
-  const payouts = payoutsOf(random);
-  payouts.forEach((p) => guard.addPayout(p));
+  const now = () => sched.now;
+  const accounts = Array.from({ length: ACCOUNTS }, (_, a) => ({
+    accountId: `acct-${a}`,
+    balanceMinor: 1_000_000,
+  }));
+  const balances = new Map(accounts.map((a) => [a.accountId, a.balanceMinor]));
+  const amounts = amountsOf(random);
+  // The guard that skips its fence is the service's own kill switch (PAYMENT_FENCING_ENABLED).
+  const payment = await PaymentNode.open(now, broken !== 'guard-skips-fence');
+  const payouts = await payment.seed(accounts, amounts);
   const world: World = {
     sched,
     net,
     random,
     server: new LockServerNode(sched, random, { grantsTwice: broken === 'store-grants-twice' }),
-    guard,
-    proxy: new RailProxy(),
+    payment,
+    proxy: undefined as unknown as ProxyNode,
+    rail: new RailJournal(),
+    proxyInFlight: new Map(),
     payouts,
     railTimeoutRate: 0.15,
     faults: workerFaults,
@@ -143,38 +165,41 @@ export async function runSeed(options: SimOptions): Promise<SimResult> {
     submitsUnknown: new Set(),
     resubmits: [],
   };
+  world.proxy = await ProxyNode.open(now, simRail(world));
   const workers = Array.from(
     { length: WORKERS },
     (_, i) => new SimWorker(new SimProcess(`worker-${i}`, sched), world),
   );
   workers.forEach((w) => w.start());
   for (const f of faults) scheduleFault(sched, f, workers[f.worker % WORKERS], net);
+  const state = (p: SimPayout) => payment.states.get(p.payoutId)!;
   // Done when no payout is left to move: heartbeats alone would only lengthen the history.
-  const quiet = () => payouts.every((p) => SETTLED.includes(guard.payouts.get(p.payoutId)!.state));
+  const quiet = () => payouts.every((p) => SETTLED.includes(state(p)));
   await sched.run(RUN_VIRTUAL_MS, EVENTS_MAX, quiet);
-  const violations = await checkRun(world, balances);
-  const settled = payouts.filter((p) => guard.payouts.get(p.payoutId)!.state !== 'PENDING');
+  const records: GuardRecords = { admitted: await payment.admitted(SIM_EPOCH_MS), ...(await payment.ledger()) };
+  const violations = await checkRun(world, records, balances);
   return {
     seed: options.seed,
     faults,
     network,
     violations,
     failed: Object.keys(violations).length > 0,
-    historyHash: hashOf(world),
+    historyHash: hashOf(world, records),
     virtualMs: sched.now,
     events: sched.events,
-    payoutsPosted: payouts.filter((p) => guard.payouts.get(p.payoutId)!.state === 'POSTED').length,
-    payoutsSettled: settled.length,
+    payoutsPosted: payouts.filter((p) => state(p) === 'POSTED').length,
+    payoutsSettled: payouts.filter((p) => state(p) !== 'PENDING').length,
+    statements: payment.db.statements + world.proxy.db.statements,
   };
 }
 
-function hashOf(w: World): string {
+function hashOf(w: World, g: GuardRecords): string {
   const replacer = (_k: string, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v);
   const h = createHash('sha256');
   h.update(JSON.stringify(w.server.calls, replacer));
-  h.update(JSON.stringify(w.guard.admitted, replacer));
-  h.update(JSON.stringify(w.proxy.presentations, replacer));
-  h.update(JSON.stringify([...w.proxy.paid], replacer));
+  h.update(JSON.stringify(g.admitted, replacer));
+  h.update(JSON.stringify(w.rail.presentations, replacer));
+  h.update(JSON.stringify([...w.rail.paid], replacer));
   return h.digest('hex');
 }
 

@@ -4,7 +4,9 @@ import { SIM_EPOCH_MS } from './scheduler';
 import { simExecutor, watchedSession } from './executor-node';
 import type { LockServerNode } from './lock-server-node';
 import type { SimNetwork } from './network';
-import type { PaymentGuard, RailProxy, SimPayout } from './payout-world';
+import type { PaymentNode } from './payment-node';
+import type { RailJournal, SimPayout } from './payout-world';
+import type { ProxyNode } from './proxy-node';
 import type { SimProcess, SimScheduler } from './scheduler';
 
 export interface WorkerFaults {
@@ -20,8 +22,11 @@ export interface World {
   net: SimNetwork;
   random: () => number;
   server: LockServerNode;
-  guard: PaymentGuard;
-  proxy: RailProxy;
+  payment: PaymentNode;
+  proxy: ProxyNode;
+  rail: RailJournal;
+  /** Submits at the proxy not answered yet, by idempotency scope (executor-node.ts). */
+  proxyInFlight: Map<string, Promise<unknown>>;
   payouts: readonly SimPayout[];
   /** Rail stub fault: the rail does not answer within the proxy's read timeout. */
   railTimeoutRate: number;
@@ -80,7 +85,7 @@ export class SimWorker {
           continue;
         }
       }
-      const open = w.payouts.filter((p) => !settled(w.guard.payouts.get(p.payoutId)!.state));
+      const open = w.payouts.filter((p) => !settled(w.payment.states.get(p.payoutId)!));
       if (open.length === 0) return;
       const payout = open[Math.floor(w.random() * open.length)];
       const watched = watchedSession(session, w, this.proc);
@@ -98,7 +103,7 @@ export class SimWorker {
       amountMinor: p.amountMinor,
       currency: 'EUR',
       beneficiaryRef: `ben-${p.payoutId.slice(-4)}`,
-      state: this.w.guard.payouts.get(p.payoutId)!.state,
+      state: this.w.payment.states.get(p.payoutId)!,
       attemptCount: 0,
       createdAt: new Date(SIM_EPOCH_MS).toISOString(),
     };
