@@ -24,7 +24,10 @@ import { LedgerRepository } from '../../../payment-resource/src/ledger/persisten
 import { PaymentMetrics } from '../../../payment-resource/src/metrics';
 import { PayoutRepository } from '../../../payment-resource/src/payouts/persistence/payout.repository';
 import { PayoutsModule } from '../../../payment-resource/src/payouts/payouts.module';
-import { GrantCheck, type ProvenWrite } from '../../../payment-resource/src/payouts/service/grant-check';
+import {
+  GrantCheck,
+  type ProvenWrite,
+} from '../../../payment-resource/src/payouts/service/grant-check';
 import { InstructionSigner } from '../../../payment-resource/src/payouts/service/instruction-signer';
 import { PayoutCommands } from '../../../payment-resource/src/payouts/service/payout-commands.service';
 import { PayoutQueries } from '../../../payment-resource/src/payouts/service/payout-queries.service';
@@ -34,6 +37,7 @@ import {
   type RecordedAnswer,
 } from '../../../payment-resource/src/payouts/service/receipt-check';
 import type { Grant } from '../../../payment-resource/src/payouts/service/payout-commands.service';
+import type { SimPayout } from './payout-world';
 import { decodeSimProof } from './sim-proofs';
 import { SimDatabase } from './sim-database';
 
@@ -183,7 +187,7 @@ export class PaymentNode {
 
   /** The run's accounts and payouts, through the intake service (as the fixtures are made). */
   async seed(accounts: { accountId: string; balanceMinor: number }[], amounts: number[][]) {
-    const payouts: { payoutId: string; accountId: string; amountMinor: number }[] = [];
+    const payouts: SimPayout[] = [];
     for (const [a, { accountId, balanceMinor }] of accounts.entries()) {
       await this.intake.openAccount(`open-${accountId}`, { accountId, currency: 'EUR' });
       await this.intake.deposit(`fund-${accountId}`, accountId, {
@@ -191,13 +195,14 @@ export class PaymentNode {
         currency: 'EUR',
       });
       for (const [i, amountMinor] of amounts[a].entries()) {
+        const beneficiaryRef = `ben-${a}-${i}`;
         const created = await this.intake.createPayout(`payout-${accountId}-${i}`, {
           accountId,
           amountMinor,
           currency: 'EUR',
-          beneficiaryRef: `ben-${a}-${i}`,
+          beneficiaryRef,
         });
-        payouts.push({ payoutId: created.body.payoutId, accountId, amountMinor });
+        payouts.push({ payoutId: created.body.payoutId, accountId, amountMinor, beneficiaryRef });
         this.states.set(created.body.payoutId, 'PENDING');
       }
     }
@@ -211,9 +216,12 @@ export class PaymentNode {
 
   /** After each request: the payouts' states as committed. */
   async refresh(): Promise<void> {
-    const rows = (await this.db.dataSource().manager.query(
-      `SELECT payout_id, state FROM payout ORDER BY payout_id`,
-    )) as { payout_id: string; state: PayoutState }[];
+    const rows = (await this.db
+      .dataSource()
+      .manager.query(`SELECT payout_id, state FROM payout ORDER BY payout_id`)) as {
+      payout_id: string;
+      state: PayoutState;
+    }[];
     for (const r of rows) this.states.set(r.payout_id, r.state);
   }
 

@@ -3,6 +3,7 @@ export interface SimPayout {
   payoutId: string;
   accountId: string;
   amountMinor: number;
+  beneficiaryRef: string;
 }
 
 /** One presentation the rail was shown, with the token the proxy admitted it under. */

@@ -6,8 +6,14 @@ import { SafetyEvents } from '@dlock/observability';
 import { RAIL_RECEIPT_TYPE, receiptClaims } from '@dlock/payout-contract';
 import { RAIL_PROXY_CONFIG, readRailProxyConfig } from '../../../rail-proxy/src/config';
 import { RailProxyMetrics } from '../../../rail-proxy/src/metrics';
-import { RailClient, type ConnectResult } from '../../../rail-proxy/src/submission/clients/rail-client';
-import type { RailAnswer, RailTransfer } from '../../../rail-proxy/src/submission/domain/rail-outcome';
+import {
+  RailClient,
+  type ConnectResult,
+} from '../../../rail-proxy/src/submission/clients/rail-client';
+import type {
+  RailAnswer,
+  RailTransfer,
+} from '../../../rail-proxy/src/submission/domain/rail-outcome';
 import type { SubmissionRecord } from '../../../rail-proxy/src/submission/domain/submission.types';
 import { ReceiptSigner } from '../../../rail-proxy/src/submission/service/receipt-signer';
 import { SubmissionProofs } from '../../../rail-proxy/src/submission/service/submission-proofs';
@@ -129,6 +135,10 @@ export class ProxyNode {
         WHERE outcome IS DISTINCT FROM 'FENCED' AND outcome IS DISTINCT FROM 'WITHDRAWN'
         ORDER BY created_at, submission_id`,
     )) as { account_id: string; payout_id: string; token: string }[];
-    return rows.map((r) => ({ accountId: r.account_id, payoutId: r.payout_id, token: BigInt(r.token) }));
+    return rows.map((r) => ({
+      accountId: r.account_id,
+      payoutId: r.payout_id,
+      token: BigInt(r.token),
+    }));
   }
 }

@@ -176,7 +176,10 @@ async function runWorld(options: SimOptions, sched: SimScheduler): Promise<SimRe
   // Done when no payout is left to move: heartbeats alone would only lengthen the history.
   const quiet = () => payouts.every((p) => SETTLED.includes(state(p)));
   await sched.run(RUN_VIRTUAL_MS, EVENTS_MAX, quiet);
-  const records: GuardRecords = { admitted: await payment.admitted(SIM_EPOCH_MS), ...(await payment.ledger()) };
+  const records: GuardRecords = {
+    admitted: await payment.admitted(SIM_EPOCH_MS),
+    ...(await payment.ledger()),
+  };
   const violations = await checkRun(world, records, balances);
   return {
     seed: options.seed,

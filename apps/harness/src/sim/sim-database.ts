@@ -64,7 +64,8 @@ export class SimDatabase {
     await this.pg.exec(`TRUNCATE ${this.tables.join(', ')} RESTART IDENTITY CASCADE`);
     await this.pg.exec(`SELECT set_config('sim.resetting', 'off', false)`);
     await this.pg.exec(`SET session_replication_role = replica`);
-    for (const t of this.baseline) await this.pg.exec(`INSERT INTO ${t} SELECT * FROM sim.base_${t}`);
+    for (const t of this.baseline)
+      await this.pg.exec(`INSERT INTO ${t} SELECT * FROM sim.base_${t}`);
     await this.pg.exec(`SET session_replication_role = origin`);
     const seqs = await this.pg.query<{ s: string }>(
       `SELECT format('%I.%I', schemaname, sequencename) AS s FROM pg_sequences WHERE schemaname = 'public'`,
@@ -112,7 +113,10 @@ const PARSERS = { 20: (v: string) => v, 1700: (v: string) => v };
 /** A data directory is only loaded by the PGlite that wrote it. */
 const PGLITE_VERSION = (
   JSON.parse(
-    readFileSync(join(dirname(require.resolve('@electric-sql/pglite')), '..', 'package.json'), 'utf8'),
+    readFileSync(
+      join(dirname(require.resolve('@electric-sql/pglite')), '..', 'package.json'),
+      'utf8',
+    ),
   ) as { version: string }
 ).version;
 
@@ -212,9 +216,11 @@ class SimClient {
 
 /** EntityManager.query's shapes (TypeORM's postgres driver): rows, or [rows, count] for UPDATE/DELETE. */
 function managerQuery(db: SimDatabase, sql: string, params?: unknown[]): Promise<unknown> {
-  return db.run(sql, params).then((r) =>
-    r.command === 'UPDATE' || r.command === 'DELETE' ? [r.rows, r.rowCount] : r.rows,
-  );
+  return db
+    .run(sql, params)
+    .then((r) =>
+      r.command === 'UPDATE' || r.command === 'DELETE' ? [r.rows, r.rowCount] : r.rows,
+    );
 }
 
 class SimQueryRunner {
@@ -227,7 +233,11 @@ class SimQueryRunner {
     private readonly db: SimDatabase,
     readonly connection: DataSource,
   ) {
-    this.manager = { queryRunner: this, connection, query: (s: string, p?: unknown[]) => this.query(s, p) };
+    this.manager = {
+      queryRunner: this,
+      connection,
+      query: (s: string, p?: unknown[]) => this.query(s, p),
+    };
   }
 
   async connect(): Promise<SimClient> {

@@ -102,7 +102,7 @@ export class SimWorker {
       accountId: p.accountId,
       amountMinor: p.amountMinor,
       currency: 'EUR',
-      beneficiaryRef: `ben-${p.payoutId.slice(-4)}`,
+      beneficiaryRef: p.beneficiaryRef,
       state: this.w.payment.states.get(p.payoutId)!,
       attemptCount: 0,
       createdAt: new Date(SIM_EPOCH_MS).toISOString(),
