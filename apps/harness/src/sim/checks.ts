@@ -128,8 +128,8 @@ function checkLedger(
   for (const [payoutId, n] of g.postings)
     if (n > 1) add(out, 'INV-03', `${payoutId}: posted ${n} times`);
   for (const [accountId, start] of balances) {
-    const posted = w.payouts
-      .filter((p) => p.accountId === accountId && w.payment.states.get(p.payoutId) === 'POSTED')
+    const posted = w.guards.payouts
+      .filter((p) => p.accountId === accountId && w.guards.states.get(p.payoutId) === 'POSTED')
       .reduce((sum, p) => sum + p.amountMinor, 0);
     const balance = g.balances.get(accountId)!;
     if (balance !== start - posted)

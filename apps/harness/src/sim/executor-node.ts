@@ -37,11 +37,12 @@ import { ExecutorMetrics } from '../../../executor/src/metrics';
 import type { SubmissionRecord } from '../../../rail-proxy/src/submission/domain/submission.types';
 import { simReceiptOf, type SimRail } from './proxy-node';
 import { SIM_EPOCH_MS, type SimProcess } from './scheduler';
+import type { PgliteGuards } from './guards';
 import type { World } from './worker';
 
 /** The executor's and the proxy's RAIL_READ_TIMEOUT_MS (config.ts default). */
 export const RAIL_READ_TIMEOUT_MS = 8_000;
-const SUBMIT_BUDGET: CallBudget = {
+export const SUBMIT_BUDGET: CallBudget = {
   connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
   readTimeoutMs: submitReadTimeoutMs(RAIL_READ_TIMEOUT_MS),
 };
@@ -56,9 +57,10 @@ let metrics: ExecutorMetrics | undefined;
  * headers the real client sends. Bypassed: the wire encoding and the hop
  * retry layer (withHopRetries sleeps on a real timer).
  */
-class SimPaymentResource extends PaymentResourceClient {
+export class PglitePaymentResource extends PaymentResourceClient {
   constructor(
     private readonly w: World,
+    private readonly g: PgliteGuards,
     private readonly proc: SimProcess,
   ) {
     super('http://payment-resource.sim', proc.name);
@@ -71,7 +73,7 @@ class SimPaymentResource extends PaymentResourceClient {
         try {
           return await fn();
         } finally {
-          await this.w.payment.refresh();
+          await this.g.payment.refresh();
         }
       },
       budget,
@@ -81,12 +83,12 @@ class SimPaymentResource extends PaymentResourceClient {
 
   private grant(payoutId: string, fence: FenceCredential) {
     const key = idempotencyKeyFor(payoutId);
-    return this.w.payment.grant(payoutId, fence, this.proc.name, key);
+    return this.g.payment.grant(payoutId, fence, this.proc.name, key);
   }
 
   override get(payoutId: string): Promise<PayoutRecord> {
     return this.exchange(
-      async () => (await this.w.payment.queries.get(payoutId)) as PayoutRecord,
+      async () => (await this.g.payment.queries.get(payoutId)) as PayoutRecord,
       HOP_BUDGETS.advisoryRead,
     );
   }
@@ -97,7 +99,7 @@ class SimPaymentResource extends PaymentResourceClient {
     expectedState: 'PENDING' | 'CLAIMED',
   ): Promise<TransitionResult> {
     return this.exchange(
-      () => this.w.payment.commands.claim(payoutId, this.grant(payoutId, fence), { expectedState }),
+      () => this.g.payment.commands.claim(payoutId, this.grant(payoutId, fence), { expectedState }),
       HOP_BUDGETS.fencedWrite,
     ).then(transitionOf);
   }
@@ -105,7 +107,7 @@ class SimPaymentResource extends PaymentResourceClient {
   override markSubmitted(payoutId: string, fence: FenceCredential): Promise<SubmittedResult> {
     return this.exchange(
       () =>
-        this.w.payment.commands.railOutcome(
+        this.g.payment.commands.railOutcome(
           payoutId,
           this.grant(payoutId, fence),
           { outcome: 'SUBMITTED' },
@@ -128,7 +130,7 @@ class SimPaymentResource extends PaymentResourceClient {
     if (r.reason !== undefined) body.reason = r.reason;
     return this.exchange(
       () =>
-        this.w.payment.commands.railOutcome(
+        this.g.payment.commands.railOutcome(
           payoutId,
           this.grant(payoutId, fence),
           body,
@@ -146,7 +148,7 @@ class SimPaymentResource extends PaymentResourceClient {
     const body = { railReference: ack.railReference, submissionId: ack.submissionId } as const;
     return this.exchange(
       () =>
-        this.w.payment.commands.post(
+        this.g.payment.commands.post(
           payoutId,
           this.grant(payoutId, fence),
           { ...body, railOutcome: 'ACKED' },
@@ -167,9 +169,10 @@ function transitionOf(r: { payoutId: string; state: PayoutState }): TransitionRe
  * broken variant `executor-retries-rail-timeout` re-sends a submit that got
  * no answer.
  */
-class SimRailProxy extends RailProxyClient {
+export class PgliteRailProxy extends RailProxyClient {
   constructor(
     private readonly w: World,
+    private readonly g: PgliteGuards,
     private readonly proc: SimProcess,
   ) {
     super('http://rail-proxy.sim', proc.name, SUBMIT_BUDGET);
@@ -213,9 +216,9 @@ class SimRailProxy extends RailProxyClient {
   ): Promise<AckedSubmission> {
     const idempotencyKey = idempotencyKeyFor(payout.payoutId);
     const scope = `${idempotencyKey}@${fence.token}`;
-    const earlier = this.w.proxyInFlight.get(scope);
+    const earlier = this.g.inFlight.get(scope);
     if (earlier) await earlier.catch(() => undefined);
-    const answer = this.w.proxy.service.submit({
+    const answer = this.g.proxy.service.submit({
       ...payout,
       presentedToken: fence.token,
       grantProof: fence.proof,
@@ -225,7 +228,7 @@ class SimRailProxy extends RailProxyClient {
       clientRef: railClientRef(payout.payoutId),
       traceId: payout.payoutId,
     });
-    this.w.proxyInFlight.set(scope, answer);
+    this.g.inFlight.set(scope, answer);
     const r = await answer;
     return {
       submissionId: r.submissionId,
@@ -238,14 +241,14 @@ class SimRailProxy extends RailProxyClient {
   override records(payoutId: string): Promise<ProxyRecord[]> {
     return this.w.net.call(
       this.proc,
-      async () => (await this.w.proxy.service.recordsOf(payoutId)).map(proxyRecordOf),
+      async () => (await this.g.proxy.service.recordsOf(payoutId)).map(proxyRecordOf),
       HOP_BUDGETS.advisoryRead,
       (p, m) => peerUnavailable('rail-proxy', p, m),
     );
   }
 
   override async evidence(payoutId: string): Promise<RailEvidence> {
-    const acked = (await this.w.proxy.service.recordsOf(payoutId)).find(
+    const acked = (await this.g.proxy.service.recordsOf(payoutId)).find(
       (r) => r.railReference !== null,
     );
     const paid = (this.w.rail.paid.get(payoutId) ?? 0) > 0;
@@ -293,10 +296,10 @@ function proxyRecordOf(r: SubmissionRecord): ProxyRecord {
  * (and may have paid all the same), else it pays and acknowledges after a
  * while. What it was shown, and under which token, goes to the rail's journal.
  */
-export function simRail(w: World): SimRail {
+export function simRail(w: World, g: PgliteGuards): SimRail {
   return async (transfer) => {
     const payoutId = transfer.clientRef.replace(/^po-/, '');
-    const live = (await w.proxy.service.recordsOf(payoutId)).find((r) => r.outcome === null);
+    const live = (await g.proxy.service.recordsOf(payoutId)).find((r) => r.outcome === null);
     w.rail.presentations.push({
       at: w.sched.now,
       accountId: live!.accountId,
@@ -325,10 +328,11 @@ export function simExecutor(w: World, proc: SimProcess): PayoutExecutionService 
     DLOCK_HARNESS: false,
     EXECUTOR_SKIP_LIVENESS_CHECK: false,
   } as ExecutorConfig;
+  const peers = w.guards.clients(proc);
   return new PayoutExecutionService(
     config,
-    new SimPaymentResource(w, proc),
-    new SimRailProxy(w, proc),
+    peers.payment,
+    peers.rail,
     metrics,
     new SafetyEvents(new Registry()),
     new NoAttemptHooks(),

@@ -216,32 +216,34 @@ export class PaymentNode {
 
   /** After each request: the payouts' states as committed. */
   async refresh(): Promise<void> {
-    const rows = (await this.db
-      .dataSource()
-      .manager.query(`SELECT payout_id, state FROM payout ORDER BY payout_id`)) as {
-      payout_id: string;
-      state: PayoutState;
-    }[];
+    const rows = await this.db.dataSource().manager.query<
+      {
+        payout_id: string;
+        state: PayoutState;
+      }[]
+    >(`SELECT payout_id, state FROM payout ORDER BY payout_id`);
     for (const r of rows) this.states.set(r.payout_id, r.state);
   }
 
   /** Every admitted transition, in commit order, with the virtual ms the database stamped it at. */
   async admitted(epochMs: number): Promise<AdmittedWrite[]> {
-    const rows = (await this.db.dataSource().manager.query(
+    const rows = await this.db.dataSource().manager.query<
+      {
+        payout_id: string;
+        account_id: string;
+        token: string;
+        event: PayoutEvent;
+        from_state: PayoutState;
+        to_state: PayoutState;
+        created_at: Date;
+      }[]
+    >(
       `SELECT t.payout_id, p.account_id, t.token::text AS token, t.event, t.from_state, t.to_state,
               t.created_at
          FROM payout_transition t JOIN payout p USING (payout_id)
         WHERE t.token IS NOT NULL
         ORDER BY t.transition_id`,
-    )) as {
-      payout_id: string;
-      account_id: string;
-      token: string;
-      event: PayoutEvent;
-      from_state: PayoutState;
-      to_state: PayoutState;
-      created_at: Date;
-    }[];
+    );
     return rows.map((r) => ({
       at: r.created_at.getTime() - epochMs,
       accountId: r.account_id,
@@ -256,13 +258,13 @@ export class PaymentNode {
   /** Each customer account's balance, and how many ledger groups each payout posted. */
   async ledger(): Promise<{ balances: Map<string, number>; postings: Map<string, number> }> {
     const m = this.db.dataSource().manager;
-    const accounts = (await m.query(
+    const accounts = await m.query<{ account_id: string; b: string }[]>(
       `SELECT account_id, balance_minor::text AS b FROM account WHERE kind = 'CUSTOMER'`,
-    )) as { account_id: string; b: string }[];
-    const posted = (await m.query(
+    );
+    const posted = await m.query<{ payout_id: string; n: number }[]>(
       `SELECT payout_id, count(DISTINCT txn_group_id)::int AS n FROM ledger_entry
         WHERE payout_id IS NOT NULL GROUP BY payout_id`,
-    )) as { payout_id: string; n: number }[];
+    );
     return {
       balances: new Map(accounts.map((a) => [a.account_id, Number(a.b)])),
       postings: new Map(posted.map((p) => [p.payout_id, p.n])),

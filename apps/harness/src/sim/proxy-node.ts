@@ -130,11 +130,13 @@ export class ProxyNode {
 
   /** Every submission presented to the rail, in the order the proxy admitted them. */
   async presented(): Promise<{ accountId: string; payoutId: string; token: bigint }[]> {
-    const rows = (await this.db.dataSource().manager.query(
-      `SELECT account_id, payout_id, presented_token::text AS token FROM rail_submission
+    const rows = await this.db
+      .dataSource()
+      .manager.query<{ account_id: string; payout_id: string; token: string }[]>(
+        `SELECT account_id, payout_id, presented_token::text AS token FROM rail_submission
         WHERE outcome IS DISTINCT FROM 'FENCED' AND outcome IS DISTINCT FROM 'WITHDRAWN'
         ORDER BY created_at, submission_id`,
-    )) as { account_id: string; payout_id: string; token: string }[];
+      );
     return rows.map((r) => ({
       accountId: r.account_id,
       payoutId: r.payout_id,

@@ -2,12 +2,10 @@ import { createHash } from 'node:crypto';
 import { mulberry32 } from '@dlock/prng';
 import { useRowIdSource } from '@dlock/persistence';
 import { checkRun, type GuardRecords, type Violations } from './checks';
-import { simRail } from './executor-node';
+import { openGuards, type GuardMode, type SimGuards } from './guards';
 import { LockServerNode } from './lock-server-node';
 import { SimNetwork, type NetworkFaults } from './network';
-import { PaymentNode } from './payment-node';
 import { RailJournal, type SimPayout } from './payout-world';
-import { ProxyNode } from './proxy-node';
 import { SIM_EPOCH_MS, SimProcess, SimScheduler } from './scheduler';
 import { SimWorker, type World, type WorkerFaults } from './worker';
 
@@ -30,6 +28,8 @@ export type BrokenVariant = (typeof BROKEN_VARIANTS)[number];
 
 export interface SimOptions {
   seed: number;
+  /** The in-memory model of the guards (default, fast) or their real services on PGlite. */
+  guards?: GuardMode;
   broken?: BrokenVariant;
   /** Replaces the fault schedule the seed draws (a replay of a shrunk schedule). */
   faults?: Fault[];
@@ -139,47 +139,40 @@ async function runWorld(options: SimOptions, sched: SimScheduler): Promise<SimRe
     trustsExpiredLease: broken === 'sdk-trusts-expired-lease',
     retriesRailTimeout: broken === 'executor-retries-rail-timeout',
   };
-  const now = () => sched.now;
   const accounts = Array.from({ length: ACCOUNTS }, (_, a) => ({
     accountId: `acct-${a}`,
     balanceMinor: 1_000_000,
   }));
   const balances = new Map(accounts.map((a) => [a.accountId, a.balanceMinor]));
   const amounts = amountsOf(random);
-  // The guard that skips its fence is the service's own kill switch (PAYMENT_FENCING_ENABLED).
-  const payment = await PaymentNode.open(now, broken !== 'guard-skips-fence');
-  const payouts = await payment.seed(accounts, amounts);
   const world: World = {
     sched,
     net,
     random,
     server: new LockServerNode(sched, random, { grantsTwice: broken === 'store-grants-twice' }),
-    payment,
-    proxy: undefined as unknown as ProxyNode,
+    guards: undefined as unknown as SimGuards,
     rail: new RailJournal(),
-    proxyInFlight: new Map(),
-    payouts,
     railTimeoutRate: 0.15,
     faults: workerFaults,
     leaseViolations: [],
     submitsUnknown: new Set(),
     resubmits: [],
   };
-  world.proxy = await ProxyNode.open(now, simRail(world));
+  const setup = { accounts, amounts, skipFence: broken === 'guard-skips-fence' };
+  world.guards = await openGuards(options.guards ?? 'model', world, setup);
+  const { guards } = world;
+  const payouts = guards.payouts;
   const workers = Array.from(
     { length: WORKERS },
     (_, i) => new SimWorker(new SimProcess(`worker-${i}`, sched), world),
   );
   workers.forEach((w) => w.start());
   for (const f of faults) scheduleFault(sched, f, workers[f.worker % WORKERS], net);
-  const state = (p: SimPayout) => payment.states.get(p.payoutId)!;
+  const state = (p: SimPayout) => guards.states.get(p.payoutId)!;
   // Done when no payout is left to move: heartbeats alone would only lengthen the history.
   const quiet = () => payouts.every((p) => SETTLED.includes(state(p)));
   await sched.run(RUN_VIRTUAL_MS, EVENTS_MAX, quiet);
-  const records: GuardRecords = {
-    admitted: await payment.admitted(SIM_EPOCH_MS),
-    ...(await payment.ledger()),
-  };
+  const records = await guards.records();
   const violations = await checkRun(world, records, balances);
   return {
     seed: options.seed,
@@ -192,7 +185,7 @@ async function runWorld(options: SimOptions, sched: SimScheduler): Promise<SimRe
     events: sched.events,
     payoutsPosted: payouts.filter((p) => state(p) === 'POSTED').length,
     payoutsSettled: payouts.filter((p) => state(p) !== 'PENDING').length,
-    statements: payment.db.statements + world.proxy.db.statements,
+    statements: guards.statements(),
   };
 }
 
@@ -208,10 +201,11 @@ function hashOf(w: World, g: GuardRecords): string {
 
 /** The one line that replays a run exactly (`faults` only when it is not the seed's own). */
 export function replayCommand(
-  r: { seed: number; faults?: Fault[]; network?: NetworkFaults },
+  r: { seed: number; guards?: GuardMode; faults?: Fault[]; network?: NetworkFaults },
   broken?: BrokenVariant,
 ): string {
   const parts = ['npm run sim --', `--seed ${r.seed}`];
+  if (r.guards && r.guards !== 'model') parts.push(`--guards ${r.guards}`);
   if (broken) parts.push(`--broken ${broken}`);
   if (r.faults) parts.push(`--faults '${JSON.stringify(r.faults)}'`);
   if (r.network) parts.push(`--network '${JSON.stringify(r.network)}'`);

@@ -126,7 +126,6 @@ const PGLITE_VERSION = (
  * and PGlite's version, and loaded from there by later processes.
  */
 async function migrated(name: DatabaseName): Promise<PGlite> {
-  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
   const migrations = MIGRATIONS[name] as (new () => MigrationInterface)[];
   const key = createHash('sha256')
     .update(JSON.stringify([PGLITE_VERSION, name, migrations.map((m) => m.name)]))

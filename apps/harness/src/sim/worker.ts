@@ -4,9 +4,8 @@ import { SIM_EPOCH_MS } from './scheduler';
 import { simExecutor, watchedSession } from './executor-node';
 import type { LockServerNode } from './lock-server-node';
 import type { SimNetwork } from './network';
-import type { PaymentNode } from './payment-node';
+import type { SimGuards } from './guards';
 import type { RailJournal, SimPayout } from './payout-world';
-import type { ProxyNode } from './proxy-node';
 import type { SimProcess, SimScheduler } from './scheduler';
 
 export interface WorkerFaults {
@@ -22,12 +21,9 @@ export interface World {
   net: SimNetwork;
   random: () => number;
   server: LockServerNode;
-  payment: PaymentNode;
-  proxy: ProxyNode;
+  /** payment-resource and rail-proxy: the model or the real services (guards.ts). */
+  guards: SimGuards;
   rail: RailJournal;
-  /** Submits at the proxy not answered yet, by idempotency scope (executor-node.ts). */
-  proxyInFlight: Map<string, Promise<unknown>>;
-  payouts: readonly SimPayout[];
   /** Rail stub fault: the rail does not answer within the proxy's read timeout. */
   railTimeoutRate: number;
   faults: WorkerFaults;
@@ -85,7 +81,7 @@ export class SimWorker {
           continue;
         }
       }
-      const open = w.payouts.filter((p) => !settled(w.payment.states.get(p.payoutId)!));
+      const open = w.guards.payouts.filter((p) => !settled(w.guards.states.get(p.payoutId)!));
       if (open.length === 0) return;
       const payout = open[Math.floor(w.random() * open.length)];
       const watched = watchedSession(session, w, this.proc);
@@ -103,7 +99,7 @@ export class SimWorker {
       amountMinor: p.amountMinor,
       currency: 'EUR',
       beneficiaryRef: p.beneficiaryRef,
-      state: this.w.payment.states.get(p.payoutId)!,
+      state: this.w.guards.states.get(p.payoutId)!,
       attemptCount: 0,
       createdAt: new Date(SIM_EPOCH_MS).toISOString(),
     };
