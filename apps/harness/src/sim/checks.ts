@@ -3,7 +3,15 @@ import { checkRecordedLockHistory } from '../checkers/linearizability';
 import { checkGrantHistory } from '../checkers/history';
 import type { GrantRecord, LockCall } from '../infra/lock-recorder';
 import { transition } from '@dlock/payout-contract';
+import type { AdmittedWrite } from './payment-node';
 import type { World } from './worker';
+
+/** What the guards' databases hold at the end of a run (read by run.ts). */
+export interface GuardRecords {
+  admitted: AdmittedWrite[];
+  balances: Map<string, number>;
+  postings: Map<string, number>;
+}
 
 /** The checks of every run, by name (docs/harness.md, "Deterministic simulation"). */
 export const SIM_CHECKS = [
@@ -67,10 +75,10 @@ async function checkLocks(w: World, out: Violations): Promise<Set<string>> {
 }
 
 /** The guards' half, from their own logs, recomputed here rather than trusted. */
-function checkGuards(w: World, granted: Set<string>, out: Violations): void {
+function checkGuards(w: World, g: GuardRecords, granted: Set<string>, out: Violations): void {
   const last = new Map<string, { token: bigint; payoutId: string }>();
   const terminal = new Set<string>();
-  for (const a of w.guard.admitted) {
+  for (const a of g.admitted) {
     const prev = last.get(a.accountId);
     if (prev && (a.token < prev.token || (a.token === prev.token && a.payoutId !== prev.payoutId)))
       add(
@@ -97,7 +105,7 @@ function checkGuards(w: World, granted: Set<string>, out: Violations): void {
     if (isTerminalPayoutState(a.to)) terminal.add(a.payoutId);
   }
   const marks = new Map<string, bigint>();
-  for (const p of w.proxy.presentations) {
+  for (const p of w.rail.presentations) {
     const mark = marks.get(p.accountId) ?? 0n;
     if (p.token <= mark)
       add(
@@ -107,20 +115,23 @@ function checkGuards(w: World, granted: Set<string>, out: Violations): void {
       );
     marks.set(p.accountId, p.token > mark ? p.token : mark);
   }
-  for (const [payoutId, n] of w.proxy.paid)
+  for (const [payoutId, n] of w.rail.paid)
     if (n > 1) add(out, 'INV-02', `${payoutId}: paid ${n} times at the rail`);
 }
 
-function checkLedger(w: World, out: Violations, balances: ReadonlyMap<string, number>): void {
-  for (const [payoutId, n] of w.guard.postings)
+function checkLedger(
+  w: World,
+  g: GuardRecords,
+  out: Violations,
+  balances: ReadonlyMap<string, number>,
+): void {
+  for (const [payoutId, n] of g.postings)
     if (n > 1) add(out, 'INV-03', `${payoutId}: posted ${n} times`);
   for (const [accountId, start] of balances) {
-    const posted = w.payouts
-      .filter(
-        (p) => p.accountId === accountId && w.guard.payouts.get(p.payoutId)!.state === 'POSTED',
-      )
+    const posted = w.guards.payouts
+      .filter((p) => p.accountId === accountId && w.guards.states.get(p.payoutId) === 'POSTED')
       .reduce((sum, p) => sum + p.amountMinor, 0);
-    const balance = w.guard.balances.get(accountId)!;
+    const balance = g.balances.get(accountId)!;
     if (balance !== start - posted)
       add(out, 'INV-03', `${accountId}: balance ${balance}, postings say ${start - posted}`);
   }
@@ -129,12 +140,13 @@ function checkLedger(w: World, out: Violations, balances: ReadonlyMap<string, nu
 /** Every check on one finished run; an empty result is a clean run. */
 export async function checkRun(
   w: World,
+  g: GuardRecords,
   startBalances: ReadonlyMap<string, number>,
 ): Promise<Violations> {
   const out: Violations = {};
   const granted = await checkLocks(w, out);
-  checkGuards(w, granted, out);
-  checkLedger(w, out, startBalances);
+  checkGuards(w, g, granted, out);
+  checkLedger(w, g, out, startBalances);
   w.leaseViolations.forEach((m) => add(out, 'LEASE', m));
   w.resubmits.forEach((m) => add(out, 'NO-RESUBMIT', m));
   return out;

@@ -1,11 +1,12 @@
 import { performance } from 'node:perf_hooks';
+import { GUARD_MODES, type GuardMode } from './guards';
 import { BROKEN_VARIANTS, replayCommand, runSeed, type BrokenVariant, type Fault } from './run';
 import type { NetworkFaults } from './network';
 import { shrinkSchedule } from './shrink';
 
 /**
- * `npm run sim -- [--seeds N | --seconds S] [--from SEED] [--seed SEED] [--broken VARIANT]
- * [--faults JSON]`: runs seeds one after another, prints seeds/s and simulated
+ * `npm run sim -- [--seeds N | --seconds S] [--from SEED] [--seed SEED] [--guards model|pglite]
+ * [--broken VARIANT] [--faults JSON]`: runs seeds one after another, prints seeds/s and simulated
  * payouts/s; the first failing seed is shrunk and printed with its replay line.
  */
 interface Args {
@@ -15,13 +16,21 @@ interface Args {
   seed?: number;
   /** Count failing seeds and go on (a speed measurement), instead of stopping at the first. */
   keepGoing: boolean;
+  /** model: the guards' rules in memory (fast); pglite: their real services and SQL. */
+  guards: GuardMode;
   broken?: BrokenVariant;
   faults?: Fault[];
   network?: NetworkFaults;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { seeds: Infinity, seconds: Infinity, from: 1, keepGoing: false };
+  const args: Args = {
+    seeds: Infinity,
+    seconds: Infinity,
+    from: 1,
+    keepGoing: false,
+    guards: 'model',
+  };
   for (let i = 0; i < argv.length; i += 2) {
     if (argv[i] === '--keep-going') {
       args.keepGoing = true;
@@ -42,6 +51,11 @@ function parseArgs(argv: readonly string[]): Args {
         break;
       case '--seed':
         args.seed = positive(flag, value);
+        break;
+      case '--guards':
+        if (!(GUARD_MODES as readonly string[]).includes(value))
+          throw new Error(`--guards must be one of ${GUARD_MODES.join(', ')}`);
+        args.guards = value as GuardMode;
         break;
       case '--broken':
         if (!(BROKEN_VARIANTS as readonly string[]).includes(value))
@@ -72,6 +86,7 @@ function positive(flag: string, value: string): number {
 async function replay(args: Args & { seed: number }): Promise<number> {
   const r = await runSeed({
     seed: args.seed,
+    guards: args.guards,
     broken: args.broken,
     faults: args.faults,
     network: args.network,
@@ -91,18 +106,20 @@ async function search(args: Args): Promise<number> {
   const failing: number[] = [];
   for (let seed = args.from; seeds < args.seeds; seed++) {
     if ((performance.now() - t0) / 1000 >= args.seconds) break;
-    const r = await runSeed({ seed, broken: args.broken });
+    const r = await runSeed({ seed, guards: args.guards, broken: args.broken });
     seeds++;
     posted += r.payoutsPosted;
     if (r.failed && args.keepGoing) failing.push(seed);
     else if (r.failed) {
       console.log(`seed ${seed} FAILED: ${Object.keys(r.violations).join(', ')}`);
-      console.log(`  replay: ${replayCommand({ seed }, args.broken)}`);
-      const shrunk = await shrinkSchedule(seed, r, args.broken);
+      console.log(`  replay: ${replayCommand({ seed, guards: args.guards }, args.broken)}`);
+      const shrunk = await shrinkSchedule(seed, r, args.broken, args.guards);
       console.log(
         `  shrunk in ${shrunk.runs} runs to ${shrunk.faults.length} of ${r.faults.length} faults:`,
       );
-      console.log(`  replay: ${replayCommand({ seed, ...shrunk }, args.broken)}`);
+      console.log(
+        `  replay: ${replayCommand({ seed, guards: args.guards, ...shrunk }, args.broken)}`,
+      );
       return 1;
     }
   }

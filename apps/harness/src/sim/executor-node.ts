@@ -6,12 +6,15 @@ import {
   peerUnavailable,
   type CallBudget,
 } from '@dlock/http-client';
-import { DlockError, type FenceCredential } from '@dlock/lock-api';
+import type { FenceCredential } from '@dlock/lock-api';
 import type { LockHandle, LockSession } from '@dlock/lock-client';
 import { SafetyEvents } from '@dlock/observability';
 import {
+  idempotencyKeyFor,
   PaymentResourceClient,
   RailProxyClient,
+  railClientRef,
+  type RailOutcomeRequest,
   type AckedSubmission,
   type PayoutRecord,
   type PayoutState,
@@ -31,12 +34,15 @@ import {
 } from '../../../executor/src/execution/domain/lease';
 import { PayoutExecutionService } from '../../../executor/src/execution/service/payout-execution.service';
 import { ExecutorMetrics } from '../../../executor/src/metrics';
+import type { SubmissionRecord } from '../../../rail-proxy/src/submission/domain/submission.types';
+import { simReceiptOf, type SimRail } from './proxy-node';
 import { SIM_EPOCH_MS, type SimProcess } from './scheduler';
+import type { PgliteGuards } from './guards';
 import type { World } from './worker';
 
 /** The executor's and the proxy's RAIL_READ_TIMEOUT_MS (config.ts default). */
 export const RAIL_READ_TIMEOUT_MS = 8_000;
-const SUBMIT_BUDGET: CallBudget = {
+export const SUBMIT_BUDGET: CallBudget = {
   connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
   readTimeoutMs: submitReadTimeoutMs(RAIL_READ_TIMEOUT_MS),
 };
@@ -46,42 +52,69 @@ let metrics: ExecutorMetrics | undefined;
 
 /**
  * payment-resource as the executor's client sees it, over the simulated
- * network: the real client's methods, answered by the in-memory guard
- * (payout-world.ts) with the contract's codes. Bypassed: the wire encoding
- * and the hop retry layer (withHopRetries sleeps on a real timer).
+ * network: the real client's methods, answered by the real service
+ * (payment-node.ts: PayoutCommands on paydb's SQL in PGlite) with the
+ * headers the real client sends. Bypassed: the wire encoding and the hop
+ * retry layer (withHopRetries sleeps on a real timer).
  */
-class SimPaymentResource extends PaymentResourceClient {
+export class PglitePaymentResource extends PaymentResourceClient {
   constructor(
     private readonly w: World,
+    private readonly g: PgliteGuards,
     private readonly proc: SimProcess,
   ) {
     super('http://payment-resource.sim', proc.name);
   }
 
-  private exchange<T>(fn: () => T, budget: CallBudget): Promise<T> {
+  private exchange<T>(fn: () => Promise<T>, budget: CallBudget): Promise<T> {
     return this.w.net.call(
       this.proc,
-      () => Promise.resolve(fn()),
+      async () => {
+        try {
+          return await fn();
+        } finally {
+          await this.g.payment.refresh();
+        }
+      },
       budget,
       (p, m) => peerUnavailable('payment-resource', p, m),
     );
   }
 
+  private grant(payoutId: string, fence: FenceCredential) {
+    const key = idempotencyKeyFor(payoutId);
+    return this.g.payment.grant(payoutId, fence, this.proc.name, key);
+  }
+
   override get(payoutId: string): Promise<PayoutRecord> {
-    return this.exchange(() => recordOf(this.w.guard.get(payoutId)), HOP_BUDGETS.advisoryRead);
+    return this.exchange(
+      async () => (await this.g.payment.queries.get(payoutId)) as PayoutRecord,
+      HOP_BUDGETS.advisoryRead,
+    );
   }
 
   override claim(
     payoutId: string,
     fence: FenceCredential,
-    expected: 'PENDING' | 'CLAIMED',
+    expectedState: 'PENDING' | 'CLAIMED',
   ): Promise<TransitionResult> {
-    return this.fencedWrite(payoutId, fence, 'CLAIM', { expected });
+    return this.exchange(
+      () => this.g.payment.commands.claim(payoutId, this.grant(payoutId, fence), { expectedState }),
+      HOP_BUDGETS.fencedWrite,
+    ).then(transitionOf);
   }
 
-  override async markSubmitted(payoutId: string, fence: FenceCredential): Promise<SubmittedResult> {
-    const t = await this.fencedWrite(payoutId, fence, 'RAIL_SUBMITTED');
-    return { ...t, railInstruction: `sim-instruction.${payoutId}.${fence.token}` };
+  override markSubmitted(payoutId: string, fence: FenceCredential): Promise<SubmittedResult> {
+    return this.exchange(
+      () =>
+        this.g.payment.commands.railOutcome(
+          payoutId,
+          this.grant(payoutId, fence),
+          { outcome: 'SUBMITTED' },
+          undefined,
+        ),
+      HOP_BUDGETS.fencedWrite,
+    ).then((r) => ({ ...transitionOf(r), railInstruction: r.railInstruction! }));
   }
 
   override railOutcome(
@@ -89,43 +122,57 @@ class SimPaymentResource extends PaymentResourceClient {
     fence: FenceCredential,
     record: Exclude<RailOutcomeRecord, { outcome: 'SUBMITTED' }>,
   ): Promise<TransitionResult> {
-    if (record.outcome === 'ACKED') {
-      const ack = { submissionId: record.submissionId, railReference: record.railReference };
-      return this.fencedWrite(payoutId, fence, 'RAIL_ACKED', { ack });
-    }
-    return this.fencedWrite(
-      payoutId,
-      fence,
-      record.outcome === 'REJECTED' ? 'RAIL_REJECTED' : 'RAIL_AMBIGUOUS',
-    );
+    // The body is the contract's fields only; the receipt travels beside it (as the real client does).
+    const r = record as RailOutcomeRequest & { railReceipt?: string };
+    const body: RailOutcomeRequest = { outcome: r.outcome };
+    if (r.submissionId !== undefined) body.submissionId = r.submissionId;
+    if (r.railReference !== undefined) body.railReference = r.railReference;
+    if (r.reason !== undefined) body.reason = r.reason;
+    return this.exchange(
+      () =>
+        this.g.payment.commands.railOutcome(
+          payoutId,
+          this.grant(payoutId, fence),
+          body,
+          r.railReceipt,
+        ),
+      HOP_BUDGETS.fencedWrite,
+    ).then(transitionOf);
   }
 
-  override post(payoutId: string, fence: FenceCredential): Promise<TransitionResult> {
-    return this.fencedWrite(payoutId, fence, 'POST');
-  }
-
-  private fencedWrite(
+  override post(
     payoutId: string,
     fence: FenceCredential,
-    event: Parameters<World['guard']['write']>[3],
-    extra: Parameters<World['guard']['write']>[4] = {},
+    ack: { submissionId: string; railReference: string; railReceipt: string },
   ): Promise<TransitionResult> {
-    return this.exchange(() => {
-      const p = this.w.guard.write(this.w.sched.now, payoutId, fence.token, event, extra);
-      return { payoutId, state: p.state };
-    }, HOP_BUDGETS.fencedWrite);
+    const body = { railReference: ack.railReference, submissionId: ack.submissionId } as const;
+    return this.exchange(
+      () =>
+        this.g.payment.commands.post(
+          payoutId,
+          this.grant(payoutId, fence),
+          { ...body, railOutcome: 'ACKED' },
+          ack.railReceipt,
+        ),
+      HOP_BUDGETS.fencedWrite,
+    ).then(transitionOf);
   }
 }
 
+function transitionOf(r: { payoutId: string; state: PayoutState }): TransitionResult {
+  return { payoutId: r.payoutId, state: r.state };
+}
+
 /**
- * rail-proxy and the rail stub behind it. The proxy records the intent, calls
- * the rail, and answers RAIL_AMBIGUOUS when the rail does not answer within
- * RAIL_READ_TIMEOUT_MS (the rail may have paid all the same). The broken
- * variant `executor-retries-rail-timeout` re-sends a submit that got no answer.
+ * rail-proxy, answered by the real service (proxy-node.ts: SubmissionService
+ * on proxydb's SQL in PGlite), and the rail stub behind it (simRail). The
+ * broken variant `executor-retries-rail-timeout` re-sends a submit that got
+ * no answer.
  */
-class SimRailProxy extends RailProxyClient {
+export class PgliteRailProxy extends RailProxyClient {
   constructor(
     private readonly w: World,
+    private readonly g: PgliteGuards,
     private readonly proc: SimProcess,
   ) {
     super('http://rail-proxy.sim', proc.name, SUBMIT_BUDGET);
@@ -133,7 +180,7 @@ class SimRailProxy extends RailProxyClient {
 
   override async submit(
     fence: FenceCredential,
-    _instruction: string,
+    instruction: string,
     payout: SubmitRequest,
   ): Promise<AckedSubmission> {
     const tries = this.w.faults.retriesRailTimeout ? 2 : 1;
@@ -145,7 +192,7 @@ class SimRailProxy extends RailProxyClient {
       try {
         return await this.w.net.call(
           this.proc,
-          () => this.present(fence, payout),
+          () => this.present(fence, instruction, payout),
           SUBMIT_BUDGET,
           (p, m) => peerUnavailable('rail-proxy', p, m),
         );
@@ -157,68 +204,67 @@ class SimRailProxy extends RailProxyClient {
     }
   }
 
-  /** The proxy's side of R1, at the proxy, on virtual time. */
-  private async present(fence: FenceCredential, payout: SubmitRequest): Promise<AckedSubmission> {
-    const w = this.w;
-    const row = w.proxy.admit(w.sched.now, payout.accountId, payout.payoutId, fence.token);
-    if (w.random() < w.railTimeoutRate) {
-      // The rail hangs past the proxy's read timeout; it may have paid all the same.
-      if (w.random() < 0.5) w.proxy.pay(payout.payoutId);
-      await w.sched.sleep(RAIL_READ_TIMEOUT_MS);
-      row.outcome = 'TIMEOUT';
-      throw new DlockError('RAIL_AMBIGUOUS', 'the rail did not answer', {
-        details: { submissionId: row.submissionId, reason: 'timeout' },
-      });
-    }
-    // A rail takes its time: most of a critical section is spent here.
-    await w.sched.sleep(50 + Math.floor(w.random() * 2_000));
-    w.proxy.pay(payout.payoutId);
-    Object.assign(row, {
-      outcome: 'ACKED',
-      railReference: `rail-${payout.payoutId}`,
-      railReceipt: `receipt-${row.submissionId}`,
-    });
-    return {
-      submissionId: row.submissionId,
-      railReference: row.railReference!,
+  /**
+   * R1 at the proxy, as its controller passes it on. A duplicate of a request
+   * still in flight waits for it (the service's own wait polls a wall-clock
+   * timer), then gets the stored answer.
+   */
+  private async present(
+    fence: FenceCredential,
+    instruction: string,
+    payout: SubmitRequest,
+  ): Promise<AckedSubmission> {
+    const idempotencyKey = idempotencyKeyFor(payout.payoutId);
+    const scope = `${idempotencyKey}@${fence.token}`;
+    const earlier = this.g.inFlight.get(scope);
+    if (earlier) await earlier.catch(() => undefined);
+    const answer = this.g.proxy.service.submit({
+      ...payout,
       presentedToken: fence.token,
-      railReceipt: row.railReceipt!,
+      grantProof: fence.proof,
+      instruction,
+      ownerId: this.proc.name,
+      idempotencyKey,
+      clientRef: railClientRef(payout.payoutId),
+      traceId: payout.payoutId,
+    });
+    this.g.inFlight.set(scope, answer);
+    const r = await answer;
+    return {
+      submissionId: r.submissionId,
+      railReference: r.railReference,
+      presentedToken: BigInt(r.presentedToken),
+      railReceipt: r.railReceipt,
     };
   }
 
   override records(payoutId: string): Promise<ProxyRecord[]> {
     return this.w.net.call(
       this.proc,
-      () =>
-        Promise.resolve(
-          this.w.proxy.records(payoutId).map((r) => ({
-            submissionId: r.submissionId,
-            outcome: r.outcome,
-            railReference: r.railReference,
-            presentedToken: r.token,
-            railReceipt: r.railReceipt,
-          })),
-        ),
+      async () => (await this.g.proxy.service.recordsOf(payoutId)).map(proxyRecordOf),
       HOP_BUDGETS.advisoryRead,
       (p, m) => peerUnavailable('rail-proxy', p, m),
     );
   }
 
-  override evidence(payoutId: string): Promise<RailEvidence> {
-    const [row] = this.w.proxy.records(payoutId);
-    const paid = (this.w.proxy.paid.get(payoutId) ?? 0) > 0;
+  override async evidence(payoutId: string): Promise<RailEvidence> {
+    const acked = (await this.g.proxy.service.recordsOf(payoutId)).find(
+      (r) => r.railReference !== null,
+    );
+    const paid = (this.w.rail.paid.get(payoutId) ?? 0) > 0;
     const at = new Date(SIM_EPOCH_MS + this.w.sched.now).toISOString();
-    return Promise.resolve({
+    const record = acked ? proxyRecordOf(acked) : null;
+    return {
       payoutId,
       lookup: {
         clientRef: payoutId,
         asOf: at,
         settlementWindowMs: null,
         transfers:
-          paid && row?.railReference
+          paid && record?.railReference
             ? [
                 {
-                  railReference: row.railReference,
+                  railReference: record.railReference,
                   clientRef: payoutId,
                   amountMinor: 0,
                   currency: 'EUR',
@@ -230,30 +276,46 @@ class SimRailProxy extends RailProxyClient {
               ]
             : [],
       },
-      railReceipt: paid && row?.railReceipt ? row.railReceipt : null,
-    });
+      railReceipt: paid && record?.railReceipt ? record.railReceipt : null,
+    };
   }
 }
 
-function recordOf(p: {
-  payoutId: string;
-  accountId: string;
-  amountMinor: number;
-  state: PayoutState;
-  submissionId: string | null;
-  railReference: string | null;
-}): PayoutRecord {
+function proxyRecordOf(r: SubmissionRecord): ProxyRecord {
   return {
-    ...p,
-    currency: 'EUR',
-    beneficiaryRef: `ben-${p.payoutId.slice(-4)}`,
-    clientRef: p.payoutId,
-    attemptCount: 0,
-    claimedBy: null,
-    tokenStamp: null,
-    failureReason: null,
-    createdAt: new Date(SIM_EPOCH_MS).toISOString(),
-  } as PayoutRecord;
+    submissionId: r.submissionId,
+    outcome: r.outcome,
+    railReference: r.railReference,
+    presentedToken: r.presentedToken,
+    railReceipt: simReceiptOf(r),
+  };
+}
+
+/**
+ * The rail stub on virtual time: it may hang past the proxy's read timeout
+ * (and may have paid all the same), else it pays and acknowledges after a
+ * while. What it was shown, and under which token, goes to the rail's journal.
+ */
+export function simRail(w: World, g: PgliteGuards): SimRail {
+  return async (transfer) => {
+    const payoutId = transfer.clientRef.replace(/^po-/, '');
+    const live = (await g.proxy.service.recordsOf(payoutId)).find((r) => r.outcome === null);
+    w.rail.presentations.push({
+      at: w.sched.now,
+      accountId: live!.accountId,
+      payoutId,
+      token: live!.presentedToken,
+    });
+    if (w.random() < w.railTimeoutRate) {
+      if (w.random() < 0.5) w.rail.pay(payoutId);
+      await w.sched.sleep(RAIL_READ_TIMEOUT_MS);
+      return { kind: 'ambiguous', reason: 'read-timeout' } as const;
+    }
+    // A rail takes its time: most of a critical section is spent here.
+    await w.sched.sleep(50 + Math.floor(w.random() * 2_000));
+    w.rail.pay(payoutId);
+    return { kind: 'acked', railReference: `rail-${payoutId}` } as const;
+  };
 }
 
 /** The real PayoutExecutionService (docs/executor.md's order, recovery by state) wired to the simulated peers. */
@@ -266,10 +328,11 @@ export function simExecutor(w: World, proc: SimProcess): PayoutExecutionService 
     DLOCK_HARNESS: false,
     EXECUTOR_SKIP_LIVENESS_CHECK: false,
   } as ExecutorConfig;
+  const peers = w.guards.clients(proc);
   return new PayoutExecutionService(
     config,
-    new SimPaymentResource(w, proc),
-    new SimRailProxy(w, proc),
+    peers.payment,
+    peers.rail,
     metrics,
     new SafetyEvents(new Registry()),
     new NoAttemptHooks(),

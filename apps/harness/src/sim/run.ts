@@ -2,11 +2,13 @@ import { isTerminalPayoutState } from '@dlock/payout-contract';
 import { createHash } from 'node:crypto';
 import { mulberry32 } from '@dlock/prng';
 import type { BrokenMode } from '../../../lock-server/src/locks/persistence/broken-lock.store';
-import { checkRun, type Violations } from './checks';
+import { useRowIdSource } from '@dlock/persistence';
+import { checkRun, type GuardRecords, type Violations } from './checks';
+import { openGuards, type GuardMode, type SimGuards } from './guards';
 import { LockServerNode } from './lock-server-node';
 import { SimNetwork, type NetworkFaults } from './network';
-import { PaymentGuard, RailProxy, type SimPayout } from './payout-world';
-import { SimProcess, SimScheduler } from './scheduler';
+import { RailJournal, type SimPayout } from './payout-world';
+import { SIM_EPOCH_MS, SimProcess, SimScheduler } from './scheduler';
 import { SimWorker, type World, type WorkerFaults } from './worker';
 
 /** One scheduled fault of a run: what the shrinker removes one by one. */
@@ -37,6 +39,8 @@ const STORE_BREAKS: Partial<Record<BrokenVariant, BrokenMode>> = {
 
 export interface SimOptions {
   seed: number;
+  /** The in-memory model of the guards (default, fast) or their real services on PGlite. */
+  guards?: GuardMode;
   broken?: BrokenVariant;
   /** Replaces the fault schedule the seed draws (a replay of a shrunk schedule). */
   faults?: Fault[];
@@ -56,6 +60,8 @@ export interface SimResult {
   events: number;
   payoutsPosted: number;
   payoutsSettled: number;
+  /** SQL statements the guards' databases ran. */
+  statements: number;
 }
 
 const WORKERS = 4;
@@ -92,19 +98,11 @@ export function drawSchedule(seed: number): { faults: Fault[]; network: NetworkF
   return { faults, network };
 }
 
-function payoutsOf(random: () => number): SimPayout[] {
-  const out: SimPayout[] = [];
-  for (let a = 0; a < ACCOUNTS; a++)
-    for (let i = 0; i < PAYOUTS_PER_ACCOUNT; i++)
-      out.push({
-        payoutId: `00000000-0000-4000-8000-${String(a * 100 + i).padStart(12, '0')}`,
-        accountId: `acct-${a}`,
-        amountMinor: 100 + Math.floor(random() * 900),
-        state: 'PENDING',
-        submissionId: null,
-        railReference: null,
-      });
-  return out;
+/** Each account's payout amounts, drawn from the run's stream. */
+function amountsOf(random: () => number): number[][] {
+  return Array.from({ length: ACCOUNTS }, () =>
+    Array.from({ length: PAYOUTS_PER_ACCOUNT }, () => 100 + Math.floor(random() * 900)),
+  );
 }
 
 function scheduleFault(sched: SimScheduler, f: Fault, worker: SimWorker, net: SimNetwork): void {
@@ -118,27 +116,45 @@ function scheduleFault(sched: SimScheduler, f: Fault, worker: SimWorker, net: Si
   });
 }
 
+/** Row ids (libs/persistence rowId) from virtual time and the seed's own stream. */
+function seededRowIds(sched: SimScheduler, seed: number): void {
+  const r = mulberry32(seed ^ 0x1d5);
+  const hex = (n: number) =>
+    Array.from({ length: n }, () => Math.floor(r() * 16).toString(16)).join('');
+  useRowIdSource({
+    nowMs: () => SIM_EPOCH_MS + sched.now,
+    uuid: () => `${hex(8)}-${hex(4)}-4${hex(3)}-${'89ab'[Math.floor(r() * 4)]}${hex(3)}-${hex(12)}`,
+  });
+}
+
 /** One seed: build the world, run it on virtual time, check everything, hash the history. */
 export async function runSeed(options: SimOptions): Promise<SimResult> {
+  const sched = new SimScheduler();
+  seededRowIds(sched, options.seed);
+  try {
+    return await runWorld(options, sched);
+  } finally {
+    useRowIdSource(null);
+  }
+}
+
+async function runWorld(options: SimOptions, sched: SimScheduler): Promise<SimResult> {
   const drawn = drawSchedule(options.seed);
   const faults = options.faults ?? drawn.faults;
   const network = options.network ?? drawn.network;
   const random = mulberry32(options.seed);
-  const sched = new SimScheduler();
   const net = new SimNetwork(sched, random, network);
   const broken = options.broken;
   const workerFaults: WorkerFaults = {
     trustsExpiredLease: broken === 'sdk-trusts-expired-lease',
     retriesRailTimeout: broken === 'executor-retries-rail-timeout',
   };
-  const guard = new PaymentGuard({ skipFence: broken === 'guard-skips-fence' });
-  const balances = new Map<string, number>();
-  for (let a = 0; a < ACCOUNTS; a++) {
-    guard.addAccount(`acct-${a}`, 1_000_000);
-    balances.set(`acct-${a}`, 1_000_000);
-  }
-  const payouts = payoutsOf(random);
-  payouts.forEach((p) => guard.addPayout(p));
+  const accounts = Array.from({ length: ACCOUNTS }, (_, a) => ({
+    accountId: `acct-${a}`,
+    balanceMinor: 1_000_000,
+  }));
+  const balances = new Map(accounts.map((a) => [a.accountId, a.balanceMinor]));
+  const amounts = amountsOf(random);
   const world: World = {
     sched,
     net,
@@ -146,60 +162,66 @@ export async function runSeed(options: SimOptions): Promise<SimResult> {
     server: new LockServerNode(sched, random, {
       brokenStore: broken && STORE_BREAKS[broken],
     }),
-    guard,
-    proxy: new RailProxy(),
-    payouts,
+    guards: undefined as unknown as SimGuards,
+    rail: new RailJournal(),
     railTimeoutRate: 0.15,
     faults: workerFaults,
     leaseViolations: [],
     submitsUnknown: new Set(),
     resubmits: [],
   };
+  const setup = { accounts, amounts, skipFence: broken === 'guard-skips-fence' };
+  world.guards = await openGuards(options.guards ?? 'model', world, setup);
+  const { guards } = world;
+  const payouts = guards.payouts;
   const workers = Array.from(
     { length: WORKERS },
     (_, i) => new SimWorker(new SimProcess(`worker-${i}`, sched), world),
   );
   workers.forEach((w) => w.start());
   for (const f of faults) scheduleFault(sched, f, workers[f.worker % WORKERS], net);
+  const state = (p: SimPayout) => guards.states.get(p.payoutId)!;
   // Done when no payout is left to move: heartbeats alone would only lengthen the history.
   const quiet = () =>
     payouts.every((p) => {
-      const state = guard.payouts.get(p.payoutId)!.state;
-      return isTerminalPayoutState(state) || state === 'RAIL_AMBIGUOUS';
+      const settled = state(p);
+      return isTerminalPayoutState(settled) || settled === 'RAIL_AMBIGUOUS';
     });
   await sched.run(RUN_VIRTUAL_MS, EVENTS_MAX, quiet);
-  const violations = await checkRun(world, balances);
-  const settled = payouts.filter((p) => guard.payouts.get(p.payoutId)!.state !== 'PENDING');
+  const records = await guards.records();
+  const violations = await checkRun(world, records, balances);
   return {
     seed: options.seed,
     faults,
     network,
     violations,
     failed: Object.keys(violations).length > 0,
-    historyHash: hashOf(world),
+    historyHash: hashOf(world, records),
     virtualMs: sched.now,
     events: sched.events,
-    payoutsPosted: payouts.filter((p) => guard.payouts.get(p.payoutId)!.state === 'POSTED').length,
-    payoutsSettled: settled.length,
+    payoutsPosted: payouts.filter((p) => state(p) === 'POSTED').length,
+    payoutsSettled: payouts.filter((p) => state(p) !== 'PENDING').length,
+    statements: guards.statements(),
   };
 }
 
-function hashOf(w: World): string {
+function hashOf(w: World, g: GuardRecords): string {
   const replacer = (_k: string, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v);
   const h = createHash('sha256');
   h.update(JSON.stringify(w.server.calls, replacer));
-  h.update(JSON.stringify(w.guard.admitted, replacer));
-  h.update(JSON.stringify(w.proxy.presentations, replacer));
-  h.update(JSON.stringify([...w.proxy.paid], replacer));
+  h.update(JSON.stringify(g.admitted, replacer));
+  h.update(JSON.stringify(w.rail.presentations, replacer));
+  h.update(JSON.stringify([...w.rail.paid], replacer));
   return h.digest('hex');
 }
 
 /** The one line that replays a run exactly (`faults` only when it is not the seed's own). */
 export function replayCommand(
-  r: { seed: number; faults?: Fault[]; network?: NetworkFaults },
+  r: { seed: number; guards?: GuardMode; faults?: Fault[]; network?: NetworkFaults },
   broken?: BrokenVariant,
 ): string {
   const parts = ['npm run sim --', `--seed ${r.seed}`];
+  if (r.guards && r.guards !== 'model') parts.push(`--guards ${r.guards}`);
   if (broken) parts.push(`--broken ${broken}`);
   if (r.faults) parts.push(`--faults '${JSON.stringify(r.faults)}'`);
   if (r.network) parts.push(`--network '${JSON.stringify(r.network)}'`);

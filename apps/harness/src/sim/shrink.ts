@@ -1,3 +1,4 @@
+import type { GuardMode } from './guards';
 import type { NetworkFaults } from './network';
 import { runSeed, type BrokenVariant, type Fault } from './run';
 
@@ -22,12 +23,13 @@ export async function shrinkSchedule(
   seed: number,
   start: Schedule,
   broken?: BrokenVariant,
+  guards?: GuardMode,
 ): Promise<Schedule & { runs: number }> {
   let current: Schedule = { faults: [...start.faults], network: { ...start.network } };
   let runs = 0;
   const fails = async (candidate: Schedule): Promise<boolean> => {
     runs++;
-    return (await runSeed({ seed, broken, ...candidate })).failed;
+    return (await runSeed({ seed, guards, broken, ...candidate })).failed;
   };
   while (current.faults.length > 1 && runs < SHRINK_RUNS_MAX) {
     const half = Math.ceil(current.faults.length / 2);

@@ -5,7 +5,8 @@ import { SIM_EPOCH_MS } from './scheduler';
 import { simExecutor, watchedSession } from './executor-node';
 import type { LockServerNode } from './lock-server-node';
 import type { SimNetwork } from './network';
-import type { PaymentGuard, RailProxy, SimPayout } from './payout-world';
+import type { SimGuards } from './guards';
+import type { RailJournal, SimPayout } from './payout-world';
 import type { SimProcess, SimScheduler } from './scheduler';
 
 export interface WorkerFaults {
@@ -21,9 +22,9 @@ export interface World {
   net: SimNetwork;
   random: () => number;
   server: LockServerNode;
-  guard: PaymentGuard;
-  proxy: RailProxy;
-  payouts: readonly SimPayout[];
+  /** payment-resource and rail-proxy: the model or the real services (guards.ts). */
+  guards: SimGuards;
+  rail: RailJournal;
   /** Rail stub fault: the rail does not answer within the proxy's read timeout. */
   railTimeoutRate: number;
   faults: WorkerFaults;
@@ -81,7 +82,7 @@ export class SimWorker {
           continue;
         }
       }
-      const open = w.payouts.filter((p) => !settled(w.guard.payouts.get(p.payoutId)!.state));
+      const open = w.guards.payouts.filter((p) => !settled(w.guards.states.get(p.payoutId)!));
       if (open.length === 0) return;
       const payout = open[Math.floor(w.random() * open.length)];
       const watched = watchedSession(session, w, this.proc);
@@ -98,8 +99,8 @@ export class SimWorker {
       accountId: p.accountId,
       amountMinor: p.amountMinor,
       currency: 'EUR',
-      beneficiaryRef: `ben-${p.payoutId.slice(-4)}`,
-      state: this.w.guard.payouts.get(p.payoutId)!.state,
+      beneficiaryRef: p.beneficiaryRef,
+      state: this.w.guards.states.get(p.payoutId)!,
       attemptCount: 0,
       createdAt: new Date(SIM_EPOCH_MS).toISOString(),
     };
