@@ -147,7 +147,7 @@ export class PaymentNode {
       ...ENV,
       PAYMENT_FENCING_ENABLED: String(fencingEnabled),
       // The kill switch is refused outside a harness (assertKillSwitchAllowed).
-      DLOCK_HARNESS: 'true',
+      DLOCK_HARNESS: '1',
     });
     metrics ??= new PaymentMetrics();
     const safety = new SafetyEvents(new Registry());
