@@ -9,6 +9,8 @@ import { LockApi } from '../support/lock-client';
  * a read-only lock database (cheap, in-process); outage.spec.ts cuts the
  * connection instead.
  */
+const A_TTL_MS = 2_000;
+
 describe('pg backend: grace after a read-only spell', () => {
   let dbUrl: string;
   let server: RunningLockServer;
@@ -37,12 +39,14 @@ describe('pg backend: grace after a read-only spell', () => {
   afterAll(() => server.stop());
 
   it('a session and lease that lapsed during the spell survive it with the same token; a closed one stays CLOSED', async () => {
-    const a = await api.session('a', 1_000);
+    // Two seconds: short enough to lapse during the spell, long enough to outlive one request
+    // after the heartbeat on a loaded machine.
+    const a = await api.session('a', A_TTL_MS);
     const b = await api.session('b', 30_000);
     // Closed just before the spell: the grace must not revive it (docs/lock-server.md).
     const closed = await api.session('c', 30_000);
     expect((await api.closeSession(closed, 'c')).status).toBe(204);
-    const grant = await api.acquire('grace:1', a, 'a', { ttlMillis: 1_000 });
+    const grant = await api.acquire('grace:1', a, 'a', { ttlMillis: A_TTL_MS });
     expect(grant.status).toBe(200);
     await setReadOnly(true);
     try {
@@ -58,7 +62,7 @@ describe('pg backend: grace after a read-only spell', () => {
             );
             return rows[0].lapsed === true;
           }),
-        5_000,
+        A_TTL_MS + 5_000,
         'the session and the lease to lapse in the database',
       );
     } finally {
@@ -76,13 +80,15 @@ describe('pg backend: grace after a read-only spell', () => {
       status: 200,
       held: 1,
     });
-    expect((await api.acquire('grace:1', b, 'b')).status).toBe(409);
-    const late = await api.heartbeat(closed, 'c');
-    expect([late.status, late.body.details]).toEqual([410, { state: 'CLOSED' }]);
+    // The renew first, right after the heartbeat that renewed the session: the session's TTL
+    // runs from that heartbeat, and the other checks take time on a loaded machine.
     const renew = await api.renew('grace:1', a, grant.body.fencingToken);
     expect({ status: renew.status, token: renew.body.fencingToken }).toEqual({
       status: 200,
       token: grant.body.fencingToken,
     });
+    expect((await api.acquire('grace:1', b, 'b')).status).toBe(409);
+    const late = await api.heartbeat(closed, 'c');
+    expect([late.status, late.body.details]).toEqual([410, { state: 'CLOSED' }]);
   });
 });
