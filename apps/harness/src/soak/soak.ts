@@ -7,7 +7,7 @@ import { mulberry32 } from '@dlock/prng';
 import type { PgServer } from '../infra/postgres';
 import { withPg } from '../infra/postgres';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { checkLockHistory, checkSystem, startHarness } from '../runner';
+import { checkLockHistory, checkSystem, startHarness, type Harness } from '../runner';
 import type { Backend, DlockSystem } from '../system';
 import {
   faultReplica,
@@ -111,16 +111,9 @@ const SAFETY_EVENTS = [
   'paid_but_not_posted',
 ];
 
-/**
- * The soak: payouts flow through N executors while a seeded schedule injects
- * one fault at a time (pauses, kills, restarts, rail timeouts, network
- * faults). The schedule, fault parameters, targets and payout amounts all come
- * from the seed; wall-clock interleaving of course does not. Afterwards the
- * system drains and the same checkers as the scenarios judge the whole run.
- */
-export async function runSoak(o: SoakOptions): Promise<SoakResult> {
-  const log = o.log ?? (() => undefined);
-  const h = await startHarness({
+/** The system a soak runs on: every replica, partitions where they can run, the rail seeded. */
+export function startSoakHarness(o: SoakOptions): Promise<Harness> {
+  return startHarness({
     label: `soak${o.backend}`,
     backend: o.backend,
     etcdMembers: o.backend === 'etcd' ? 3 : undefined,
@@ -132,63 +125,83 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     seed: o.seed,
     scale: 'full',
     railSeed: o.seed,
-    log,
+    log: o.log,
   });
-  const { sys } = h;
-  const startedAt = new Date().toISOString();
+}
+
+/**
+ * The soak: payouts flow through N executors while a seeded schedule injects
+ * one fault at a time (pauses, kills, restarts, rail timeouts, network
+ * faults). The schedule, fault parameters, targets and payout amounts all come
+ * from the seed; wall-clock interleaving of course does not. Afterwards the
+ * system drains and the same checkers as the scenarios judge the whole run.
+ */
+export async function runSoak(o: SoakOptions): Promise<SoakResult> {
+  const h = await startSoakHarness(o);
   try {
-    const fx = await createFixture(sys.paydbUrl, {
-      prefix: 'soak',
-      accounts: o.accounts ?? 8,
-      payoutsPerAccount: 0,
-      openingMinor: 1_000_000_000,
-    });
-    const nemesis = selectKinds(o.nemesis ?? 'all', sys, o.pg);
-    for (const l of nemesis.leftOut) log(`nemesis leaves out ${l.kind}: ${l.why}`);
-    const nExec = o.executors ?? 3;
-    for (let i = 0; i < nExec; i++) await sys.startExecutor(`soak-w${i + 1}`);
-    const { clock, ...phase } = await faultPhase(sys, o, nemesis.kinds, fx.accountIds, log);
-    const drainMs = await healAndDrain(sys);
-    await sys.stopExecutors();
-    const timeline = await collectTimeline(sys, clock, phase);
-    // The lock history first: it is saved and judged even if a later check fails.
-    const linearizability = await checkHistory(sys, o.lockHistoryOut, log);
-    await h.ctx.watch.trySample();
-    const invariants = await checkSystem(sys, h.ctx.watch);
-    const all = sys.eventCounts();
-    return {
-      options: {
-        seed: o.seed,
-        minutes: o.minutes,
-        backend: o.backend,
-        workDir: o.workDir,
-        executors: nExec,
-        accounts: fx.accountIds.length,
-        inflowPerSecond: o.inflowPerSecond ?? 4,
-        replicas: sys.lockReplicas.length,
-        nemesis: o.nemesis ?? 'all',
-      },
-      startedAt,
-      ...phase,
-      ...faultSummary(phase.faults),
-      nemesis,
-      replicas: replicaStats(sys),
-      drainMs,
-      payoutsByState: invariants.facts.payoutsByState,
-      safetyEvents: Object.fromEntries(SAFETY_EVENTS.map((e) => [e, all[e] ?? 0])),
-      ambiguous: await ambiguousPayouts(sys.paydbUrl),
-      invariants,
-      linearizability,
-      railTransfers: invariants.facts.railTransfers,
-      grants: invariants.facts.grants,
-      timeline: {
-        ...timeline,
-        violations: timelineViolations(phase.faults, invariants, linearizability),
-      },
-    };
+    return await soakOn(h, o);
   } finally {
     await h.stop();
   }
+}
+
+/**
+ * The soak on a harness from `startSoakHarness` that nothing has used yet (its checks and
+ * counts cover the whole system), left running for the caller to use further and stop.
+ */
+export async function soakOn(h: Harness, o: SoakOptions): Promise<SoakResult> {
+  const log = o.log ?? (() => undefined);
+  const { sys } = h;
+  const startedAt = new Date().toISOString();
+  const fx = await createFixture(sys.paydbUrl, {
+    prefix: 'soak',
+    accounts: o.accounts ?? 8,
+    payoutsPerAccount: 0,
+    openingMinor: 1_000_000_000,
+  });
+  const nemesis = selectKinds(o.nemesis ?? 'all', sys, o.pg);
+  for (const l of nemesis.leftOut) log(`nemesis leaves out ${l.kind}: ${l.why}`);
+  const nExec = o.executors ?? 3;
+  for (let i = 0; i < nExec; i++) await sys.startExecutor(`soak-w${i + 1}`);
+  const { clock, ...phase } = await faultPhase(sys, o, nemesis.kinds, fx.accountIds, log);
+  const drainMs = await healAndDrain(sys);
+  await sys.stopExecutors();
+  const timeline = await collectTimeline(sys, clock, phase);
+  // The lock history first: it is saved and judged even if a later check fails.
+  const linearizability = await checkHistory(sys, o.lockHistoryOut, log);
+  await h.ctx.watch.trySample();
+  const invariants = await checkSystem(sys, h.ctx.watch);
+  const all = sys.eventCounts();
+  return {
+    options: {
+      seed: o.seed,
+      minutes: o.minutes,
+      backend: o.backend,
+      workDir: o.workDir,
+      executors: nExec,
+      accounts: fx.accountIds.length,
+      inflowPerSecond: o.inflowPerSecond ?? 4,
+      replicas: sys.lockReplicas.length,
+      nemesis: o.nemesis ?? 'all',
+    },
+    startedAt,
+    ...phase,
+    ...faultSummary(phase.faults),
+    nemesis,
+    replicas: replicaStats(sys),
+    drainMs,
+    payoutsByState: invariants.facts.payoutsByState,
+    safetyEvents: Object.fromEntries(SAFETY_EVENTS.map((e) => [e, all[e] ?? 0])),
+    ambiguous: await ambiguousPayouts(sys.paydbUrl),
+    invariants,
+    linearizability,
+    railTransfers: invariants.facts.railTransfers,
+    grants: invariants.facts.grants,
+    timeline: {
+      ...timeline,
+      violations: timelineViolations(phase.faults, invariants, linearizability),
+    },
+  };
 }
 
 /**
