@@ -15,6 +15,7 @@ import {
   readFileSync,
   readdirSync,
   realpathSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -337,8 +338,11 @@ const refund = (id: string) =>
 
 /**
  * One adopter project, made once per machine for the same template, libraries, example and
- * guide (./support/machine-cache.ts), and copied into this run's directory: its specs and
- * migrations write into it.
+ * guide (./support/machine-cache.ts), and linked into this run's directory: its specs and
+ * migrations write into it. Hard links, not a copy: a project is some 40,000 files (its
+ * node_modules) that `cp -a` wrote out again on every run, for minutes on a busy disk. What
+ * the run writes is new files in its own directories (dist, caches), never an existing file
+ * rewritten in place, so the made project stays as it was made.
  */
 async function adopterFor(
   kind: AdopterKind,
@@ -355,13 +359,15 @@ async function adopterFor(
   });
   const project = path.join(work, kind.name, 'refunds');
   mkdirSync(path.dirname(project), { recursive: true });
+  // Links need the cache and the run's directory on one filesystem; elsewhere (a tmpfs /tmp), a copy.
+  const sameDisk = statSync(dir).dev === statSync(work).dev;
   const copied = await runUnlessStopping(
     'cp',
-    ['-a', path.join(dir, kind.name, 'refunds'), project],
+    [sameDisk ? '-al' : '-a', path.join(dir, kind.name, 'refunds'), project],
     work,
     baseEnv(),
   );
-  expectExit(copied, `${kind.name}: copy the made project`);
+  expectExit(copied, `${kind.name}: link the made project`);
   return { kind, project, env: { ...baseEnv(), ...NPM_ENV }, steps: made?.steps ?? [] };
 }
 
