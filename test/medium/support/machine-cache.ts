@@ -16,6 +16,7 @@ import {
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { REPO_ROOT } from '@dlock/testing';
 
 /** Never part of what a package, project or guide is made from. */
 const SKIPPED = new Set(['node_modules', 'dist', '.tmp', 'coverage']);
@@ -41,12 +42,17 @@ function filesOf(paths: string[]): string[] {
   return files.sort();
 }
 
-/** A key of the files under `paths` (names and contents) and of `also` (versions, settings). */
+/**
+ * A key of the files under `paths` (names and contents) and of `also` (versions, settings).
+ * Names relative to the repository: what is made from them names no checkout (the installed
+ * packages are checked for that), so every checkout on the machine, a worktree or a CI job's
+ * fresh clone elsewhere, shares what one of them made.
+ */
 export function contentKey(paths: string[], also: unknown[] = []): string {
   const hash = createHash('sha256');
   hash.update(JSON.stringify([process.version, ...also]));
   for (const file of filesOf(paths)) {
-    hash.update(file);
+    hash.update(path.relative(REPO_ROOT, file));
     hash.update(readFileSync(file));
   }
   return hash.digest('hex').slice(0, 16);
