@@ -8,8 +8,11 @@
 // emptyDir / tmpfs / volume); it is mapped to a fresh directory owned by
 // `nobody`, and TMPDIR points there as /tmp is the container's temp dir.
 // Deviations, all forced by sharing one machine: PORT is a free port, the
-// database URLs are this run's embedded PostgreSQL, and AUTH_POLICY is the
-// repository file the deployment mounts.
+// database URLs are this run's embedded PostgreSQL, AUTH_POLICY is the
+// repository file the deployment mounts, and every address of another host
+// (a peer's service name, the cluster's JWKS, the trace collector) points at a
+// closed loopback port: a test reaches nothing beyond this machine, not even
+// its DNS resolver, and the apps must start with their peers down anyway.
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import {
   chmodSync,
@@ -120,6 +123,17 @@ function composeEnv(app: string): Record<string, string> {
   return out;
 }
 
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '0.0.0.0', '[::1]']);
+
+/** Every URL in `value` (also inside JSON, as FENCE_POINTS has them) whose host is another machine, pointed at `port` on loopback. */
+function toLoopback(value: string, port: number): string {
+  return value.replace(
+    /\b(https?):\/\/([^/:\s"',]+)(:\d+)?/g,
+    (url: string, scheme: string, host: string) =>
+      LOOPBACK_HOSTS.has(host) ? url : `${scheme}://127.0.0.1:${port}`,
+  );
+}
+
 interface Sandbox {
   /** The image's /app: dist, node_modules and package.json, not writable by nobody. */
   appDir: string;
@@ -194,6 +208,7 @@ describe('every app starts as a non-root user on a read-only root filesystem', (
     sandbox: Sandbox,
     source: 'k8s' | 'compose',
   ) {
+    const closedPort = await freePort();
     const out: Record<string, string> = { TMPDIR: sandbox.tmpDir };
     for (const [name, value] of Object.entries(env)) {
       const fileOf = /^(LOCKDB|PAYDB|PROXYDB)_URL_FILE$/.exec(name);
@@ -214,7 +229,9 @@ describe('every app starts as a non-root user on a read-only root filesystem', (
         out[name] = file;
       } else if (value.startsWith(`${WRITABLE_MOUNT}/`)) {
         out[name] = path.join(sandbox.tmpDir, value.slice(WRITABLE_MOUNT.length + 1));
-      } else out[name] = value;
+      } else if (name.endsWith('_ISSUER')) {
+        out[name] = value; // a name tokens are compared with, never contacted
+      } else out[name] = toLoopback(value, closedPort);
     }
     out.PORT = String(await freePort());
     return out;
