@@ -28,6 +28,18 @@ const INTEGER = { type: 'integer' } as const;
 const BALANCE = { type: 'integer', description: 'minor units' } as const;
 const ACCOUNT_ID = { type: 'string', pattern: ACCOUNT_ID_PATTERN.source } as const;
 const CURRENCY = { type: 'string', pattern: '^[A-Z]{3}$', example: 'EUR' } as const;
+/** Created-to-POSTED latency percentiles of PayoutStats, `over` some payouts. */
+const latency = (over: string): SchemaObject => ({
+  type: 'object',
+  description: `created to POSTED ${over}; percentiles null when count is 0`,
+  properties: {
+    p50: nullable({ type: 'number' }),
+    p90: nullable({ type: 'number' }),
+    p99: nullable({ type: 'number' }),
+    count: INTEGER,
+  },
+  required: ['p50', 'p90', 'p99', 'count'],
+});
 const STATE: SchemaObject = { type: 'string', enum: [...PAYOUT_STATES] };
 const RAIL_OUTCOME_KIND: SchemaObject = {
   type: 'string',
@@ -277,28 +289,8 @@ export const PAYOUT_WIRE_SCHEMAS = {
       },
     },
     bucketSeconds: INTEGER,
-    latencyMillis: {
-      type: 'object',
-      description: 'created to POSTED over the window; percentiles null when count is 0',
-      properties: {
-        p50: nullable({ type: 'number' }),
-        p90: nullable({ type: 'number' }),
-        p99: nullable({ type: 'number' }),
-        count: INTEGER,
-      },
-      required: ['p50', 'p90', 'p99', 'count'],
-    },
-    latencyMillisAllTime: {
-      type: 'object',
-      description: 'created to POSTED over every POSTED payout; percentiles null when count is 0',
-      properties: {
-        p50: nullable({ type: 'number' }),
-        p90: nullable({ type: 'number' }),
-        p99: nullable({ type: 'number' }),
-        count: INTEGER,
-      },
-      required: ['p50', 'p90', 'p99', 'count'],
-    },
+    latencyMillis: latency('over the window'),
+    latencyMillisAllTime: latency('over every POSTED payout'),
   }),
   HighWaterList: objectSchema<Wire.HighWaterList>({
     accounts: {
