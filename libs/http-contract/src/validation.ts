@@ -1,5 +1,10 @@
-import { type ValidationPipe, type ValidationError as ClassValidationError } from '@nestjs/common';
-import { registerDecorator, type ValidationOptions } from 'class-validator';
+import {
+  applyDecorators,
+  type ValidationPipe,
+  type ValidationError as ClassValidationError,
+} from '@nestjs/common';
+import { ApiProperty } from '@nestjs/swagger';
+import { IsString, Matches, registerDecorator, type ValidationOptions } from 'class-validator';
 import { FENCING_TOKEN_MAX, ValidationError, type ValidationFailure } from '@dlock/lock-api';
 import { ContractValidationPipe } from './fast-validation';
 
@@ -71,4 +76,15 @@ export function IsMinorAmount(opts: { min?: number } = {}, options?: ValidationO
           typeof value === 'number' && Number.isSafeInteger(value) && value >= min,
       },
     });
+}
+
+const CURRENCY_CODE = /^[A-Z]{3}$/;
+
+/** A body's `currency`: an ISO 4217 code, documented and checked the same on every route. */
+export function IsCurrencyCode(): PropertyDecorator {
+  return applyDecorators(
+    ApiProperty({ pattern: CURRENCY_CODE.source, example: 'EUR', description: 'ISO 4217' }),
+    IsString(),
+    Matches(CURRENCY_CODE, { message: 'currency must be an ISO 4217 code such as EUR' }),
+  );
 }

@@ -6,16 +6,13 @@ import {
   type CreatePayoutRequest,
   type DepositRequest,
 } from '@dlock/payout-contract';
-import { IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
+import { IsCurrencyCode, IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
 
-const CURRENCY = /^[A-Z]{3}$/;
 const PRINTABLE = /^[\x20-\x7e]+$/;
 
 /** POST /v1/accounts. */
 export class CreateAccountBody implements CreateAccountRequest {
-  @ApiProperty({ pattern: CURRENCY.source, example: 'EUR', description: 'ISO 4217' })
-  @IsString()
-  @Matches(CURRENCY, { message: 'currency must be an ISO 4217 code such as EUR' })
+  @IsCurrencyCode()
   currency!: string;
 
   @ApiPropertyOptional({
@@ -34,9 +31,7 @@ export class DepositBody implements DepositRequest {
   @IsMinorAmount()
   amountMinor!: number;
 
-  @ApiProperty({ pattern: CURRENCY.source, example: 'EUR', description: 'ISO 4217' })
-  @IsString()
-  @Matches(CURRENCY, { message: 'currency must be an ISO 4217 code such as EUR' })
+  @IsCurrencyCode()
   currency!: string;
 }
 
@@ -51,9 +46,7 @@ export class CreatePayoutBody implements CreatePayoutRequest {
   @IsMinorAmount()
   amountMinor!: number;
 
-  @ApiProperty({ pattern: CURRENCY.source, example: 'EUR', description: 'ISO 4217' })
-  @IsString()
-  @Matches(CURRENCY, { message: 'currency must be an ISO 4217 code such as EUR' })
+  @IsCurrencyCode()
   currency!: string;
 
   @ApiProperty({ minLength: 1, maxLength: 128, pattern: PRINTABLE.source })

@@ -7,7 +7,7 @@ import {
   ValidateIf,
   type ValidationArguments,
 } from 'class-validator';
-import { IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
+import { IsCurrencyCode, IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
 import {
   ACCOUNT_ID_PATTERN,
   ACCOUNT_ID_RULE,
@@ -30,9 +30,7 @@ export class SubmissionBody implements SubmitRequest {
   @IsMinorAmount()
   amountMinor!: number;
 
-  @ApiProperty({ pattern: '^[A-Z]{3}$', example: 'EUR', description: 'ISO 4217' })
-  @IsString()
-  @Matches(/^[A-Z]{3}$/, { message: 'currency must be an ISO-4217 code' })
+  @IsCurrencyCode()
   currency!: string;
 
   @ApiProperty({ pattern: '^[ -~]{1,128}$' })

@@ -12,7 +12,7 @@ import {
   Max,
   Min,
 } from 'class-validator';
-import { IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
+import { IsCurrencyCode, IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
 import {
   FAILURE_MODES,
   SCRIPTED_FATES,
@@ -34,9 +34,7 @@ export class SubmitBody implements TransferRequest {
   @IsMinorAmount()
   amountMinor!: number;
 
-  @ApiProperty({ pattern: '^[A-Z]{3}$', example: 'EUR', description: 'ISO 4217' })
-  @IsString()
-  @Matches(/^[A-Z]{3}$/, { message: 'currency must be an ISO-4217 code' })
+  @IsCurrencyCode()
   currency!: string;
 }
 
