@@ -6,7 +6,7 @@ import {
   type CreatePayoutRequest,
   type DepositRequest,
 } from '@dlock/payout-contract';
-import { IsCurrencyCode, IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
+import { IsCurrencyCode, IsMinorAmount } from '@dlock/http-contract';
 
 const PRINTABLE = /^[\x20-\x7e]+$/;
 
@@ -27,7 +27,6 @@ export class CreateAccountBody implements CreateAccountRequest {
 
 /** POST /v1/accounts/{accountId}/deposits. */
 export class DepositBody implements DepositRequest {
-  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 
@@ -42,7 +41,6 @@ export class CreatePayoutBody implements CreatePayoutRequest {
   @Matches(ACCOUNT_ID_PATTERN, { message: 'accountId must be 1..64 of [A-Za-z0-9._-]' })
   accountId!: string;
 
-  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 

@@ -7,7 +7,7 @@ import {
   ValidateIf,
   type ValidationArguments,
 } from 'class-validator';
-import { IsCurrencyCode, IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
+import { IsCurrencyCode, IsMinorAmount } from '@dlock/http-contract';
 import {
   ACCOUNT_ID_PATTERN,
   ACCOUNT_ID_RULE,
@@ -26,7 +26,6 @@ export class SubmissionBody implements SubmitRequest {
   @Matches(ACCOUNT_ID_PATTERN, { message: `accountId must be ${ACCOUNT_ID_RULE}` })
   accountId!: string;
 
-  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 

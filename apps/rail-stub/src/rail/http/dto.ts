@@ -12,7 +12,7 @@ import {
   Max,
   Min,
 } from 'class-validator';
-import { IsCurrencyCode, IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
+import { IsCurrencyCode, IsMinorAmount } from '@dlock/http-contract';
 import {
   FAILURE_MODES,
   SCRIPTED_FATES,
@@ -30,7 +30,6 @@ export class SubmitBody implements TransferRequest {
   @Matches(CLIENT_REF_PATTERN, { message: 'clientRef must be 1..128 visible ASCII characters' })
   clientRef!: string;
 
-  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 
