@@ -28,6 +28,14 @@ const INTEGER = { type: 'integer' } as const;
 const BALANCE = { type: 'integer', description: 'minor units' } as const;
 const ACCOUNT_ID = { type: 'string', pattern: ACCOUNT_ID_PATTERN.source } as const;
 const CURRENCY = { type: 'string', pattern: '^[A-Z]{3}$', example: 'EUR' } as const;
+/** What a payout was created as: the order every view of one starts with. */
+const ORDER = {
+  payoutId: UUID,
+  accountId: ACCOUNT_ID,
+  amountMinor: MINOR_AMOUNT,
+  currency: CURRENCY,
+  beneficiaryRef: STRING,
+} as const;
 /** Created-to-POSTED latency percentiles of PayoutStats, `over` some payouts. */
 const latency = (over: string): SchemaObject => ({
   type: 'object',
@@ -64,11 +72,7 @@ const transition: WireProperties<Wire.TransitionView> = {
 /** Named schemas of the payment-resource's and rail-proxy's answers. */
 export const PAYOUT_WIRE_SCHEMAS = {
   PayoutSummary: objectSchema<Wire.PayoutSummary>({
-    payoutId: UUID,
-    accountId: ACCOUNT_ID,
-    amountMinor: MINOR_AMOUNT,
-    currency: CURRENCY,
-    beneficiaryRef: STRING,
+    ...ORDER,
     state: STATE,
     attemptCount: INTEGER,
     createdAt: INSTANT,
@@ -90,11 +94,7 @@ export const PAYOUT_WIRE_SCHEMAS = {
   }),
   PayoutDetail: objectSchema<Wire.PayoutDetail>(
     {
-      payoutId: UUID,
-      accountId: ACCOUNT_ID,
-      amountMinor: MINOR_AMOUNT,
-      currency: CURRENCY,
-      beneficiaryRef: STRING,
+      ...ORDER,
       clientRef: STRING,
       state: STATE,
       attemptCount: INTEGER,
@@ -139,11 +139,7 @@ export const PAYOUT_WIRE_SCHEMAS = {
     balanceMinor: BALANCE,
   }),
   CreatedPayout: objectSchema<Wire.CreatedPayout>({
-    payoutId: UUID,
-    accountId: ACCOUNT_ID,
-    amountMinor: MINOR_AMOUNT,
-    currency: CURRENCY,
-    beneficiaryRef: STRING,
+    ...ORDER,
     clientRef: STRING,
     state: { type: 'string', enum: ['PENDING'] },
   }),
