@@ -1,9 +1,12 @@
-import { fileTokenProvider } from '@dlock/identity';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { LockClientModule } from '@dlock/lock-nest';
 import { HealthModule, ObservabilityModule, registerSafetyEvents } from '@dlock/observability';
-import { PAYOUT_SAFETY_EVENTS, registerPayoutVocabulary } from '@dlock/payout-contract';
+import {
+  lockClientOptions,
+  PAYOUT_SAFETY_EVENTS,
+  registerPayoutVocabulary,
+} from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, readExecutorConfig } from './config';
 import { PollingModule } from './polling/polling.module';
 import { LockSessionReadiness } from './readiness';
@@ -29,14 +32,7 @@ export class ExecutorModule {
         config,
         ObservabilityModule.forRoot({ app: 'executor', logLevel: values.LOG_LEVEL }),
         // The one session, shared by the loop and the readiness check; closed at shutdown.
-        LockClientModule.forRoot({
-          baseUrl: values.LOCK_SERVER_URL,
-          ownerId: values.OWNER_ID,
-          token: fileTokenProvider(values.AUTH_TOKEN_DIR, 'lock-server'),
-          safetyMargin: values.LOCK_CLIENT_SAFETY_MARGIN,
-          sessionTtlMs: values.LOCK_SESSION_TTL_MS,
-          lockTtlMs: values.LOCK_DEFAULT_TTL_MS,
-        }),
+        LockClientModule.forRoot(lockClientOptions(values)),
         HealthModule.register(LockSessionReadiness),
         PollingModule,
       ],

@@ -1,48 +1,29 @@
 import {
-  EnvBindHost,
   EnvBool,
   EnvError,
   EnvInt,
-  EnvLogLevel,
-  EnvNumber,
   EnvPeerUrl,
   type EnvSource,
   EnvString,
-  type LogLevel,
+  ServiceEnv,
   validateEnv,
 } from '@dlock/config';
 import { CallerAuthEnv } from '@dlock/identity';
-import {
-  LOCK_TTL_MAX_MS,
-  LOCK_TTL_MIN_MS,
-  OWNER_ID_MAX_LENGTH,
-  SESSION_TTL_MAX_MS,
-  SESSION_TTL_MIN_MS,
-} from '@dlock/lock-api';
-import { ACCOUNT_ID_RULE, isAccountId } from '@dlock/payout-contract';
+import { ACCOUNT_ID_RULE, isAccountId, LockClientEnv } from '@dlock/payout-contract';
 import { submitBudgetMs } from './execution/domain/lease';
 import { CRASH_POINTS, type CrashPoint } from './execution/domain/crash-points';
 
 export { CRASH_POINTS, type CrashPoint } from './execution/domain/crash-points';
 
 /** Every variable the executor reads (docs/executor.md has the table). */
-export class ExecutorEnv extends CallerAuthEnv {
-  @EnvInt({ default: 8084, min: 0, max: 65535 }) readonly PORT!: number;
-  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
-  @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
-  @EnvString({ maxLength: OWNER_ID_MAX_LENGTH, pattern: /^[\x20-\x7e]+$/ })
-  readonly OWNER_ID!: string;
-  @EnvPeerUrl({ default: 'http://127.0.0.1:8081' }) readonly LOCK_SERVER_URL!: string;
+export class ExecutorEnv extends ServiceEnv(
+  8084,
+  // A lease above the lock-server's 15 s default on purpose: it must cover the worst-case
+  // submit (1 s + RAIL_READ_TIMEOUT_MS + 2 s) after the margin. OWNER_ID is required.
+  LockClientEnv({ lockTtlMs: 20_000 }, CallerAuthEnv),
+) {
   @EnvPeerUrl({ default: 'http://127.0.0.1:8082' }) readonly PAYMENT_RESOURCE_URL!: string;
   @EnvPeerUrl({ default: 'http://127.0.0.1:8083' }) readonly RAIL_PROXY_URL!: string;
-  @EnvInt({ default: 15_000, min: SESSION_TTL_MIN_MS, max: SESSION_TTL_MAX_MS })
-  readonly LOCK_SESSION_TTL_MS!: number;
-  // Above the lock-server's 15 s default on purpose: the lease must cover the
-  // worst-case submit (1 s + RAIL_READ_TIMEOUT_MS + 2 s) after the margin.
-  @EnvInt({ default: 20_000, min: LOCK_TTL_MIN_MS, max: LOCK_TTL_MAX_MS })
-  readonly LOCK_DEFAULT_TTL_MS!: number;
-  @EnvNumber({ default: 0.3, min: 0.01, max: 0.66 }) readonly LOCK_CLIENT_SAFETY_MARGIN!: number;
   /** Fixed delay between two polling passes. */
   @EnvInt({ default: 1_000, min: 1, max: 600_000 }) readonly EXECUTOR_POLL_INTERVAL_MS!: number;
   /** Accounts worked on at once (one payout per account at a time). */

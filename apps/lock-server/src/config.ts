@@ -1,13 +1,12 @@
 import {
-  EnvBindHost,
   EnvError,
   EnvInt,
-  EnvLogLevel,
   EnvOneOf,
   EnvPostgresUrl,
   type EnvSource,
   EnvString,
-  type LogLevel,
+  RateLimitEnv,
+  ServiceEnv,
   validateEnv,
 } from '@dlock/config';
 import { AuthEnv } from '@dlock/identity';
@@ -26,11 +25,7 @@ export const LOCK_BACKENDS = ['pg', 'etcd', 'memory'] as const;
 export const LOCK_SERVER_BROKEN_MODES = ['off', ...BROKEN_MODES] as const;
 
 /** Every environment variable the lock-server reads (docs/lock-server.md has the table). */
-export class LockServerEnv extends AuthEnv {
-  @EnvInt({ default: 8081, min: 0, max: 65535 }) readonly PORT!: number;
-  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
-  @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
+export class LockServerEnv extends ServiceEnv(8081, RateLimitEnv('LOCK', AuthEnv)) {
   @EnvOneOf(LOCK_BACKENDS, { default: 'pg' })
   readonly LOCK_BACKEND!: (typeof LOCK_BACKENDS)[number];
   @EnvPostgresUrl({ optional: true }) readonly LOCKDB_URL?: string;
@@ -83,9 +78,6 @@ export class LockServerEnv extends AuthEnv {
   @EnvInt({ default: 256, min: 1, max: 1_000_000 }) readonly LOCK_LOCKS_PER_OWNER_MAX!: number;
   /** A waiting acquire re-tries at least this often (catches releases made by other replicas). */
   @EnvInt({ default: 100, min: 10, max: 5_000 }) readonly LOCK_WAIT_POLL_MS!: number;
-  /** Requests one caller identity may make per LOCK_RATE_WINDOW_MS (docs/security.md has what is exempt). */
-  @EnvInt({ default: 2_000, min: 1, max: 1_000_000 }) readonly LOCK_RATE_LIMIT!: number;
-  @EnvInt({ default: 1_000, min: 100, max: 3_600_000 }) readonly LOCK_RATE_WINDOW_MS!: number;
   /**
    * Requests without a valid token one source address may make per
    * LOCK_UNAUTHENTICATED_RATE_WINDOW_MS before they are answered 429 (docs/security.md, "Limits").

@@ -1,36 +1,23 @@
 import {
   assertKillSwitchAllowed,
-  EnvBindHost,
   EnvBool,
   EnvError,
   EnvInt,
-  EnvLogLevel,
   EnvPostgresUrl,
   type EnvSource,
   EnvString,
-  type LogLevel,
+  RateLimitEnv,
+  ServiceEnv,
   validateEnv,
 } from '@dlock/config';
-import { AuthEnv } from '@dlock/identity';
+import { AuthEnv, GrantJwksEnv } from '@dlock/identity';
 import { CLEARING_SHARDS_MAX } from './ledger/domain/ledger';
 
 export const PAYMENT_CONFIG = Symbol('PAYMENT_CONFIG');
 
 /** Every variable payment-resource reads (docs/payment-resource.md has the table). */
-export class PaymentEnv extends AuthEnv {
-  @EnvInt({ default: 8082, min: 0, max: 65535 }) readonly PORT!: number;
-  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
-  @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
-  /** Requests one caller identity may make per PAYMENT_RATE_WINDOW_MS; past it 429 (docs/security.md, "Limits"). */
-  @EnvInt({ default: 2_000, min: 1, max: 1_000_000 }) readonly PAYMENT_RATE_LIMIT!: number;
-  @EnvInt({ default: 1_000, min: 100, max: 3_600_000 }) readonly PAYMENT_RATE_WINDOW_MS!: number;
+export class PaymentEnv extends ServiceEnv(8082, RateLimitEnv('PAYMENT', GrantJwksEnv(AuthEnv))) {
   @EnvPostgresUrl() readonly PAYDB_URL!: string;
-  /**
-   * The lock-server's public keys grant proofs are checked against
-   * (docs/security.md, "Signed grants"): a JWKS file, or its /.well-known/jwks.json URL.
-   */
-  @EnvString({ maxLength: 2048 }) readonly GRANT_JWKS!: string;
   /** This service's own keys for the payout instructions it signs (docs/rail.md, "Instructions"). */
   @EnvString({ maxLength: 1024 }) readonly INSTRUCTION_SIGNING_KEYS!: string;
   /**

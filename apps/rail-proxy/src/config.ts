@@ -1,34 +1,24 @@
 import {
   assertKillSwitchAllowed,
-  EnvBindHost,
   EnvBool,
   EnvError,
   EnvInt,
-  EnvLogLevel,
   EnvPeerUrl,
   EnvPostgresUrl,
   type EnvSource,
   EnvString,
-  type LogLevel,
+  RateLimitEnv,
+  ServiceEnv,
   validateEnv,
 } from '@dlock/config';
-import { AuthEnv } from '@dlock/identity';
+import { AuthEnv, GrantJwksEnv } from '@dlock/identity';
 
 /** Every knob of rail-proxy (docs/rail.md). Read once at boot. */
-export class RailProxyEnv extends AuthEnv {
-  @EnvInt({ default: 8083, min: 0, max: 65535 }) readonly PORT!: number;
-  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
-  @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
-  /** Requests one caller identity may make per RAIL_PROXY_RATE_WINDOW_MS; past it 429 (docs/security.md, "Limits"). */
-  @EnvInt({ default: 2_000, min: 1, max: 1_000_000 }) readonly RAIL_PROXY_RATE_LIMIT!: number;
-  @EnvInt({ default: 1_000, min: 100, max: 3_600_000 }) readonly RAIL_PROXY_RATE_WINDOW_MS!: number;
+export class RailProxyEnv extends ServiceEnv(
+  8083,
+  RateLimitEnv('RAIL_PROXY', GrantJwksEnv(AuthEnv)),
+) {
   @EnvPostgresUrl() readonly PROXYDB_URL!: string;
-  /**
-   * The lock-server's public keys grant proofs are checked against
-   * (docs/security.md, "Signed grants"): a JWKS file, or its /.well-known/jwks.json URL.
-   */
-  @EnvString({ maxLength: 2048 }) readonly GRANT_JWKS!: string;
   /** payment-resource's public keys for payout instructions (docs/rail.md, "Instructions"). */
   @EnvString({ maxLength: 2048 }) readonly INSTRUCTION_JWKS!: string;
   /** This service's own keys for the rail receipts it signs (docs/rail.md, "Receipts"). */

@@ -1,25 +1,19 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
-  EnvBindHost,
   EnvBool,
   EnvInt,
-  EnvLogLevel,
   EnvNumber,
   EnvOneOf,
   type EnvSource,
   EnvString,
-  type LogLevel,
+  ServiceEnv,
   validateEnv,
 } from '@dlock/config';
 import { FAILURE_MODES, type FailureMode } from './rail/domain/fault-plan';
 
 /** Every knob of the rail stub (docs/rail.md). Read once at boot. */
-export class RailStubEnv {
-  @EnvInt({ default: 8085, min: 0, max: 65535 }) readonly PORT!: number;
-  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
-  @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
+export class RailStubEnv extends ServiceEnv(8085) {
   @EnvInt({ default: 0, min: 0, max: 600_000 }) readonly RAIL_STUB_LATENCY_MS!: number;
   @EnvNumber({ default: 0, min: 0, max: 1 }) readonly RAIL_STUB_FAILURE_RATE!: number;
   @EnvOneOf(FAILURE_MODES, { default: 'mixed' }) readonly RAIL_STUB_FAILURE_MODE!: FailureMode;

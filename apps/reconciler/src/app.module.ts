@@ -1,10 +1,13 @@
-import { fileTokenProvider } from '@dlock/identity';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { LockClientModule } from '@dlock/lock-nest';
 import { HealthModule, ObservabilityModule, registerSafetyEvents } from '@dlock/observability';
 import { registerAuditChains } from '@dlock/persistence';
-import { PAYOUT_SAFETY_EVENTS, registerPayoutVocabulary } from '@dlock/payout-contract';
+import {
+  lockClientOptions,
+  PAYOUT_SAFETY_EVENTS,
+  registerPayoutVocabulary,
+} from '@dlock/payout-contract';
 import { PAYOUT_AUDIT_CHAIN_LIST } from '@dlock/payout-contract/audit-chains';
 import { RECONCILER_CONFIG, readReconcilerConfig } from './config';
 import { PassesModule } from './passes/passes.module';
@@ -35,14 +38,7 @@ export class ReconcilerModule {
         ObservabilityModule.forRoot({ app: 'reconciler', logLevel: config.LOG_LEVEL }),
         HealthModule.register(ReconcilerReadiness, [DatabasesModule]),
         // One session, opened when first needed; failing to open it fails the pass closed.
-        LockClientModule.forRoot({
-          baseUrl: config.LOCK_SERVER_URL,
-          ownerId: config.OWNER_ID,
-          token: fileTokenProvider(config.AUTH_TOKEN_DIR, 'lock-server'),
-          safetyMargin: config.LOCK_CLIENT_SAFETY_MARGIN,
-          sessionTtlMs: config.LOCK_SESSION_TTL_MS,
-          lockTtlMs: config.LOCK_DEFAULT_TTL_MS,
-        }),
+        LockClientModule.forRoot(lockClientOptions(config)),
         PassesModule,
       ],
     };

@@ -1,27 +1,23 @@
 import {
-  EnvBindHost,
   EnvInt,
-  EnvLogLevel,
-  EnvNumber,
   EnvPeerUrl,
   EnvPostgresUrl,
   type EnvSource,
   EnvString,
-  type LogLevel,
+  ServiceEnv,
   validateEnv,
 } from '@dlock/config';
-import { CallerAuthEnv } from '@dlock/identity';
+import { CallerAuthEnv, GrantJwksEnv } from '@dlock/identity';
+import { LockClientEnv } from '@dlock/payout-contract';
 import { DB_TRIES_DEFAULT } from './persistence/db-retry';
 
 /** Every knob of the reconciler (docs/reconciler.md has the table). Read once at boot. */
-export class ReconcilerEnv extends CallerAuthEnv {
-  @EnvInt({ default: 8086, min: 0, max: 65535 }) readonly PORT!: number;
-  /** The address PORT is bound on (docs/operations.md); 0.0.0.0 in containers. */
-  @EnvBindHost() readonly BIND_HOST!: string;
-  @EnvLogLevel() readonly LOG_LEVEL!: LogLevel;
-  @EnvString({ default: 'reconciler', maxLength: 64, pattern: /^[\x20-\x7e]+$/ })
-  readonly OWNER_ID!: string;
-  @EnvPeerUrl({ default: 'http://127.0.0.1:8081' }) readonly LOCK_SERVER_URL!: string;
+export class ReconcilerEnv extends ServiceEnv(
+  8086,
+  // The account lock the reconciler takes like any writer, under its own name; GRANT_JWKS
+  // verifies every grant proof the rail-proxy kept (docs/reconciler.md, `submission_grant_proven`).
+  LockClientEnv({ ownerId: 'reconciler', lockTtlMs: 15_000 }, GrantJwksEnv(CallerAuthEnv)),
+) {
   @EnvPeerUrl({ default: 'http://127.0.0.1:8082' }) readonly PAYMENT_RESOURCE_URL!: string;
   @EnvPeerUrl({ default: 'http://127.0.0.1:8085' }) readonly RAIL_STUB_URL!: string;
   @EnvPostgresUrl() readonly PAYDB_URL!: string;
@@ -55,12 +51,6 @@ export class ReconcilerEnv extends CallerAuthEnv {
    */
   @EnvString({ optional: true, maxLength: 4096, pattern: /^[^\0]+$/ })
   readonly RECONCILER_CHECK_CURSOR_FILE?: string;
-  /**
-   * The lock-server's published keys (a JWKS file, or its /.well-known/jwks.json
-   * URL): every grant proof the rail-proxy kept is verified against them
-   * (docs/reconciler.md, `submission_grant_proven`).
-   */
-  @EnvString({ maxLength: 2048 }) readonly GRANT_JWKS!: string;
   /** Revocation fencing raises the proxy's high-water marks (docs/reconciler.md). */
   @EnvPeerUrl({ default: 'http://127.0.0.1:8083' }) readonly RAIL_PROXY_URL!: string;
   /** Fixed delay between two revocation-fencing + token-source passes. */
@@ -107,10 +97,6 @@ export class ReconcilerEnv extends CallerAuthEnv {
   readonly RECONCILER_DB_STATEMENT_TIMEOUT_MS!: number;
   @EnvInt({ default: DB_TRIES_DEFAULT, min: 1, max: 10 }) readonly RECONCILER_DB_TRIES!: number;
   @EnvInt({ default: 2, min: 1, max: 20 }) readonly RECONCILER_DB_POOL_MAX!: number;
-  /** Lock session and lease for the account lock the reconciler takes like any writer. */
-  @EnvInt({ default: 15_000, min: 1_000, max: 60_000 }) readonly LOCK_SESSION_TTL_MS!: number;
-  @EnvInt({ default: 15_000, min: 1_000, max: 60_000 }) readonly LOCK_DEFAULT_TTL_MS!: number;
-  @EnvNumber({ default: 0.3, min: 0.01, max: 0.66 }) readonly LOCK_CLIENT_SAFETY_MARGIN!: number;
   /** Rail sweep (docs/reconciler.md): fixed delay between two passes. */
   @EnvInt({ default: 30_000, min: 100, max: 3_600_000 })
   readonly RECONCILER_SWEEP_INTERVAL_MS!: number;

@@ -6,3 +6,4 @@ export * from './env.decorators';
 export * from './validate-env';
 export * from './exit-on-bad-config';
 export * from './database-env';
+export * from './service-env';

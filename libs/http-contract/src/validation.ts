@@ -1,5 +1,11 @@
-import { type ValidationPipe, type ValidationError as ClassValidationError } from '@nestjs/common';
-import { registerDecorator, type ValidationOptions } from 'class-validator';
+import {
+  applyDecorators,
+  type ValidationPipe,
+  type ValidationError as ClassValidationError,
+} from '@nestjs/common';
+import { ApiProperty } from '@nestjs/swagger';
+import { IsString, Matches, registerDecorator, type ValidationOptions } from 'class-validator';
+import { MINOR_AMOUNT } from './schema';
 import { FENCING_TOKEN_MAX, ValidationError, type ValidationFailure } from '@dlock/lock-api';
 import { ContractValidationPipe } from './fast-validation';
 
@@ -54,21 +60,37 @@ export function IsInt64Token(options?: ValidationOptions) {
     });
 }
 
-/** A money amount in minor units: a JSON integer in the safe range. */
-export function IsMinorAmount(opts: { min?: number } = {}, options?: ValidationOptions) {
-  const min = opts.min ?? 1;
-  return (target: object, propertyName: string) =>
+/**
+ * A body's money amount in minor units: a JSON integer from 1 within the safe range,
+ * documented (MINOR_AMOUNT) and checked the same on every route.
+ */
+export function IsMinorAmount(): PropertyDecorator {
+  const rule = (target: object, propertyName: string | symbol) =>
     registerDecorator({
       name: 'isMinorAmount',
       target: target.constructor,
-      propertyName,
+      propertyName: String(propertyName),
       options: {
-        message: `${propertyName} must be an integer >= ${min} within the safe range`,
-        ...options,
+        message: `${String(propertyName)} must be an integer >= 1 within the safe range`,
       },
       validator: {
         validate: (value: unknown) =>
-          typeof value === 'number' && Number.isSafeInteger(value) && value >= min,
+          typeof value === 'number' && Number.isSafeInteger(value) && value >= 1,
       },
     });
+  return applyDecorators(
+    ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' }),
+    rule,
+  );
+}
+
+const CURRENCY_CODE = /^[A-Z]{3}$/;
+
+/** A body's `currency`: an ISO 4217 code, documented and checked the same on every route. */
+export function IsCurrencyCode(): PropertyDecorator {
+  return applyDecorators(
+    ApiProperty({ pattern: CURRENCY_CODE.source, example: 'EUR', description: 'ISO 4217' }),
+    IsString(),
+    Matches(CURRENCY_CODE, { message: 'currency must be an ISO 4217 code such as EUR' }),
+  );
 }

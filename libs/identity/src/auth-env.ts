@@ -1,5 +1,5 @@
 import { ValidateBy } from 'class-validator';
-import { EnvInt, EnvString } from '@dlock/config/env';
+import { EnvInt, EnvString, type EnvClass } from '@dlock/config/env';
 import { TOKEN_LIFETIME_MAX_MS_DEFAULT, type VerifierOptions } from './verifier';
 
 /** The audience of a person's token: the console, which acts for them (docs/security.md). */
@@ -70,6 +70,17 @@ export class AuthEnv extends OperatorAuthEnv {
  */
 export class CallerAuthEnv extends AuthEnv {
   @EnvString({ maxLength: 1024 }) readonly AUTH_TOKEN_DIR!: string;
+}
+
+/**
+ * A service that checks grant proofs reads the lock-server's public keys they are checked
+ * against (docs/security.md, "Signed grants"): a JWKS file, or its /.well-known/jwks.json URL.
+ */
+export function GrantJwksEnv<B extends EnvClass>(Base: B) {
+  class GrantJwks extends Base {
+    @EnvString({ maxLength: 2048 }) readonly GRANT_JWKS!: string;
+  }
+  return GrantJwks;
 }
 
 /** The verifier of people's tokens, its unset parts taken from the service's own issuer. */

@@ -13,3 +13,4 @@ export * from './operations';
 export * from './error-codes';
 export * from './vocabulary';
 export * from './safety-events';
+export * from './lock-client-env';

@@ -28,6 +28,26 @@ const INTEGER = { type: 'integer' } as const;
 const BALANCE = { type: 'integer', description: 'minor units' } as const;
 const ACCOUNT_ID = { type: 'string', pattern: ACCOUNT_ID_PATTERN.source } as const;
 const CURRENCY = { type: 'string', pattern: '^[A-Z]{3}$', example: 'EUR' } as const;
+/** What a payout was created as: the order every view of one starts with. */
+const ORDER = {
+  payoutId: UUID,
+  accountId: ACCOUNT_ID,
+  amountMinor: MINOR_AMOUNT,
+  currency: CURRENCY,
+  beneficiaryRef: STRING,
+} as const;
+/** Created-to-POSTED latency percentiles of PayoutStats, `over` some payouts. */
+const latency = (over: string): SchemaObject => ({
+  type: 'object',
+  description: `created to POSTED ${over}; percentiles null when count is 0`,
+  properties: {
+    p50: nullable({ type: 'number' }),
+    p90: nullable({ type: 'number' }),
+    p99: nullable({ type: 'number' }),
+    count: INTEGER,
+  },
+  required: ['p50', 'p90', 'p99', 'count'],
+});
 const STATE: SchemaObject = { type: 'string', enum: [...PAYOUT_STATES] };
 const RAIL_OUTCOME_KIND: SchemaObject = {
   type: 'string',
@@ -52,11 +72,7 @@ const transition: WireProperties<Wire.TransitionView> = {
 /** Named schemas of the payment-resource's and rail-proxy's answers. */
 export const PAYOUT_WIRE_SCHEMAS = {
   PayoutSummary: objectSchema<Wire.PayoutSummary>({
-    payoutId: UUID,
-    accountId: ACCOUNT_ID,
-    amountMinor: MINOR_AMOUNT,
-    currency: CURRENCY,
-    beneficiaryRef: STRING,
+    ...ORDER,
     state: STATE,
     attemptCount: INTEGER,
     createdAt: INSTANT,
@@ -78,11 +94,7 @@ export const PAYOUT_WIRE_SCHEMAS = {
   }),
   PayoutDetail: objectSchema<Wire.PayoutDetail>(
     {
-      payoutId: UUID,
-      accountId: ACCOUNT_ID,
-      amountMinor: MINOR_AMOUNT,
-      currency: CURRENCY,
-      beneficiaryRef: STRING,
+      ...ORDER,
       clientRef: STRING,
       state: STATE,
       attemptCount: INTEGER,
@@ -127,11 +139,7 @@ export const PAYOUT_WIRE_SCHEMAS = {
     balanceMinor: BALANCE,
   }),
   CreatedPayout: objectSchema<Wire.CreatedPayout>({
-    payoutId: UUID,
-    accountId: ACCOUNT_ID,
-    amountMinor: MINOR_AMOUNT,
-    currency: CURRENCY,
-    beneficiaryRef: STRING,
+    ...ORDER,
     clientRef: STRING,
     state: { type: 'string', enum: ['PENDING'] },
   }),
@@ -277,28 +285,8 @@ export const PAYOUT_WIRE_SCHEMAS = {
       },
     },
     bucketSeconds: INTEGER,
-    latencyMillis: {
-      type: 'object',
-      description: 'created to POSTED over the window; percentiles null when count is 0',
-      properties: {
-        p50: nullable({ type: 'number' }),
-        p90: nullable({ type: 'number' }),
-        p99: nullable({ type: 'number' }),
-        count: INTEGER,
-      },
-      required: ['p50', 'p90', 'p99', 'count'],
-    },
-    latencyMillisAllTime: {
-      type: 'object',
-      description: 'created to POSTED over every POSTED payout; percentiles null when count is 0',
-      properties: {
-        p50: nullable({ type: 'number' }),
-        p90: nullable({ type: 'number' }),
-        p99: nullable({ type: 'number' }),
-        count: INTEGER,
-      },
-      required: ['p50', 'p90', 'p99', 'count'],
-    },
+    latencyMillis: latency('over the window'),
+    latencyMillisAllTime: latency('over every POSTED payout'),
   }),
   HighWaterList: objectSchema<Wire.HighWaterList>({
     accounts: {

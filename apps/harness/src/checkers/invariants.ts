@@ -9,18 +9,9 @@ import {
 import { withPg } from '../infra/postgres';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkGrantHistory, checkRevocations } from './history';
+import { INVARIANTS, type InvariantId } from './invariant-ids';
 
-export const INVARIANTS = [
-  'INV-01',
-  'INV-02',
-  'INV-03',
-  'INV-04',
-  'INV-05',
-  'INV-06',
-  'INV-07',
-  'INV-08',
-] as const;
-export type InvariantId = (typeof INVARIANTS)[number];
+export { INVARIANTS, type InvariantId } from './invariant-ids';
 
 export interface CheckInput {
   paydbUrl: string;

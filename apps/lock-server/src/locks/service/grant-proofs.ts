@@ -11,8 +11,8 @@ import {
   type GrantProofClaims,
   type LockGrant,
 } from '@dlock/lock-api';
-import { ForbiddenError, ProofVerifier, SigningKeyRing } from '@dlock/identity';
-import { signingKeyLog } from '@dlock/observability';
+import { ForbiddenError, ProofVerifier, type SigningKeyRing } from '@dlock/identity';
+import { openSigningRing } from '@dlock/observability';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../../config';
 
 /**
@@ -29,11 +29,7 @@ export class GrantProofs {
   private readonly verifier: ProofVerifier;
 
   constructor(@Inject(LOCK_SERVER_CONFIG) config: LockServerConfig) {
-    this.ring = SigningKeyRing.open(
-      config.GRANT_SIGNING_KEYS,
-      Date.now,
-      signingKeyLog('grants', config.GRANT_SIGNING_KEYS),
-    );
+    this.ring = openSigningRing('grants', config.GRANT_SIGNING_KEYS);
     this.verifier = new ProofVerifier({
       jwks: () => this.ring.publicJwks,
       type: GRANT_PROOF_TYPE,

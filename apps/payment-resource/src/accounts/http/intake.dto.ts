@@ -6,16 +6,13 @@ import {
   type CreatePayoutRequest,
   type DepositRequest,
 } from '@dlock/payout-contract';
-import { IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
+import { IsCurrencyCode, IsMinorAmount } from '@dlock/http-contract';
 
-const CURRENCY = /^[A-Z]{3}$/;
 const PRINTABLE = /^[\x20-\x7e]+$/;
 
 /** POST /v1/accounts. */
 export class CreateAccountBody implements CreateAccountRequest {
-  @ApiProperty({ pattern: CURRENCY.source, example: 'EUR', description: 'ISO 4217' })
-  @IsString()
-  @Matches(CURRENCY, { message: 'currency must be an ISO 4217 code such as EUR' })
+  @IsCurrencyCode()
   currency!: string;
 
   @ApiPropertyOptional({
@@ -30,13 +27,10 @@ export class CreateAccountBody implements CreateAccountRequest {
 
 /** POST /v1/accounts/{accountId}/deposits. */
 export class DepositBody implements DepositRequest {
-  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 
-  @ApiProperty({ pattern: CURRENCY.source, example: 'EUR', description: 'ISO 4217' })
-  @IsString()
-  @Matches(CURRENCY, { message: 'currency must be an ISO 4217 code such as EUR' })
+  @IsCurrencyCode()
   currency!: string;
 }
 
@@ -47,13 +41,10 @@ export class CreatePayoutBody implements CreatePayoutRequest {
   @Matches(ACCOUNT_ID_PATTERN, { message: 'accountId must be 1..64 of [A-Za-z0-9._-]' })
   accountId!: string;
 
-  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 
-  @ApiProperty({ pattern: CURRENCY.source, example: 'EUR', description: 'ISO 4217' })
-  @IsString()
-  @Matches(CURRENCY, { message: 'currency must be an ISO 4217 code such as EUR' })
+  @IsCurrencyCode()
   currency!: string;
 
   @ApiProperty({ minLength: 1, maxLength: 128, pattern: PRINTABLE.source })

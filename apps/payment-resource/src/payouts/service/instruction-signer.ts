@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FencingToken } from '@dlock/lock-api';
-import { SigningKeyRing } from '@dlock/identity';
-import { signingKeyLog } from '@dlock/observability';
+import type { SigningKeyRing } from '@dlock/identity';
+import { openSigningRing } from '@dlock/observability';
 import { instructionClaims, PAYOUT_INSTRUCTION_TYPE } from '@dlock/payout-contract';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
 import type { Payout } from '../persistence/payout.repository';
@@ -18,11 +18,7 @@ export class InstructionSigner {
   readonly ring: SigningKeyRing;
 
   constructor(@Inject(PAYMENT_CONFIG) config: PaymentConfig) {
-    this.ring = SigningKeyRing.open(
-      config.INSTRUCTION_SIGNING_KEYS,
-      Date.now,
-      signingKeyLog('instructions', config.INSTRUCTION_SIGNING_KEYS),
-    );
+    this.ring = openSigningRing('instructions', config.INSTRUCTION_SIGNING_KEYS);
   }
 
   sign(payout: Payout, token: FencingToken, ownerId: string): string {

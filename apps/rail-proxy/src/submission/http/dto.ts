@@ -7,7 +7,7 @@ import {
   ValidateIf,
   type ValidationArguments,
 } from 'class-validator';
-import { IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
+import { IsCurrencyCode, IsMinorAmount } from '@dlock/http-contract';
 import {
   ACCOUNT_ID_PATTERN,
   ACCOUNT_ID_RULE,
@@ -26,13 +26,10 @@ export class SubmissionBody implements SubmitRequest {
   @Matches(ACCOUNT_ID_PATTERN, { message: `accountId must be ${ACCOUNT_ID_RULE}` })
   accountId!: string;
 
-  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 
-  @ApiProperty({ pattern: '^[A-Z]{3}$', example: 'EUR', description: 'ISO 4217' })
-  @IsString()
-  @Matches(/^[A-Z]{3}$/, { message: 'currency must be an ISO-4217 code' })
+  @IsCurrencyCode()
   currency!: string;
 
   @ApiProperty({ pattern: '^[ -~]{1,128}$' })

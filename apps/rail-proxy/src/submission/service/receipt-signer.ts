@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { SigningKeyRing } from '@dlock/identity';
-import { signingKeyLog } from '@dlock/observability';
+import type { SigningKeyRing } from '@dlock/identity';
+import { openSigningRing } from '@dlock/observability';
 import {
   receiptClaims,
   RAIL_RECEIPT_TYPE,
@@ -21,11 +21,7 @@ export class ReceiptSigner {
   readonly ring: SigningKeyRing;
 
   constructor(@Inject(RAIL_PROXY_CONFIG) config: RailProxyConfig) {
-    this.ring = SigningKeyRing.open(
-      config.RECEIPT_SIGNING_KEYS,
-      Date.now,
-      signingKeyLog('receipts', config.RECEIPT_SIGNING_KEYS),
-    );
+    this.ring = openSigningRing('receipts', config.RECEIPT_SIGNING_KEYS);
   }
 
   sign(

@@ -12,7 +12,7 @@ import {
   Max,
   Min,
 } from 'class-validator';
-import { IsMinorAmount, MINOR_AMOUNT } from '@dlock/http-contract';
+import { IsCurrencyCode, IsMinorAmount } from '@dlock/http-contract';
 import {
   FAILURE_MODES,
   SCRIPTED_FATES,
@@ -30,13 +30,10 @@ export class SubmitBody implements TransferRequest {
   @Matches(CLIENT_REF_PATTERN, { message: 'clientRef must be 1..128 visible ASCII characters' })
   clientRef!: string;
 
-  @ApiProperty({ ...MINOR_AMOUNT, description: 'Minor units (a JSON integer)' })
   @IsMinorAmount()
   amountMinor!: number;
 
-  @ApiProperty({ pattern: '^[A-Z]{3}$', example: 'EUR', description: 'ISO 4217' })
-  @IsString()
-  @Matches(/^[A-Z]{3}$/, { message: 'currency must be an ISO-4217 code' })
+  @IsCurrencyCode()
   currency!: string;
 }
 
