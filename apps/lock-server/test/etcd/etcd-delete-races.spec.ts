@@ -283,7 +283,7 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
   it("a release is one txn: the proof's session read in it, the grant's lease left empty", async () => {
     const key = 'race:release-one-txn';
     const { sessionId, token } = await holdKey(a, key, 'owner-1');
-    const lease = (await lockKv(key))!.lease;
+    const lease = (await lockKv(key)).lease;
     a.gw.readsAt = 0;
     a.gw.revokes = 0;
     await a.store.release(key, token!, sessionId);
