@@ -32,6 +32,7 @@ const ROUNDS = Number(process.env.BENCH_CPU_ROUNDS ?? 3);
 const IN_FLIGHT = Number(process.env.BENCH_CPU_IN_FLIGHT ?? 4);
 const LEASE_MS = 30_000;
 const RESENDS_MAX = 20;
+const HEARTBEAT_MS = 15_000;
 /** /proc/<pid>/stat counts CPU time in clock ticks (USER_HZ, 100 on Linux). */
 const TICKS_PER_S = 100;
 
@@ -87,6 +88,20 @@ async function send(url: string, method: string, pathname: string, headers: obje
 
 /** `pairs` acquire+release pairs, IN_FLIGHT at a time, each on a key never used before. */
 async function pairs(server: Server, count: number, sessions: string[]): Promise<void> {
+  // A run on a loaded machine can outlast a session's TTL: each is kept alive, as the SDK does.
+  const beat = setInterval(() => {
+    sessions.forEach((id, i) => {
+      void call(server.url, 'POST', `/v1/sessions/${id}/heartbeat`, { 'x-owner-id': owner(i) });
+    });
+  }, HEARTBEAT_MS);
+  try {
+    await runPairs(server, count, sessions);
+  } finally {
+    clearInterval(beat);
+  }
+}
+
+async function runPairs(server: Server, count: number, sessions: string[]): Promise<void> {
   let left = count;
   await Promise.all(
     sessions.map(async (sessionId, i) => {
