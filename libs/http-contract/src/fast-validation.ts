@@ -129,8 +129,10 @@ const isPrimitive = (v: unknown) =>
 
 /** The instance the stock pipe would return, or undefined when the stock pipe must decide. */
 function accept(dto: Type<unknown>, compiled: CompiledDto, value: unknown): object | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const source = value as Record<string, unknown>;
+  // No body or query at all (a DELETE): the stock pipe validates an empty object in its place.
+  const present = value ?? {};
+  if (typeof present !== 'object' || Array.isArray(present)) return undefined;
+  const source = present as Record<string, unknown>;
   const keys = Object.keys(source);
   for (const key of keys) {
     if (!compiled.names.has(key) || !isPrimitive(source[key])) return undefined;

@@ -42,6 +42,8 @@ class HookedGateway extends EtcdGateway {
   /** Runs before a keep-alive reaches etcd (the lease may be made to lapse here). */
   beforeKeepAlive: ((leaseId: string) => Promise<void>) | null = null;
   readonly pendingRevokes: Array<Promise<unknown>> = [];
+  /** Lease revokes this gateway sent. */
+  revokes = 0;
   /** Reads at a past revision this gateway sent (a release's session read when not in its txn). */
   readsAt = 0;
 
@@ -83,6 +85,7 @@ class HookedGateway extends EtcdGateway {
   }
 
   override revoke(leaseId: string, deadline: Deadline): Promise<boolean> {
+    this.revokes += 1;
     const gate = this.revokeGate;
     const done = (async () => {
       await gate?.pass();
@@ -277,13 +280,28 @@ describe('etcd: a late delete never removes a newer grant (issue 20)', () => {
     await expectHolder(key, null);
   });
 
-  it("a release reads the proof's session in its own txn: no read after the delete", async () => {
+  it("a release is one txn: the proof's session read in it, the grant's lease left empty", async () => {
     const key = 'race:release-one-txn';
     const { sessionId, token } = await holdKey(a, key, 'owner-1');
+    const lease = (await lockKv(key)).lease;
     a.gw.readsAt = 0;
+    a.gw.revokes = 0;
     await a.store.release(key, token!, sessionId);
     expect(a.gw.readsAt).toBe(0);
+    expect(a.gw.revokes).toBe(0);
     await expectHolder(key, null);
+    // The session holds nothing at once, and the lease left to its TTL carries no key.
+    const index = await raw.kv.range({
+      key: Buffer.from(`${PREFIX}session-lock/${sessionId}/`),
+      range_end: Buffer.from(`${PREFIX}session-lock/${sessionId}0`),
+    });
+    expect(index.kvs).toEqual([]);
+    const left = await raw.leaseClient.leaseTimeToLive({ ID: lease, keys: true });
+    expect(Number(left.TTL)).toBeGreaterThan(0);
+    expect(left.keys).toEqual([]);
+    // Nothing can be put on it again: a renew of the released token is LOCK_LOST.
+    await expect(a.store.renew(key, sessionId, token!)).rejects.toBeInstanceOf(LockLostError);
+    expect((await raw.leaseClient.leaseTimeToLive({ ID: lease, keys: true })).keys).toEqual([]);
   });
 
   it("a release naming another session judges by the holder's session at the delete's revision", async () => {

@@ -299,10 +299,15 @@ export class EtcdLockStore extends LockStore {
   override async release(key: string, token: FencingToken, sessionId: string): Promise<void> {
     const deadline = this.gw.deadline();
     const lockKey = this.keys.lock(key);
-    // The proof's session is read in the delete's own txn, so at the delete's revision.
+    // One txn at one revision: the delete named by the token, the index entry of the
+    // session the proof names, and that session's key (docs/lock-server-etcd.md, "The token").
     const res = await this.gw.txn(
       [modRevisionIs(lockKey, token)],
-      [del(lockKey, true), get(this.keys.session(sessionId))],
+      [
+        del(lockKey, true),
+        del(this.keys.sessionLock(sessionId, key)),
+        get(this.keys.session(sessionId)),
+      ],
       [],
       deadline,
     );
@@ -310,17 +315,21 @@ export class EtcdLockStore extends LockStore {
     const prev = deletedAt(res, 0)[0];
     if (!prev) throw releaseLost();
     const holderSessionId = decodeLock(prev).sessionId;
-    // Revoking the grant's own lease drops its session index entry too; the
-    // lease id is unique to this incarnation, so no newer holder is touched.
-    // Was the holder's session alive at the delete's revision? If not, the
-    // grant had already been released by its session's death (the delete only
-    // tidied a free key), and the answer is LOCK_LOST as on pg. The txn read it
-    // when the proof names the holder's session, as a genuine proof of this
-    // incarnation does; else it is read at that revision now.
+    // Was the holder's session alive at the delete's revision? If not, the grant had
+    // already been released by its session's death (the delete only tidied a free key),
+    // and the answer is LOCK_LOST as on pg.
+    if (holderSessionId === sessionId) {
+      // A genuine proof names the holder's session, so both keys on the grant's own lease
+      // went in this txn, and nothing can put on that lease again (renew compares the
+      // token): it carries nothing and is left to its TTL, no revoke call.
+      if (!firstAt(res, 2)) throw releaseLost();
+      return;
+    }
+    // A proof naming another session (never a genuine proof of this incarnation): the
+    // holder's session is read at the delete's revision, and revoking the grant's lease
+    // drops the holder's index entry; the lease id is unique to this incarnation.
     const [sessionAtDelete] = await Promise.all([
-      holderSessionId === sessionId
-        ? firstAt(res, 1)
-        : this.gw.getAt(this.keys.session(holderSessionId), res.header.revision, deadline),
+      this.gw.getAt(this.keys.session(holderSessionId), res.header.revision, deadline),
       this.gw.revokeQuietly(prev.lease),
     ]);
     if (!sessionAtDelete) throw releaseLost();
