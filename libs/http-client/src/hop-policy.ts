@@ -62,7 +62,10 @@ function retryable(kind: HopKind, err: unknown): boolean {
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** How a retry waits: a real timer, or the simulation's virtual clock (docs/harness.md). */
+export type HopSleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+const timerSleep: HopSleep = (ms, signal) => {
   return new Promise((resolve, reject) => {
     const onAbort = () => {
       clearTimeout(timer);
@@ -74,13 +77,14 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
-}
+};
 
 /** Runs `attempt` under the hop kind's budget; the last failure is rethrown as is. */
 export async function withHopRetries<T>(
   kind: HopKind,
   attempt: () => Promise<T>,
   signal?: AbortSignal,
+  sleep: HopSleep = timerSleep,
 ): Promise<T> {
   const { retries } = HOP_RETRIES[kind];
   for (let i = 0; ; i++) {

@@ -5,6 +5,7 @@ import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
 import { HarnessAttemptHooks } from '../harness/harness-attempt-hooks';
 import { ExecutorMetricsModule } from '../metrics.module';
 import { AttemptHooks, NoAttemptHooks } from './domain/attempt-hooks.port';
+import { ExecutionClock, MonotonicExecutionClock } from './domain/execution-clock.port';
 import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './domain/lease';
 import { PayoutExecutionService } from './service/payout-execution.service';
 
@@ -43,6 +44,7 @@ import { PayoutExecutionService } from './service/payout-execution.service';
       useFactory: (config: ExecutorConfig) =>
         config.DLOCK_HARNESS ? HarnessAttemptHooks.fromConfig(config) : new NoAttemptHooks(),
     },
+    { provide: ExecutionClock, useClass: MonotonicExecutionClock },
     PayoutExecutionService,
   ],
   exports: [PaymentResourceClient, RailProxyClient, PayoutExecutionService],

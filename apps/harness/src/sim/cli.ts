@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { GUARD_MODES, type GuardMode } from './guards';
+import { closeGuards, GUARD_MODES, type GuardMode } from './guards';
 import { BROKEN_VARIANTS, replayCommand, runSeed, type BrokenVariant, type Fault } from './run';
 import type { NetworkFaults } from './network';
 import { shrinkSchedule } from './shrink';
@@ -136,9 +136,13 @@ async function search(args: Args): Promise<number> {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const code =
-    args.seed !== undefined ? await replay({ ...args, seed: args.seed }) : await search(args);
-  process.exitCode = code;
+  try {
+    process.exitCode =
+      args.seed !== undefined ? await replay({ ...args, seed: args.seed }) : await search(args);
+  } finally {
+    // On every path, a failure too: an open PGlite would keep the process alive.
+    await closeGuards();
+  }
 }
 
 void main().catch((err: unknown) => {

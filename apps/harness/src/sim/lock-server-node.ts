@@ -1,7 +1,8 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import type { JsonWebKey } from 'node:crypto';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
-import { ensureSigningKeys, type AuthPolicy } from '@dlock/identity';
+import { ensureSigningKeys, publicJwksPath, type AuthPolicy } from '@dlock/identity';
 import { renderError } from '@dlock/http-contract';
 import { parseFencingToken } from '@dlock/lock-api';
 import { parsePeerJson, stringifyInt64Json } from '@dlock/http-client';
@@ -38,6 +39,13 @@ function simSigningKeys(): string {
     signingKeys = ensureSigningKeys(join(dir, 'grant-keys.json')).keys;
   }
   return signingKeys;
+}
+
+/** The public half of the lock-server's key ring: what the guards verify grant proofs against. */
+export function simGrantJwks(): { keys: JsonWebKey[] } {
+  return JSON.parse(readFileSync(publicJwksPath(simSigningKeys()), 'utf8')) as {
+    keys: JsonWebKey[];
+  };
 }
 
 /** The lock-server's settings the service layer reads; the defaults of config.ts. */

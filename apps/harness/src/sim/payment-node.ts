@@ -1,5 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { Test, type TestingModule } from '@nestjs/testing';
 import { Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
 import {
@@ -8,6 +8,7 @@ import {
   ProofRejectedError,
   type FenceCredential,
 } from '@dlock/lock-api';
+import { ProofVerifier } from '@dlock/identity';
 import { SafetyEvents } from '@dlock/observability';
 import {
   parseReceiptClaims,
@@ -18,7 +19,11 @@ import {
 } from '@dlock/payout-contract';
 import { IntakeRepository } from '../../../payment-resource/src/accounts/persistence/intake.repository';
 import { IntakeService } from '../../../payment-resource/src/accounts/service/intake.service';
-import { PAYMENT_CONFIG, readPaymentConfig } from '../../../payment-resource/src/config';
+import {
+  PAYMENT_CONFIG,
+  readPaymentConfig,
+  type PaymentConfig,
+} from '../../../payment-resource/src/config';
 import { AccountRepository } from '../../../payment-resource/src/ledger/persistence/account.repository';
 import { LedgerRepository } from '../../../payment-resource/src/ledger/persistence/ledger.repository';
 import { PaymentMetrics } from '../../../payment-resource/src/metrics';
@@ -38,7 +43,7 @@ import {
 } from '../../../payment-resource/src/payouts/service/receipt-check';
 import type { Grant } from '../../../payment-resource/src/payouts/service/payout-commands.service';
 import type { SimPayout } from './payout-world';
-import { decodeSimProof } from './sim-proofs';
+import { decodeSimProof, simGrantVerifier } from './sim-proofs';
 import { SimDatabase } from './sim-database';
 
 /** One write payment-resource admitted, in commit order (paydb's payout_transition): what the checks read. */
@@ -53,22 +58,29 @@ export interface AdmittedWrite {
 }
 
 /**
- * The proofs' signatures are not simulated (the lock-server's are real but
- * checked against a wall clock): the claims are read and every other check of
- * GrantCheck.accountOf runs.
+ * GrantCheck's checks with its verifier on virtual time (sim-proofs.ts): the
+ * lock-server's signature, key and type, then the claims.
  */
 class SimGrantCheck extends GrantCheck {
+  constructor(
+    config: PaymentConfig,
+    safety: SafetyEvents,
+    private readonly grants: ProofVerifier,
+  ) {
+    super(config, safety);
+  }
+
   override onModuleInit(): Promise<void> {
     return Promise.resolve();
   }
 
-  override accountOf(write: ProvenWrite): Promise<string> {
-    const claims = grantProofClaims(decodeSimProof(write.proof));
+  override async accountOf(write: ProvenWrite): Promise<string> {
+    const claims = grantProofClaims(await this.grants.verify(write.proof));
     checkGrantClaims(claims, { token: write.token, owner: write.ownerId });
     const accountId = payoutAccountOf(claims.key);
     if (accountId === null)
       throw new ProofRejectedError('grant', 'lock-key', 'the grant proof is not for a payout key');
-    return Promise.resolve(accountId);
+    return accountId;
   }
 }
 
@@ -114,7 +126,6 @@ const ENV = {
 
 /** prom-client's default registry takes each metric once: one per process. */
 let metrics: PaymentMetrics | undefined;
-let database: Promise<SimDatabase> | undefined;
 
 @Global()
 @Module({})
@@ -124,24 +135,28 @@ class SimPlatform {}
  * payment-resource in the simulation: its real PayoutsModule (PayoutCommands,
  * FencedWriter, the repositories and their SQL, the transition table) on
  * paydb's real schema in PGlite, built afresh for every seed. Replaced: the
- * proofs' signatures (above) and the HTTP layer; `fencingEnabled` false is
+ * grant verifier's clock, the receipts' and instructions' signatures (above)
+ * and the HTTP layer; `fencingEnabled` false is
  * the service's own kill switch (PAYMENT_FENCING_ENABLED), the negative control.
  */
 export class PaymentNode {
   /** Each payout's state after the last request: the worker's poll reads it. */
   readonly states = new Map<string, PayoutState>();
 
+  readonly commands: PayoutCommands;
+  readonly queries: PayoutQueries;
+
   private constructor(
     readonly db: SimDatabase,
-    readonly commands: PayoutCommands,
-    readonly queries: PayoutQueries,
+    private readonly ref: TestingModule,
     private readonly intake: IntakeService,
-  ) {}
+  ) {
+    this.commands = ref.get(PayoutCommands);
+    this.queries = ref.get(PayoutQueries);
+  }
 
   static async open(now: () => number, fencingEnabled: boolean): Promise<PaymentNode> {
-    database ??= SimDatabase.open('paydb');
-    const db = await database;
-    await db.reset(now);
+    const db = await SimDatabase.shared('paydb', now);
     const ds = db.dataSource();
     const config = readPaymentConfig({
       ...ENV,
@@ -169,7 +184,7 @@ export class PaymentNode {
       .overrideProvider(PaymentMetrics)
       .useValue(metrics)
       .overrideProvider(GrantCheck)
-      .useValue(new SimGrantCheck(config, safety))
+      .useValue(new SimGrantCheck(config, safety, simGrantVerifier(now)))
       .overrideProvider(ReceiptCheck)
       .useValue(new SimReceiptCheck(config, safety))
       .overrideProvider(InstructionSigner)
@@ -182,7 +197,11 @@ export class PaymentNode {
       new PayoutRepository(),
       new IntakeRepository(),
     );
-    return new PaymentNode(db, ref.get(PayoutCommands), ref.get(PayoutQueries), intake);
+    return new PaymentNode(db, ref, intake);
+  }
+
+  close(): Promise<void> {
+    return this.ref.close();
   }
 
   /** The run's accounts and payouts, through the intake service (as the fixtures are made). */

@@ -1,9 +1,11 @@
 import { Global, Module } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { Test, type TestingModule } from '@nestjs/testing';
 import { Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
+import type { ProofVerifier } from '@dlock/identity';
+import { checkGrantClaims, grantProofClaims } from '@dlock/lock-api';
 import { SafetyEvents } from '@dlock/observability';
-import { RAIL_RECEIPT_TYPE, receiptClaims } from '@dlock/payout-contract';
+import { payoutLockKey, RAIL_RECEIPT_TYPE, receiptClaims } from '@dlock/payout-contract';
 import { RAIL_PROXY_CONFIG, readRailProxyConfig } from '../../../rail-proxy/src/config';
 import { RailProxyMetrics } from '../../../rail-proxy/src/metrics';
 import {
@@ -20,7 +22,7 @@ import { SubmissionProofs } from '../../../rail-proxy/src/submission/service/sub
 import { SubmissionService } from '../../../rail-proxy/src/submission/service/submission.service';
 import { SubmissionsModule } from '../../../rail-proxy/src/submission/submission.module';
 import { SimDatabase } from './sim-database';
-import { simProof } from './sim-proofs';
+import { simGrantVerifier, simProof } from './sim-proofs';
 
 /** The rail stub's side of one presentation: what it answers, after how long (virtual). */
 export type SimRail = (transfer: RailTransfer) => Promise<RailAnswer>;
@@ -74,9 +76,23 @@ class SimRailClient {
   }
 }
 
+/**
+ * The proxy's proof checks: the grant's signature and claims as
+ * SubmissionProofs checks them, its verifier on virtual time; the instruction
+ * is not signed in the simulation (sim-proofs.ts).
+ */
+function simSubmissionProofs(grants: ProofVerifier): Pick<SubmissionProofs, 'check'> {
+  return {
+    async check(req) {
+      const grant = grantProofClaims(await grants.verify(req.grantProof));
+      const key = payoutLockKey(req.accountId);
+      checkGrantClaims(grant, { token: req.presentedToken, owner: req.ownerId, key });
+    },
+  };
+}
+
 /** prom-client's default registry takes each metric once: one per process. */
 let metrics: RailProxyMetrics | undefined;
-let database: Promise<SimDatabase> | undefined;
 
 @Global()
 @Module({})
@@ -86,19 +102,22 @@ class SimPlatform {}
  * rail-proxy in the simulation: its real SubmissionService and
  * SubmissionRepository (the high-water mark, one live submission per payout,
  * the intent committed before the rail is called, the outcome recorded once)
- * on proxydb's real schema in PGlite. Replaced: the proofs' signatures, the
- * HTTP layer, and the rail's socket (SimRailClient).
+ * on proxydb's real schema in PGlite. Replaced: the grant verifier's clock,
+ * the instructions' and receipts' signatures, the HTTP layer, and the rail's
+ * socket (SimRailClient).
  */
 export class ProxyNode {
+  readonly service: SubmissionService;
+
   private constructor(
     readonly db: SimDatabase,
-    readonly service: SubmissionService,
-  ) {}
+    private readonly ref: TestingModule,
+  ) {
+    this.service = ref.get(SubmissionService);
+  }
 
   static async open(now: () => number, rail: SimRail): Promise<ProxyNode> {
-    database ??= SimDatabase.open('proxydb');
-    const db = await database;
-    await db.reset(now);
+    const db = await SimDatabase.shared('proxydb', now);
     const config = readRailProxyConfig(ENV);
     metrics ??= new RailProxyMetrics();
     const safety = new SafetyEvents(new Registry());
@@ -121,11 +140,15 @@ export class ProxyNode {
       .overrideProvider(RailClient)
       .useValue(new SimRailClient(rail))
       .overrideProvider(SubmissionProofs)
-      .useValue({ check: () => Promise.resolve() })
+      .useValue(simSubmissionProofs(simGrantVerifier(now, 0)))
       .overrideProvider(ReceiptSigner)
       .useValue(new SimReceiptSigner())
       .compile();
-    return new ProxyNode(db, ref.get(SubmissionService));
+    return new ProxyNode(db, ref);
+  }
+
+  close(): Promise<void> {
+    return this.ref.close();
   }
 
   /** Every submission presented to the rail, in the order the proxy admitted them. */

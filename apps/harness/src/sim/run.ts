@@ -172,7 +172,21 @@ async function runWorld(options: SimOptions, sched: SimScheduler): Promise<SimRe
   };
   const setup = { accounts, amounts, skipFence: broken === 'guard-skips-fence' };
   world.guards = await openGuards(options.guards ?? 'model', world, setup);
-  const { guards } = world;
+  try {
+    return await runOpenWorld(options, world, { faults, network, balances });
+  } finally {
+    await world.guards.close();
+  }
+}
+
+/** The run itself, once its guards are open: workers, faults, virtual time, the checks. */
+async function runOpenWorld(
+  options: SimOptions,
+  world: World,
+  drawn: { faults: Fault[]; network: NetworkFaults; balances: Map<string, number> },
+): Promise<SimResult> {
+  const { sched, net, guards } = world;
+  const { faults, network, balances } = drawn;
   const payouts = guards.payouts;
   const workers = Array.from(
     { length: WORKERS },

@@ -1,3 +1,4 @@
+import { abortReason } from '@dlock/http-client';
 import type { Clock, Timer } from '@dlock/lock-client';
 
 /** The wall-clock instant virtual time 0 stands for (2026-01-01T00:00:00Z): fixed, so replays match. */
@@ -130,6 +131,21 @@ export class SimProcess {
     };
     cancelInner = this.sched.schedule(delayMs, fire);
     return () => cancelInner();
+  }
+
+  /** Waits `ms` in this process (the hop retry layer's wait): never ends if it crashes meanwhile. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        cancel();
+        reject(abortReason(signal!));
+      };
+      const cancel = this.schedule(ms, () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   pause(forMs: number): void {

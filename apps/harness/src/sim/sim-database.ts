@@ -7,6 +7,9 @@ import { DataSource, QueryFailedError, type MigrationInterface, type QueryRunner
 import { MIGRATIONS, type DatabaseName } from '../../../../migrations';
 import { SIM_EPOCH_MS } from './scheduler';
 
+/** The databases this process opened (or is opening), by name. */
+const opened = new Map<DatabaseName, Promise<SimDatabase>>();
+
 /**
  * A guard's database in the simulation: the real schema (migrations/) and the
  * real statements on PGlite, PostgreSQL compiled to WebAssembly, in process
@@ -29,17 +32,41 @@ export class SimDatabase {
     private now: () => number,
   ) {}
 
-  /** A migrated database: PGlite boots once per process (seconds), a reset per seed is a TRUNCATE. */
-  static async open(name: DatabaseName): Promise<SimDatabase> {
-    const pg = await migrated(name);
-    const tables = (
-      await pg.query<{ t: string }>(
-        `SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`,
-      )
-    ).rows.map((r) => r.t);
-    const db = new SimDatabase(pg, tables, () => 0);
-    await db.snapshot();
+  /**
+   * The process's migrated database of that name, reset to `now`'s clock:
+   * PGlite boots once per process (seconds), a reset per seed is a TRUNCATE.
+   * Open until closeSimDatabases.
+   */
+  static async shared(name: DatabaseName, now: () => number): Promise<SimDatabase> {
+    let opening = opened.get(name);
+    if (opening === undefined) {
+      opening = SimDatabase.open(name);
+      opened.set(name, opening);
+    }
+    const db = await opening;
+    await db.reset(now);
     return db;
+  }
+
+  private static async open(name: DatabaseName): Promise<SimDatabase> {
+    const pg = await migrated(name);
+    try {
+      const tables = (
+        await pg.query<{ t: string }>(
+          `SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`,
+        )
+      ).rows.map((r) => r.t);
+      const db = new SimDatabase(pg, tables, () => 0);
+      await db.snapshot();
+      return db;
+    } catch (err) {
+      await pg.close();
+      throw err;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pg.close();
   }
 
   /** What the migrations left in the tables, restored by every reset. */
@@ -107,6 +134,17 @@ export class SimDatabase {
   }
 }
 
+/**
+ * Closes every database this process opened, whatever became of its opening:
+ * an open PGlite keeps the process alive (its timers).
+ */
+export async function closeSimDatabases(): Promise<void> {
+  const all = [...opened.values()];
+  opened.clear();
+  const dbs = await Promise.allSettled(all);
+  for (const r of dbs) if (r.status === 'fulfilled') await r.value.close();
+}
+
 /** pg's shapes (what the repositories parse): int8 and numeric as text. */
 const PARSERS = { 20: (v: string) => v, 1700: (v: string) => v };
 
@@ -137,6 +175,18 @@ async function migrated(name: DatabaseName): Promise<PGlite> {
     return PGlite.create({ loadDataDir, parsers: PARSERS });
   }
   const pg = await PGlite.create({ parsers: PARSERS });
+  try {
+    await migrate(pg, migrations);
+    await keep(pg, file);
+    return pg;
+  } catch (err) {
+    await pg.close();
+    throw err;
+  }
+}
+
+/** The sim schema, then the app's migrations, then the resets' bypass. */
+async function migrate(pg: PGlite, migrations: (new () => MigrationInterface)[]): Promise<void> {
   await pg.exec(`
     CREATE SCHEMA sim;
     CREATE FUNCTION sim.now() RETURNS timestamptz LANGUAGE sql STABLE
@@ -154,11 +204,14 @@ async function migrated(name: DatabaseName): Promise<PGlite> {
     await pg.exec('COMMIT');
   }
   await allowResets(pg);
+}
+
+/** The migrated data directory, kept for later processes (written whole, then renamed). */
+async function keep(pg: PGlite, file: string): Promise<void> {
   const dump = await pg.dumpDataDir('gzip');
   const partial = `${file}.${process.pid}`;
   writeFileSync(partial, Buffer.from(await dump.arrayBuffer()));
   renameSync(partial, file);
-  return pg;
 }
 
 /**
@@ -298,6 +351,8 @@ function simDataSource(db: SimDatabase): DataSource {
       },
     },
     createQueryRunner: { value: runner },
+    // A seed's modules close theirs at the end; the database is the process's (closeSimDatabases).
+    destroy: { value: () => Promise.resolve() },
     transaction: {
       value: <T>(fn: (m: unknown) => Promise<T>) =>
         autocommit(async (r) => {

@@ -1,14 +1,31 @@
-import { ProofRejectedError } from '@dlock/lock-api';
+import { ProofVerifier } from '@dlock/identity';
+import { GRANT_PROOF_TYPE, ProofRejectedError } from '@dlock/lock-api';
+import { simGrantJwks } from './lock-server-node';
+import { SIM_EPOCH_MS } from './scheduler';
 
 /**
- * The simulation checks what a proof says, not who signed it: a signature's
- * check runs on the wall clock (key reloads, expiry), which a replay must not
- * read. A proof is a compact JWS, the lock-server's real one or the
- * simulated rail-proxy's unsigned one (simProof); its claims are its payload.
+ * The guards' verifier of the lock-server's grant proofs: the real one
+ * (signature, key id, type), its key reloads and memory on virtual time.
+ */
+export function simGrantVerifier(nowMs: () => number, rememberMs?: number): ProofVerifier {
+  return new ProofVerifier({
+    jwks: simGrantJwks,
+    type: GRANT_PROOF_TYPE,
+    kind: 'grant',
+    name: 'grant proof',
+    rememberMs,
+    now: () => SIM_EPOCH_MS + nowMs(),
+  });
+}
+
+/**
+ * The payout services' own proofs (instructions, receipts) are not signed in
+ * the simulation: a proof is an unsigned compact JWS (simProof) whose claims
+ * are its payload, and every check of those claims runs.
  */
 export function decodeSimProof(proof: string | string[] | undefined): unknown {
   const parts = typeof proof === 'string' ? proof.split('.') : [];
-  if (parts.length !== 3) throw new ProofRejectedError('grant', 'malformed', 'not a compact JWS');
+  if (parts.length !== 3) throw new ProofRejectedError('receipt', 'malformed', 'not a compact JWS');
   return JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8')) as unknown;
 }
 

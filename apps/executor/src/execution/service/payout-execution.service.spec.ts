@@ -25,6 +25,7 @@ import {
 import { readExecutorConfig } from '../../config';
 import { ExecutorMetrics } from '../../metrics';
 import { AttemptHooks, type AttemptPoint } from '../domain/attempt-hooks.port';
+import { MonotonicExecutionClock } from '../domain/execution-clock.port';
 import type { ProxyRecord } from '../domain/recovery';
 import { MAX_STEPS_PER_ATTEMPT, PayoutExecutionService } from './payout-execution.service';
 
@@ -265,6 +266,7 @@ function harness(opts: Options = {}) {
     metrics,
     new SafetyEvents(safetyRegistry),
     new RecordingHooks(calls, opts.at),
+    new MonotonicExecutionClock(),
   );
   const run = (payout: PayoutSummary = polled) =>
     service.execute(

@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import assert from 'node:assert/strict';
-import { performance } from 'node:perf_hooks';
 import {
   DlockError,
   formatFencingToken,
@@ -19,6 +18,7 @@ import {
 } from '@dlock/payout-contract';
 import { ExecutorMetrics, type InvalidHop, type Step } from '../../metrics';
 import { AttemptHooks } from '../domain/attempt-hooks.port';
+import { ExecutionClock } from '../domain/execution-clock.port';
 import type { Ack, AttemptStep } from '../domain/attempt-step';
 import { attemptLabel, executeLabel, type AttemptResult } from '../domain/execution-outcome';
 import {
@@ -76,6 +76,7 @@ export class PayoutExecutionService {
     private readonly metrics: ExecutorMetrics,
     private readonly safety: SafetyEvents,
     private readonly hooks: AttemptHooks,
+    private readonly clock: ExecutionClock,
   ) {}
 
   /**
@@ -88,7 +89,7 @@ export class PayoutExecutionService {
     payout: PayoutSummary,
     stop: AbortSignal,
   ): Promise<AttemptResult> {
-    const startedMs = performance.now();
+    const startedMs = this.clock.nowMs();
     const handle = await this.acquire(session, payout.accountId, stop);
     if (handle === 'contended') {
       this.logger.debug({ payoutId: payout.payoutId }, 'account lock contended; skipped');
@@ -440,7 +441,7 @@ export class PayoutExecutionService {
     if (label !== null) {
       this.metrics.executeSeconds.observe(
         { outcome: label },
-        (performance.now() - startedMs) / 1000,
+        (this.clock.nowMs() - startedMs) / 1000,
       );
     }
     return result;

@@ -1,0 +1,71 @@
+import type { PayoutState } from '@dlock/payout-contract';
+import type { GuardRecords } from './checks';
+import type { GuardClients, GuardSetup, SimGuards } from './guards';
+import { PaymentNode } from './payment-node';
+import { PglitePaymentResource, PgliteRailProxy, simRail } from './pglite-clients';
+import type { SimPayout } from './payout-world';
+import { ProxyNode } from './proxy-node';
+import { SIM_EPOCH_MS, type SimProcess } from './scheduler';
+import { closeSimDatabases } from './sim-database';
+import type { World } from './worker';
+
+/** Every PGlite database this process opened, closed: nothing is left to keep it alive. */
+export { closeSimDatabases };
+
+/**
+ * The real services on PGlite (payment-node.ts, proxy-node.ts): their SQL is
+ * where the fence predicate and the idempotency live; ~40x slower than the
+ * model. Loaded only for `--guards pglite` (guards.ts).
+ */
+export class PgliteGuards implements SimGuards {
+  /** Submits at the proxy not answered yet, by idempotency scope (pglite-clients.ts). */
+  readonly inFlight = new Map<string, Promise<unknown>>();
+  proxy!: ProxyNode;
+
+  private constructor(
+    private readonly w: World,
+    readonly payment: PaymentNode,
+    readonly payouts: readonly SimPayout[],
+  ) {}
+
+  static async open(w: World, s: GuardSetup): Promise<PgliteGuards> {
+    const now = () => w.sched.now;
+    // The guard that skips its fence is the service's own kill switch (PAYMENT_FENCING_ENABLED).
+    const payment = await PaymentNode.open(now, !s.skipFence);
+    try {
+      const g = new PgliteGuards(w, payment, await payment.seed(s.accounts, s.amounts));
+      g.proxy = await ProxyNode.open(now, simRail(w, g));
+      return g;
+    } catch (err) {
+      await payment.close();
+      throw err;
+    }
+  }
+
+  get states(): ReadonlyMap<string, PayoutState> {
+    return this.payment.states;
+  }
+
+  clients(proc: SimProcess): GuardClients {
+    return {
+      payment: new PglitePaymentResource(this.w, this, proc),
+      rail: new PgliteRailProxy(this.w, this, proc),
+    };
+  }
+
+  async records(): Promise<GuardRecords> {
+    return {
+      admitted: await this.payment.admitted(SIM_EPOCH_MS),
+      ...(await this.payment.ledger()),
+    };
+  }
+
+  statements(): number {
+    return this.payment.db.statements + this.proxy.db.statements;
+  }
+
+  /** The seed's Nest modules; the databases stay open for the next seed (closeSimDatabases). */
+  async close(): Promise<void> {
+    await Promise.all([this.payment.close(), this.proxy?.close()]);
+  }
+}
