@@ -1,6 +1,7 @@
 import { payoutLockKey, isTerminalPayoutState } from '@dlock/payout-contract';
 import { checkRecordedLockHistory } from '../checkers/linearizability';
 import { checkGrantHistory } from '../checkers/history';
+import { INVARIANTS } from '../checkers/invariant-ids';
 import type { GrantRecord, LockCall } from '../infra/lock-recorder';
 import { transition } from '@dlock/payout-contract';
 import type { AdmittedWrite } from './payment-node';
@@ -14,18 +15,7 @@ export interface GuardRecords {
 }
 
 /** The checks of every run, by name (docs/harness.md, "Deterministic simulation"). */
-export const SIM_CHECKS = [
-  'INV-01',
-  'INV-02',
-  'INV-03',
-  'INV-04',
-  'INV-05',
-  'INV-06',
-  'INV-07',
-  'INV-08',
-  'LEASE',
-  'NO-RESUBMIT',
-] as const;
+export const SIM_CHECKS = [...INVARIANTS, 'LEASE', 'NO-RESUBMIT'] as const;
 export type SimCheck = (typeof SIM_CHECKS)[number];
 
 export type Violations = Partial<Record<SimCheck, string[]>>;
