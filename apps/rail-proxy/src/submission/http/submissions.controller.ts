@@ -1,24 +1,15 @@
-import {
-  applyDecorators,
-  Body,
-  Controller,
-  Get,
-  Headers,
-  HttpCode,
-  Param,
-  Post,
-} from '@nestjs/common';
-import { ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Headers, Param } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { DlockError, formatFencingToken, formatInstant, ValidationError } from '@dlock/lock-api';
 import {
   ApiContractErrors,
-  ApiFencedWriteHeaders,
   FencedGrant,
   schemaRef,
   type FencedGrantHeaders,
   Operation,
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
+import { FencedRailSubmit } from './fenced-rail-submit.decorator';
 import {
   idempotencyKeyFor,
   PAYOUT_INSTRUCTION_HEADER,
@@ -32,42 +23,6 @@ import { SubmissionService } from '../service/submission.service';
 import { RailEvidenceService } from '../service/rail-evidence.service';
 import { ReceiptSigner } from '../service/receipt-signer';
 import type { SubmissionRecord } from '../domain/submission.types';
-
-/**
- * R1's route: `POST /v1/rail/submissions` under a grant, policy operation `rail.submit`, 200
- * with the rail's acknowledgement, the grant's headers, the payout instruction it must match
- * (docs/rail.md) and every refusal, in that order in the OpenAPI document.
- */
-function FencedRailSubmit(): MethodDecorator {
-  // Listed top to bottom as they would be stacked on the method; applied bottom up like a stack.
-  const stacked = [
-    ApiOperation({ summary: 'Submit a payout to the rail, once, under a grant (R1)' }),
-    ApiFencedWriteHeaders(),
-    ApiOkResponse({ description: 'The rail acknowledged', schema: schemaRef('SubmitResponse') }),
-    ApiContractErrors(
-      'FENCED_OUT',
-      'DUPLICATE_SUBMISSION',
-      'RAIL_AMBIGUOUS',
-      'RAIL_UNAVAILABLE',
-      'IDEMPOTENCY_CONFLICT',
-      'INVALID_TOKEN',
-      'PROOF_REJECTED',
-      ['VALIDATION_FAILED', 422],
-    ),
-    ApiHeader({
-      name: 'X-Payout-Instruction',
-      required: true,
-      description:
-        'The instruction payment-resource answered RAIL_SUBMITTED with (P6 railInstruction); ' +
-        'a submission that differs from it in any field is 403 PROOF_REJECTED (docs/rail.md)',
-      schema: { type: 'string' },
-    }),
-    Post(),
-    Operation('rail.submit'),
-    HttpCode(200),
-  ];
-  return applyDecorators(...stacked.reverse());
-}
 
 function view(r: SubmissionRecord, railReceipt: string | null): SubmissionView {
   return {
