@@ -16,7 +16,7 @@ import {
 } from '@dlock/testing';
 import { PaymentResourceModule } from '../src/app.module';
 import { paydbDataSource } from '../src/persistence/data-source';
-import { Fixtures } from '../src/fixtures/fixtures';
+import { Fixtures } from '../src/cli/fixture-data';
 
 export interface Harness {
   base: string;

@@ -1,4 +1,5 @@
 export * from './migrations/1764600000000-refund';
+export * from './refund-errors';
 export * from './refund-sender.module';
 export * from './refund-sender.service';
 export * from './refund-sink';

@@ -10,7 +10,11 @@ import { TableFenceFloors } from '@dlock/persistence';
 import { HealthController } from './health.controller';
 import { RefundController } from './refund.controller';
 import { RefundSender } from './refund-sender.service';
+import { registerRefundErrorCodes } from './refund-errors';
 import { MemoryRefundSink, RefundSink } from './refund-sink';
+
+// The example's own error codes, known before any request can need one (docs/extending.md).
+registerRefundErrorCodes();
 
 /** The feature module: what a team adds for its own bounded context. */
 @Module({

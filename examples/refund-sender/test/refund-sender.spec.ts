@@ -236,3 +236,25 @@ it('a revoke raises the refund row’s fence before it answers: the revoked hold
   expect(invoiceRequests).toEqual([]);
   await Promise.all([handle.release(), report.release()]);
 });
+
+it('a refund an earlier grant left SENDING answers the example’s own code, 409 REFUND_NEEDS_CHECK, and pays nothing', async () => {
+  // Its sender died mid-payment: whether the money moved is unknown, so no grant may send it again.
+  await db.query(
+    `INSERT INTO refund (id, amount_minor, status, fence, sent_token) VALUES ('r-6', 500, 'SENDING', 1, 1)`,
+  );
+  const res = await http('POST', `http://127.0.0.1:${fencePointPort}/refunds/r-6/send`, {
+    noAuth: true,
+  });
+  // The contract's envelope, with the status and retry-safety the code was registered with.
+  expect(res).toMatchObject({
+    status: 409,
+    body: { code: 'REFUND_NEEDS_CHECK', retrySafe: false, details: { refundId: 'r-6' } },
+  });
+  expect(sink.delivered).toEqual(new Map());
+  expect(await refund('r-6')).toEqual({
+    id: 'r-6',
+    status: 'SENDING',
+    fence: '1',
+    sent_token: '1',
+  });
+});

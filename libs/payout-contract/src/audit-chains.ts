@@ -1,4 +1,5 @@
 import type { ChainSpec } from '@dlock/persistence/audit';
+import { IN_FLIGHT_PAYOUT_STATES_SQL, TERMINAL_PAYOUT_STATES_SQL } from './payout-types';
 
 /**
  * The payout services' audit chains (docs/audit.md): paydb's transitions and ledger, proxydb's
@@ -42,14 +43,15 @@ const TRANSITION: ChainSpec = {
                                    ORDER BY t.chain_seq DESC LIMIT 1) last ON true
               WHERE p.state <> 'PENDING' AND last.to_state IS DISTINCT FROM p.state`,
   // The same, for payouts in flight (payout_by_state) and those terminal since $1
-  // (payout_terminal_by_time, its predicate repeated so the planner can use it).
+  // (payout_terminal_by_time, its predicate repeated so the planner can use it). Both lists come
+  // from the states' one source (payout-types.ts), as the index's predicate does.
   coverRecentSql: `SELECT p.payout_id::text AS id, p.state AS expected,
                           coalesce(last.to_state, 'no transition') AS found
                      FROM (SELECT payout_id, state FROM payout
-                            WHERE state IN ('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS')
+                            WHERE state IN ${IN_FLIGHT_PAYOUT_STATES_SQL}
                            UNION ALL
                            SELECT payout_id, state FROM payout
-                            WHERE state IN ('POSTED', 'FAILED', 'ABANDONED')
+                            WHERE state IN ${TERMINAL_PAYOUT_STATES_SQL}
                               AND COALESCE(settled_at, updated_at) >= $1::timestamptz) p
                      LEFT JOIN LATERAL (SELECT t.to_state FROM payout_transition t
                                          WHERE t.payout_id = p.payout_id AND t.chain_seq IS NOT NULL

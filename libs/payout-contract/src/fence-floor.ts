@@ -1,7 +1,9 @@
+import { applyDecorators, HttpCode, Post } from '@nestjs/common';
 import {
   ApiBody,
   ApiOkResponse,
   ApiOperation,
+  ApiParam,
   ApiProperty,
   ApiPropertyOptional,
   ApiTags,
@@ -13,7 +15,7 @@ import {
   ValidationError,
   type ValidationFailure,
 } from '@dlock/lock-api';
-import { ApiContractErrors, Operation } from '@dlock/http-contract';
+import { ApiContractErrors, ApiOperatorHeader, Operation, schemaRef } from '@dlock/http-contract';
 import { int64Text } from '@dlock/http-contract/schema';
 import type { FloorRaiseRequest } from './wire';
 import { isAccountId } from './payout-protocol';
@@ -99,7 +101,69 @@ export function parseFloorRequest(
   };
 }
 
+/**
+ * The raise by account as a route: `POST <path>` with `:accountId`, X-Operator, 200 with
+ * `schema` (raised, or already at or past the floor), its refusals and its policy operation, in
+ * that order in the OpenAPI document. The body is {@link FenceFloorBody}, parsed by
+ * {@link parseFloorRequest}; the guard's own service raises.
+ */
+export function FloorRaiseRoute(route: {
+  summary: string;
+  path: string;
+  operation: string;
+  schema: string;
+  errors: Parameters<typeof ApiContractErrors>;
+}): MethodDecorator {
+  // Listed top to bottom as they would be stacked on the method; applied bottom up like a stack.
+  const stacked = [
+    ApiOperation({ summary: route.summary }),
+    ApiParam({ name: 'accountId', schema: { type: 'string' } }),
+    ApiOperatorHeader(),
+    ApiOkResponse({
+      description: 'Raised, or already at or past the floor',
+      schema: schemaRef(route.schema),
+    }),
+    ApiContractErrors(...route.errors),
+    Post(route.path),
+    Operation(route.operation),
+    HttpCode(200),
+  ];
+  return applyDecorators(...stacked.reverse());
+}
+
 const NULLABLE_INT64 = { ...int64Text('null when there is no such resource', 0), nullable: true };
+
+/** `{ notice, reason? }`: the key and the floor are the notice's own. */
+const FENCE_POINT_BODY = ApiBody({
+  schema: {
+    type: 'object',
+    properties: {
+      notice: {
+        type: 'string',
+        maxLength: PROOF_BYTES_MAX,
+        description: 'The revocation notice the lock-server signed (dlock-revocation+jws)',
+      },
+      reason: { type: 'string', minLength: 8, maxLength: 1024 },
+    },
+    required: ['notice'],
+  },
+});
+
+/** The generic answer (`FencePointAnswer` of @dlock/lock-nest). */
+const FENCE_POINT_ANSWER = ApiOkResponse({
+  description: 'Raised, already at or past the floor, or no such resource',
+  schema: {
+    type: 'object',
+    properties: {
+      key: { type: 'string' },
+      floor: int64Text('the notice’s floor'),
+      result: { type: 'string', enum: ['raised', 'unchanged', 'not_found'] },
+      before: NULLABLE_INT64,
+      after: NULLABLE_INT64,
+    },
+    required: ['key', 'floor', 'result', 'before', 'after'],
+  },
+});
 
 /**
  * The decorators dlock's payout guards put on the generic fence point route
@@ -116,34 +180,8 @@ export function fencePointRouteDecorators(): MethodDecorator[] {
         'The generic fence point contract (docs/contract.md, “Fence points”): the key and the ' +
         'floor are the notice’s own; the lock-server presents it before its revoke answers.',
     }),
-    ApiBody({
-      schema: {
-        type: 'object',
-        properties: {
-          notice: {
-            type: 'string',
-            maxLength: PROOF_BYTES_MAX,
-            description: 'The revocation notice the lock-server signed (dlock-revocation+jws)',
-          },
-          reason: { type: 'string', minLength: 8, maxLength: 1024 },
-        },
-        required: ['notice'],
-      },
-    }),
-    ApiOkResponse({
-      description: 'Raised, already at or past the floor, or no such resource',
-      schema: {
-        type: 'object',
-        properties: {
-          key: { type: 'string' },
-          floor: int64Text('the notice’s floor'),
-          result: { type: 'string', enum: ['raised', 'unchanged', 'not_found'] },
-          before: NULLABLE_INT64,
-          after: NULLABLE_INT64,
-        },
-        required: ['key', 'floor', 'result', 'before', 'after'],
-      },
-    }),
+    FENCE_POINT_BODY,
+    FENCE_POINT_ANSWER,
     ApiContractErrors('VALIDATION_FAILED', 'NOT_FOUND', 'PROOF_REJECTED'),
     Operation('fence-points.raise'),
   ];

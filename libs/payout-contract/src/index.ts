@@ -5,6 +5,7 @@ export type { FloorRaise, RaiseResult } from './hops';
 export * from './payment-resource.client';
 export * from './rail-proxy.client';
 export * from './rail-lookup.client';
+export * from './peer-clients';
 export * from './wire-schemas';
 export * from './payout-instruction';
 export * from './rail-receipt';

@@ -28,7 +28,19 @@ export function isTerminalPayoutState(state: string): state is TerminalPayoutSta
  * from the constant above, never from input, so splicing it into a statement is safe; paydb's
  * sweep index is declared over the same list (migrations/paydb/1796140800000-sweep-index.ts).
  */
-export const TERMINAL_PAYOUT_STATES_SQL = `(${TERMINAL_PAYOUT_STATES.map((s) => `'${s}'`).join(', ')})`;
+export const TERMINAL_PAYOUT_STATES_SQL = sqlList(TERMINAL_PAYOUT_STATES);
+
+/** Between the claim and a terminal state: neither PENDING nor terminal. */
+export const IN_FLIGHT_PAYOUT_STATES = PAYOUT_STATES.filter(
+  (s) => s !== 'PENDING' && !isTerminalPayoutState(s),
+);
+
+/** {@link IN_FLIGHT_PAYOUT_STATES} as a SQL list, built like the terminal one. */
+export const IN_FLIGHT_PAYOUT_STATES_SQL = sqlList(IN_FLIGHT_PAYOUT_STATES);
+
+function sqlList(states: readonly PayoutState[]): string {
+  return `(${states.map((s) => `'${s}'`).join(', ')})`;
+}
 
 export function isPayoutState(value: unknown): value is PayoutState {
   return typeof value === 'string' && (PAYOUT_STATES as readonly string[]).includes(value);

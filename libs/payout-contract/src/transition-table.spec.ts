@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
+  IN_FLIGHT_PAYOUT_STATES,
+  IN_FLIGHT_PAYOUT_STATES_SQL,
   PAYOUT_STATES,
   TERMINAL_PAYOUT_STATES,
   TERMINAL_PAYOUT_STATES_SQL,
@@ -69,6 +71,18 @@ describe('payout transition table', () => {
     expect(TERMINAL_PAYOUT_STATES_SQL).toBe("('POSTED', 'FAILED', 'ABANDONED')");
     expect(readFileSync(migration, 'utf8')).toContain(
       `WHERE state IN ${TERMINAL_PAYOUT_STATES_SQL}`,
+    );
+  });
+
+  it('the in-flight states are those a claim reaches that an event still leaves', () => {
+    const claimed = new Set(
+      listedTransitions()
+        .filter((t) => t.from !== 'PENDING')
+        .map((t) => t.from),
+    );
+    expect([...IN_FLIGHT_PAYOUT_STATES]).toEqual(PAYOUT_STATES.filter((s) => claimed.has(s)));
+    expect(IN_FLIGHT_PAYOUT_STATES_SQL).toBe(
+      "('CLAIMED', 'RAIL_SUBMITTED', 'RAIL_ACKED', 'RAIL_AMBIGUOUS')",
     );
   });
 

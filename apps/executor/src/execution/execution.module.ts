@@ -1,8 +1,11 @@
-import { fileTokenProvider } from '@dlock/identity';
 import { Module } from '@nestjs/common';
-import { PaymentResourceClient, RailProxyClient } from '@dlock/payout-contract';
+import {
+  PaymentResourceClient,
+  payoutPeerProviders,
+  RailProxyClient,
+} from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
-import { HarnessAttemptHooks } from '../harness/harness-attempt-hooks';
+import { HarnessAttemptHooks } from './service/harness-attempt.hooks';
 import { ExecutorMetricsModule } from '../metrics.module';
 import { AttemptHooks, NoAttemptHooks } from './domain/attempt-hooks.port';
 import { ExecutionClock, MonotonicExecutionClock } from './domain/execution-clock.port';
@@ -13,30 +16,10 @@ import { PayoutExecutionService } from './service/payout-execution.service';
 @Module({
   imports: [ExecutorMetricsModule],
   providers: [
-    {
-      provide: PaymentResourceClient,
-      inject: [EXECUTOR_CONFIG],
-      useFactory: (config: ExecutorConfig) =>
-        new PaymentResourceClient(
-          config.PAYMENT_RESOURCE_URL,
-          config.OWNER_ID,
-          fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
-        ),
-    },
-    {
-      provide: RailProxyClient,
-      inject: [EXECUTOR_CONFIG],
-      useFactory: (config: ExecutorConfig) =>
-        new RailProxyClient(
-          config.RAIL_PROXY_URL,
-          config.OWNER_ID,
-          {
-            connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
-            readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
-          },
-          fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
-        ),
-    },
+    ...payoutPeerProviders(EXECUTOR_CONFIG, (config: ExecutorConfig) => ({
+      connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
+      readTimeoutMs: submitReadTimeoutMs(config.RAIL_READ_TIMEOUT_MS),
+    })),
     {
       // The harness's crash and pause points exist only under DLOCK_HARNESS=1.
       provide: AttemptHooks,

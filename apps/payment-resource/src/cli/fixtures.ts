@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { EnvError, requiredDatabaseUrl } from '@dlock/config';
 import { PAYDB_MIGRATIONS } from '../../../../migrations/paydb';
 import { paydbDataSource } from '../persistence/data-source';
-import { Fixtures } from '../fixtures/fixtures';
+import { Fixtures } from './fixture-data';
 
 const USAGE = `usage (PAYDB_URL must be set):
   fixtures seed [--accounts 20] [--payouts 200] [--currency EUR] [--opening-balance 1000000]

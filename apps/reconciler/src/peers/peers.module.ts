@@ -1,6 +1,10 @@
-import { fileTokenProvider } from '@dlock/identity';
 import { Module } from '@nestjs/common';
-import { PaymentResourceClient, RailLookupClient, RailProxyClient } from '@dlock/payout-contract';
+import {
+  PaymentResourceClient,
+  payoutPeerProviders,
+  RailLookupClient,
+  RailProxyClient,
+} from '@dlock/payout-contract';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
 
 /**
@@ -10,31 +14,11 @@ import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
  */
 @Module({
   providers: [
-    {
-      provide: PaymentResourceClient,
-      inject: [RECONCILER_CONFIG],
-      useFactory: (config: ReconcilerConfig) =>
-        new PaymentResourceClient(
-          config.PAYMENT_RESOURCE_URL,
-          config.OWNER_ID,
-          fileTokenProvider(config.AUTH_TOKEN_DIR, 'payment-resource'),
-        ),
-    },
+    ...payoutPeerProviders(RECONCILER_CONFIG),
     {
       provide: RailLookupClient,
       inject: [RECONCILER_CONFIG],
       useFactory: (config: ReconcilerConfig) => new RailLookupClient(config.RAIL_STUB_URL),
-    },
-    {
-      provide: RailProxyClient,
-      inject: [RECONCILER_CONFIG],
-      useFactory: (config: ReconcilerConfig) =>
-        new RailProxyClient(
-          config.RAIL_PROXY_URL,
-          config.OWNER_ID,
-          undefined,
-          fileTokenProvider(config.AUTH_TOKEN_DIR, 'rail-proxy'),
-        ),
     },
   ],
   exports: [PaymentResourceClient, RailLookupClient, RailProxyClient],

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { checkLockHistory, checkRecordedLockHistory, describeLinearizability } from './check';
 import { readLockHistory, writeLockHistory } from './history-file';
-import { granted, HistoryBuilder } from './history-builder.testing';
+import { granted, HistoryBuilder } from '../../../test/support/history-builder';
 import type { LockCall } from '../../infra/lock-recorder';
 
 const K = 'payout:acc-1';

@@ -1,9 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { SkipThrottle } from '@nestjs/throttler';
 import {
   ApiAcceptedResponse,
-  ApiNoContentResponse,
   ApiOkResponse,
   ApiOperation,
   ApiParam,
@@ -29,6 +27,7 @@ import { LockService } from '../service/lock.service';
 import { RevokeService } from '../../revocations/service/revoke.service';
 import { AcquireBody, ReleaseBody, ReleaseQuery, RenewBody, RevokeBody } from '../../http/dto';
 import { parseLockKey } from '../../http/params';
+import { OwnerUpkeepRoute } from '../../http/owner-upkeep.decorator';
 import {
   grantView,
   LOCK_GRANT_SCHEMA,
@@ -149,17 +148,13 @@ export class LocksController {
    * L6: compare-and-delete on (key, token), by the grant's owner, who proves
    * it with the grant proof; sessionId (body or query) is attribution only.
    */
-  @ApiOperation({ summary: 'Release a grant (compare-and-delete on key and token)' })
-  @KEY_PARAM
-  @ApiFencingTokenHeader()
-  @ApiGrantProofHeader()
-  @ApiOwnerIdHeader()
-  @ApiNoContentResponse({ description: 'Released' })
-  @ApiContractErrors('LOCK_LOST', 'INVALID_TOKEN', 'NOT_LEADER', 'PROOF_REJECTED')
-  @Delete(':key')
-  @Operation('locks.release')
-  @HttpCode(204)
-  @SkipThrottle()
+  @OwnerUpkeepRoute({
+    summary: 'Release a grant (compare-and-delete on key and token)',
+    target: [KEY_PARAM, ApiFencingTokenHeader(), ApiGrantProofHeader()],
+    answer: { delete: ':key', description: 'Released' },
+    operation: 'locks.release',
+    errors: ['LOCK_LOST', 'INVALID_TOKEN', 'NOT_LEADER', 'PROOF_REJECTED'],
+  })
   async release(
     @Param('key') rawKey: string,
     @FencingTokenParam() token: FencingToken,

@@ -1,14 +1,6 @@
-import { Body, Controller, Delete, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { Body, Controller, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { SkipThrottle } from '@nestjs/throttler';
-import {
-  ApiCreatedResponse,
-  ApiNoContentResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiParam,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { ValidationError } from '@dlock/lock-api';
 import {
   ApiContractErrors,
@@ -23,8 +15,15 @@ import { SessionService } from '../service/session.service';
 import { OpenSessionBody } from '../../http/dto';
 import { parseSessionId } from '../../http/params';
 import { HEARTBEAT_SCHEMA, heartbeatView, SESSION_SCHEMA, sessionView } from '../../http/views';
+import { OwnerUpkeepRoute } from '../../http/owner-upkeep.decorator';
 
 const SESSION_PARAM = ApiParam({ name: 'sessionId', schema: { type: 'string', format: 'uuid' } });
+const SESSION_UPKEEP_ERRORS = [
+  'SESSION_UNKNOWN',
+  'SESSION_EXPIRED',
+  'NOT_LEADER',
+  'FORBIDDEN',
+] as const satisfies Parameters<typeof OwnerUpkeepRoute>[0]['errors'];
 
 /** L1–L3: open, keep alive and close lock sessions (docs/lock-server.md#endpoints). */
 @ApiTags('sessions')
@@ -67,15 +66,13 @@ export class SessionsController {
   }
 
   /** L2 — keep a session alive (docs/lock-server.md#endpoints). */
-  @ApiOperation({ summary: 'Keep a session alive' })
-  @SESSION_PARAM
-  @ApiOwnerIdHeader()
-  @ApiOkResponse({ description: 'Extended', schema: HEARTBEAT_SCHEMA })
-  @ApiContractErrors('SESSION_UNKNOWN', 'SESSION_EXPIRED', 'NOT_LEADER', 'FORBIDDEN')
-  @Post(':sessionId/heartbeat')
-  @Operation('sessions.heartbeat')
-  @HttpCode(200)
-  @SkipThrottle()
+  @OwnerUpkeepRoute({
+    summary: 'Keep a session alive',
+    target: [SESSION_PARAM],
+    answer: { post: ':sessionId/heartbeat', description: 'Extended', schema: HEARTBEAT_SCHEMA },
+    operation: 'sessions.heartbeat',
+    errors: SESSION_UPKEEP_ERRORS,
+  })
   async heartbeat(@Param('sessionId') sessionId: string, @OwnerIdParam() ownerId: string) {
     return heartbeatView(await this.sessions.heartbeat(ownerId, parseSessionId(sessionId)));
   }
@@ -84,15 +81,13 @@ export class SessionsController {
    * L3: 204, and every lock of the session is released; the session is CLOSED and answers
    * 410 (details.state CLOSED) until the retention ends (docs/lock-server.md, "Session states").
    */
-  @ApiOperation({ summary: 'Close a session, releasing every lock attached to it' })
-  @SESSION_PARAM
-  @ApiOwnerIdHeader()
-  @ApiNoContentResponse({ description: 'Closed (or already expired: it stays EXPIRED)' })
-  @ApiContractErrors('SESSION_UNKNOWN', 'SESSION_EXPIRED', 'NOT_LEADER', 'FORBIDDEN')
-  @Delete(':sessionId')
-  @Operation('sessions.close')
-  @HttpCode(204)
-  @SkipThrottle()
+  @OwnerUpkeepRoute({
+    summary: 'Close a session, releasing every lock attached to it',
+    target: [SESSION_PARAM],
+    answer: { delete: ':sessionId', description: 'Closed (or already expired: it stays EXPIRED)' },
+    operation: 'sessions.close',
+    errors: SESSION_UPKEEP_ERRORS,
+  })
   async close(@Param('sessionId') sessionId: string, @OwnerIdParam() ownerId: string) {
     await this.sessions.close(ownerId, parseSessionId(sessionId));
   }

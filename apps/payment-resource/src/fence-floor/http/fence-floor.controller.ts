@@ -1,8 +1,11 @@
-import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { Body, Controller, Param, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { ApiContractErrors, ApiOperatorHeader, Operation, schemaRef } from '@dlock/http-contract';
-import { FenceFloorBody, parseFloorRequest } from '@dlock/payout-contract/fence-floor';
+import { ApiTags } from '@nestjs/swagger';
+import {
+  FenceFloorBody,
+  FloorRaiseRoute,
+  parseFloorRequest,
+} from '@dlock/payout-contract/fence-floor';
 import type { AccountFloorResponse } from '@dlock/payout-contract';
 import { FenceFloorService } from '../service/fence-floor.service';
 
@@ -16,17 +19,13 @@ import { FenceFloorService } from '../service/fence-floor.service';
 export class FenceFloorController {
   constructor(private readonly service: FenceFloorService) {}
 
-  @ApiOperation({ summary: 'Raise an account’s fence to a floor (revocation fencing)' })
-  @ApiParam({ name: 'accountId', schema: { type: 'string' } })
-  @ApiOperatorHeader()
-  @ApiOkResponse({
-    description: 'Raised, or already at or past the floor',
-    schema: schemaRef('AccountFloorResponse'),
+  @FloorRaiseRoute({
+    summary: 'Raise an account’s fence to a floor (revocation fencing)',
+    path: ':accountId/fence-floor',
+    operation: 'accounts.fence-floor',
+    schema: 'AccountFloorResponse',
+    errors: ['NOT_FOUND', 'PROOF_REJECTED'],
   })
-  @ApiContractErrors('NOT_FOUND', 'PROOF_REJECTED')
-  @Post(':accountId/fence-floor')
-  @Operation('accounts.fence-floor')
-  @HttpCode(200)
   raise(
     @Param('accountId') rawId: string,
     @Body() body: FenceFloorBody,

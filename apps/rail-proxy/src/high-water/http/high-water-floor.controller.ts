@@ -1,8 +1,11 @@
-import { Body, Controller, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { Body, Controller, Param, Req } from '@nestjs/common';
 import type { Request } from 'express';
-import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
-import { ApiContractErrors, ApiOperatorHeader, Operation, schemaRef } from '@dlock/http-contract';
-import { FenceFloorBody, parseFloorRequest } from '@dlock/payout-contract/fence-floor';
+import { ApiTags } from '@nestjs/swagger';
+import {
+  FenceFloorBody,
+  FloorRaiseRoute,
+  parseFloorRequest,
+} from '@dlock/payout-contract/fence-floor';
 import type { HighWaterFloorResponse } from '@dlock/payout-contract';
 import { HighWaterFloorService } from '../service/high-water-floor.service';
 
@@ -17,17 +20,13 @@ import { HighWaterFloorService } from '../service/high-water-floor.service';
 export class HighWaterFloorController {
   constructor(private readonly service: HighWaterFloorService) {}
 
-  @ApiOperation({ summary: 'Raise an account’s high-water mark to a floor (revocation fencing)' })
-  @ApiParam({ name: 'accountId', schema: { type: 'string' } })
-  @ApiOperatorHeader()
-  @ApiOkResponse({
-    description: 'Raised, or already at or past the floor',
-    schema: schemaRef('HighWaterFloorResponse'),
+  @FloorRaiseRoute({
+    summary: 'Raise an account’s high-water mark to a floor (revocation fencing)',
+    path: ':accountId/floor',
+    operation: 'high-water.floor',
+    schema: 'HighWaterFloorResponse',
+    errors: ['PROOF_REJECTED'],
   })
-  @ApiContractErrors('PROOF_REJECTED')
-  @Post(':accountId/floor')
-  @Operation('high-water.floor')
-  @HttpCode(200)
   raise(
     @Param('accountId') rawId: string,
     @Body() body: FenceFloorBody,

@@ -1,16 +1,15 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, Headers, Param } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { DlockError, formatFencingToken, formatInstant, ValidationError } from '@dlock/lock-api';
-import { ApiHeader } from '@nestjs/swagger';
 import {
   ApiContractErrors,
-  ApiFencedWriteHeaders,
   FencedGrant,
   schemaRef,
   type FencedGrantHeaders,
   Operation,
 } from '@dlock/http-contract';
 import { PayoutIdParams, SubmissionBody } from './dto';
+import { FencedRailSubmit } from './fenced-rail-submit.decorator';
 import {
   idempotencyKeyFor,
   PAYOUT_INSTRUCTION_HEADER,
@@ -53,30 +52,8 @@ export class SubmissionsController {
     private readonly receipts: ReceiptSigner,
   ) {}
 
-  @ApiOperation({ summary: 'Submit a payout to the rail, once, under a grant (R1)' })
-  @ApiFencedWriteHeaders()
-  @ApiOkResponse({ description: 'The rail acknowledged', schema: schemaRef('SubmitResponse') })
-  @ApiContractErrors(
-    'FENCED_OUT',
-    'DUPLICATE_SUBMISSION',
-    'RAIL_AMBIGUOUS',
-    'RAIL_UNAVAILABLE',
-    'IDEMPOTENCY_CONFLICT',
-    'INVALID_TOKEN',
-    'PROOF_REJECTED',
-    ['VALIDATION_FAILED', 422],
-  )
-  @ApiHeader({
-    name: 'X-Payout-Instruction',
-    required: true,
-    description:
-      'The instruction payment-resource answered RAIL_SUBMITTED with (P6 railInstruction); ' +
-      'a submission that differs from it in any field is 403 PROOF_REJECTED (docs/rail.md)',
-    schema: { type: 'string' },
-  })
-  @Post()
-  @Operation('rail.submit')
-  @HttpCode(200)
+  /** R1 — submit a payout to the rail (docs/rail.md). */
+  @FencedRailSubmit()
   submit(
     @FencedGrant() grant: FencedGrantHeaders,
     @Headers(PAYOUT_INSTRUCTION_HEADER) instruction: string | string[] | undefined,

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CrashPoint, ExecutorConfig } from '../config';
-import { AttemptHooks, type AttemptPoint } from '../execution/domain/attempt-hooks.port';
+import type { CrashPoint, ExecutorConfig } from '../../config';
+import { AttemptHooks, type AttemptPoint } from '../domain/attempt-hooks.port';
 
 function killSelf(): void {
   process.kill(process.pid, 'SIGKILL');

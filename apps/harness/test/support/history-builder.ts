@@ -1,4 +1,4 @@
-import type { LockAnswer, LockOp, LockOpKind } from './ops';
+import type { LockAnswer, LockOp, LockOpKind } from '../../src/checkers/linearizability/ops';
 
 /**
  * Hand-written histories for the checker's tests: times in ms, `null` as the
