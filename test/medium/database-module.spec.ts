@@ -15,6 +15,8 @@ import { createDatabase, freePort } from '@dlock/testing';
 // start (in the background when it is down) or when first used — and closing at shutdown.
 describe('DatabaseModule', () => {
   let url: string;
+  /** A URL nothing listens on: every connection attempt is refused. */
+  let deadUrl: string;
   const PAYDB = Symbol('paydb');
   const settings = (at: string, readOnly = false) => ({
     database: 'scratch',
@@ -28,19 +30,15 @@ describe('DatabaseModule', () => {
 
   beforeAll(async () => {
     url = await createDatabase('dbmodule');
+    const u = new URL(url);
+    u.port = String(await freePort());
+    deadUrl = u.toString();
   });
 
   async function boot(database: DynamicModule): Promise<INestApplicationContext> {
     @Module({ imports: [database] })
     class Root {}
     return NestFactory.createApplicationContext(Root, { logger: false });
-  }
-
-  /** A URL nothing listens on: every connection attempt is refused. */
-  async function deadUrl(): Promise<string> {
-    const u = new URL(url);
-    u.port = String(await freePort());
-    return u.toString();
   }
 
   it('at start: connected before the app is up, closed at shutdown', async () => {
@@ -54,9 +52,7 @@ describe('DatabaseModule', () => {
   });
 
   it('at start with the database down: the app is up unconnected, and shutdown stops the retries', async () => {
-    const app = await boot(
-      DatabaseModule.forRootAsync({ useFactory: async () => settings(await deadUrl()) }),
-    );
+    const app = await boot(DatabaseModule.forRootAsync({ useFactory: () => settings(deadUrl) }));
     const ds = app.get(DataSource);
     expect(ds.isInitialized).toBe(false);
     await expect(sqlRows(ds, 'SELECT 1')).rejects.toMatchObject({ code: '08001' });
@@ -93,7 +89,7 @@ describe('DatabaseModule', () => {
       DatabaseModule.forRootAsync({
         token: PAYDB,
         connect: 'when-used',
-        useFactory: async () => settings(await deadUrl()),
+        useFactory: () => settings(deadUrl),
       }),
     );
     const ds = app.get<DataSource>(PAYDB);
