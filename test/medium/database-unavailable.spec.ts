@@ -10,6 +10,7 @@ import {
   adminUrl,
   http,
   migratedDatabase,
+  readerUrl,
   seedFundedAccount,
   seedPendingPayout,
   spawnApp,
@@ -215,6 +216,27 @@ describe('database down at boot', () => {
       const res = await http('GET', `${apps[i].url}${s.read}`);
       expect(res.status).toBeLessThan(500);
     }
+  });
+
+  it('the reconciler starts unready with both databases down and becomes ready when they return', async () => {
+    const [paydb, proxydb] = await Promise.all([
+      migratedDatabase('paydb'),
+      migratedDatabase('proxydb'),
+    ]);
+    proxy.setFault({ kind: 'reset' });
+    const reconciler = await spawnApp('reconciler', {
+      LOCK_SERVER_URL: 'http://127.0.0.1:9',
+      PAYMENT_RESOURCE_URL: 'http://127.0.0.1:9',
+      RAIL_STUB_URL: 'http://127.0.0.1:9',
+      PAYDB_URL: through(proxy, readerUrl(paydb)),
+      PROXYDB_URL: through(proxy, readerUrl(proxydb)),
+      OWNER_ID: 'boot-test',
+    });
+    apps.push(reconciler);
+    expect(await readiness(reconciler)).toBe(503);
+
+    proxy.setFault({ kind: 'none' });
+    await waitFor(async () => (await readiness(reconciler)) === 200, 20_000, 'reconciler ready');
   });
 });
 

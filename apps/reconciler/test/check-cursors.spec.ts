@@ -10,7 +10,9 @@ import {
   waitFor,
   withClient,
 } from '@dlock/testing';
-import { ReadOnlyDb } from '../src/persistence/read-only-db';
+import { closeDataSource, postgresDataSource } from '@dlock/persistence';
+import type { DataSource } from 'typeorm';
+import { ReadOnlyDb, readOnlySettings } from '../src/persistence/read-only-db';
 import { CheckCursors } from '../src/detective/persistence/check-cursors';
 
 /**
@@ -22,21 +24,17 @@ import { CheckCursors } from '../src/detective/persistence/check-cursors';
 jest.setTimeout(90_000);
 
 let paydbUrl: string;
+let source: DataSource;
 let paydb: ReadOnlyDb;
 
 beforeAll(async () => {
   paydbUrl = await migratedDatabase('paydb');
-  paydb = new ReadOnlyDb({
-    name: 'paydb',
-    url: paydbUrl,
-    poolMax: 2,
-    connectTimeoutMs: 5_000,
-    statementTimeoutMs: 10_000,
-    tries: 1,
-  });
+  const limits = { poolMax: 2, connectTimeoutMs: 5_000, statementTimeoutMs: 10_000 };
+  source = postgresDataSource(readOnlySettings('paydb', paydbUrl, limits));
+  paydb = new ReadOnlyDb(source, { name: 'paydb', tries: 1, connectTimeoutMs: 5_000 });
 });
 
-afterAll(() => paydb?.close());
+afterAll(() => source && closeDataSource(source));
 
 /** One ledger leg with no counterpart and no balance change, written `ago` before now. */
 async function plantOneLeg(accountId: string, ago: string): Promise<string> {

@@ -21,7 +21,8 @@ import {
 } from '@dlock/testing';
 import { ensureSigningKeys, SigningKeyRing } from '@dlock/identity';
 import { GRANT_PROOF_TYPE } from '@dlock/lock-api';
-import { ReadOnlyDb } from '../src/persistence/read-only-db';
+import { closeDataSource, postgresDataSource } from '@dlock/persistence';
+import { ReadOnlyDb, readOnlySettings } from '../src/persistence/read-only-db';
 
 /**
  * The reconciler as a real process against a real lock-server, payment-resource
@@ -390,21 +391,16 @@ describe('reconciler: process surface', () => {
   });
 
   it('its database sessions are read-only: a write fails in PostgreSQL itself', async () => {
-    const db = new ReadOnlyDb({
-      name: 'paydb',
-      url: readerUrl(paydb),
-      poolMax: 1,
-      connectTimeoutMs: 1_000,
-      statementTimeoutMs: 5_000,
-      tries: 1,
-    });
+    const limits = { poolMax: 1, connectTimeoutMs: 1_000, statementTimeoutMs: 5_000 };
+    const source = postgresDataSource(readOnlySettings('paydb', readerUrl(paydb), limits));
+    const db = new ReadOnlyDb(source, { name: 'paydb', tries: 1, connectTimeoutMs: 1_000 });
     try {
       await expect(db.query(`UPDATE account SET version = version + 1`)).rejects.toThrow(
         /read-only transaction/,
       );
       await expect(db.query(`SELECT count(*) FROM account`)).resolves.toHaveLength(1);
     } finally {
-      await db.close();
+      await closeDataSource(source);
     }
   });
 

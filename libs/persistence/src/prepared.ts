@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig, QueryResult } from 'pg';
-import { QueryFailedError, type EntityManager, type ObjectLiteral } from 'typeorm';
+import { DataSource, QueryFailedError, type EntityManager, type ObjectLiteral } from 'typeorm';
 import { hasRecordedPool, poolOf } from './pool';
 
 /**
@@ -35,34 +35,75 @@ function statementName(sql: string): string {
  * owns the connections and the transactions; this replaces only its per-call
  * wrapper. A failure is a QueryFailedError, as from TypeORM.
  */
-export async function runPrepared(
+export function runPrepared(
   manager: EntityManager,
   sql: string,
   params: readonly unknown[] = [],
 ): Promise<QueryResult> {
-  if (manager.queryRunner) {
-    return run((await manager.queryRunner.connect()) as PoolClient, sql, params);
+  return runOn(manager, preparedStatement(sql, params));
+}
+
+export interface SqlRowsOptions {
+  /**
+   * Default true (preparedStatement). False: planned afresh with each call's
+   * values, for statements run seldom whose best plan depends on them (the
+   * reconciler's range reads).
+   */
+  prepared?: boolean;
+}
+
+/**
+ * dlock's one query wrapper: one statement on a DataSource's pool (poolOf, no
+ * TypeORM runner: the hot paths' way) or on a transaction's manager, answering
+ * its rows whatever the statement's kind; a failure is a QueryFailedError.
+ * An app's own rules about failures (the lock-server's NOT_LEADER, the
+ * reconciler's retries) sit around it, never inside.
+ */
+export async function sqlRows<T>(
+  db: DataSource | EntityManager,
+  sql: string,
+  params: readonly unknown[] = [],
+  options?: SqlRowsOptions,
+): Promise<T[]> {
+  const query =
+    options?.prepared === false
+      ? { text: sql, values: [...params] }
+      : preparedStatement(sql, params);
+  if (!(db instanceof DataSource)) return (await runOn(db, query)).rows as T[];
+  if (!hasRecordedPool(db)) return (await runOn(db.manager, query)).rows as T[];
+  const pool = poolOf(db); // not connected: DatabaseNotConnectedError, as it is
+  try {
+    return (await pool.query(query)).rows as T[];
+  } catch (err) {
+    throw queryFailed(err, query);
   }
-  if (hasRecordedPool(manager.connection)) return run(poolOf(manager.connection), sql, params);
+}
+
+async function runOn(manager: EntityManager, query: QueryConfig): Promise<QueryResult> {
+  if (manager.queryRunner) {
+    return run((await manager.queryRunner.connect()) as PoolClient, query);
+  }
+  if (hasRecordedPool(manager.connection)) return run(poolOf(manager.connection), query);
   // A DataSource made outside dlock (an app's own TypeOrmModule): a runner of its own.
   const runner = manager.connection.createQueryRunner();
   try {
-    return await run((await runner.connect()) as PoolClient, sql, params);
+    return await run((await runner.connect()) as PoolClient, query);
   } finally {
     await runner.release();
   }
 }
 
-async function run(
-  client: Pool | PoolClient,
-  sql: string,
-  params: readonly unknown[],
-): Promise<QueryResult> {
+async function run(client: Pool | PoolClient, query: QueryConfig): Promise<QueryResult> {
   try {
-    return await client.query(preparedStatement(sql, params));
+    return await client.query(query);
   } catch (err) {
-    throw err instanceof Error ? new QueryFailedError(sql, [...params], err) : err;
+    throw queryFailed(err, query);
   }
+}
+
+/** The error TypeORM's own runner throws, for the apps' filters and logs. */
+function queryFailed(err: unknown, query: QueryConfig): unknown {
+  return err instanceof Error ? new QueryFailedError(query.text, query.values ?? [], err) : err;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
-import { connectionConfig, poolOf } from './pool';
+import { DatabaseNotConnectedError, connectionConfig, poolOf } from './pool';
 
 // In a file of their own so the fencing helpers (fenced-update.ts, prepared.ts) load without Nest:
 // the published @dlock/persistence package is only those (docs/extending.md).
@@ -20,6 +20,48 @@ export interface BackgroundInitOptions {
 }
 
 const stopped = new WeakSet<DataSource>();
+const connecting = new WeakMap<DataSource, Promise<void>>();
+
+/**
+ * One connection attempt at a time per DataSource, shared by whoever asks
+ * (the background retries, connected()): TypeORM refuses a second initialize.
+ */
+function connectOnce(ds: DataSource): Promise<void> {
+  let pending = connecting.get(ds);
+  if (pending === undefined) {
+    pending = initializeOrEnd(ds).finally(() => connecting.delete(ds));
+    connecting.set(ds, pending);
+  }
+  return pending;
+}
+
+async function initializeOrEnd(ds: DataSource): Promise<void> {
+  try {
+    await ds.initialize();
+  } catch (err) {
+    // A half-made pool (connected, then a setup query failed) is ended, not leaked;
+    // the driver says "not connected" when there is none.
+    await ds.driver.disconnect().catch(() => undefined);
+    throw err;
+  }
+  if (stopped.has(ds)) {
+    // Closed while this attempt was under way: the pool it made goes too.
+    await ds.destroy();
+    throw new DatabaseNotConnectedError();
+  }
+}
+
+/**
+ * `ds`, connected now if it is not yet (one attempt, shared with any already
+ * under way); DatabaseNotConnectedError once closed. A database made with
+ * `connect: 'when-used'` (DatabaseModule) is connected by its first caller.
+ */
+export async function connected(ds: DataSource): Promise<DataSource> {
+  if (ds.isInitialized) return ds;
+  if (stopped.has(ds)) throw new DatabaseNotConnectedError();
+  await connectOnce(ds);
+  return ds;
+}
 
 /**
  * Connects `ds`, or keeps trying in the background: a service whose database
@@ -39,13 +81,10 @@ export async function initializeInBackground(
   const attempt = async (): Promise<void> => {
     if (stopped.has(ds) || ds.isInitialized) return;
     try {
-      await ds.initialize();
-      if (stopped.has(ds)) await ds.destroy();
-      else logger.log({ event: 'database_connected', database: opts.database }, 'connected');
+      await connectOnce(ds);
+      logger.log({ event: 'database_connected', database: opts.database }, 'connected');
     } catch (err) {
-      // A half-made pool (connected, then a setup query failed) is ended, not leaked;
-      // the driver says "not connected" when there is none.
-      await ds.driver.disconnect().catch(() => undefined);
+      if (stopped.has(ds)) return;
       logger.warn(
         { event: 'database_unreachable', database: opts.database, retryInMs: delayMs, err },
         `cannot connect yet; retrying in ${delayMs} ms`,
@@ -61,6 +100,8 @@ export async function initializeInBackground(
 /** Stops the retries of initializeInBackground and closes the pool if it was made. */
 export async function closeDataSource(ds: DataSource): Promise<void> {
   stopped.add(ds);
+  // An attempt under way closes what it made itself (initializeOrEnd).
+  await connecting.get(ds)?.catch(() => undefined);
   if (ds.isInitialized) await ds.destroy();
 }
 

@@ -1,49 +1,63 @@
-import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { DatabaseModule } from '@dlock/persistence';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
-import { ReadOnlyDb, type DbName } from './read-only-db';
+import { ReadOnlyDb, readOnlySettings, type DbName } from './read-only-db';
 import { LOCKDB, PAYDB, PROXYDB } from './tokens';
 
-function readOnlyDb(config: ReconcilerConfig, name: DbName, url: string): ReadOnlyDb {
-  return new ReadOnlyDb({
-    name,
-    url,
+/** DatabaseModule's DataSource of each database, seen only here. */
+const SOURCES: Record<DbName, symbol> = {
+  paydb: Symbol('paydb DataSource'),
+  proxydb: Symbol('proxydb DataSource'),
+  lockdb: Symbol('lockdb DataSource'),
+};
+
+function limits(config: ReconcilerConfig) {
+  return {
     poolMax: config.RECONCILER_DB_POOL_MAX,
     connectTimeoutMs: config.RECONCILER_DB_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: config.RECONCILER_DB_STATEMENT_TIMEOUT_MS,
-    tries: config.RECONCILER_DB_TRIES,
+  };
+}
+
+/** One database, read-only and connected when first read; no URL (lockdb's is optional): null. */
+function database(
+  name: DbName,
+  url: (config: ReconcilerConfig) => string | undefined,
+): DynamicModule {
+  return DatabaseModule.forRootAsync({
+    token: SOURCES[name],
+    inject: [RECONCILER_CONFIG],
+    connect: 'when-used',
+    useFactory: (config: ReconcilerConfig) => {
+      const at = url(config);
+      return at ? readOnlySettings(name, at, limits(config)) : null;
+    },
   });
 }
 
-/** The three read-only pools (lockdb optional), closed at shutdown. */
+function view(token: symbol, name: DbName): Provider {
+  return {
+    provide: token,
+    inject: [SOURCES[name], RECONCILER_CONFIG],
+    useFactory: (ds: DataSource | null, config: ReconcilerConfig) =>
+      ds &&
+      new ReadOnlyDb(ds, {
+        name,
+        tries: config.RECONCILER_DB_TRIES,
+        connectTimeoutMs: config.RECONCILER_DB_CONNECT_TIMEOUT_MS,
+      }),
+  };
+}
+
+/** The three read-only views (LOCKDB: null when LOCKDB_URL is unset); DatabaseModule closes them. */
 @Module({
-  providers: [
-    {
-      provide: PAYDB,
-      inject: [RECONCILER_CONFIG],
-      useFactory: (config: ReconcilerConfig) => readOnlyDb(config, 'paydb', config.PAYDB_URL),
-    },
-    {
-      provide: PROXYDB,
-      inject: [RECONCILER_CONFIG],
-      useFactory: (config: ReconcilerConfig) => readOnlyDb(config, 'proxydb', config.PROXYDB_URL),
-    },
-    {
-      provide: LOCKDB,
-      inject: [RECONCILER_CONFIG],
-      useFactory: (config: ReconcilerConfig) =>
-        config.LOCKDB_URL ? readOnlyDb(config, 'lockdb', config.LOCKDB_URL) : null,
-    },
+  imports: [
+    database('paydb', (c) => c.PAYDB_URL),
+    database('proxydb', (c) => c.PROXYDB_URL),
+    database('lockdb', (c) => c.LOCKDB_URL),
   ],
+  providers: [view(PAYDB, 'paydb'), view(PROXYDB, 'proxydb'), view(LOCKDB, 'lockdb')],
   exports: [PAYDB, PROXYDB, LOCKDB],
 })
-export class DatabasesModule implements OnApplicationShutdown {
-  constructor(
-    @Inject(PAYDB) private readonly paydb: ReadOnlyDb,
-    @Inject(PROXYDB) private readonly proxydb: ReadOnlyDb,
-    @Inject(LOCKDB) private readonly lockdb: ReadOnlyDb | null,
-  ) {}
-
-  async onApplicationShutdown(): Promise<void> {
-    await Promise.all([this.paydb.close(), this.proxydb.close(), this.lockdb?.close()]);
-  }
-}
+export class DatabasesModule {}

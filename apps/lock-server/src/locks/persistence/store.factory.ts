@@ -5,26 +5,42 @@ import { LockStore, SessionRegistry } from './lock-store.port';
 import { RevocationLog } from './revocation-log.port';
 import { RevocationRequests } from './revocation-requests.port';
 
+/** A backend: the modules it needs (pg: its database) and the providers behind the ports. */
+interface Backend {
+  imports: DynamicModule[];
+  providers: Provider[];
+}
+
 /** The ONE place that picks the backend (FR-09): both sit behind LockStore and SessionRegistry. */
-export function storeProviders(config: LockServerConfig): Provider[] {
-  return withBrokenLockStore(backendProviders(config), config.LOCK_SERVER_BROKEN);
+export function storeBackend(config: LockServerConfig): Backend {
+  const backend = chosenBackend(config);
+  return {
+    imports: backend.imports,
+    providers: withBrokenLockStore(backend.providers, config.LOCK_SERVER_BROKEN),
+  };
 }
 
 /**
  * Requires, not imports: only the chosen backend is read from disk. The etcd client (etcd3, gRPC,
  * protobufjs) is about a tenth of a pg lock-server's start-up CPU (docs/lock-server.md).
  */
-function backendProviders(config: LockServerConfig): Provider[] {
+function chosenBackend(config: LockServerConfig): Backend {
   switch (config.LOCK_BACKEND) {
-    case 'pg':
+    case 'pg': {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      return (require('./pg') as typeof import('./pg')).pgStoreProviders(config);
-    case 'etcd':
+      const pg = require('./pg') as typeof import('./pg');
+      return { imports: [pg.lockdbModule(config)], providers: pg.pgStoreProviders(config) };
+    }
+    case 'etcd': {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      return (require('./etcd') as typeof import('./etcd')).etcdStoreProviders(config);
-    case 'memory':
+      const etcd = require('./etcd') as typeof import('./etcd');
+      return { imports: [], providers: etcd.etcdStoreProviders(config) };
+    }
+    case 'memory': {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      return (require('./memory') as typeof import('./memory')).memoryStoreProviders(config);
+      const memory = require('./memory') as typeof import('./memory');
+      return { imports: [], providers: memory.memoryStoreProviders(config) };
+    }
     default: {
       const unknown: never = config.LOCK_BACKEND;
       throw new Error(`unknown LOCK_BACKEND ${String(unknown)}`);
@@ -56,10 +72,12 @@ function withBrokenLockStore(providers: Provider[], mode: BrokenMode | 'off'): P
 @Module({})
 export class StoreModule {
   static forRoot(config: LockServerConfig): DynamicModule {
+    const { imports, providers } = storeBackend(config);
     return {
       module: StoreModule,
       global: true,
-      providers: storeProviders(config),
+      imports,
+      providers,
       exports: [LockStore, SessionRegistry, RevocationLog, RevocationRequests],
     };
   }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { parseFencingToken } from '@dlock/lock-api';
-import { sqlRows } from '../../sql';
+import { sqlRows } from '@dlock/persistence';
 
 export interface HighWaterMark {
   accountId: string;

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { sqlRows } from '../../sql';
+import { sqlRows } from '@dlock/persistence';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { StoredResponse } from '../domain/submission.types';
 

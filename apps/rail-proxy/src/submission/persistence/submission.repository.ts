@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
-import { sqlRows } from '../../sql';
 import { DataSource, type EntityManager } from 'typeorm';
 import { parseFencingToken } from '@dlock/lock-api';
-import { rowId, sqlState } from '@dlock/persistence';
+import { rowId, sqlRows, sqlState } from '@dlock/persistence';
 import { type RailOutcome } from '@dlock/payout-contract';
 import type { StoredResponse } from './idempotency.repository';
 import type { SubmissionRecord, SubmissionRequest } from '../domain/submission.types';

@@ -1,7 +1,8 @@
 import assert from 'node:assert';
-import type { Provider } from '@nestjs/common';
+import type { DynamicModule, Provider } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { SafetyEvents } from '@dlock/observability';
-import { initializeInBackground, postgresDataSource } from '@dlock/persistence';
+import { DatabaseModule } from '@dlock/persistence';
 import type { LockServerConfig } from '../../../config';
 import { LockStore, SessionRegistry } from '../lock-store.port';
 import { RevocationLog } from '../revocation-log.port';
@@ -15,39 +16,55 @@ import { ReleaseSignal } from './release-signal';
 import { TokenHighWater } from './token-high-water';
 import { PgWakeups } from './pg-wakeups';
 
-/** Closes the pool and the listening connection when the app shuts down (Nest calls this hook). */
+/**
+ * Stops the probe and reaper timers before any module closes (the pool goes
+ * last, with DatabaseModule), then the listening connection.
+ */
 class PgLifecycle {
   constructor(
     private readonly db: PgDatabase,
     private readonly wakeups: PgWakeups,
   ) {}
+  beforeApplicationShutdown(): void {
+    this.db.stop();
+  }
   async onApplicationShutdown(): Promise<void> {
     await this.wakeups.stop();
-    await this.db.close();
   }
 }
 
-/** The pg backend's providers for LockStore and SessionRegistry (LOCK_BACKEND=pg). */
+function lockdbUrl(config: LockServerConfig): string {
+  assert(config.LOCKDB_URL, 'LOCKDB_URL is required for LOCK_BACKEND=pg (config.ts)');
+  return config.LOCKDB_URL;
+}
+
+/**
+ * lockdb, made and closed like every app's database (DatabaseModule): with
+ * lockdb down at boot the server listens unready (NOT_LEADER) and keeps connecting.
+ */
+export function lockdbModule(config: LockServerConfig): DynamicModule {
+  return DatabaseModule.forRootAsync({
+    useFactory: () => ({
+      database: 'lockdb',
+      url: lockdbUrl(config),
+      applicationName: 'dlock-lock-server',
+      poolMax: config.LOCKDB_POOL_MAX,
+      connectTimeoutMs: config.LOCKDB_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: config.LOCKDB_STATEMENT_TIMEOUT_MS,
+      // Client-side cap in case the server never answers (a partitioned socket).
+      queryTimeoutMs: config.LOCKDB_STATEMENT_TIMEOUT_MS + 500,
+      idleTimeoutMs: 30_000,
+    }),
+  });
+}
+
+/** The pg backend's providers for LockStore and SessionRegistry (LOCK_BACKEND=pg), over lockdbModule's DataSource. */
 export function pgStoreProviders(config: LockServerConfig): Provider[] {
   return [
     {
       provide: PgDatabase,
-      inject: [SafetyEvents],
-      useFactory: async (safety: SafetyEvents): Promise<PgDatabase> => {
-        assert(config.LOCKDB_URL, 'LOCKDB_URL is required for LOCK_BACKEND=pg (config.ts)');
-        const ds = postgresDataSource({
-          database: 'lockdb',
-          url: config.LOCKDB_URL,
-          applicationName: 'dlock-lock-server',
-          poolMax: config.LOCKDB_POOL_MAX,
-          connectTimeoutMs: config.LOCKDB_CONNECT_TIMEOUT_MS,
-          statementTimeoutMs: config.LOCKDB_STATEMENT_TIMEOUT_MS,
-          // Client-side cap in case the server never answers (a partitioned socket).
-          queryTimeoutMs: config.LOCKDB_STATEMENT_TIMEOUT_MS + 500,
-          idleTimeoutMs: 30_000,
-        });
-        // With lockdb down at boot the server listens unready (NOT_LEADER) and keeps connecting.
-        await initializeInBackground(ds, { database: 'lockdb' });
+      inject: [DataSource, SafetyEvents],
+      useFactory: (ds: DataSource, safety: SafetyEvents): PgDatabase => {
         const db = new PgDatabase(ds, config, new TokenHighWater(safety));
         db.start();
         return db;
@@ -57,8 +74,7 @@ export function pgStoreProviders(config: LockServerConfig): Provider[] {
     {
       provide: PgWakeups,
       useFactory: (signal: ReleaseSignal) => {
-        assert(config.LOCKDB_URL, 'LOCKDB_URL is required for LOCK_BACKEND=pg (config.ts)');
-        const wakeups = new PgWakeups(config.LOCKDB_URL, signal);
+        const wakeups = new PgWakeups(lockdbUrl(config), signal);
         wakeups.start();
         return wakeups;
       },

@@ -1,9 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
-import type { Pool } from 'pg';
-import { QueryFailedError, type DataSource } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { DlockError } from '@dlock/lock-api';
-import { poolOf, preparedStatement, probeNewConnection } from '@dlock/persistence';
+import { probeNewConnection, sqlRows } from '@dlock/persistence';
 import type { LockServerConfig } from '../../../config';
 import { isConnectTimeout, isUnavailable } from './pg-errors';
 import { GRACE_SQL, PROBE_SQL, REAP_SESSIONS_SQL } from './sql';
@@ -63,10 +62,10 @@ export class PgDatabase {
     this.reapTimer.unref();
   }
 
-  async close(): Promise<void> {
+  /** Stops the probe and the reaper; the pool itself is DatabaseModule's to close. */
+  stop(): void {
     if (this.probeTimer) clearInterval(this.probeTimer);
     if (this.reapTimer) clearInterval(this.reapTimer);
-    if (this.ds.isInitialized) await this.ds.destroy();
   }
 
   get available(): boolean {
@@ -99,34 +98,30 @@ export class PgDatabase {
   }
 
   /**
-   * One statement, prepared, on the pool TypeORM created and owns (same size,
-   * timeouts and lifecycle). It skips TypeORM's per-call query runner (its
-   * own checkout, subscriber broadcast and result wrapping): every statement
-   * here is a single autocommit statement, so the runner added nothing but
-   * per-request CPU on the hot path (bench/reports/lock-server-pg.md).
+   * One statement, prepared, straight on the pool (sqlRows of
+   * @dlock/persistence: poolOf, no TypeORM query runner). Every statement here
+   * is a single autocommit statement, so the runner's own checkout, subscriber
+   * broadcast and result wrapping added nothing but per-request CPU on the hot
+   * path (bench/reports/lock-server-pg.md).
    */
   private async raw<T>(sql: string, params: unknown[]): Promise<T[]> {
     const startedMs = performance.now();
     for (;;) {
       const loopBefore = performance.eventLoopUtilization();
       try {
-        return await this.statement<T>(sql, params);
+        return await sqlRows<T>(this.ds, sql, params);
       } catch (err) {
         // A connect that timed out sent nothing: trying again cannot apply the statement twice.
         const again =
           this.busyLoopTimedOut(err, loopBefore) &&
           performance.now() - startedMs < this.config.LOCKDB_STATEMENT_TIMEOUT_MS;
-        if (!again) throw this.failed(err, sql, params);
+        if (!again) throw this.failed(err);
       }
       this.logger.warn(
         { event: 'lockdb_connect_stalled' },
         'connect timed out while this process was busy: trying again',
       );
     }
-  }
-
-  private async statement<T>(sql: string, params: unknown[]): Promise<T[]> {
-    return (await this.pool.query(preparedStatement(sql, params))).rows as T[];
   }
 
   /**
@@ -142,17 +137,10 @@ export class PgDatabase {
   }
 
   /** NOT_LEADER (and an outage begun) when the database cannot decide; else the statement's error. */
-  private failed(err: unknown, sql: string, params: unknown[]): unknown {
-    if (isUnavailable(err)) {
-      this.markOutage(err);
-      return this.notLeader(err);
-    }
-    // The same error type the query runner threw, for the filter and the logs.
-    return err instanceof Error ? new QueryFailedError(sql, params, err) : err;
-  }
-
-  private get pool(): Pool {
-    return poolOf(this.ds);
+  private failed(err: unknown): unknown {
+    if (!isUnavailable(err)) return err;
+    this.markOutage(err);
+    return this.notLeader(err);
   }
 
   /** `highestBefore`: the highest token issued when the probe was sent (TokenHighWater.mark). */

@@ -42,7 +42,8 @@ export function isUnavailable(error: unknown): boolean {
  * an answer that had arrived (PgDatabase tells the two apart).
  */
 export function isConnectTimeout(error: unknown): boolean {
-  const message = (error as { message?: unknown } | null)?.message;
+  const inner: unknown = error instanceof QueryFailedError ? error.driverError : error;
+  const message = (inner as { message?: unknown } | null)?.message;
   return (
     typeof message === 'string' &&
     /timeout exceeded when trying to connect|Connection terminated due to connection timeout/i.test(
