@@ -533,7 +533,7 @@ async function operatorConsole({ caller }) {
   };
 }
 
-const fixtures = 'dist/apps/payment-resource/src/cli/fixtures.js';
+const fixtures = 'dist/apps/payment-resource/src/cli/fixtures.cli.js';
 
 async function migrateData() {
   await task('migrate', 'dist/scripts/migrate.js', [], {

@@ -36,7 +36,7 @@ const GROUPS = [
     name: 'payment-domain',
     mutate: [
       'libs/payout-contract/src/transition-table.ts',
-      'apps/payment-resource/src/ledger/domain/ledger.ts',
+      'apps/payment-resource/src/ledger/domain/ledger.rules.ts',
     ],
     tests: [
       'libs/payout-contract/src/transition-table.spec.ts',
@@ -63,14 +63,14 @@ const GROUPS = [
   {
     name: 'rail-call',
     mutate: [
-      'apps/rail-proxy/src/submission/clients/rail-client.ts',
-      'apps/rail-proxy/src/submission/domain/rail-outcome.ts',
+      'apps/rail-proxy/src/submission/clients/rail.client.ts',
+      'apps/rail-proxy/src/submission/domain/rail-outcome.rules.ts',
     ],
     tests: ['apps/rail-proxy/src/**/*.spec.ts', 'apps/rail-proxy/test/**/*.spec.ts'],
   },
   {
     name: 'lock-pg-sql',
-    mutate: ['apps/lock-server/src/locks/persistence/pg/sql.ts'],
+    mutate: ['apps/lock-server/src/locks/persistence/pg/pg-locks.sql.ts'],
     tests: ['apps/lock-server/test/conformance/*.spec.ts', 'apps/lock-server/test/pg/*.spec.ts'],
     env: { LOCK_TEST_BACKEND: 'pg' },
   },
@@ -90,14 +90,14 @@ const GROUPS = [
     name: 'executor',
     mutate: [
       'apps/executor/src/execution/service/payout-execution.service.ts',
-      'apps/executor/src/execution/domain/hop-answers.ts',
-      'apps/executor/src/execution/domain/refused-payouts.ts',
+      'apps/executor/src/execution/domain/hop-answers.rules.ts',
+      'apps/executor/src/execution/domain/refused-payouts.model.ts',
     ],
     tests: ['apps/executor/src/**/*.spec.ts'],
   },
   {
     name: 'recovery',
-    mutate: ['apps/executor/src/execution/domain/recovery.ts'],
+    mutate: ['apps/executor/src/execution/domain/recovery.rules.ts'],
     tests: ['apps/executor/src/**/*.spec.ts'],
   },
 ];

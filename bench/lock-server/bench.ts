@@ -39,7 +39,7 @@ import {
   ACQUIRE_SQL,
   OPEN_SESSION_SQL,
   RELEASE_SQL,
-} from '../../apps/lock-server/src/locks/persistence/pg/sql';
+} from '../../apps/lock-server/src/locks/persistence/pg/pg-locks.sql';
 import { loadGate, reportWithLoad } from '../load-gate';
 import { notesOfFile } from '../report-notes';
 import { createMigratedDatabase } from '../../libs/persistence/src/migrate';
@@ -535,7 +535,7 @@ function report(results: Result[], seconds: number): string {
     '# Lock-server benchmark (PostgreSQL backend)',
     '',
     'Acquire+release pairs over HTTP through the lock-server process, and the same',
-    'acquire/release statements (`apps/lock-server/src/locks/persistence/pg/sql.ts`) sent as raw SQL',
+    'acquire/release statements (`apps/lock-server/src/locks/persistence/pg/pg-locks.sql.ts`) sent as raw SQL',
     'to the same PostgreSQL in the same run. Latencies in milliseconds, measured by the',
     `client; ${DURATION_MS / 1000} s measured per row after ${WARMUP_MS} ms warm-up.`,
     `Concurrency ${GOAL_WORKERS} on distinct keys runs ${ROUNDS} alternating round(s); the goal uses their medians.`,

@@ -18,7 +18,7 @@ import {
   ACQUIRE_SQL,
   OPEN_SESSION_SQL,
   RELEASE_SQL,
-} from '../../apps/lock-server/src/locks/persistence/pg/sql';
+} from '../../apps/lock-server/src/locks/persistence/pg/pg-locks.sql';
 
 const pool = new Pool({
   connectionString: process.env.LOCKDB_URL,

@@ -1,6 +1,6 @@
 import type { Client } from 'pg';
 import type { DatabaseName } from '../../migrations';
-import type { Db } from '../../apps/payment-resource/src/persistence/db';
+import type { Db } from '../../apps/payment-resource/src/persistence/paydb.sql';
 import { PayoutRepository } from '../../apps/payment-resource/src/payouts/persistence/payout.repository';
 import { withClient } from '../../libs/testing/src/postgres';
 import { seedLockdb, seedPaydb, seedProxydb, type SeedSize } from './seed';

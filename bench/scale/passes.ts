@@ -10,13 +10,13 @@ import {
 } from '@dlock/persistence';
 import { PAYOUT_AUDIT_CHAIN_LIST } from '@dlock/payout-contract/audit-chains';
 import type { DatabaseName } from '../../migrations';
-import type { Db } from '../../apps/payment-resource/src/persistence/db';
+import type { Db } from '../../apps/payment-resource/src/persistence/paydb.sql';
 import { IdempotencyRepository } from '../../apps/payment-resource/src/payouts/persistence/idempotency.repository';
 import { PayoutRepository } from '../../apps/payment-resource/src/payouts/persistence/payout.repository';
-import type { ReadOnlyDb } from '../../apps/reconciler/src/persistence/read-only-db';
-import { CheckCursors } from '../../apps/reconciler/src/detective/persistence/check-cursors';
-import { CheckQueries } from '../../apps/reconciler/src/detective/persistence/check-queries';
-import { duePayouts } from '../../apps/reconciler/src/detective/persistence/rail-sweep-queries';
+import type { ReadOnlyDb } from '../../apps/reconciler/src/persistence/read-only-db.gateway';
+import { CheckCursors } from '../../apps/reconciler/src/detective/persistence/check-cursors.repository';
+import { CheckQueries } from '../../apps/reconciler/src/detective/persistence/check-queries.repository';
+import { duePayouts } from '../../apps/reconciler/src/detective/persistence/rail-sweep.repository';
 
 // What the reconciler verifies: the lock service's chain and the payout services' (docs/audit.md).
 registerAuditChains(PAYOUT_AUDIT_CHAIN_LIST);

@@ -36,7 +36,7 @@ const ACCOUNTS = 8;
 const OPENING_BALANCE_MINOR = 10_000;
 const MAX_AMOUNT_MINOR = 5_000;
 const DECLINE_RATE = 0.05;
-/** The stub's draws are seeded, so call N's fate is the same in every run (fault-plan.ts). */
+/** The stub's draws are seeded, so call N's fate is the same in every run (fault-plan.rules.ts). */
 const RAIL_STUB_SEED = 1;
 /**
  * FAILED share bound: the decline rate plus 0.03. With seed 1 and rate 0.05,

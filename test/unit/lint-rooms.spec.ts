@@ -50,7 +50,7 @@ describe('lint: the rooms of an app', () => {
       'persistence/',
     ],
     [
-      'apps/payment-resource/src/http/params.ts',
+      'apps/payment-resource/src/http/route.params.ts',
       "export { UUID } from '../persistence/db';",
       'persistence/',
     ],

@@ -4,7 +4,7 @@ import { AppConfigModule, type AppConfigOptions } from '@dlock/config';
 import { AlwaysReady, HealthModule, ObservabilityModule } from '@dlock/observability';
 import { ActionsModule } from './actions/actions.module';
 import { CONSOLE_CONFIG, readConsoleConfig } from './config';
-import { ConsolePeersModule } from './console-peers';
+import { ConsolePeersModule } from './console-peers.client';
 import { EventsModule } from './events/events.module';
 import { OverviewModule } from './overview/overview.module';
 import { SessionsModule } from './sessions/sessions.module';

@@ -5,10 +5,10 @@ import { Logger as PinoLogger } from 'nestjs-pino';
 import { exitOnStartFailure } from '@dlock/config';
 import { serveHttpApp } from '@dlock/http-contract';
 import { ConsoleModule } from './app.module';
-import { ConsolePeers } from './console-peers';
+import { ConsolePeers } from './console-peers.client';
 import { CONSOLE_CONFIG, type ConsoleConfig } from './config';
-import { warnWithoutJwks } from './sessions/service/person-verifier';
-import { gateRequests } from './sessions/http/request-guard';
+import { warnWithoutJwks } from './sessions/service/person-verifier.service';
+import { gateRequests } from './sessions/http/request.guard';
 
 /** The page's files: plain HTML, CSS and JS, no build step (copied next to dist by scripts/build.js). */
 const STATIC_DIR = join(__dirname, '..', 'static');

@@ -9,7 +9,7 @@ import {
 } from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, readExecutorConfig } from './config';
 import { PollingModule } from './polling/polling.module';
-import { LockSessionReadiness } from './readiness';
+import { LockSessionReadiness } from './lock-session.readiness';
 
 // The payout operations (every dlock app reads the one policy file that grants them) and error
 // codes: known before any policy is read or route declared (docs/extending.md).

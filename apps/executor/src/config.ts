@@ -10,10 +10,10 @@ import {
 } from '@dlock/config';
 import { CallerAuthEnv } from '@dlock/identity';
 import { ACCOUNT_ID_RULE, isAccountId, LockClientEnv } from '@dlock/payout-contract';
-import { submitBudgetMs } from './execution/domain/lease';
-import { CRASH_POINTS, type CrashPoint } from './execution/domain/crash-points';
+import { submitBudgetMs } from './execution/domain/lease.rules';
+import { CRASH_POINTS, type CrashPoint } from './execution/domain/crash-points.types';
 
-export { CRASH_POINTS, type CrashPoint } from './execution/domain/crash-points';
+export { CRASH_POINTS, type CrashPoint } from './execution/domain/crash-points.types';
 
 /** Every variable the executor reads (docs/executor.md has the table). */
 export class ExecutorEnv extends ServiceEnv(

@@ -2,29 +2,29 @@ import 'reflect-metadata';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { summarize } from './checkers/invariants';
+import { summarize } from './checkers/invariants.checker';
 import {
   checkRecordedLockHistory,
   describeLinearizability,
   readLockHistory,
   writeLockHistory,
 } from './checkers/linearizability';
-import { startEmbeddedPg, type PgServer } from './infra/postgres';
-import { repoRoot } from './infra/repo';
-import { describeControl, runLinearizabilityControls } from './linearizability-control';
-import { runNegativeControl, runScenario, startHarness } from './runner';
+import { startEmbeddedPg, type PgServer } from './infra/postgres.infra';
+import { repoRoot } from './infra/repo.infra';
+import { describeControl, runLinearizabilityControls } from './linearizability-control.runner';
+import { runNegativeControl, runScenario, startHarness } from './scenario.runner';
 import {
   SCENARIOS,
   scenarioById,
   type Scale,
   type Scenario,
   type ScenarioResult,
-} from './scenarios';
-import { soakReport } from './soak/report';
-import { parseNemesis } from './soak/faults';
-import { runSoak, soakViolations } from './soak/soak';
-import { timelineSvg } from './soak/timeline-svg';
-import type { Backend } from './system';
+} from './scenarios/scenarios.registry';
+import { soakReport } from './soak/soak.report';
+import { parseNemesis } from './soak/soak.nemesis';
+import { runSoak, soakViolations } from './soak/soak.runner';
+import { timelineSvg } from './soak/timeline-svg.report';
+import type { Backend } from './dlock-system.infra';
 
 const USAGE = `usage: npm run harness -- <command> [options]
 commands:

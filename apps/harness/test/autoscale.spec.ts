@@ -1,9 +1,9 @@
-import { drainBudgetMs } from '../../executor/src/execution/domain/lease';
-import { summarize } from '../src/checkers/invariants';
+import { drainBudgetMs } from '../../executor/src/execution/domain/lease.rules';
+import { summarize } from '../src/checkers/invariants.checker';
 import { linearizabilityLine } from '../src/checkers/linearizability';
-import { runScenario, startHarness, type Harness } from '../src/runner';
-import { autoscaleScenario } from '../src/scenarios/autoscale';
-import { FAST_TIMING } from '../src/system';
+import { runScenario, startHarness, type Harness } from '../src/scenario.runner';
+import { autoscaleScenario } from '../src/scenarios/autoscale.scenario';
+import { FAST_TIMING } from '../src/dlock-system.infra';
 import { log, removeWorkDir, testPg, testWorkDir, TEST_SEED } from './support';
 
 /**

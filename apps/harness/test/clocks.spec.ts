@@ -10,7 +10,7 @@ import {
   testBearer,
   type RunningApp,
 } from '@dlock/testing';
-import { FakeClock } from '../src/nemesis/clocks';
+import { FakeClock } from '../src/nemesis/clock.nemesis';
 
 /**
  * Clock faults (docs/harness.md, "Clock faults"): lock-server replicas whose

@@ -1,8 +1,13 @@
-import { summarize } from '../src/checkers/invariants';
+import { summarize } from '../src/checkers/invariants.checker';
 import { linearizabilityLine } from '../src/checkers/linearizability';
-import { runLinearizabilityControls } from '../src/linearizability-control';
-import { runNegativeControl, runScenario, startHarness, type Harness } from '../src/runner';
-import { uc07 } from '../src/scenarios';
+import { runLinearizabilityControls } from '../src/linearizability-control.runner';
+import {
+  runNegativeControl,
+  runScenario,
+  startHarness,
+  type Harness,
+} from '../src/scenario.runner';
+import { uc07 } from '../src/scenarios/scenarios.registry';
 import { expectControls } from './linearizability-controls';
 import { log, removeWorkDir, TEST_SEED, testPg, testWorkDir } from './support';
 

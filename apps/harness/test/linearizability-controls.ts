@@ -1,5 +1,8 @@
 import { linearizabilityLine } from '../src/checkers/linearizability';
-import type { BrokenMode, LinearizabilityControlResult } from '../src/linearizability-control';
+import type {
+  BrokenMode,
+  LinearizabilityControlResult,
+} from '../src/linearizability-control.runner';
 import { log } from './support';
 
 /** What the checker must say about each broken lock-server (docs/harness.md, "Negative controls"). */

@@ -9,8 +9,8 @@ import {
   type EtcdMember,
   type RunningApp,
 } from '@dlock/testing';
-import { PacketFilter, type NetNode } from '../src/infra/packet-filter';
-import { applyPartition, cutOff } from '../src/nemesis/partitions';
+import { PacketFilter, type NetNode } from '../src/infra/packet-filter.infra';
+import { applyPartition, cutOff } from '../src/nemesis/partition.nemesis';
 
 /**
  * Partitions are real (docs/harness.md, "Partitions"): nftables rules between

@@ -1,11 +1,16 @@
 import { isTerminalPayoutState } from '@dlock/payout-contract';
-import { summarize } from '../src/checkers/invariants';
+import { summarize } from '../src/checkers/invariants.checker';
 import { linearizabilityLine } from '../src/checkers/linearizability';
-import { addPayouts, createFixture } from '../src/fixtures';
-import { withPg } from '../src/infra/postgres';
-import { checkLockHistory, checkSystem, type Harness } from '../src/runner';
-import { waitForStates } from '../src/scenarios/helpers';
-import { soakOn, soakViolations, startSoakHarness, type SoakOptions } from '../src/soak/soak';
+import { addPayouts, createFixture } from '../src/payout.fixture';
+import { withPg } from '../src/infra/postgres.infra';
+import { checkLockHistory, checkSystem, type Harness } from '../src/scenario.runner';
+import { waitForStates } from '../src/scenarios/scenario.support';
+import {
+  soakOn,
+  soakViolations,
+  startSoakHarness,
+  type SoakOptions,
+} from '../src/soak/soak.runner';
 import { log, removeWorkDir, testPg, testWorkDir } from './support';
 
 /**

@@ -1,8 +1,8 @@
-import { summarize } from '../src/checkers/invariants';
+import { summarize } from '../src/checkers/invariants.checker';
 import { linearizabilityLine } from '../src/checkers/linearizability';
-import { BROKEN_MODES, runLinearizabilityControls } from '../src/linearizability-control';
-import { runScenario, startHarness, type Harness } from '../src/runner';
-import { SCENARIOS } from '../src/scenarios';
+import { BROKEN_MODES, runLinearizabilityControls } from '../src/linearizability-control.runner';
+import { runScenario, startHarness, type Harness } from '../src/scenario.runner';
+import { SCENARIOS } from '../src/scenarios/scenarios.registry';
 import { expectControls } from './linearizability-controls';
 import { log, removeWorkDir, TEST_SEED, testPg, testWorkDir } from './support';
 

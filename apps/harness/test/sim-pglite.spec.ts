@@ -9,7 +9,7 @@ import { REPO_ROOT, runNode, type NodeRun } from '@dlock/testing';
  * (runNode), and a PGlite left open would keep it alive: its exit is part of
  * what is tested.
  */
-const CLI = path.join(REPO_ROOT, 'dist', 'apps', 'harness', 'src', 'sim', 'cli.js');
+const CLI = path.join(REPO_ROOT, 'dist', 'apps', 'harness', 'src', 'sim', 'sim.cli.js');
 /** A cold process opens both databases (seconds); a machine's first run also migrates them. */
 const RUN_DEADLINE_MS = 90_000;
 

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { externalPg, type PgServer } from '../src/infra/postgres';
-import { repoRoot } from '../src/infra/repo';
+import { externalPg, type PgServer } from '../src/infra/postgres.infra';
+import { repoRoot } from '../src/infra/repo.infra';
 
 /** The jest run's shared PostgreSQL (test/global-setup.mjs). */
 export function testPg(): PgServer {

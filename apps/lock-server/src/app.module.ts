@@ -8,7 +8,7 @@ import { LOCK_SERVER_CONFIG, readLockServerConfig } from './config';
 import { LocksModule } from './locks/locks.module';
 import { RevocationsModule } from './revocations/revocations.module';
 import { SessionsModule } from './sessions/sessions.module';
-import { LockBackendReadiness } from './readiness';
+import { LockBackendReadiness } from './lock-backend.readiness';
 import { StoreModule } from './locks/persistence/store.factory';
 
 /** The per-grant path: acquire, renew, release, heartbeat (see ObservabilityOptions.untracedRoutes). */

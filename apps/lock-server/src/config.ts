@@ -17,7 +17,7 @@ import {
   SESSION_TTL_MIN_MS,
 } from '@dlock/lock-api';
 import { BROKEN_MODES } from './locks/persistence/broken-lock.store';
-import { readEtcdConfig, type EtcdStoreConfig } from './locks/persistence/etcd/etcd-config';
+import { readEtcdConfig, type EtcdStoreConfig } from './locks/persistence/etcd/etcd.config';
 import { parseFencePoints, type FencePointConfig } from './revocations/config/fence-points.config';
 
 /** `memory` is the harness's (conformance suite, simulation): refused unless DLOCK_HARNESS=1. */

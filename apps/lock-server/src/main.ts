@@ -5,8 +5,8 @@ import { serveHttpApp } from '@dlock/http-contract';
 import { serviceAuthOptions } from '@dlock/identity';
 import { LockServerModule } from './app.module';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from './config';
-import { GrantProofs } from './locks/service/grant-proofs';
-import { lockServerAdmission } from './http/admission';
+import { GrantProofs } from './locks/service/grant-proofs.service';
+import { lockServerAdmission } from './http/admission.config';
 
 async function main(): Promise<void> {
   // A bad environment rejects here, naming every offending variable.

@@ -8,7 +8,7 @@ import { PAYMENT_CONFIG, readPaymentConfig } from './config';
 import { FenceFloorModule } from './fence-floor/fence-floor.module';
 import { LedgerModule } from './ledger/ledger.module';
 import { PaydbModule } from './persistence/paydb.module';
-import { PaydbReadiness } from './readiness';
+import { PaydbReadiness } from './paydb.readiness';
 import { AccountsModule } from './accounts/accounts.module';
 import { PayoutsModule } from './payouts/payouts.module';
 

@@ -11,7 +11,7 @@ import {
   validateEnv,
 } from '@dlock/config';
 import { AuthEnv, GrantJwksEnv } from '@dlock/identity';
-import { CLEARING_SHARDS_MAX } from './ledger/domain/ledger';
+import { CLEARING_SHARDS_MAX } from './ledger/domain/ledger.rules';
 
 export const PAYMENT_CONFIG = Symbol('PAYMENT_CONFIG');
 

@@ -5,7 +5,7 @@ import { serveHttpApp } from '@dlock/http-contract';
 import { serviceAuthOptions } from '@dlock/identity';
 import { PaymentResourceModule } from './app.module';
 import { PAYMENT_CONFIG, type PaymentConfig } from './config';
-import { InstructionSigner } from './payouts/service/instruction-signer';
+import { InstructionSigner } from './payouts/service/instruction-signer.service';
 
 async function main(): Promise<void> {
   // A bad environment rejects here, naming every offending variable.

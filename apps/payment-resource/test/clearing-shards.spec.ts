@@ -1,5 +1,5 @@
 import { withClient } from '@dlock/testing';
-import { clearingAccountFor } from '../src/ledger/domain/ledger';
+import { clearingAccountFor } from '../src/ledger/domain/ledger.rules';
 import { bodies, ledgerInvariants, startPaymentResource, write, type Harness } from './support';
 
 const SHARDS = 4;

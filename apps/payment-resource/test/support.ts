@@ -15,7 +15,7 @@ import {
   type HttpResult,
 } from '@dlock/testing';
 import { PaymentResourceModule } from '../src/app.module';
-import { paydbDataSource } from '../src/persistence/data-source';
+import { paydbDataSource } from '../src/persistence/paydb-data-source.factory';
 import { Fixtures } from '../src/cli/fixture-data';
 
 export interface Harness {

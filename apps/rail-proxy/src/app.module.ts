@@ -10,7 +10,7 @@ import { DatabaseModule } from '@dlock/persistence';
 import { HealthModule, ObservabilityModule, registerSafetyEvents } from '@dlock/observability';
 import { RAIL_PROXY_CONFIG, readRailProxyConfig, type RailProxyConfig } from './config';
 import { HighWaterModule } from './high-water/high-water.module';
-import { ProxydbReadiness } from './readiness';
+import { ProxydbReadiness } from './proxydb.readiness';
 import { SubmissionsModule } from './submission/submission.module';
 
 // The payout operations (every dlock app reads the one policy file that grants them) and error

@@ -6,7 +6,7 @@ import { serveHttpApp } from '@dlock/http-contract';
 import { serviceAuthOptions } from '@dlock/identity';
 import { RailProxyModule } from './app.module';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from './config';
-import { ReceiptSigner } from './submission/service/receipt-signer';
+import { ReceiptSigner } from './submission/service/receipt-signer.service';
 
 async function main(): Promise<void> {
   // A bad environment rejects here, naming every offending variable.

@@ -4,7 +4,7 @@ import { DlockError } from '@dlock/lock-api';
 import { RequestDeadline } from '@dlock/http-contract';
 import { sleep, unacceptingPort, waitFor } from '@dlock/testing';
 import { readRailProxyConfig } from '../src/config';
-import { RailClient, type RailConnection } from '../src/submission/clients/rail-client';
+import { RailClient, type RailConnection } from '../src/submission/clients/rail.client';
 
 /** Settings every proxy needs that the rail call itself never reads. */
 const NOT_USED_HERE = {

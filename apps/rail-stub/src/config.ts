@@ -10,7 +10,7 @@ import {
   ServiceEnv,
   validateEnv,
 } from '@dlock/config';
-import { FAILURE_MODES, type FailureMode } from './rail/domain/fault-plan';
+import { FAILURE_MODES, type FailureMode } from './rail/domain/fault-plan.rules';
 
 /** Every knob of the rail stub (docs/rail.md). Read once at boot. */
 export class RailStubEnv extends ServiceEnv(8085) {

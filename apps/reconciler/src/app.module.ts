@@ -12,7 +12,7 @@ import { PAYOUT_AUDIT_CHAIN_LIST } from '@dlock/payout-contract/audit-chains';
 import { RECONCILER_CONFIG, readReconcilerConfig } from './config';
 import { PassesModule } from './passes/passes.module';
 import { DatabasesModule } from './persistence/databases.module';
-import { ReconcilerReadiness } from './persistence/readiness';
+import { ReconcilerReadiness } from './persistence/databases.readiness';
 
 // The payout operations (every dlock app reads the one policy file that grants them) and error
 // codes: known before any policy is read or route declared (docs/extending.md).

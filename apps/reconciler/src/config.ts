@@ -9,7 +9,7 @@ import {
 } from '@dlock/config';
 import { CallerAuthEnv, GrantJwksEnv } from '@dlock/identity';
 import { LockClientEnv } from '@dlock/payout-contract';
-import { DB_TRIES_DEFAULT } from './persistence/db-retry';
+import { DB_TRIES_DEFAULT } from './persistence/db-retry.rules';
 
 /** Every knob of the reconciler (docs/reconciler.md has the table). Read once at boot. */
 export class ReconcilerEnv extends ServiceEnv(

@@ -12,8 +12,8 @@ import {
 } from '@dlock/testing';
 import { closeDataSource, postgresDataSource } from '@dlock/persistence';
 import type { DataSource } from 'typeorm';
-import { ReadOnlyDb, readOnlySettings } from '../src/persistence/read-only-db';
-import { CheckCursors } from '../src/detective/persistence/check-cursors';
+import { ReadOnlyDb, readOnlySettings } from '../src/persistence/read-only-db.gateway';
+import { CheckCursors } from '../src/detective/persistence/check-cursors.repository';
 
 /**
  * The detective's cursors survive a restart when kept in a file

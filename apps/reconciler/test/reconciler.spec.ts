@@ -22,7 +22,7 @@ import {
 import { ensureSigningKeys, SigningKeyRing } from '@dlock/identity';
 import { GRANT_PROOF_TYPE } from '@dlock/lock-api';
 import { closeDataSource, postgresDataSource } from '@dlock/persistence';
-import { ReadOnlyDb, readOnlySettings } from '../src/persistence/read-only-db';
+import { ReadOnlyDb, readOnlySettings } from '../src/persistence/read-only-db.gateway';
 
 /**
  * The reconciler as a real process against a real lock-server, payment-resource

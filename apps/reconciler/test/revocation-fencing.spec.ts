@@ -178,7 +178,7 @@ describe.each(['pg', 'etcd'] as const)('lock backend %s', (backend) => {
       OWNER_ID: 'reconciler-test',
       RECONCILER_FENCING_INTERVAL_MS: '200',
       // Settled at once, so the cursor passes each test's revocation when done
-      // (the settle rule itself: revocation-cursor.spec.ts).
+      // (the settle rule itself: revocation-cursor.rules.spec.ts).
       RECONCILER_REVOCATION_SETTLE_MS: '0',
     });
     session = await new LockClient({

@@ -1,6 +1,6 @@
 import { migratedDatabase, withClient } from '@dlock/testing';
-import type { ReadOnlyDb } from '../src/persistence/read-only-db';
-import { duePayouts, type DueQuery } from '../src/detective/persistence/rail-sweep-queries';
+import type { ReadOnlyDb } from '../src/persistence/read-only-db.gateway';
+import { duePayouts, type DueQuery } from '../src/detective/persistence/rail-sweep.repository';
 
 /**
  * The rail sweep's statement can walk the paydb index made for it

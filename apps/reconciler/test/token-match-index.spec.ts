@@ -1,6 +1,6 @@
 import { migratedDatabase, withClient } from '@dlock/testing';
-import type { ReadOnlyDb } from '../src/persistence/read-only-db';
-import { CheckQueries } from '../src/detective/persistence/check-queries';
+import type { ReadOnlyDb } from '../src/persistence/read-only-db.gateway';
+import { CheckQueries } from '../src/detective/persistence/check-queries.repository';
 
 /**
  * INV-07 reads rail submissions chunk by chunk from a cursor. Each chunk must

@@ -5,7 +5,7 @@ import { abortReason, PeerUnavailableError, type CallBudget } from './errors';
  * The service hops' budgets (docs/contract.md), one table for the executor and the
  * reconciler, which make the same kinds of call. Fixed contract numbers. The
  * SDK keeps its own lock-server table (CALL_BUDGETS, public API); the
- * executor's submit follows the rail's timeout (apps/executor lease.ts).
+ * executor's submit follows the rail's timeout (apps/executor lease.rules.ts).
  */
 export const HOP_BUDGETS = Object.freeze({
   /** P2, P3, P6, P8 and the floor raises: conditional writes. */

@@ -18,7 +18,7 @@ const INSTRUCTION = 'instruction';
 /** A rail receipt as the proxy signs it; the clients carry it opaque. */
 const RECEIPT = 'eyJhbGciOiJFZERTQSJ9.receipt.sig';
 
-/** The executor's submit budget with an 800 ms rail read timeout (apps/executor lease.ts). */
+/** The executor's submit budget with an 800 ms rail read timeout (apps/executor lease.rules.ts). */
 const SUBMIT_BUDGET = { connectTimeoutMs: 1_000, readTimeoutMs: 2_800 };
 
 /** A local HTTP server recording what the typed clients send (no fakes of the clients themselves). */

@@ -47,7 +47,7 @@ export interface ProxyRecord {
  * Typed client of rail-proxy (docs/rail.md, docs/contract.md R2). The submit is never
  * retried, by anyone, for any reason (docs/contract.md): a retry would re-enter the
  * proxy's admission and come back DUPLICATE_SUBMISSION at best. Its budget is
- * the caller's (the executor's follows the rail's read timeout, lease.ts);
+ * the caller's (the executor's follows the rail's read timeout, lease.rules.ts);
  * a client built without one (the reconciler's) cannot submit.
  */
 export class RailProxyClient {

@@ -2,7 +2,10 @@ import { type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { FaultPlan, type FaultSettings } from '../../../apps/rail-stub/src/rail/domain/fault-plan';
+import {
+  FaultPlan,
+  type FaultSettings,
+} from '../../../apps/rail-stub/src/rail/domain/fault-plan.rules';
 import { REPO_ROOT, portListening, spawnGroup, waitFor } from '@dlock/testing';
 
 /**

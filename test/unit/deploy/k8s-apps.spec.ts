@@ -11,8 +11,8 @@ import { DatabaseUrlsEnv } from '@dlock/config';
 import { buildOpenApiDocument } from '@dlock/http-contract';
 import { TracingEnv } from '@dlock/tracing';
 import { ConsoleModule } from '../../../apps/console/src/app.module';
-import { drainBudgetMs } from '../../../apps/executor/src/execution/domain/lease';
-import { ExecutorMetrics } from '../../../apps/executor/src/metrics';
+import { drainBudgetMs } from '../../../apps/executor/src/execution/domain/lease.rules';
+import { ExecutorMetrics } from '../../../apps/executor/src/executor.metrics';
 import { openApiDocument, OPENAPI_APPS } from '../../../scripts/openapi-documents';
 import { readRepoFile, repoRoot } from './deploy-tools';
 import {

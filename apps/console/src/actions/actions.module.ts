@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ActionsController } from './http/actions.controller';
 import { ActionsService } from './service/actions.service';
-import { PendingRevocations } from './service/revocation-requests';
+import { PendingRevocations } from './service/revocation-requests.service';
 
 /** The break-glass actions, and the two-person revokes waiting here for a second operator. */
 @Module({

@@ -2,8 +2,8 @@ import { Module } from '@nestjs/common';
 import { CONSOLE_CONFIG, type ConsoleConfig } from '../config';
 import { SessionsModule } from '../sessions/sessions.module';
 import { EventsController } from './http/events.controller';
-import { EventFeed } from './service/event-feed';
-import { SafetyEventPoller } from './service/safety-event-poller';
+import { EventFeed } from './service/event-feed.service';
+import { SafetyEventPoller } from './service/safety-event-poller.loop';
 
 /** The safety feed: the services' events, polled and streamed to every open page. */
 @Module({

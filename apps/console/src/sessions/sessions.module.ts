@@ -2,9 +2,9 @@ import { Module } from '@nestjs/common';
 import { policyFile } from '@dlock/identity';
 import { CONSOLE_CONFIG, type ConsoleConfig } from '../config';
 import { SessionController } from './http/session.controller';
-import { PersonRights } from './service/person-rights';
-import { PersonVerifier } from './service/person-verifier';
-import { SessionStore } from './service/sessions';
+import { PersonRights } from './service/person-rights.service';
+import { PersonVerifier } from './service/person-verifier.service';
+import { SessionStore } from './service/session-store.service';
 
 /** Signing people in and out; the store and the rights the other features check. */
 @Module({

@@ -9,7 +9,7 @@ import { HarnessAttemptHooks } from './service/harness-attempt.hooks';
 import { ExecutorMetricsModule } from '../metrics.module';
 import { AttemptHooks, NoAttemptHooks } from './domain/attempt-hooks.port';
 import { ExecutionClock, MonotonicExecutionClock } from './domain/execution-clock.port';
-import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './domain/lease';
+import { submitReadTimeoutMs, SUBMIT_CONNECT_TIMEOUT_MS } from './domain/lease.rules';
 import { PayoutExecutionService } from './service/payout-execution.service';
 
 /** One attempt per payout, through payment-resource's and rail-proxy's clients (docs/executor.md). */

@@ -1,7 +1,7 @@
 /**
  * The system invariants every harness run checks (docs/harness.md, "The checkers"): the soak's database checks
- * (invariants.ts) and the simulation's own checks (sim/checks.ts) both report under these ids.
- * Kept apart from invariants.ts so the simulation reads them without its database code.
+ * (invariants.checker.ts) and the simulation's own checks (sim/sim.checker.ts) both report under these ids.
+ * Kept apart from invariants.checker.ts so the simulation reads them without its database code.
  */
 export const INVARIANTS = [
   'INV-01',

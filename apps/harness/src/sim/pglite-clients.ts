@@ -14,14 +14,14 @@ import {
 } from '@dlock/payout-contract';
 import type { SubmissionRecord } from '../../../rail-proxy/src/submission/domain/submission.types';
 import type { PgliteGuards } from './pglite-guards';
-import { simReceiptOf, type SimRail } from './proxy-node';
-import type { SimProcess } from './scheduler';
+import { simReceiptOf, type SimRail } from './proxy-node.sim';
+import type { SimProcess } from './scheduler.sim';
 import { railAnswer, SimPaymentResource, SimRailProxy } from './sim-clients';
-import type { World } from './worker';
+import type { World } from './worker.sim';
 
 /**
  * payment-resource's client (sim-clients.ts), answered by the real service
- * (payment-node.ts: PayoutCommands on paydb's SQL in PGlite) with the
+ * (payment-node.sim.ts: PayoutCommands on paydb's SQL in PGlite) with the
  * headers the real client sends.
  */
 export class PglitePaymentResource extends SimPaymentResource {
@@ -121,7 +121,7 @@ function transitionOf(r: { payoutId: string; state: PayoutState }): TransitionRe
 
 /**
  * rail-proxy's side (sim-clients.ts), answered by the real service
- * (proxy-node.ts: SubmissionService on proxydb's SQL in PGlite), and the
+ * (proxy-node.sim.ts: SubmissionService on proxydb's SQL in PGlite), and the
  * rail stub behind it (simRail).
  */
 export class PgliteRailProxy extends SimRailProxy {

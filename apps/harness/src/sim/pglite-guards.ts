@@ -1,21 +1,21 @@
 import type { PayoutState } from '@dlock/payout-contract';
-import type { GuardRecords } from './checks';
-import type { GuardClients, GuardSetup, SimGuards } from './guards';
-import { PaymentNode } from './payment-node';
+import type { GuardRecords } from './sim.checker';
+import type { GuardClients, GuardSetup, SimGuards } from './guards.sim';
+import { PaymentNode } from './payment-node.sim';
 import { PglitePaymentResource, PgliteRailProxy, simRail } from './pglite-clients';
-import type { SimPayout } from './payout-world';
-import { ProxyNode } from './proxy-node';
-import { SIM_EPOCH_MS, type SimProcess } from './scheduler';
-import { closeSimDatabases } from './sim-database';
-import type { World } from './worker';
+import type { SimPayout } from './payout-world.model';
+import { ProxyNode } from './proxy-node.sim';
+import { SIM_EPOCH_MS, type SimProcess } from './scheduler.sim';
+import { closeSimDatabases } from './sim-database.sim';
+import type { World } from './worker.sim';
 
 /** Every PGlite database this process opened, closed: nothing is left to keep it alive. */
 export { closeSimDatabases };
 
 /**
- * The real services on PGlite (payment-node.ts, proxy-node.ts): their SQL is
+ * The real services on PGlite (payment-node.sim.ts, proxy-node.sim.ts): their SQL is
  * where the fence predicate and the idempotency live; ~40x slower than the
- * model. Loaded only for `--guards pglite` (guards.ts).
+ * model. Loaded only for `--guards pglite` (guards.sim.ts).
  */
 export class PgliteGuards implements SimGuards {
   /** Submits at the proxy not answered yet, by idempotency scope (pglite-clients.ts). */

@@ -18,13 +18,13 @@ import {
 import {
   submitReadTimeoutMs,
   SUBMIT_CONNECT_TIMEOUT_MS,
-} from '../../../executor/src/execution/domain/lease';
-import { SIM_EPOCH_MS, type SimProcess } from './scheduler';
-import type { World } from './worker';
+} from '../../../executor/src/execution/domain/lease.rules';
+import { SIM_EPOCH_MS, type SimProcess } from './scheduler.sim';
+import type { World } from './worker.sim';
 
 /** The executor's and the proxy's RAIL_READ_TIMEOUT_MS (config.ts default). */
 export const RAIL_READ_TIMEOUT_MS = 8_000;
-/** The executor's submit budget for that timeout (lease.ts). */
+/** The executor's submit budget for that timeout (lease.rules.ts). */
 const SUBMIT_BUDGET: CallBudget = {
   connectTimeoutMs: SUBMIT_CONNECT_TIMEOUT_MS,
   readTimeoutMs: submitReadTimeoutMs(RAIL_READ_TIMEOUT_MS),

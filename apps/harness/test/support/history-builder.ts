@@ -1,4 +1,8 @@
-import type { LockAnswer, LockOp, LockOpKind } from '../../src/checkers/linearizability/ops';
+import type {
+  LockAnswer,
+  LockOp,
+  LockOpKind,
+} from '../../src/checkers/linearizability/lock-op.model';
 
 /**
  * Hand-written histories for the checker's tests: times in ms, `null` as the

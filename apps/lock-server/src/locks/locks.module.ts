@@ -1,15 +1,15 @@
 import { Module } from '@nestjs/common';
 import { AuthPolicy, policyFile } from '@dlock/identity';
 import { LOCK_SERVER_CONFIG, type LockServerConfig } from '../config';
-import { CallerBudget } from './service/caller-budget';
-import { GrantProofs } from './service/grant-proofs';
+import { CallerBudget } from './service/caller-budget.service';
+import { GrantProofs } from './service/grant-proofs.service';
 import { LockService } from './service/lock.service';
 import { Listings } from './service/listings.service';
-import { FencePoints } from '../revocations/service/fence-points';
-import { ServerClock, SystemServerClock } from './service/server-clock';
+import { FencePoints } from '../revocations/service/fence-points.service';
+import { ServerClock, SystemServerClock } from './service/server-clock.service';
 import { RevokeService } from '../revocations/service/revoke.service';
-import { OwnerCaps } from '../sessions/service/owner-caps';
-import { SessionOwners } from '../sessions/service/session-owners';
+import { OwnerCaps } from '../sessions/service/owner-caps.service';
+import { SessionOwners } from '../sessions/service/session-owners.service';
 import { LockListingController } from './http/listings.controller';
 import { LocksController } from './http/locks.controller';
 

@@ -3,11 +3,11 @@ import { LockLostError } from '@dlock/lock-api';
 import type { Etcd3, ICompare, IKeyValue, IRequestOp, ITxnResponse } from 'etcd3';
 import { startEtcd, type EtcdCluster } from '@dlock/testing';
 import type { AcquireResult } from '../../src/locks/persistence/lock-store.port';
-import { EtcdGateway, type Deadline } from '../../src/locks/persistence/etcd/etcd-gateway';
-import type { EtcdBackendSettings } from '../../src/locks/persistence/etcd/etcd-config';
+import { EtcdGateway, type Deadline } from '../../src/locks/persistence/etcd/etcd.gateway';
+import type { EtcdBackendSettings } from '../../src/locks/persistence/etcd/etcd.config';
 import { EtcdLockStore } from '../../src/locks/persistence/etcd/etcd-lock.store';
 import { EtcdSessionRegistry } from '../../src/locks/persistence/etcd/etcd-session.registry';
-import { EtcdSessionWatch } from '../../src/locks/persistence/etcd/etcd-session-watch';
+import { EtcdSessionWatch } from '../../src/locks/persistence/etcd/etcd-session-watch.loop';
 
 /**
  * Issue 20: every delete of a lock key must name the incarnation it means to

@@ -2,11 +2,11 @@ import { Logger } from '@nestjs/common';
 import type { Etcd3, Watcher } from 'etcd3';
 import { startEtcd, waitFor, type EtcdCluster } from '@dlock/testing';
 import type { AcquireRequest, AcquireResult } from '../../src/locks/persistence/lock-store.port';
-import { EtcdGateway } from '../../src/locks/persistence/etcd/etcd-gateway';
-import type { EtcdBackendSettings } from '../../src/locks/persistence/etcd/etcd-config';
+import { EtcdGateway } from '../../src/locks/persistence/etcd/etcd.gateway';
+import type { EtcdBackendSettings } from '../../src/locks/persistence/etcd/etcd.config';
 import { EtcdLockStore } from '../../src/locks/persistence/etcd/etcd-lock.store';
 import { EtcdSessionRegistry } from '../../src/locks/persistence/etcd/etcd-session.registry';
-import { EtcdSessionWatch } from '../../src/locks/persistence/etcd/etcd-session-watch';
+import { EtcdSessionWatch } from '../../src/locks/persistence/etcd/etcd-session-watch.loop';
 
 /**
  * The etcd store's own bookkeeping (docs/lock-server-etcd.md): every acquire

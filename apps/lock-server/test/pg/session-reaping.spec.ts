@@ -1,6 +1,6 @@
 import { migratedDatabase } from '@dlock/testing';
 import { Client } from 'pg';
-import { REAP_SESSIONS_SQL } from '../../src/locks/persistence/pg/sql';
+import { REAP_SESSIONS_SQL } from '../../src/locks/persistence/pg/pg-locks.sql';
 import { startInProcess, type RunningLockServer } from '../support/in-process';
 import { LockApi } from '../support/lock-client';
 

@@ -1,7 +1,7 @@
 import { migratedDatabase, waitFor } from '@dlock/testing';
 import { Client } from 'pg';
-import { PgDatabase } from '../../src/locks/persistence/pg/pg-database';
-import { ACQUIRE_SQL, INSPECT_SQL } from '../../src/locks/persistence/pg/sql';
+import { PgDatabase } from '../../src/locks/persistence/pg/pg.gateway';
+import { ACQUIRE_SQL, INSPECT_SQL } from '../../src/locks/persistence/pg/pg-locks.sql';
 import { startInProcess, type RunningLockServer } from '../support/in-process';
 import { LockApi, TRACE_ID } from '../support/lock-client';
 

@@ -5,7 +5,7 @@ import { fencePointRouteDecorators } from '@dlock/payout-contract/fence-floor';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
 import { PaydbModule } from '../persistence/paydb.module';
 import { FenceFloorController } from './http/fence-floor.controller';
-import { AccountFenceFloors } from './persistence/account-fence-floors';
+import { AccountFenceFloors } from './persistence/account-fence-floors.store';
 import { FenceFloorRepository } from './persistence/fence-floor.repository';
 import { FenceFloorService } from './service/fence-floor.service';
 

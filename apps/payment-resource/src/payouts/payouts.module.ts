@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { PayoutStatsController } from './http/console-reads.controller';
 import { PayoutsController } from './http/payouts.controller';
-import { PaymentMetrics } from '../metrics';
-import { PayoutSafetyEvents } from '../safety-events';
+import { PaymentMetrics } from '../payment.metrics';
+import { PayoutSafetyEvents } from '../payout-safety-events.service';
 import { FastTransitionRepository } from './persistence/fast-transition.repository';
 import { FenceRepository } from './persistence/fence.repository';
 import { IdempotencyRepository } from './persistence/idempotency.repository';
@@ -10,14 +10,14 @@ import { LedgerModule } from '../ledger/ledger.module';
 import { PaydbModule } from '../persistence/paydb.module';
 import { PayoutRepository } from './persistence/payout.repository';
 import { TransitionLogRepository } from './persistence/transition-log.repository';
-import { FencedWriter } from './service/fenced-writer';
-import { GrantCheck } from './service/grant-check';
-import { InstructionSigner } from './service/instruction-signer';
-import { ReceiptCheck } from './service/receipt-check';
+import { FencedWriter } from './service/fenced-writer.service';
+import { GrantCheck } from './service/grant-check.service';
+import { InstructionSigner } from './service/instruction-signer.service';
+import { ReceiptCheck } from './service/receipt-check.service';
 import { PayoutCommands } from './service/payout-commands.service';
 import { PayoutQueries } from './service/payout-queries.service';
-import { SeenPayouts } from './service/seen-payouts';
-import { TransactionalPath } from './service/transactional-path';
+import { SeenPayouts } from './service/seen-payouts.service';
+import { TransactionalPath } from './service/transactional-path.service';
 
 /** Payouts: the fenced writes of the executor and their reads (docs/payment-resource.md). */
 @Module({

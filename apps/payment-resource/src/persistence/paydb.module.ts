@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DatabaseModule } from '@dlock/persistence';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../config';
-import { paydbSettings } from './data-source';
+import { paydbSettings } from './paydb-data-source.factory';
 
 // With paydb down at boot the service listens unready, answers 503 and keeps connecting.
 const paydb = DatabaseModule.forRootAsync({

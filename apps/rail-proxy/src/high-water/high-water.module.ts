@@ -6,7 +6,7 @@ import { RAIL_PROXY_CONFIG, type RailProxyConfig } from '../config';
 import { HighWaterListController } from './http/high-water-list.controller';
 import { HighWaterListRepository } from './persistence/high-water-list.repository';
 import { HighWaterFloorController } from './http/high-water-floor.controller';
-import { HighWaterFenceFloors } from './persistence/high-water-fence-floors';
+import { HighWaterFenceFloors } from './persistence/high-water-fence-floors.store';
 import { HighWaterFloorRepository } from './persistence/high-water-floor.repository';
 import { HighWaterFloorService } from './service/high-water-floor.service';
 import { HighWaterListService } from './service/high-water-list.service';

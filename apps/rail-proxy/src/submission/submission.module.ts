@@ -1,9 +1,9 @@
 import { Module } from '@nestjs/common';
 import { IdempotencyRepository } from './persistence/idempotency.repository';
-import { RailProxyMetrics } from '../metrics';
-import { RailClient } from './clients/rail-client';
-import { SubmissionProofs } from './service/submission-proofs';
-import { ReceiptSigner } from './service/receipt-signer';
+import { RailProxyMetrics } from '../rail-proxy.metrics';
+import { RailClient } from './clients/rail.client';
+import { SubmissionProofs } from './service/submission-proofs.service';
+import { ReceiptSigner } from './service/receipt-signer.service';
 import { RailEvidenceService } from './service/rail-evidence.service';
 import { RailRecordClient } from './clients/rail-record.client';
 import { SubmissionRepository } from './persistence/submission.repository';

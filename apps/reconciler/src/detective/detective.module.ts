@@ -5,7 +5,7 @@ import { DatabasesModule } from '../persistence/databases.module';
 import { AuditChainService } from './service/audit-chain.service';
 import { DetectiveService } from './service/detective.service';
 import { RailSweepService } from './service/rail-sweep.service';
-import { SubmissionGrants } from './service/submission-grants';
+import { SubmissionGrants } from './service/submission-grants.service';
 
 /** The checks that find what went wrong: invariants, audit chains, the rail sweep (docs/reconciler.md). */
 @Module({

@@ -2,8 +2,8 @@ import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { DatabaseModule } from '@dlock/persistence';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../config';
-import { ReadOnlyDb, readOnlySettings, type DbName } from './read-only-db';
-import { LOCKDB, PAYDB, PROXYDB } from './tokens';
+import { ReadOnlyDb, readOnlySettings, type DbName } from './read-only-db.gateway';
+import { LOCKDB, PAYDB, PROXYDB } from './databases.types';
 
 /** DatabaseModule's DataSource of each database, seen only here. */
 const SOURCES: Record<DbName, symbol> = {

@@ -1,8 +1,13 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import { SignedIn } from '../../sessions/http/signed-in';
-import type { ConsoleSession } from '../../sessions/service/sessions';
+import { SignedIn } from '../../sessions/http/signed-in.decorator';
+import type { ConsoleSession } from '../../sessions/service/session-store.service';
 import { ActionsService } from '../service/actions.service';
-import { AbandonActionBody, ApproveActionBody, ResolveActionBody, RevokeActionBody } from './dto';
+import {
+  AbandonActionBody,
+  ApproveActionBody,
+  ResolveActionBody,
+  RevokeActionBody,
+} from './actions.dto';
 
 /**
  * The page's break-glass actions, taken as the person signed in (the session

@@ -6,13 +6,13 @@ import {
   type ResolveRequest,
   type TransitionResult,
 } from '@dlock/payout-contract';
-import { ConsolePeers } from '../../console-peers';
-import type { Actor } from '../../sessions/service/sessions';
+import { ConsolePeers } from '../../console-peers.client';
+import type { Actor } from '../../sessions/service/session-store.service';
 import {
   isRevocationRequest,
   PendingRevocations,
   type RevocationRequestAnswer,
-} from './revocation-requests';
+} from './revocation-requests.service';
 
 /** The lock-server's L8 answer, as it comes. */
 export interface RevokeAnswer {

@@ -1,12 +1,12 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { DlockError } from '@dlock/lock-api';
-import { withoutGrantFields } from '../domain/grant-fields';
-import { EventFeed, type FeedEvent } from '../service/event-feed';
+import { withoutGrantFields } from '../domain/grant-fields.rules';
+import { EventFeed, type FeedEvent } from '../service/event-feed.service';
 import { ForbiddenError } from '@dlock/identity';
-import { SignedIn } from '../../sessions/http/signed-in';
-import { PersonRights } from '../../sessions/service/person-rights';
-import { SessionStore, type ConsoleSession } from '../../sessions/service/sessions';
+import { SignedIn } from '../../sessions/http/signed-in.decorator';
+import { PersonRights } from '../../sessions/service/person-rights.service';
+import { SessionStore, type ConsoleSession } from '../../sessions/service/session-store.service';
 
 /** Keeps idle proxies from closing the stream; a comment line, ignored by EventSource. */
 const SSE_KEEPALIVE_MS = 15_000;

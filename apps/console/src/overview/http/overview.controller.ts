@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
-import { SignedIn } from '../../sessions/http/signed-in';
-import type { ConsoleSession } from '../../sessions/service/sessions';
+import { SignedIn } from '../../sessions/http/signed-in.decorator';
+import type { ConsoleSession } from '../../sessions/service/session-store.service';
 import { OverviewService, type Overview } from '../service/overview.service';
 
 /**

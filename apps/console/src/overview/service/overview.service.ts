@@ -2,9 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { OperationName } from '@dlock/identity';
 import { DlockError } from '@dlock/lock-api';
 import type { PayoutPage, PayoutStats, SubmissionsResponse } from '@dlock/payout-contract';
-import { ConsolePeers, type ServiceName } from '../../console-peers';
-import { PersonRights } from '../../sessions/service/person-rights';
-import { joinFences, type FenceRow } from '../domain/fences';
+import { ConsolePeers, type ServiceName } from '../../console-peers.client';
+import { PersonRights } from '../../sessions/service/person-rights.service';
+import { joinFences, type FenceRow } from '../domain/fences.rules';
 import {
   groupByOwner,
   withoutGrant,
@@ -12,12 +12,12 @@ import {
   type LockRow,
   type OwnerGroup,
   type SessionRow,
-} from '../domain/owners';
-import { describeFailure } from '../../failures';
+} from '../domain/owners.rules';
+import { describeFailure } from '../../failure.errors';
 import {
   PendingRevocations,
   type RevocationRequestAnswer,
-} from '../../actions/service/revocation-requests';
+} from '../../actions/service/revocation-requests.service';
 
 /**
  * A panel's data, or why its service could not give it, or the operation the

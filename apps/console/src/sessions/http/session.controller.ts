@@ -9,11 +9,11 @@ import {
 import { recordAuthRefusal } from '@dlock/http-contract';
 import { ValidationError } from '@dlock/lock-api';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
-import { ConsolePeers } from '../../console-peers';
-import { PersonRights } from '../service/person-rights';
-import { PersonVerifier } from '../service/person-verifier';
-import { SESSION_COOKIE, type ConsoleRequest } from './request-guard';
-import { SessionStore, type ConsoleSession } from '../service/sessions';
+import { ConsolePeers } from '../../console-peers.client';
+import { PersonRights } from '../service/person-rights.service';
+import { PersonVerifier } from '../service/person-verifier.service';
+import { SESSION_COOKIE, type ConsoleRequest } from './request.guard';
+import { SessionStore, type ConsoleSession } from '../service/session-store.service';
 
 export class SignInBody {
   /** The person's token (audience `console`); absent when a proxy signs people in. */

@@ -1,4 +1,4 @@
-import type { CrashPoint } from './crash-points';
+import type { CrashPoint } from './crash-points.types';
 
 /** Where an attempt lets the harness in: the four crash points, and the pause before the submit. */
 export type AttemptPoint = CrashPoint | 'before-submit';

@@ -23,10 +23,10 @@ import {
   type RailProxyClient,
 } from '@dlock/payout-contract';
 import { readExecutorConfig } from '../../config';
-import { ExecutorMetrics } from '../../metrics';
+import { ExecutorMetrics } from '../../executor.metrics';
 import { AttemptHooks, type AttemptPoint } from '../domain/attempt-hooks.port';
 import { MonotonicExecutionClock } from '../domain/execution-clock.port';
-import type { ProxyRecord } from '../domain/recovery';
+import type { ProxyRecord } from '../domain/recovery.rules';
 import { MAX_STEPS_PER_ATTEMPT, PayoutExecutionService } from './payout-execution.service';
 
 // What the executor's module registers when it loads (app.module.ts).

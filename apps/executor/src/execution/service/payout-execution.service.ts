@@ -16,11 +16,11 @@ import {
   type PayoutSummary,
   type PayoutView,
 } from '@dlock/payout-contract';
-import { ExecutorMetrics, type InvalidHop, type Step } from '../../metrics';
+import { ExecutorMetrics, type InvalidHop, type Step } from '../../executor.metrics';
 import { AttemptHooks } from '../domain/attempt-hooks.port';
 import { ExecutionClock } from '../domain/execution-clock.port';
-import type { Ack, AttemptStep } from '../domain/attempt-step';
-import { attemptLabel, executeLabel, type AttemptResult } from '../domain/execution-outcome';
+import type { Ack, AttemptStep } from '../domain/attempt-step.types';
+import { attemptLabel, executeLabel, type AttemptResult } from '../domain/execution-outcome.rules';
 import {
   afterAckedRefused,
   afterClaimRefused,
@@ -28,9 +28,14 @@ import {
   classifyFailure,
   isRefusedAsInvalid,
   RefusedByPaymentResource,
-} from '../domain/hop-answers';
-import { firstStep, stepForState, stepFromEvidence, stepFromRecords } from '../domain/recovery';
-import { RefusedPayouts } from '../domain/refused-payouts';
+} from '../domain/hop-answers.rules';
+import {
+  firstStep,
+  stepForState,
+  stepFromEvidence,
+  stepFromRecords,
+} from '../domain/recovery.rules';
+import { RefusedPayouts } from '../domain/refused-payouts.model';
 
 /** Everything one attempt needs; the grant is captured once from the handle and never re-read. */
 interface Attempt {
@@ -162,7 +167,7 @@ export class PayoutExecutionService {
   /**
    * One step. Top to bottom this is docs/executor.md's order: claim, RAIL_SUBMITTED,
    * submit, the outcome, post. Recovery enters it part-way: the re-read and
-   * the proxy's record pick where (recovery.ts).
+   * the proxy's record pick where (recovery.rules.ts).
    */
   private step(a: Attempt, s: Ongoing): Promise<AttemptStep> {
     switch (s.to) {
@@ -351,7 +356,7 @@ export class PayoutExecutionService {
     return { to: 'end', result: { kind: 'posted' } };
   }
 
-  /** What a thrown error means for this attempt (hop-answers.ts classifies it). */
+  /** What a thrown error means for this attempt (hop-answers.rules.ts classifies it). */
   private gaveUp(a: Attempt, err: unknown): AttemptResult {
     const failure = classifyFailure(err);
     const payoutId = a.payoutId;
@@ -405,7 +410,7 @@ export class PayoutExecutionService {
   /** Lease discipline (docs/executor.md): never start a submit the lease cannot cover. */
   private leaseShort(a: Attempt): AttemptStep | null {
     if (this.skipLiveness) return null;
-    // The lock's own lease, not remainingMs(): see lease.ts for why the session's does not count.
+    // The lock's own lease, not remainingMs(): see lease.rules.ts for why the session's does not count.
     const verdict = a.handle.leaseCovers(this.config.submitBudgetMs);
     if (verdict.ok) return null;
     this.logger.warn(

@@ -17,10 +17,10 @@ import {
   type PayoutState,
   type PayoutSummary,
 } from '@dlock/payout-contract';
-import type { AttemptResult } from '../../execution/domain/execution-outcome';
+import type { AttemptResult } from '../../execution/domain/execution-outcome.rules';
 import { PayoutExecutionService } from '../../execution/service/payout-execution.service';
-import { ExecutorMetrics } from '../../metrics';
-import { backlogAgeSeconds, lanesByAccount, shuffled, stopController } from '../domain/lanes';
+import { ExecutorMetrics } from '../../executor.metrics';
+import { backlogAgeSeconds, lanesByAccount, shuffled, stopController } from '../domain/lanes.rules';
 
 /**
  * States a dead worker can leave a payout in, polled for recovery by state.

@@ -7,6 +7,6 @@ export {
   type LinearizabilityOptions,
   type LinearizabilityReport,
   type LinearizabilityViolation,
-} from './check';
-export { toLockOps, type LockAnswer, type LockOp, type LockOpKind } from './ops';
-export { readLockHistory, writeLockHistory } from './history-file';
+} from './linearizability.checker';
+export { toLockOps, type LockAnswer, type LockOp, type LockOpKind } from './lock-op.model';
+export { readLockHistory, writeLockHistory } from './lock-history.file';

@@ -3,7 +3,7 @@ import { formatFencingToken, type LockListDto, type SessionListDto } from '@dloc
 import { ApiReadLimitQuery, Operation, parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Listings } from '../service/listings.service';
-import { LOCK_LIST_SCHEMA, SESSION_LIST_SCHEMA } from '../../http/views';
+import { LOCK_LIST_SCHEMA, SESSION_LIST_SCHEMA } from '../../http/lock-server.views';
 
 const QUERY = { limit: READ_LIMIT };
 

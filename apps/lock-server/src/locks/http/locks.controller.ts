@@ -25,8 +25,14 @@ import {
 } from '@dlock/http-contract';
 import { LockService } from '../service/lock.service';
 import { RevokeService } from '../../revocations/service/revoke.service';
-import { AcquireBody, ReleaseBody, ReleaseQuery, RenewBody, RevokeBody } from '../../http/dto';
-import { parseLockKey } from '../../http/params';
+import {
+  AcquireBody,
+  ReleaseBody,
+  ReleaseQuery,
+  RenewBody,
+  RevokeBody,
+} from '../../http/lock-server.dto';
+import { parseLockKey } from '../../http/lock-server.params';
 import { OwnerUpkeepRoute } from '../../http/owner-upkeep.decorator';
 import {
   grantView,
@@ -37,7 +43,7 @@ import {
   REVOCATION_REQUEST_SCHEMA,
   revocationRequestView,
   REVOKE_OUTCOME_SCHEMA,
-} from '../../http/views';
+} from '../../http/lock-server.views';
 
 /** Kept back from the caller's deadline when bounding a server-side wait. */
 const ACQUIRE_DEADLINE_MARGIN_MS = 200;

@@ -28,17 +28,19 @@ function chosenBackend(config: LockServerConfig): Backend {
   switch (config.LOCK_BACKEND) {
     case 'pg': {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const pg = require('./pg') as typeof import('./pg');
+      const pg = require('./pg/pg-store.providers') as typeof import('./pg/pg-store.providers');
       return { imports: [pg.lockdbModule(config)], providers: pg.pgStoreProviders(config) };
     }
     case 'etcd': {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const etcd = require('./etcd') as typeof import('./etcd');
+      const etcd =
+        require('./etcd/etcd-store.providers') as typeof import('./etcd/etcd-store.providers');
       return { imports: [], providers: etcd.etcdStoreProviders(config) };
     }
     case 'memory': {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const memory = require('./memory') as typeof import('./memory');
+      const memory =
+        require('./memory/memory-store.providers') as typeof import('./memory/memory-store.providers');
       return { imports: [], providers: memory.memoryStoreProviders(config) };
     }
     default: {

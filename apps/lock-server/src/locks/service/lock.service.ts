@@ -18,14 +18,14 @@ import {
   type AcquireRequest,
   type AcquireResult,
 } from '../persistence/lock-store.port';
-import { GrantProofs } from './grant-proofs';
-import { FencePoints, type GuardFloors } from '../../revocations/service/fence-points';
-import { LockMetrics } from '../../metrics';
-import { OwnerCaps } from '../../sessions/service/owner-caps';
-import { SessionOwners } from '../../sessions/service/session-owners';
-import { CallerBudget } from './caller-budget';
-import { ServerClock } from './server-clock';
-import { Waiters, type WaiterRefusal } from './waiters';
+import { GrantProofs } from './grant-proofs.service';
+import { FencePoints, type GuardFloors } from '../../revocations/service/fence-points.service';
+import { LockMetrics } from '../../lock-server.metrics';
+import { OwnerCaps } from '../../sessions/service/owner-caps.service';
+import { SessionOwners } from '../../sessions/service/session-owners.service';
+import { CallerBudget } from './caller-budget.service';
+import { ServerClock } from './server-clock.service';
+import { Waiters, type WaiterRefusal } from './waiters.service';
 
 /** A grant and the lock-server's signature over it (docs/security.md, "Signed grants"). */
 export interface SignedGrant {

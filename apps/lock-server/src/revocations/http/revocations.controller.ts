@@ -10,9 +10,9 @@ import {
 import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
 import { RevokeService } from '../service/revoke.service';
 import { RevocationRecords } from '../service/revocation-records.service';
-import { GrantProofs } from '../../locks/service/grant-proofs';
-import { parseRequestId } from '../../http/params';
-import { outcomeView, REVOKE_APPROVAL_SCHEMA } from '../../http/views';
+import { GrantProofs } from '../../locks/service/grant-proofs.service';
+import { parseRequestId } from '../../http/lock-server.params';
+import { outcomeView, REVOKE_APPROVAL_SCHEMA } from '../../http/lock-server.views';
 import {
   ApiContractErrors,
   CallerIdentity,

@@ -12,9 +12,14 @@ import {
 } from '@dlock/http-contract';
 import { ForbiddenError, type VerifiedIdentity } from '@dlock/identity';
 import { SessionService } from '../service/session.service';
-import { OpenSessionBody } from '../../http/dto';
-import { parseSessionId } from '../../http/params';
-import { HEARTBEAT_SCHEMA, heartbeatView, SESSION_SCHEMA, sessionView } from '../../http/views';
+import { OpenSessionBody } from '../../http/lock-server.dto';
+import { parseSessionId } from '../../http/lock-server.params';
+import {
+  HEARTBEAT_SCHEMA,
+  heartbeatView,
+  SESSION_SCHEMA,
+  sessionView,
+} from '../../http/lock-server.views';
 import { OwnerUpkeepRoute } from '../../http/owner-upkeep.decorator';
 
 const SESSION_PARAM = ApiParam({ name: 'sessionId', schema: { type: 'string', format: 'uuid' } });

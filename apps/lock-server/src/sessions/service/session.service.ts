@@ -6,8 +6,8 @@ import {
   type OpenedSession,
 } from '../../locks/persistence/lock-store.port';
 import { LockService } from '../../locks/service/lock.service';
-import { OwnerCaps } from './owner-caps';
-import { SessionOwners } from './session-owners';
+import { OwnerCaps } from './owner-caps.service';
+import { SessionOwners } from './session-owners.service';
 
 /**
  * L1-L3: session lifecycle; a requested TTL is clamped down to

@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger'
 import { ApiContractErrors, schemaRef } from '@dlock/http-contract';
 import type { AccountView } from '@dlock/payout-contract';
 import { PayoutQueries } from '../../payouts/service/payout-queries.service';
-import { accountIdParam } from '../../http/params';
+import { accountIdParam } from '../../http/route.params';
 import { Operation } from '@dlock/http-contract';
 
 @ApiTags('accounts')

@@ -11,7 +11,7 @@ import {
 import type { CreatedAccount, CreatedPayout, DepositResponse } from '@dlock/payout-contract';
 import { IntakeService, type IntakeAnswer } from '../service/intake.service';
 import { CreateAccountBody, CreatePayoutBody, DepositBody } from './intake.dto';
-import { accountIdParam } from '../../http/params';
+import { accountIdParam } from '../../http/route.params';
 
 const REPLAYED = {
   'Idempotent-Replayed': {

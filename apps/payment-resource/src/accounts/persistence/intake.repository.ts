@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
-import type { Db } from '../../persistence/db';
+import type { Db } from '../../persistence/paydb.sql';
 
 export type IntakeOperation = 'create_account' | 'deposit' | 'create_payout';
 

@@ -13,13 +13,13 @@ import {
   type DepositResponse,
 } from '@dlock/payout-contract';
 import { preparedManager, rowId } from '@dlock/persistence';
-import { balancedPair, fundingAccountId } from '../../ledger/domain/ledger';
+import { balancedPair, fundingAccountId } from '../../ledger/domain/ledger.rules';
 import { AccountRepository, type Account } from '../../ledger/persistence/account.repository';
-import type { Db } from '../../persistence/db';
+import type { Db } from '../../persistence/paydb.sql';
 import { IntakeRepository, type IntakeKey } from '../persistence/intake.repository';
 import { LedgerRepository } from '../../ledger/persistence/ledger.repository';
 import { PayoutRepository } from '../../payouts/persistence/payout.repository';
-import { requestHash } from '../../payouts/domain/canonical';
+import { requestHash } from '../../payouts/domain/request-hash.codec';
 
 export interface IntakeAnswer<T> {
   statusCode: number;
@@ -28,7 +28,7 @@ export interface IntakeAnswer<T> {
   replayed: boolean;
 }
 
-/** System accounts are named by currency (domain/ledger.ts); a customer may not take those names. */
+/** System accounts are named by currency (domain/ledger.rules.ts); a customer may not take those names. */
 const RESERVED_PREFIXES = ['funding-', 'clearing-'];
 
 /**

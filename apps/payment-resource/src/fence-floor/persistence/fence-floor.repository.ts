@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { toBigint, type Db } from '../../persistence/db';
+import { toBigint, type Db } from '../../persistence/paydb.sql';
 
 export interface FloorRaise {
   fenceBefore: bigint;

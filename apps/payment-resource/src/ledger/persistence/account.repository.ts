@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
-import { toBigint, toMinor, type Db } from '../../persistence/db';
+import { toBigint, toMinor, type Db } from '../../persistence/paydb.sql';
 
 export type AccountKind = 'CUSTOMER' | 'CLEARING' | 'FUNDING';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import { rowId } from '@dlock/persistence';
-import type { Leg } from '../domain/ledger';
-import { toMinor, updatedRows, type Db } from '../../persistence/db';
+import type { Leg } from '../domain/ledger.rules';
+import { toMinor, updatedRows, type Db } from '../../persistence/paydb.sql';
 
 export interface LedgerEntry extends Leg {
   entryId: string;

@@ -39,13 +39,13 @@ import {
 } from '@dlock/http-contract';
 import { PayoutCommands } from '../service/payout-commands.service';
 import { PayoutQueries } from '../service/payout-queries.service';
-import { AbandonBody, ClaimBody, PostBody, RailOutcomeBody, ResolveBody } from './dto';
+import { AbandonBody, ClaimBody, PostBody, RailOutcomeBody, ResolveBody } from './payouts.dto';
 import {
   LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
   parseListQuery,
   payoutIdParam,
-} from '../../http/params';
+} from '../../http/route.params';
 
 const PAYOUT_PARAM = ApiParam({ name: 'payoutId', schema: { type: 'string', format: 'uuid' } });
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import { AVAILABLE } from '../../ledger/persistence/account.repository';
-import { toBigint, toMinor, type Db } from '../../persistence/db';
+import { toBigint, toMinor, type Db } from '../../persistence/paydb.sql';
 import { ADMITS, ADVANCE_SET, type FenceRequest } from './fence.repository';
 import type { Answer, IdempotencyScope } from './idempotency.repository';
 import {

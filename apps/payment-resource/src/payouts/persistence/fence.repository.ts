@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FencingToken } from '@dlock/lock-api';
-import { toBigint, updatedRows, type Db } from '../../persistence/db';
+import { toBigint, updatedRows, type Db } from '../../persistence/paydb.sql';
 import type { IdempotencyScope } from './idempotency.repository';
 import {
   PINNED_COLUMNS,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FencingToken } from '@dlock/lock-api';
-import { type Db } from '../../persistence/db';
+import { type Db } from '../../persistence/paydb.sql';
 
 /** docs/contract.md + docs/contract.md: a replay is recognised per operation, key and token. */
 export interface IdempotencyScope {

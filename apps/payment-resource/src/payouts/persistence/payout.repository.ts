@@ -5,7 +5,7 @@ import {
   type PayoutRecord,
   type PayoutState,
 } from '@dlock/payout-contract';
-import { toBigintOrNull, toMinor, type Db } from '../../persistence/db';
+import { toBigintOrNull, toMinor, type Db } from '../../persistence/paydb.sql';
 import {
   answerInsert,
   type Answer,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { PayoutState } from '@dlock/payout-contract';
 import type { PayoutEvent } from '@dlock/payout-contract';
-import { toBigintOrNull, type Db } from '../../persistence/db';
+import { toBigintOrNull, type Db } from '../../persistence/paydb.sql';
 
 export interface TransitionRecord {
   payoutId: string;

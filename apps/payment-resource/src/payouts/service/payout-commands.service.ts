@@ -15,16 +15,16 @@ import type {
 } from '@dlock/payout-contract';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
 import type { Payout } from '../persistence/payout.repository';
-import { FencedWriter } from './fenced-writer';
-import { InstructionSigner } from './instruction-signer';
+import { FencedWriter } from './fenced-writer.service';
+import { InstructionSigner } from './instruction-signer.service';
 import {
   abandonCommand,
   claimCommand,
   postCommand,
   railOutcomeCommand,
   resolveCommand,
-} from './payout-commands';
-import { ReceiptCheck } from './receipt-check';
+} from './payout-commands.rules';
+import { ReceiptCheck } from './receipt-check.service';
 
 /**
  * The protected-write headers, parsed by the controller's `@FencedGrant()` and
@@ -38,7 +38,7 @@ const REASON_MAX_LENGTH = 1024;
 /**
  * Every payout write (docs/payment-resource.md, "One description per
  * command"): what the request brings (a receipt read, an instruction signer),
- * handed with the command's description (payout-commands.ts) to the writer,
+ * handed with the command's description (payout-commands.rules.ts) to the writer,
  * which runs its one-statement path, its transaction, or both.
  */
 @Injectable()

@@ -15,9 +15,9 @@ import { preparedManager } from '@dlock/persistence';
 import { AccountRepository } from '../../ledger/persistence/account.repository';
 import { LedgerRepository } from '../../ledger/persistence/ledger.repository';
 import { PayoutRepository, type Payout } from '../persistence/payout.repository';
-import type { Db } from '../../persistence/db';
+import type { Db } from '../../persistence/paydb.sql';
 import { TransitionLogRepository } from '../persistence/transition-log.repository';
-import { encodeCursor, type Cursor } from '../domain/cursor';
+import { encodeCursor, type Cursor } from '../domain/cursor.codec';
 
 const RAIL_OUTCOME_OF: Record<string, string> = {
   RAIL_SUBMITTED: 'SUBMITTED',

@@ -1,6 +1,6 @@
 import { DlockError, formatFencingToken, isErrorCode } from '@dlock/lock-api';
 import { databaseFailure } from '@dlock/http-contract';
-import type { AmbiguityReason } from './rail-outcome';
+import type { AmbiguityReason } from './rail-outcome.rules';
 import type { StoredResponse, SubmissionRecord, SubmissionRequest } from './submission.types';
 
 /** docs/payment-resource.md body: enough to alert on without a database query. */

@@ -8,7 +8,7 @@ import {
   type FencedGrantHeaders,
   Operation,
 } from '@dlock/http-contract';
-import { PayoutIdParams, SubmissionBody } from './dto';
+import { PayoutIdParams, SubmissionBody } from './submission.dto';
 import { FencedRailSubmit } from './fenced-rail-submit.decorator';
 import {
   idempotencyKeyFor,
@@ -21,7 +21,7 @@ import {
 } from '@dlock/payout-contract';
 import { SubmissionService } from '../service/submission.service';
 import { RailEvidenceService } from '../service/rail-evidence.service';
-import { ReceiptSigner } from '../service/receipt-signer';
+import { ReceiptSigner } from '../service/receipt-signer.service';
 import type { SubmissionRecord } from '../domain/submission.types';
 
 function view(r: SubmissionRecord, railReceipt: string | null): SubmissionView {

@@ -2,10 +2,10 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { railClientRef, type RailEvidence } from '@dlock/payout-contract';
 import { RAIL_PROXY_CONFIG, type RailProxyConfig } from '../../config';
 import { RailRecordClient } from '../clients/rail-record.client';
-import { evidenceOf } from '../domain/rail-evidence';
+import { evidenceOf } from '../domain/rail-evidence.rules';
 import { railUnavailableError } from '../domain/submission.errors';
 import { SubmissionRepository } from '../persistence/submission.repository';
-import { ReceiptSigner } from './receipt-signer';
+import { ReceiptSigner } from './receipt-signer.service';
 
 /** The longest the rail's lookup may take before the evidence answers 503. */
 export const EVIDENCE_LOOKUP_TIMEOUT_MS = 3_000;

@@ -12,9 +12,9 @@ import {
   type IdempotencyRecord,
   type StoredResponse,
 } from '../persistence/idempotency.repository';
-import { RailProxyMetrics } from '../../metrics';
-import { RailClient, type ConnectResult, type RailConnection } from '../clients/rail-client';
-import { requestHash } from '../domain/request-hash';
+import { RailProxyMetrics } from '../../rail-proxy.metrics';
+import { RailClient, type ConnectResult, type RailConnection } from '../clients/rail.client';
+import { requestHash } from '../domain/request-hash.codec';
 import {
   duplicateSubmissionError,
   fencedOutError,
@@ -27,8 +27,8 @@ import {
   storedError,
   type AmbiguousReason,
 } from '../domain/submission.errors';
-import { SubmissionProofs } from './submission-proofs';
-import { ReceiptSigner } from './receipt-signer';
+import { SubmissionProofs } from './submission-proofs.service';
+import { ReceiptSigner } from './receipt-signer.service';
 import { SubmissionRepository } from '../persistence/submission.repository';
 import type { SubmissionRecord, SubmissionRequest } from '../domain/submission.types';
 

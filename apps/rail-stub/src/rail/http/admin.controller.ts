@@ -1,8 +1,8 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { INSTANT, wireSchema } from '@dlock/http-contract';
-import { FAILURE_MODES, SCRIPTED_FATES } from '../domain/fault-plan';
-import { FaultsPatch } from './dto';
+import { FAILURE_MODES, SCRIPTED_FATES } from '../domain/fault-plan.rules';
+import { FaultsPatch } from './rail.dto';
 import { RailStubService, type StubStats } from '../service/rail.service';
 
 const COUNT = { type: 'integer', minimum: 0 } as const;

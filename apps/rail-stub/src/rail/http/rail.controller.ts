@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { ApiContractErrors, INSTANT, schemaRef, wireSchema } from '@dlock/http-contract';
 import { payoutSchemaRef, type RailLookup } from '@dlock/payout-contract';
-import { LookupQuery, SubmitBody } from './dto';
+import { LookupQuery, SubmitBody } from './rail.dto';
 import { REJECT_WORDS, RailStubService, type SubmitReply } from '../service/rail.service';
 
 const JSON_TYPE = 'application/json; charset=utf-8';

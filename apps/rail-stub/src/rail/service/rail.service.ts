@@ -12,15 +12,15 @@ import type { Counter } from 'prom-client';
 import { formatInstant } from '@dlock/lock-api';
 import type { RailLookup } from '@dlock/payout-contract';
 import { RAIL_STUB_CONFIG, type RailStubConfig } from '../../config';
-import type { TransferRequest } from '../domain/transfer-request';
+import type { TransferRequest } from '../domain/transfer-request.types';
 import {
   FaultPlan,
   type Fate,
   type FaultSettings,
   type RejectStatus,
   type ScriptedFate,
-} from '../domain/fault-plan';
-import { Journal, type TransferRecord } from '../persistence/journal';
+} from '../domain/fault-plan.rules';
+import { Journal, type TransferRecord } from '../persistence/journal.repository';
 
 /** What the controller must do with the connection once the fate has played out. */
 export type SubmitReply =

@@ -10,10 +10,10 @@ import {
   type ChainSpec,
 } from '@dlock/persistence';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
-import type { ReadOnlyDb } from '../../persistence/read-only-db';
-import { LOCKDB, PAYDB, PROXYDB } from '../../persistence/tokens';
-import { ReconcilerMetrics } from '../../metrics';
-import { readStateFile, writeStateFile } from '../persistence/state-file';
+import type { ReadOnlyDb } from '../../persistence/read-only-db.gateway';
+import { LOCKDB, PAYDB, PROXYDB } from '../../persistence/databases.types';
+import { ReconcilerMetrics } from '../../reconciler.metrics';
+import { readStateFile, writeStateFile } from '../persistence/state.file';
 
 /** What one chain's verification found: the links that held, and its first break. */
 export interface AuditOutcome {

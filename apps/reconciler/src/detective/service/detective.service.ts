@@ -2,20 +2,20 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { formatInstant } from '@dlock/lock-api';
 import { SafetyEvents } from '@dlock/observability';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
-import type { ReadOnlyDb } from '../../persistence/read-only-db';
-import { PAYDB, PROXYDB } from '../../persistence/tokens';
-import { ReconcilerMetrics } from '../../metrics';
+import type { ReadOnlyDb } from '../../persistence/read-only-db.gateway';
+import { PAYDB, PROXYDB } from '../../persistence/databases.types';
+import { ReconcilerMetrics } from '../../reconciler.metrics';
 import {
   CHECK_INVARIANT,
   CHECK_NAMES,
   FINDING_EVENTS,
   type CheckName,
-} from '../domain/check-names';
-import { CheckCursors } from '../persistence/check-cursors';
-import { SubmissionGrants } from './submission-grants';
-import { readStateFile, writeStateFile } from '../persistence/state-file';
-import { CheckQueries, OFFENDERS_MAX, type Finding } from '../persistence/check-queries';
-import { TokenWatermarks, type Guard } from '../domain/token-watermarks';
+} from '../domain/check-names.types';
+import { CheckCursors } from '../persistence/check-cursors.repository';
+import { SubmissionGrants } from './submission-grants.service';
+import { readStateFile, writeStateFile } from '../persistence/state.file';
+import { CheckQueries, OFFENDERS_MAX, type Finding } from '../persistence/check-queries.repository';
+import { TokenWatermarks, type Guard } from '../domain/token-watermarks.model';
 
 export interface CheckResult {
   check: CheckName;

@@ -3,13 +3,13 @@ import { formatInstant } from '@dlock/lock-api';
 import { RAIL_SWEEP_FINDINGS, railClientRef } from '@dlock/payout-contract';
 import { SafetyEvents } from '@dlock/observability';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
-import type { ReadOnlyDb } from '../../persistence/read-only-db';
-import { PAYDB } from '../../persistence/tokens';
-import { ReconcilerMetrics } from '../../metrics';
+import type { ReadOnlyDb } from '../../persistence/read-only-db.gateway';
+import { PAYDB } from '../../persistence/databases.types';
+import { ReconcilerMetrics } from '../../reconciler.metrics';
 import { RailLookupClient } from '@dlock/payout-contract';
-import { OFFENDERS_MAX } from '../persistence/check-queries';
-import { OpenFindings, type TerminalPayout } from '../domain/rail-sweep-findings';
-import { duePayouts, type SweepCursor } from '../persistence/rail-sweep-queries';
+import { OFFENDERS_MAX } from '../persistence/check-queries.repository';
+import { OpenFindings, type TerminalPayout } from '../domain/rail-sweep-findings.rules';
+import { duePayouts, type SweepCursor } from '../persistence/rail-sweep.repository';
 
 /** Open findings kept in memory; each was counted and logged when found. */
 const OPEN_FINDINGS_MAX = 10_000;

@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
-import { ReconcilerMetrics } from '../../metrics';
+import { ReconcilerMetrics } from '../../reconciler.metrics';
 import { PaymentResourceClient, RailProxyClient, payoutAccountOf } from '@dlock/payout-contract';
 import { RevocationsClient, type Revocation } from '../clients/revocations.client';
-import { advanceCursor, type Handled } from '../domain/revocation-cursor';
+import { advanceCursor, type Handled } from '../domain/revocation-cursor.rules';
 
 /** Revocations fetched per request to the lock-server. */
 const PAGE_LIMIT = 100;

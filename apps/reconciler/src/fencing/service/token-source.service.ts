@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SafetyEvents } from '@dlock/observability';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
-import type { ReadOnlyDb } from '../../persistence/read-only-db';
-import { PAYDB, PROXYDB } from '../../persistence/tokens';
-import { ReconcilerMetrics } from '../../metrics';
+import type { ReadOnlyDb } from '../../persistence/read-only-db.gateway';
+import { PAYDB, PROXYDB } from '../../persistence/databases.types';
+import { ReconcilerMetrics } from '../../reconciler.metrics';
 import { LockSessionKeeper } from '@dlock/lock-nest';
 
 export type ProbeResult = 'ok' | 'behind' | 'contended';

@@ -1,10 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { formatInstant } from '@dlock/lock-api';
 import { RECONCILER_CONFIG, type ReconcilerConfig } from '../../config';
-import { ReconcilerMetrics, RESOLUTION_RESULTS, type ResolutionResult } from '../../metrics';
+import {
+  ReconcilerMetrics,
+  RESOLUTION_RESULTS,
+  type ResolutionResult,
+} from '../../reconciler.metrics';
 import { RailProxyClient, PaymentResourceClient, type PayoutRecord } from '@dlock/payout-contract';
-import { attemptEndedAt, classify, type Verdict } from '../domain/evidence';
-import { PayoutResolver } from './payout-resolver';
+import { attemptEndedAt, classify, type Verdict } from '../domain/evidence.rules';
+import { PayoutResolver } from './payout-resolver.service';
 
 export interface DuplicateFlag {
   payoutId: string;

@@ -33,16 +33,16 @@ import {
   moreAt,
   put,
   rangeAt,
-} from './etcd-gateway';
-import { sessionGoneError } from './etcd-session-state';
-import type { EtcdSessionWatch } from './etcd-session-watch';
+} from './etcd.gateway';
+import { sessionGoneError } from './etcd-session.errors';
+import type { EtcdSessionWatch } from './etcd-session-watch.loop';
 import {
   decodeLock,
   decodeSessionLock,
   encode,
   type LockValue,
   type RevocationRecord,
-} from './etcd-values';
+} from './etcd-values.codec';
 
 /** Re-reads after a race (holder reaped or changed under us) before answering. */
 const ACQUIRE_ATTEMPTS_MAX = 4;

@@ -1,9 +1,9 @@
 import { SortOrder, SortTarget } from 'etcd3';
 import { parseFencingToken } from '@dlock/lock-api';
 import { RevocationLog, type RevocationEntry } from '../revocation-log.port';
-import { rangeAt, type EtcdGateway } from './etcd-gateway';
-import { prefixEnd } from './etcd-keys';
-import type { RevocationRecord } from './etcd-values';
+import { rangeAt, type EtcdGateway } from './etcd.gateway';
+import { prefixEnd } from './etcd-keys.codec';
+import type { RevocationRecord } from './etcd-values.codec';
 
 /**
  * The `revocation/<key>/<id>` records (docs/lock-server-etcd.md). Each is put

@@ -22,10 +22,10 @@ import {
   moreAt,
   put,
   rangeAt,
-} from './etcd-gateway';
-import { sessionGoneError, sessionGoneFrom } from './etcd-session-state';
-import type { EtcdSessionWatch } from './etcd-session-watch';
-import { decodeSession, encode, type SessionValue } from './etcd-values';
+} from './etcd.gateway';
+import { sessionGoneError, sessionGoneFrom } from './etcd-session.errors';
+import type { EtcdSessionWatch } from './etcd-session-watch.loop';
+import { decodeSession, encode, type SessionValue } from './etcd-values.codec';
 
 /**
  * Live sessions one owner-load read looks through: etcd has no index by owner,

@@ -17,7 +17,7 @@ import {
   type Listing,
   type RevokeRequest,
 } from '../lock-store.port';
-import { byteOrder, type LockRow, type MemoryLockState } from './memory-state';
+import { byteOrder, type LockRow, type MemoryLockState } from './memory-state.model';
 
 function toGrant(row: LockRow): LockGrant {
   assert.ok(row.sessionId !== null, 'a grant has a session');
@@ -33,7 +33,7 @@ function toGrant(row: LockRow): LockGrant {
 
 /**
  * LockStore in memory, statement for statement the pg backend's rules
- * (pg/sql.ts): each operation is one synchronous step on MemoryLockState,
+ * (pg/pg-locks.sql.ts): each operation is one synchronous step on MemoryLockState,
  * so it is atomic the way one SQL statement is. Held to the same
  * conformance suite as pg and etcd (apps/lock-server/test/conformance).
  */
@@ -71,7 +71,7 @@ export class MemoryLockStore extends LockStore {
     return { kind: 'granted', grant: toGrant(granted) };
   }
 
-  /** SAME_LIVE_HOLDER of sql.ts: same session and owner, lease unexpired. */
+  /** SAME_LIVE_HOLDER of pg-locks.sql.ts: same session and owner, lease unexpired. */
   private isSameLiveHolder(row: LockRow, request: AcquireRequest): boolean {
     return (
       row.sessionId === request.sessionId &&

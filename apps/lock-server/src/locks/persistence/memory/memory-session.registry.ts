@@ -7,9 +7,9 @@ import {
   type OpenedSession,
   type OwnerLoad,
 } from '../lock-store.port';
-import { byteOrder, type MemoryLockState } from './memory-state';
+import { byteOrder, type MemoryLockState } from './memory-state.model';
 
-/** SessionRegistry in memory: pg's lock_session rules (pg/sql.ts), expiry by `ports.nowMs()`. */
+/** SessionRegistry in memory: pg's lock_session rules (pg/pg-locks.sql.ts), expiry by `ports.nowMs()`. */
 export class MemorySessionRegistry extends SessionRegistry {
   constructor(private readonly state: MemoryLockState) {
     super();

@@ -18,9 +18,9 @@ import {
   type Listing,
   type RevokeRequest,
 } from '../lock-store.port';
-import type { PgDatabase } from './pg-database';
-import type { ReleaseSignal } from './release-signal';
-import { tokenFromDb, type GrantRow } from './rows';
+import type { PgDatabase } from './pg.gateway';
+import type { ReleaseSignal } from './release-signal.model';
+import { tokenFromDb, type GrantRow } from './pg-rows.codec';
 import {
   ACQUIRE_SQL,
   ACTIVITY_SQL,
@@ -30,7 +30,7 @@ import {
   RELEASE_SQL,
   RENEW_SQL,
   REVOKE_SQL,
-} from './sql';
+} from './pg-locks.sql';
 
 type AcquireRow = Partial<GrantRow> & {
   outcome: 'granted' | 'session_unknown' | 'session_expired' | 'session_closed' | 'contended';
@@ -48,7 +48,7 @@ function toGrant(key: string, row: GrantRow): LockGrant {
   };
 }
 
-/** LockStore on PostgreSQL: each operation is one statement of sql.ts. */
+/** LockStore on PostgreSQL: each operation is one statement of pg-locks.sql.ts. */
 export class PgLockStore extends LockStore {
   constructor(
     private readonly db: PgDatabase,

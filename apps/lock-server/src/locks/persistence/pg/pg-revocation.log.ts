@@ -1,6 +1,6 @@
 import { RevocationLog, type RevocationEntry } from '../revocation-log.port';
-import type { PgDatabase } from './pg-database';
-import { tokenFromDb } from './rows';
+import type { PgDatabase } from './pg.gateway';
+import { tokenFromDb } from './pg-rows.codec';
 
 /**
  * lock_revocation in floor order. A floor is a nextval taken inside the

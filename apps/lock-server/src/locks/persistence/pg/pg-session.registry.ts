@@ -8,8 +8,8 @@ import {
   type OpenedSession,
   type OwnerLoad,
 } from '../lock-store.port';
-import type { PgDatabase } from './pg-database';
-import type { ReleaseSignal } from './release-signal';
+import type { PgDatabase } from './pg.gateway';
+import type { ReleaseSignal } from './release-signal.model';
 import {
   CLOSE_SESSION_SQL,
   HEARTBEAT_SQL,
@@ -19,7 +19,7 @@ import {
   SESSION_OWNER_SQL,
   SESSION_STATE_SQL,
   SESSIONS_BY_STATE_SQL,
-} from './sql';
+} from './pg-locks.sql';
 
 /** SessionRegistry on PostgreSQL: lock_session rows, expiry by the database clock. */
 export class PgSessionRegistry extends SessionRegistry {
