@@ -136,6 +136,12 @@ export default tseslint.config(
     rules: { 'dlock/rooms': 'error' },
   },
   {
+    // An app's file names are <thing>.<role>.ts, specs included (CONTRIBUTING.md, "Where a file goes").
+    files: ['apps/*/src/**/*.ts'],
+    plugins: { dlock: dlockRules },
+    rules: { 'dlock/names': 'error' },
+  },
+  {
     // NFR-16: the API library is dependency-free.
     files: ['libs/lock-api/**/*.ts'],
     rules: {

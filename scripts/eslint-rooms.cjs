@@ -1,6 +1,7 @@
-// The rooms of an app and what each may import (CONTRIBUTING.md, "Where a file goes"), as an
-// ESLint rule: eslint.config.mjs turns it on for apps/*/src, test/unit/lint-rooms.spec.ts
-// feeds it good and bad imports. CommonJS so that both can load it.
+// The rooms of an app and what each may import, and the names of its files (CONTRIBUTING.md,
+// "Where a file goes"), as ESLint rules: eslint.config.mjs turns them on for apps/*/src,
+// test/unit/lint-rooms.spec.ts and test/unit/lint-names.spec.ts feed them good and bad cases.
+// CommonJS so that both can load it.
 'use strict';
 const path = require('node:path');
 
@@ -73,4 +74,150 @@ const rule = {
   },
 };
 
-module.exports = { rules: { rooms: rule }, roomViolation, MAY_IMPORT };
+/** The roles a file name may end in (CONTRIBUTING.md's table of roles; the harness's last). */
+const ROLES = [
+  'module',
+  'controller',
+  'dto',
+  'params',
+  'views',
+  'guard',
+  'decorator',
+  'service',
+  'loop',
+  'rules',
+  'types',
+  'errors',
+  'model',
+  'codec',
+  'port',
+  'factory',
+  'providers',
+  'repository',
+  'store',
+  'log',
+  'registry',
+  'gateway',
+  'sql',
+  'file',
+  'client',
+  'config',
+  'metrics',
+  'readiness',
+  'cli',
+  'scenario',
+  'checker',
+  'nemesis',
+  'runner',
+  'report',
+  'fixture',
+  'infra',
+  'support',
+  'sim',
+];
+const NAME = new RegExp(`^[a-z0-9]+(?:-[a-z0-9]+)*\\.(?:${ROLES.join('|')})\\.ts$`);
+/** An app's boot files, at the top of its src/: scripts and images start dist/apps/<app>/src/main.js. */
+const BOOT_FILES = ['main.ts', 'tracing.ts', 'config.ts'];
+/**
+ * Files other work is moving or renaming right now (the names are proposed beside them); each
+ * leaves this list when it is renamed.
+ */
+const NAMES_PENDING = new Set([
+  ...[
+    'checks',
+    'cli',
+    'executor-node',
+    'guards',
+    'lock-server-node',
+    'model-guard',
+    'model-node',
+    'network',
+    'payment-node',
+    'payout-world',
+    'proxy-node',
+    'run',
+    'scheduler',
+    'shrink',
+    'sim-database',
+    'sim-proofs',
+    'worker',
+    'sim',
+  ].map((f) => `apps/harness/src/sim/${f}.ts`),
+  'apps/harness/src/checkers/linearizability/history-builder.testing.ts',
+  'apps/executor/src/harness/harness-attempt-hooks.ts',
+  'apps/payment-resource/src/fixtures/fixtures.ts',
+  ...[
+    'pg-database',
+    'pg-errors',
+    'pg-revocation-requests',
+    'pg-wakeups',
+    'release-signal',
+    'rows',
+    'sql',
+    'token-high-water',
+  ].map((f) => `apps/lock-server/src/locks/persistence/pg/${f}.ts`),
+  'apps/lock-server/src/locks/persistence/pg/index.ts',
+  ...['db-retry', 'read-only-db', 'readiness', 'tokens'].map(
+    (f) => `apps/reconciler/src/persistence/${f}.ts`,
+  ),
+]);
+
+/** An index.ts that only re-exports (`export … from`), so its folder reads as one module. */
+function onlyReExports(program) {
+  return program.body.every(
+    (node) =>
+      node.type === 'ExportAllDeclaration' ||
+      (node.type === 'ExportNamedDeclaration' && node.source !== null && node.source !== undefined),
+  );
+}
+
+/**
+ * Why the file at `file` (an app source file or its spec) is misnamed, or undefined when its
+ * name keeps the rule. `program` answers whether an index.ts only re-exports.
+ */
+function nameViolation(file, program) {
+  const parts = path.resolve(file).split(path.sep);
+  const at = parts.lastIndexOf('apps');
+  if (at < 0 || parts[at + 2] !== 'src') return undefined;
+  const inSrc = parts.slice(at + 3);
+  const base = inSrc[inSrc.length - 1];
+  const subject = base.replace(/\.spec\.ts$/, '.ts');
+  const repoPath = ['apps', parts[at + 1], 'src', ...inSrc.slice(0, -1), subject].join('/');
+  if (NAMES_PENDING.has(repoPath)) return undefined;
+  if (inSrc.length === 1 && BOOT_FILES.includes(subject)) return undefined;
+  if (subject === 'index.ts' && base === subject) {
+    return program === undefined || onlyReExports(program)
+      ? undefined
+      : `'${base}' does more than re-export its folder: name it <thing>.<role>.ts`;
+  }
+  if (NAME.test(subject)) return undefined;
+  return `'${base}' is not <thing>.<role>.ts with a role of ${ROLES.length} (${ROLES.slice(0, 4).join(', ')}, …)`;
+}
+
+const namesRule = {
+  meta: {
+    type: 'problem',
+    docs: {
+      description: "An app's files are named <thing>.<role>.ts, a role of CONTRIBUTING.md's list",
+    },
+    schema: [],
+  },
+  create(context) {
+    return {
+      Program(node) {
+        const why = nameViolation(context.filename, node);
+        if (why !== undefined) {
+          context.report({ node, message: `${why} (CONTRIBUTING.md, "Where a file goes").` });
+        }
+      },
+    };
+  },
+};
+
+module.exports = {
+  rules: { rooms: rule, names: namesRule },
+  roomViolation,
+  nameViolation,
+  MAY_IMPORT,
+  ROLES,
+};
