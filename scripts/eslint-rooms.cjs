@@ -18,7 +18,7 @@ const ROOMS = Object.keys(MAY_IMPORT);
 /**
  * Where a file sits: its app and its room (the first folder of its path under
  * `apps/<app>/src/` that is a room), or no room for the app-wide files
- * (config.ts, metrics.ts, …) and a feature's own module file.
+ * (config.ts, <app>.metrics.ts, …) and a feature's own module file.
  */
 function placeOf(file) {
   const parts = path.resolve(file).split(path.sep);
