@@ -118,49 +118,6 @@ const ROLES = [
 const NAME = new RegExp(`^[a-z0-9]+(?:-[a-z0-9]+)*\\.(?:${ROLES.join('|')})\\.ts$`);
 /** An app's boot files, at the top of its src/: scripts and images start dist/apps/<app>/src/main.js. */
 const BOOT_FILES = ['main.ts', 'tracing.ts', 'config.ts'];
-/**
- * Files other work is moving or renaming right now (the names are proposed beside them); each
- * leaves this list when it is renamed.
- */
-const NAMES_PENDING = new Set([
-  ...[
-    'checks',
-    'cli',
-    'executor-node',
-    'guards',
-    'lock-server-node',
-    'model-guard',
-    'model-node',
-    'network',
-    'payment-node',
-    'payout-world',
-    'proxy-node',
-    'run',
-    'scheduler',
-    'shrink',
-    'sim-database',
-    'sim-proofs',
-    'worker',
-    'sim',
-  ].map((f) => `apps/harness/src/sim/${f}.ts`),
-  'apps/harness/src/checkers/linearizability/history-builder.testing.ts',
-  'apps/executor/src/harness/harness-attempt-hooks.ts',
-  'apps/payment-resource/src/fixtures/fixtures.ts',
-  ...[
-    'pg-database',
-    'pg-errors',
-    'pg-revocation-requests',
-    'pg-wakeups',
-    'release-signal',
-    'rows',
-    'sql',
-    'token-high-water',
-  ].map((f) => `apps/lock-server/src/locks/persistence/pg/${f}.ts`),
-  'apps/lock-server/src/locks/persistence/pg/index.ts',
-  ...['db-retry', 'read-only-db', 'readiness', 'tokens'].map(
-    (f) => `apps/reconciler/src/persistence/${f}.ts`,
-  ),
-]);
 
 /** An index.ts that only re-exports (`export … from`), so its folder reads as one module. */
 function onlyReExports(program) {
@@ -182,8 +139,6 @@ function nameViolation(file, program) {
   const inSrc = parts.slice(at + 3);
   const base = inSrc[inSrc.length - 1];
   const subject = base.replace(/\.spec\.ts$/, '.ts');
-  const repoPath = ['apps', parts[at + 1], 'src', ...inSrc.slice(0, -1), subject].join('/');
-  if (NAMES_PENDING.has(repoPath)) return undefined;
   if (inSrc.length === 1 && BOOT_FILES.includes(subject)) return undefined;
   if (subject === 'index.ts' && base === subject) {
     return program === undefined || onlyReExports(program)

@@ -36,7 +36,7 @@ describe("no test code under an app's src/", () => {
     expect(misplacedTestCode(['fixtures', 'fixtures.ts'].join(sep))).toMatch(/fixtures\//);
     expect(misplacedTestCode('execution/harness/hooks.ts')).toMatch(/harness\//);
     expect(misplacedTestCode('checkers/history-builder.testing.ts')).toMatch(/testing\.ts/);
-    expect(misplacedTestCode('execution/service/harness-attempt.hooks.ts')).toBeUndefined();
+    expect(misplacedTestCode('execution/service/harness-attempt.service.ts')).toBeUndefined();
     expect(misplacedTestCode('fixtures.ts')).toBeUndefined();
   });
 

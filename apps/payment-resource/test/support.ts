@@ -16,7 +16,7 @@ import {
 } from '@dlock/testing';
 import { PaymentResourceModule } from '../src/app.module';
 import { paydbDataSource } from '../src/persistence/paydb-data-source.factory';
-import { Fixtures } from '../src/cli/fixture-data';
+import { Fixtures } from '../src/cli/fixture-data.repository';
 
 export interface Harness {
   base: string;

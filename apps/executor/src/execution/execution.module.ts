@@ -5,7 +5,7 @@ import {
   RailProxyClient,
 } from '@dlock/payout-contract';
 import { EXECUTOR_CONFIG, type ExecutorConfig } from '../config';
-import { HarnessAttemptHooks } from './service/harness-attempt.hooks';
+import { HarnessAttemptHooks } from './service/harness-attempt.service';
 import { ExecutorMetricsModule } from '../metrics.module';
 import { AttemptHooks, NoAttemptHooks } from './domain/attempt-hooks.port';
 import { ExecutionClock, MonotonicExecutionClock } from './domain/execution-clock.port';

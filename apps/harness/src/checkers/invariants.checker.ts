@@ -9,9 +9,9 @@ import {
 import { withPg } from '../infra/postgres.infra';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkGrantHistory, checkRevocations } from './grant-history.checker';
-import { INVARIANTS, type InvariantId } from './invariant-ids';
+import { INVARIANTS, type InvariantId } from './invariant-ids.types';
 
-export { INVARIANTS, type InvariantId } from './invariant-ids';
+export { INVARIANTS, type InvariantId } from './invariant-ids.types';
 
 export interface CheckInput {
   paydbUrl: string;

@@ -8,7 +8,7 @@ import { submitBudgetMs } from '../../../executor/src/execution/domain/lease.rul
 import { PayoutExecutionService } from '../../../executor/src/execution/service/payout-execution.service';
 import { ExecutorMetrics } from '../../../executor/src/executor.metrics';
 import type { SimProcess } from './scheduler.sim';
-import { RAIL_READ_TIMEOUT_MS } from './sim-clients';
+import { RAIL_READ_TIMEOUT_MS } from './clients.sim';
 import type { World } from './worker.sim';
 
 /** prom-client's default registry takes each metric once: one per process, counters only. */

@@ -36,14 +36,14 @@ export interface GuardSetup {
 }
 
 /** The PGlite world's modules (Nest, TypeORM, PGlite, both services): loaded by the first pglite run only. */
-let pglite: Promise<typeof import('./pglite-guards')> | undefined;
+let pglite: Promise<typeof import('./pglite-guards.sim')> | undefined;
 
 export async function openGuards(mode: GuardMode, w: World, s: GuardSetup): Promise<SimGuards> {
   switch (mode) {
     case 'model':
       return new ModelGuards(w, s.accounts, s.amounts, s.skipFence);
     case 'pglite':
-      pglite ??= import('./pglite-guards');
+      pglite ??= import('./pglite-guards.sim');
       return (await pglite).PgliteGuards.open(w, s);
     default:
       throw new Error(`unknown guards mode ${String(mode)}`);

@@ -14,10 +14,10 @@ import type { GuardClients, SimGuards } from './guards.sim';
 import { PaymentGuard, RailProxy, type ModelPayout } from './payment-guard.model';
 import type { SimPayout } from './payout-world.model';
 import { SIM_EPOCH_MS, type SimProcess } from './scheduler.sim';
-import { railAnswer, SimPaymentResource, SimRailProxy } from './sim-clients';
+import { railAnswer, SimPaymentResource, SimRailProxy } from './clients.sim';
 import type { World } from './worker.sim';
 
-/** payment-resource's client (sim-clients.ts), answered by the in-memory guard (payment-guard.model.ts) with the contract's codes. */
+/** payment-resource's client (clients.sim.ts), answered by the in-memory guard (payment-guard.model.ts) with the contract's codes. */
 class ModelPaymentResource extends SimPaymentResource {
   constructor(
     w: World,
@@ -81,7 +81,7 @@ class ModelPaymentResource extends SimPaymentResource {
 }
 
 /**
- * rail-proxy's side (sim-clients.ts) in memory: the proxy records the intent,
+ * rail-proxy's side (clients.sim.ts) in memory: the proxy records the intent,
  * calls the rail, and answers RAIL_AMBIGUOUS when the rail does not answer
  * within its read timeout (the rail may have paid all the same).
  */

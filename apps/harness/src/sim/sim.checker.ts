@@ -1,7 +1,7 @@
 import { payoutLockKey, isTerminalPayoutState } from '@dlock/payout-contract';
 import { checkRecordedLockHistory } from '../checkers/linearizability';
 import { checkGrantHistory } from '../checkers/grant-history.checker';
-import { INVARIANTS } from '../checkers/invariant-ids';
+import { INVARIANTS } from '../checkers/invariant-ids.types';
 import type { GrantRecord, LockCall } from '../infra/lock-recorder.infra';
 import { transition } from '@dlock/payout-contract';
 import type { AdmittedWrite } from './payment-node.sim';

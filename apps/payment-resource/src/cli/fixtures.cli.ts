@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { EnvError, requiredDatabaseUrl } from '@dlock/config';
 import { PAYDB_MIGRATIONS } from '../../../../migrations/paydb';
 import { paydbDataSource } from '../persistence/paydb-data-source.factory';
-import { Fixtures } from './fixture-data';
+import { Fixtures } from './fixture-data.repository';
 
 const USAGE = `usage (PAYDB_URL must be set):
   fixtures seed [--accounts 20] [--payouts 200] [--currency EUR] [--opening-balance 1000000]

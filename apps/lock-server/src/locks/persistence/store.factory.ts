@@ -24,21 +24,19 @@ export function storeBackend(config: LockServerConfig): Backend {
  * Requires, not imports: only the chosen backend is read from disk. The etcd client (etcd3, gRPC,
  * protobufjs) is about a tenth of a pg lock-server's start-up CPU (docs/lock-server.md).
  */
+/* eslint-disable @typescript-eslint/no-require-imports */
 function chosenBackend(config: LockServerConfig): Backend {
   switch (config.LOCK_BACKEND) {
     case 'pg': {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const pg = require('./pg/pg-store.providers') as typeof import('./pg/pg-store.providers');
       return { imports: [pg.lockdbModule(config)], providers: pg.pgStoreProviders(config) };
     }
     case 'etcd': {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const etcd =
         require('./etcd/etcd-store.providers') as typeof import('./etcd/etcd-store.providers');
       return { imports: [], providers: etcd.etcdStoreProviders(config) };
     }
     case 'memory': {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const memory =
         require('./memory/memory-store.providers') as typeof import('./memory/memory-store.providers');
       return { imports: [], providers: memory.memoryStoreProviders(config) };
@@ -49,6 +47,7 @@ function chosenBackend(config: LockServerConfig): Backend {
     }
   }
 }
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /**
  * LOCK_SERVER_BROKEN (harness only, refused without DLOCK_HARNESS=1 by

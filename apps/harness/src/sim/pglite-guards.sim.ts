@@ -2,7 +2,7 @@ import type { PayoutState } from '@dlock/payout-contract';
 import type { GuardRecords } from './sim.checker';
 import type { GuardClients, GuardSetup, SimGuards } from './guards.sim';
 import { PaymentNode } from './payment-node.sim';
-import { PglitePaymentResource, PgliteRailProxy, simRail } from './pglite-clients';
+import { PglitePaymentResource, PgliteRailProxy, simRail } from './pglite-clients.sim';
 import type { SimPayout } from './payout-world.model';
 import { ProxyNode } from './proxy-node.sim';
 import { SIM_EPOCH_MS, type SimProcess } from './scheduler.sim';
@@ -18,7 +18,7 @@ export { closeSimDatabases };
  * model. Loaded only for `--guards pglite` (guards.sim.ts).
  */
 export class PgliteGuards implements SimGuards {
-  /** Submits at the proxy not answered yet, by idempotency scope (pglite-clients.ts). */
+  /** Submits at the proxy not answered yet, by idempotency scope (pglite-clients.sim.ts). */
   readonly inFlight = new Map<string, Promise<unknown>>();
   proxy!: ProxyNode;
 

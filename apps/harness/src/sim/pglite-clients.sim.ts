@@ -13,14 +13,14 @@ import {
   type TransitionResult,
 } from '@dlock/payout-contract';
 import type { SubmissionRecord } from '../../../rail-proxy/src/submission/domain/submission.types';
-import type { PgliteGuards } from './pglite-guards';
+import type { PgliteGuards } from './pglite-guards.sim';
 import { simReceiptOf, type SimRail } from './proxy-node.sim';
 import type { SimProcess } from './scheduler.sim';
-import { railAnswer, SimPaymentResource, SimRailProxy } from './sim-clients';
+import { railAnswer, SimPaymentResource, SimRailProxy } from './clients.sim';
 import type { World } from './worker.sim';
 
 /**
- * payment-resource's client (sim-clients.ts), answered by the real service
+ * payment-resource's client (clients.sim.ts), answered by the real service
  * (payment-node.sim.ts: PayoutCommands on paydb's SQL in PGlite) with the
  * headers the real client sends.
  */
@@ -120,7 +120,7 @@ function transitionOf(r: { payoutId: string; state: PayoutState }): TransitionRe
 }
 
 /**
- * rail-proxy's side (sim-clients.ts), answered by the real service
+ * rail-proxy's side (clients.sim.ts), answered by the real service
  * (proxy-node.sim.ts: SubmissionService on proxydb's SQL in PGlite), and the
  * rail stub behind it (simRail).
  */

@@ -1,6 +1,6 @@
 import { readExecutorConfig } from '../../config';
 import type { AttemptPoint } from '../domain/attempt-hooks.port';
-import { HarnessAttemptHooks } from './harness-attempt.hooks';
+import { HarnessAttemptHooks } from './harness-attempt.service';
 
 // The harness's crash and pause points (UC-03, UC-04) in-process: the kill is
 // injected here; the spawned executors of apps/executor/test/recovery.spec.ts
