@@ -30,7 +30,11 @@ export interface Timing {
 
 export const FAST_TIMING: Timing = {
   sessionTtlMs: 3_000,
-  lockTtlMs: 6_000,
+  // × (1 − safetyMargin) = 5.6 s of lease the executor counts on, against a 4 s submit budget
+  // (1 s + railReadTimeoutMs + 2 s, docs/executor.md): 1.6 s left for the acquire, the claim
+  // and RAIL_SUBMITTED. With 6 s only 0.2 s was left, and on a loaded machine every attempt
+  // gave its lease back as too short (a CI run's UC-03 did so for 20 s).
+  lockTtlMs: 8_000,
   safetyMargin: 0.3,
   railReadTimeoutMs: 1_000,
   railHoldMs: 2_500,

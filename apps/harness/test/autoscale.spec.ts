@@ -16,9 +16,10 @@ import { log, removeWorkDir, testPg, testWorkDir, TEST_SEED } from './support';
 /**
  * The rail answers in 200 ms; a read timeout of 1 s (FAST_TIMING) is a real rail timeout on a
  * loaded machine, a RAIL_AMBIGUOUS no scale-in caused. 3 s keeps the scale the only variable;
- * the lease still covers a worst-case submit (lockTtl × 0.7 ≥ 1 s + read timeout + 2 s).
+ * the lease still covers a worst-case submit (lockTtl × 0.7 = 8.4 s ≥ 1 s + read timeout + 2 s),
+ * with 2.4 s left for the acquire, the claim and RAIL_SUBMITTED on a loaded machine.
  */
-const TIMING = { ...FAST_TIMING, railReadTimeoutMs: 3_000, lockTtlMs: 10_000 };
+const TIMING = { ...FAST_TIMING, railReadTimeoutMs: 3_000, lockTtlMs: 12_000 };
 
 describe('executors autoscaled under load', () => {
   let h: Harness;
