@@ -65,7 +65,11 @@ async function runAutoscale(sys: DlockSystem, o: AutoscaleOptions) {
       const t0 = performance.now();
       if (target > workers.length) await scaleOut(sys, workers, target, env);
       else scaleIns.push(...(await scaleIn(workers, target, o.shutdownGraceMs)));
-      const posted = await holdUntilPosted(sys, [...fx.payoutIds, ...feed.ids], POSTED_PER_STEP);
+      const posted = await holdUntilPosted(
+        sys,
+        () => [...fx.payoutIds, ...feed.ids],
+        POSTED_PER_STEP,
+      );
       steps.push({ executors: workers.length, posted, ms: Math.round(performance.now() - t0) });
     }
   } finally {
@@ -131,19 +135,29 @@ async function lanesInFlight(w: AppProcess): Promise<number> {
   return Number(line?.split(' ').pop() ?? 0);
 }
 
-/** Holds a step until `count` more payouts are POSTED (and at least HOLD_MIN_MS); returns how many. */
-async function holdUntilPosted(sys: DlockSystem, ids: string[], count: number): Promise<number> {
-  const postedNow = async () =>
-    [...(await payoutStates(sys.paydbUrl, ids)).values()].filter((s) => s === 'POSTED').length;
-  const before = await postedNow();
+/**
+ * Holds a step until `count` more payouts are POSTED (and at least HOLD_MIN_MS); returns how many.
+ * `ids` is read on every poll: the payouts the feed adds during the step count too, so a fast
+ * step before this one cannot leave it nothing to post.
+ */
+async function holdUntilPosted(
+  sys: DlockSystem,
+  ids: () => string[],
+  count: number,
+): Promise<number> {
+  const postedIds = async () => {
+    const states = await payoutStates(sys.paydbUrl, ids());
+    return new Set([...states].filter(([, s]) => s === 'POSTED').map(([id]) => id));
+  };
+  const before = await postedIds();
   const t0 = performance.now();
-  let posted = before;
+  let posted = 0;
   while (performance.now() - t0 < STEP_TIMEOUT_MS) {
-    posted = await postedNow();
-    if (posted - before >= count && performance.now() - t0 >= HOLD_MIN_MS) break;
+    posted = [...(await postedIds())].filter((id) => !before.has(id)).length;
+    if (posted >= count && performance.now() - t0 >= HOLD_MIN_MS) break;
     await sleep(200);
   }
-  return posted - before;
+  return posted;
 }
 
 function judge(
