@@ -25,7 +25,15 @@ import {
  */
 jest.setTimeout(240_000);
 
-const CLI = path.join(REPO_ROOT, 'dist', 'apps', 'payment-resource', 'src', 'cli', 'fixtures.cli.js');
+const CLI = path.join(
+  REPO_ROOT,
+  'dist',
+  'apps',
+  'payment-resource',
+  'src',
+  'cli',
+  'fixtures.cli.js',
+);
 const run = promisify(execFile);
 
 const FLOW_MS = 25_000;

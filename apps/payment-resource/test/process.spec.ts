@@ -16,7 +16,15 @@ import { bodies, ledgerInvariants, write } from './support';
 
 const run = promisify(execFile);
 const MAIN = path.join(REPO_ROOT, 'dist', 'apps', 'payment-resource', 'main.js');
-const CLI = path.join(REPO_ROOT, 'dist', 'apps', 'payment-resource', 'src', 'cli', 'fixtures.cli.js');
+const CLI = path.join(
+  REPO_ROOT,
+  'dist',
+  'apps',
+  'payment-resource',
+  'src',
+  'cli',
+  'fixtures.cli.js',
+);
 
 async function node(script: string, args: string[], env: Record<string, string>) {
   try {
