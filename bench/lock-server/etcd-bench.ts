@@ -37,6 +37,8 @@ const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 4000);
 const WARMUP_MS = 500;
 const LEVELS = [1, 16, 64];
 const LEASE_MS = 30_000;
+/** The lock-server's pairs/s at 64 as a share of the same operations through etcd3 (issue 54's goals table). */
+const RAW_SHARE_GOAL = 0.65;
 const WITH_PG = (process.env.BENCH_WITH_PG ?? '1') === '1';
 const REPORT = path.join(ROOT, 'bench', 'reports', 'lock-server-etcd.md');
 const PG_REPORT = path.join(ROOT, 'bench', 'reports', 'lock-server-pg.md');
@@ -303,7 +305,7 @@ function report(results: Result[], seconds: number, withPg: boolean): string {
     '',
     '## Goal at concurrency 64',
     '',
-    `- lock-server (etcd) / raw etcd3 same ops: ${(ratio * 100).toFixed(0)} % (goal >= 50 %): ${ratio >= 0.5 ? 'met' : 'NOT met'}`,
+    `- lock-server (etcd) / raw etcd3 same ops: ${(ratio * 100).toFixed(0)} % (goal >= ${RAW_SHARE_GOAL * 100} %): ${ratio >= RAW_SHARE_GOAL ? 'met' : 'NOT met'}`,
     `- lock-server (etcd) / raw etcd3 one txn each way: ${((server.pairsPerSec / minimal.pairsPerSec) * 100).toFixed(0)} % (what the lease per grant and the session index cost on top of etcd's floor)`,
     '',
     failover,
