@@ -82,6 +82,7 @@ const PUBLIC_DEPENDENCIES = [
   '@nestjs/typeorm',
   'typeorm',
   'pg',
+  'prom-client',
   'reflect-metadata',
   'rxjs',
 ];
@@ -524,7 +525,7 @@ it('@dlock/lock-client/testing runs the SDK on the in-memory lock-server', async
   });
 });
 
-it('sends a refund once under withLock and its fenced writes; the lock is released after; a revoke fences the table before it answers', async () => {
+it('sends a refund once under withLock and its fenced writes; the lock is released after; a revoke fences the table before it answers; a half-sent refund is the team’s own safety event', async () => {
   const team = await startTeamApp('refunds-1', refundsPort);
   // The session opened while the app booted: its very first readiness answer is yes.
   expect(team.firstReady).toBe(200);
@@ -590,6 +591,27 @@ it('sends a refund once under withLock and its fenced writes; the lock is releas
   expect(await refund('r-7')).toEqual({ status: 'PENDING', fence: floor, sent_token: null });
   expect(team.output()).toMatch(/WARN.*fence_floor_raised key=refund:r-7 floor=\d+/);
   await session.close();
+
+  // The team's own safety event, registered with @dlock/lock-nest (docs/extending.md): a refund
+  // an earlier grant left SENDING is a log line and a counter its /metrics serves from 0.
+  const needsCheckTotal = async () =>
+    /^refund_needs_check_total (\S+)$/m.exec(
+      await (await fetch(`${team.url}/metrics`)).text(),
+    )?.[1];
+  expect(await needsCheckTotal()).toBe('0');
+  await withClient(refundsDb, (c) =>
+    c.query(
+      `INSERT INTO refund (id, amount_minor, status, fence, sent_token) VALUES ('r-6', 500, 'SENDING', 1, 1)`,
+    ),
+  );
+  expect(await post(`${team.url}/refunds/r-6/send`)).toMatchObject({
+    status: 409,
+    body: { code: 'REFUND_NEEDS_CHECK', retrySafe: false, details: { refundId: 'r-6' } },
+  });
+  expect(await needsCheckTotal()).toBe('1');
+  expect(team.output()).toMatch(
+    /WARN.*\[safety\].*refund left half-sent by an earlier grant: check the payment network event=refund_needs_check refundId=r-6 token=\d+/,
+  );
 });
 
 it('an identity the policy does not name is refused: 403 FORBIDDEN, answered by DlockExceptionFilter', async () => {

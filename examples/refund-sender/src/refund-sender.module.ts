@@ -5,22 +5,36 @@ import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { fileTokenProvider } from '@dlock/identity';
-import { DlockExceptionFilter, FencePointModule, LockClientModule } from '@dlock/lock-nest';
+import {
+  DlockExceptionFilter,
+  FencePointModule,
+  LockClientModule,
+  SafetyEvents,
+} from '@dlock/lock-nest';
 import { TableFenceFloors } from '@dlock/persistence';
 import { HealthController } from './health.controller';
+import { MetricsController } from './metrics.controller';
 import { RefundController } from './refund.controller';
 import { RefundSender } from './refund-sender.service';
 import { registerRefundErrorCodes } from './refund-errors';
+import { registerRefundSafetyEvents } from './refund-safety-events';
 import { MemoryRefundSink, RefundSink } from './refund-sink';
 
-// The example's own error codes, known before any request can need one (docs/extending.md).
+// The example's own error codes and safety events, known before any request can need one and
+// before SafetyEvents is built, so its counter starts at 0 (docs/extending.md).
 registerRefundErrorCodes();
+registerRefundSafetyEvents();
 
 /** The feature module: what a team adds for its own bounded context. */
 @Module({
   controllers: [RefundController],
-  // The payment network: the in-memory fake here; a team binds its own client.
-  providers: [RefundSender, { provide: RefundSink, useClass: MemoryRefundSink }],
+  providers: [
+    RefundSender,
+    // The payment network: the in-memory fake here; a team binds its own client.
+    { provide: RefundSink, useClass: MemoryRefundSink },
+    // Counts on prom-client's default registry, one line each on Nest's console logger.
+    { provide: SafetyEvents, useFactory: () => new SafetyEvents() },
+  ],
   exports: [RefundSender],
 })
 export class RefundModule {}
@@ -69,7 +83,7 @@ export class RefundModule {}
     TerminusModule,
     RefundModule,
   ],
-  controllers: [HealthController],
+  controllers: [HealthController, MetricsController],
   // Every DlockError a controller lets through answers as a dlock service would.
   providers: [{ provide: APP_FILTER, useClass: DlockExceptionFilter }],
 })

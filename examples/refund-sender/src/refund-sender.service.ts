@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { LockHandle } from '@dlock/lock-client';
-import { LockSessionKeeper } from '@dlock/lock-nest';
+import { LockSessionKeeper, SafetyEvents } from '@dlock/lock-nest';
 import { fencedUpdate } from '@dlock/persistence';
 import { RefundSink } from './refund-sink';
 
@@ -14,6 +14,7 @@ export class RefundSender {
     private readonly locks: LockSessionKeeper,
     private readonly db: DataSource,
     private readonly sink: RefundSink,
+    private readonly safety: SafetyEvents,
   ) {}
 
   send(id: string, options: { signal?: AbortSignal; ttlMs?: number } = {}): Promise<SendResult> {
@@ -54,7 +55,10 @@ export class RefundSender {
     );
     if (rows.length === 0) return 'unknown';
     if (BigInt(rows[0].fence) > token) return 'fenced';
-    // SENDING under an earlier grant: whether the money moved is for a reconciler to find out.
-    return rows[0].status === 'SENT' ? 'already-sent' : 'needs-check';
+    if (rows[0].status === 'SENT') return 'already-sent';
+    // SENDING under an earlier grant: whether the money moved is for a reconciler to find out,
+    // and an operator's alert says so (src/refund-safety-events.ts).
+    this.safety.record('refund_needs_check', { refundId: id, token });
+    return 'needs-check';
   }
 }

@@ -43,6 +43,10 @@ let db: DataSource;
 const sink = new MemoryRefundSink();
 const apps: TestingModule[] = [];
 
+/** What the apps' loggers warned: the safety events' lines among them. */
+const warnings: string[] = [];
+const logger = { log() {}, error() {}, warn: (line: unknown) => void warnings.push(String(line)) };
+
 let fencePoint: INestApplication;
 let fencePointPort: number;
 /** The `invoice:` fence point: every request that reaches it, which must be none. */
@@ -62,7 +66,7 @@ async function compiled(ownerId: string): Promise<TestingModule> {
     .useValue(config)
     .overrideProvider(RefundSink)
     .useValue(sink)
-    .setLogger({ log() {}, error() {}, warn() {} })
+    .setLogger(logger)
     .compile();
 }
 
@@ -99,7 +103,7 @@ beforeAll(async () => {
   await db.initialize();
   expect((await db.runMigrations()).map((m) => m.name)).toEqual(['RefundTable1764600000000']);
   // The example as it runs: listening, so the lock-server can present its notices.
-  fencePoint = (await compiled('refunds-fence-point')).createNestApplication({ logger: false });
+  fencePoint = (await compiled('refunds-fence-point')).createNestApplication({ logger });
   await fencePoint.listen(fencePointPort, '127.0.0.1');
 });
 
@@ -237,11 +241,19 @@ it('a revoke raises the refund row’s fence before it answers: the revoked hold
   await Promise.all([handle.release(), report.release()]);
 });
 
-it('a refund an earlier grant left SENDING answers the example’s own code, 409 REFUND_NEEDS_CHECK, and pays nothing', async () => {
+/** The app's own safety counter as Prometheus scrapes it from the app's /metrics. */
+async function needsCheckTotal(): Promise<string | undefined> {
+  const res = await fetch(`http://127.0.0.1:${fencePointPort}/metrics`);
+  return /^refund_needs_check_total (\S+)$/m.exec(await res.text())?.[1];
+}
+
+it('a refund an earlier grant left SENDING answers the example’s own code, 409 REFUND_NEEDS_CHECK, pays nothing, and is the example’s own safety event', async () => {
   // Its sender died mid-payment: whether the money moved is unknown, so no grant may send it again.
   await db.query(
     `INSERT INTO refund (id, amount_minor, status, fence, sent_token) VALUES ('r-6', 500, 'SENDING', 1, 1)`,
   );
+  // Registered when the module loaded: its alert sees the series before the first event.
+  expect(await needsCheckTotal()).toBe('0');
   const res = await http('POST', `http://127.0.0.1:${fencePointPort}/refunds/r-6/send`, {
     noAuth: true,
   });
@@ -257,4 +269,10 @@ it('a refund an earlier grant left SENDING answers the example’s own code, 409
     fence: '1',
     sent_token: '1',
   });
+  expect(await needsCheckTotal()).toBe('1');
+  expect(warnings.filter((line) => line.includes('event=refund_needs_check'))).toEqual([
+    expect.stringMatching(
+      /^refund left half-sent by an earlier grant: check the payment network event=refund_needs_check refundId=r-6 token=\d+$/,
+    ),
+  ]);
 });

@@ -31,3 +31,5 @@ export {
   type FloorRaiseAudit,
   type NoticeRefusal,
 } from './fence-point/fence-point.options';
+export * from './safety-events/safety-events';
+export * from './safety-events/safety-event-feed';

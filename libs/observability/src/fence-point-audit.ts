@@ -1,9 +1,13 @@
 import { Logger } from '@nestjs/common';
 import type { Counter } from 'prom-client';
 import { PROOF_REFUSALS } from '@dlock/lock-api';
-import type { FencePointEvents, FloorRaiseAudit, NoticeRefusal } from '@dlock/lock-nest';
+import {
+  SafetyEvents,
+  type FencePointEvents,
+  type FloorRaiseAudit,
+  type NoticeRefusal,
+} from '@dlock/lock-nest';
 import { counter } from '@dlock/metrics';
-import { SafetyEvents } from './safety-events';
 
 const RAISES_METRIC = 'fence_floor_raises_total';
 

@@ -14,10 +14,9 @@ import { LoggerModule } from 'nestjs-pino';
 import type { IncomingMessage } from 'node:http';
 import { requestTraceId, type TracedRequest } from '@dlock/http-contract';
 import type { LockClientEvents } from '@dlock/lock-client';
-import { LOCK_CLIENT_EVENTS } from '@dlock/lock-nest';
+import { LOCK_CLIENT_EVENTS, SafetyEventFeed, SafetyEvents } from '@dlock/lock-nest';
 import { activeTraceFields, stopTracing } from '@dlock/tracing';
 import { debugRequestLog } from './debug-request-log';
-import { SafetyEvents } from './safety-events';
 import { SAFETY_EVENT_SERVICE, SafetyEventsController } from './safety-events.controller';
 import { spanControllers } from './spans.controller';
 
@@ -96,7 +95,11 @@ export class ObservabilityModule implements NestModule, OnApplicationShutdown {
       providers: [
         { provide: OBSERVABILITY_OPTIONS, useValue: options },
         { provide: SAFETY_EVENT_SERVICE, useValue: options.app },
-        { provide: SafetyEvents, useFactory: () => new SafetyEvents() },
+        // pino takes the fields as the line's own: `event` is a JSON field operators search for.
+        {
+          provide: SafetyEvents,
+          useFactory: () => new SafetyEvents(register, new SafetyEventFeed(), 'fields'),
+        },
         // LockClientModule reports session loss here: event=session_lost, lock_session_lost_total.
         { provide: LOCK_CLIENT_EVENTS, useFactory: sessionLossReporter, inject: [SafetyEvents] },
       ],

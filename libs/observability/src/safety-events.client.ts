@@ -1,6 +1,6 @@
 import type { TokenProvider } from '@dlock/identity';
 import { HOP_BUDGETS, JsonPeer, PeerProtocolError, withHopRetries } from '@dlock/http-client';
-import type { SafetyEventRecord } from './safety-event-feed';
+import type { SafetyEventRecord } from '@dlock/lock-nest';
 import type { SafetyEventsResponse } from './safety-events.controller';
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -9,8 +9,7 @@ import {
   wireSchema,
 } from '@dlock/http-contract';
 import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { SafetyEventRecord } from './safety-event-feed';
-import { SafetyEvents } from './safety-events';
+import { SafetyEvents, type SafetyEventRecord } from '@dlock/lock-nest';
 
 /** The name the feed answers with (ObservabilityOptions.app). */
 export const SAFETY_EVENT_SERVICE = Symbol('SAFETY_EVENT_SERVICE');

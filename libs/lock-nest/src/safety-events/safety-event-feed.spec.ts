@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { Logger } from '@nestjs/common';
 import { SAFETY_EVENT_FEED_CAPACITY_EVENTS, SafetyEventFeed } from './safety-event-feed';
-import { registerSafetyEvents, SafetyEvents } from './safety-events';
+import { registerSafetyEvents, SafetyEvents, type SafetyEventLogStyle } from './safety-events';
 
 const AT = new Date('2026-12-01T06:00:00.000Z');
 
@@ -193,19 +193,32 @@ const REFUND_EVENTS = [
 ];
 
 describe('SafetyEvents log lines', () => {
-  it('name the safety event in `event`, even when a field has that name', () => {
+  /** What each style hands the Nest logger for one event whose fields include an `event`. */
+  function loggedAs(style: SafetyEventLogStyle): unknown[][] {
     registerSafetyEvents(REFUND_EVENTS);
-    const lines: Record<string, unknown>[] = [];
+    const calls: unknown[][] = [];
     const warn = jest
       .spyOn(Logger.prototype, 'warn')
-      .mockImplementation((line: unknown) => void lines.push(line as Record<string, unknown>));
+      .mockImplementation((...args: unknown[]) => void calls.push(args));
     try {
-      const safety = new SafetyEvents(new Registry(), new SafetyEventFeed(10, () => AT));
-      safety.record('refund_refused', { refundId: 'r-1', state: 'SENT', event: 'SEND' });
+      const safety = new SafetyEvents(new Registry(), new SafetyEventFeed(10, () => AT), style);
+      safety.record('refund_refused', { refundId: 'r-1', token: 7n, event: 'SEND' });
     } finally {
       warn.mockRestore();
     }
-    expect(lines).toEqual([expect.objectContaining({ event: 'refund_refused' })]);
+    return calls;
+  }
+
+  it('for pino: the fields are the line’s own, the safety event in `event` even when a field has that name', () => {
+    expect(loggedAs('fields')).toEqual([
+      [{ refundId: 'r-1', token: '7', event: 'refund_refused' }, 'refund refused'],
+    ]);
+  });
+
+  it("for Nest's console logger (the default): one line, the message, `event=`, then the fields", () => {
+    expect(loggedAs('line')).toEqual([
+      ['refund refused event=refund_refused refundId=r-1 token=7 sdkEvent=SEND'],
+    ]);
   });
 });
 

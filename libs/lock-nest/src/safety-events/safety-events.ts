@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { counter } from '@dlock/metrics';
 import { register, type Counter, type Registry } from 'prom-client';
+import { logLine } from '../nest-logger';
 import { SafetyEventFeed } from './safety-event-feed';
 
 /** The lock service's safety events (docs/operations.md): each is a structured log event and a metric. */
@@ -8,7 +9,7 @@ export type BuiltInSafetyEvent =
   'fenced_out' | 'session_lost' | 'lock_revoked' | 'token_regression' | 'proof_rejected';
 
 /**
- * A safety event an app adds (docs/extending.md, "Your own safety events"): a log event of this
+ * A safety event an app adds (docs/extending.md, "Your own error codes and safety events"): a log event of this
  * name with `message`, counted on `metric`. The event and metric names are what alerts and
  * operators search for (docs/operations.md): registered once, never renamed.
  */
@@ -71,6 +72,15 @@ function labelNamesOf(spec: SafetyEventSpec): string[] {
 
 export type FencedResource = string;
 
+/**
+ * How a safety event reaches the log (docs/extending.md, "Your own error codes and safety
+ * events"). `fields`: the fields are the line's own, for a logger that takes an object first
+ * (nestjs-pino: dlock's services, ObservabilityModule). `line`: one `message event=<name>
+ * name=value …` line, for Nest's own console logger, which prints an object as a multi-line
+ * block.
+ */
+export type SafetyEventLogStyle = 'fields' | 'line';
+
 function counterIn(
   registry: Registry,
   name: string,
@@ -82,7 +92,7 @@ function counterIn(
 
 /**
  * One place that emits every safety signal. Labels never carry a key, resource
- * id or token (NFR-09): those go to the log line only.
+ * id or token (docs/operations.md): those go to the log line only.
  */
 @Injectable()
 export class SafetyEvents {
@@ -98,10 +108,12 @@ export class SafetyEvents {
   /**
    * @param feed the recent events GET /v1/safety-events serves: every event
    *   emitted here, and only here, is appended to it.
+   * @param logStyle what the app's logger makes one structured line of.
    */
   constructor(
     registry: Registry = register,
     readonly feed: SafetyEventFeed = new SafetyEventFeed(),
+    private readonly logStyle: SafetyEventLogStyle = 'line',
   ) {
     this.fencedOutTotal = counterIn(
       registry,
@@ -266,7 +278,8 @@ export class SafetyEvents {
       Object.entries(fields).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString() : v]),
     );
     // The event's name wins over a field of the same name: it is what operators search for.
-    this.logger.warn({ ...safe, event }, message);
+    if (this.logStyle === 'fields') this.logger.warn({ ...safe, event }, message);
+    else this.logger.warn(logLine(`${message} event=${event}`, safe));
     const key =
       coalesceBy === undefined
         ? undefined
