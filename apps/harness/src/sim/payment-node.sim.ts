@@ -1,4 +1,3 @@
-import { Global, Module } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
@@ -27,6 +26,7 @@ import type { Grant } from '../../../payment-resource/src/payouts/service/payout
 import type { SimPayout } from './payout-world.model';
 import { decodeSimProof, simGrantVerifier } from './sim-proofs.sim';
 import { SimDatabase } from './sim-database.sim';
+import { simPlatform } from './sim-platform.sim';
 
 /** One write payment-resource admitted, in commit order (paydb's payout_transition): what the checks read. */
 export interface AdmittedWrite {
@@ -94,10 +94,6 @@ const ENV = {
 /** prom-client's default registry takes each metric once: one per process. */
 let metrics: PaymentMetrics | undefined;
 
-@Global()
-@Module({})
-class SimPlatform {}
-
 /**
  * payment-resource in the simulation: its real PayoutsModule (PayoutCommands,
  * FencedWriter, the repositories and their SQL, the transition table) on
@@ -136,14 +132,10 @@ export class PaymentNode {
     const ref = await Test.createTestingModule({
       imports: [
         PayoutsModule,
-        {
-          module: SimPlatform,
-          providers: [
-            { provide: PAYMENT_CONFIG, useValue: config },
-            { provide: SafetyEvents, useValue: safety },
-          ],
-          exports: [PAYMENT_CONFIG, SafetyEvents],
-        },
+        simPlatform([
+          [PAYMENT_CONFIG, config],
+          [SafetyEvents, safety],
+        ]),
       ],
     })
       .overrideProvider(DataSource)
