@@ -74,6 +74,9 @@ export class ReceiptCheck extends ProofCheck {
     grant: { ownerId: string; token: FencingToken; traceId?: string },
     err: ProofRejectedError,
   ): void {
-    this.report({ payoutId, ...grant }, err);
+    this.report(
+      { payoutId, ownerId: grant.ownerId, token: grant.token, traceId: grant.traceId },
+      err,
+    );
   }
 }
