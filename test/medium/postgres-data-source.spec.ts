@@ -3,7 +3,7 @@ import {
   poolOf,
   postgresDataSource,
   probeNewConnection,
-  runPrepared,
+  sqlRows,
 } from '@dlock/persistence';
 import { createDatabase } from '@dlock/testing';
 
@@ -39,8 +39,7 @@ describe('postgresDataSource', () => {
       ).rows as { app: string; timeout: string }[];
       expect(row).toEqual({ app: 'dlock-data-source-test', timeout: '1234ms' });
       // A prepared statement outside a transaction runs on that same pool.
-      const result = await runPrepared(ds.manager, 'SELECT $1::int + 1 AS n', [41]);
-      expect(result.rows).toEqual([{ n: 42 }]);
+      expect(await sqlRows(ds.manager, 'SELECT $1::int + 1 AS n', [41])).toEqual([{ n: 42 }]);
       await probeNewConnection(ds, 2_000);
     } finally {
       await ds.destroy();

@@ -1,9 +1,9 @@
 import { DataSource, QueryFailedError } from 'typeorm';
-import { preparedManager, preparedStatement } from '@dlock/persistence';
+import { preparedStatement, sqlRows } from '@dlock/persistence';
 import { createDatabase } from '@dlock/testing';
 
 // The statement cache every app's hot path runs on, against a real PostgreSQL.
-describe('preparedManager', () => {
+describe('sqlRows on a manager', () => {
   let ds: DataSource;
 
   beforeAll(async () => {
@@ -21,16 +21,16 @@ describe('preparedManager', () => {
     return rows.map((r) => r.name);
   }
 
-  it('answers in TypeORM’s shapes: rows, and [rows, rowCount] for UPDATE and DELETE', async () => {
-    const db = preparedManager(ds.manager);
-    expect(await db.query(`INSERT INTO item VALUES ($1, $2) RETURNING id`, [1, 5])).toEqual([
+  it('answers the rows whatever the statement: INSERT, UPDATE and SELECT alike', async () => {
+    const db = ds.manager;
+    expect(await sqlRows(db, `INSERT INTO item VALUES ($1, $2) RETURNING id`, [1, 5])).toEqual([
       { id: 1 },
     ]);
     expect(
-      await db.query(`UPDATE item SET qty = qty - $2 WHERE id = $1 RETURNING qty`, [1, 2]),
-    ).toEqual([[{ qty: 3 }], 1]);
-    expect(await db.query(`UPDATE item SET qty = 0 WHERE id = $1`, [99])).toEqual([[], 0]);
-    expect(await db.query(`SELECT id, qty FROM item WHERE id = $1`, [1])).toEqual([
+      await sqlRows(db, `UPDATE item SET qty = qty - $2 WHERE id = $1 RETURNING qty`, [1, 2]),
+    ).toEqual([{ qty: 3 }]);
+    expect(await sqlRows(db, `UPDATE item SET qty = 0 WHERE id = $1`, [99])).toEqual([]);
+    expect(await sqlRows(db, `SELECT id, qty FROM item WHERE id = $1`, [1])).toEqual([
       { id: 1, qty: 3 },
     ]);
   });
@@ -38,9 +38,8 @@ describe('preparedManager', () => {
   it('prepares each text once per connection, inside the manager’s own transaction', async () => {
     const sql = `SELECT qty FROM item WHERE id = $1`;
     await ds.transaction(async (manager) => {
-      const db = preparedManager(manager);
-      await db.query(sql, [1]);
-      await db.query(sql, [1]);
+      await sqlRows(manager, sql, [1]);
+      await sqlRows(manager, sql, [1]);
       expect(await preparedNames(manager)).toContain(preparedStatement(sql).name);
     });
   });
@@ -48,7 +47,7 @@ describe('preparedManager', () => {
   it('runs in the transaction: a rollback undoes its writes', async () => {
     await expect(
       ds.transaction(async (manager) => {
-        await preparedManager(manager).query(`UPDATE item SET qty = 100 WHERE id = $1`, [1]);
+        await sqlRows(manager, `UPDATE item SET qty = 100 WHERE id = $1`, [1]);
         throw new Error('roll back');
       }),
     ).rejects.toThrow('roll back');
@@ -56,10 +55,7 @@ describe('preparedManager', () => {
   });
 
   it('fails with a QueryFailedError carrying the SQLSTATE, as TypeORM does', async () => {
-    const failure = preparedManager(ds.manager).query(
-      `UPDATE item SET qty = $2 WHERE id = $1`,
-      [1, -1],
-    );
+    const failure = sqlRows(ds.manager, `UPDATE item SET qty = $2 WHERE id = $1`, [1, -1]);
     await expect(failure).rejects.toBeInstanceOf(QueryFailedError);
     await expect(failure).rejects.toMatchObject({ driverError: { code: '23514' } });
   });
@@ -67,10 +63,9 @@ describe('preparedManager', () => {
   it('keeps working after a migration adds a column (statements name their columns)', async () => {
     const sql = `SELECT id, qty FROM item WHERE id = $1`;
     await ds.transaction(async (manager) => {
-      const db = preparedManager(manager);
-      await db.query(sql, [1]);
+      await sqlRows(manager, sql, [1]);
       await manager.query(`ALTER TABLE item ADD COLUMN note text`);
-      expect(await db.query(sql, [1])).toEqual([{ id: 1, qty: 3 }]);
+      expect(await sqlRows(manager, sql, [1])).toEqual([{ id: 1, qty: 3 }]);
     });
   });
 

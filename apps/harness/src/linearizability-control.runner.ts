@@ -6,14 +6,12 @@ import {
 } from './checkers/linearizability';
 import { lockWorkout } from './scenarios/lock-workout.scenario';
 import type { DlockSystem } from './dlock-system.infra';
+import {
+  BROKEN_MODES,
+  type BrokenMode,
+} from '../../lock-server/src/locks/persistence/broken-lock.store';
 
-/** LOCK_SERVER_BROKEN's modes (apps/lock-server/src/locks/persistence/broken-lock.store.ts). */
-export const BROKEN_MODES = [
-  'release-ignores-token',
-  'acquire-ignores-holder',
-  'token-goes-back',
-] as const;
-export type BrokenMode = (typeof BROKEN_MODES)[number];
+export { BROKEN_MODES, type BrokenMode };
 
 export interface LinearizabilityControlResult {
   /** 'off': the real lock-server, whose history must be accepted. */

@@ -15,3 +15,4 @@ export * from './openapi';
 export * from './operation';
 export * from './fenced-grant';
 export * from './identity-throttler';
+export * from './list-route';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { EntityManager } from 'typeorm';
-import { runPrepared } from './prepared';
+import { sqlRows } from './prepared';
 
 /** Table and column names the helper writes into SQL: plain lower-case identifiers only. */
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -78,9 +78,9 @@ export async function fencedUpdate<Row extends Record<string, unknown>>(
   spec: FencedUpdateSpec,
 ): Promise<FencedUpdateResult<Row>> {
   const { sql, params } = fencedUpdateStatement(spec);
-  const result = await runPrepared(manager, sql, params);
-  assert.ok((result.rowCount ?? 0) <= 1, `fenced update of ${spec.table} matched several rows`);
-  const row = result.rows[0] as Row | undefined;
+  const rows = await sqlRows<Row>(manager, sql, params);
+  assert.ok(rows.length <= 1, `fenced update of ${spec.table} matched several rows`);
+  const row = rows[0] as Row | undefined;
   return { passed: row !== undefined, row };
 }
 
@@ -139,8 +139,11 @@ export async function raiseFenceFloor(
   spec: FenceFloorSpec,
 ): Promise<FenceFloorRaise> {
   const { sql, params } = fenceFloorStatement(spec);
-  const result = await runPrepared(manager, sql, params);
-  const rows = result.rows as { before: string; after: string; raised: boolean }[];
+  const rows = await sqlRows<{ before: string; after: string; raised: boolean }>(
+    manager,
+    sql,
+    params,
+  );
   assert.ok(rows.length <= 1, `fence floor raise of ${spec.table} matched several rows`);
   if (rows.length === 0) return { result: 'not_found', before: null, after: null };
   const [row] = rows;

@@ -1,7 +1,6 @@
-import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig, QueryResult } from 'pg';
-import { DataSource, QueryFailedError, type EntityManager, type ObjectLiteral } from 'typeorm';
+import { DataSource, QueryFailedError, type EntityManager } from 'typeorm';
 import { hasRecordedPool, poolOf } from './pool';
 
 /**
@@ -29,20 +28,6 @@ function statementName(sql: string): string {
   return name;
 }
 
-/**
- * One prepared statement on the manager's own connection (its transaction,
- * when it has one) or on TypeORM's pool (poolOf), answering its result. TypeORM still
- * owns the connections and the transactions; this replaces only its per-call
- * wrapper. A failure is a QueryFailedError, as from TypeORM.
- */
-export function runPrepared(
-  manager: EntityManager,
-  sql: string,
-  params: readonly unknown[] = [],
-): Promise<QueryResult> {
-  return runOn(manager, preparedStatement(sql, params));
-}
-
 export interface SqlRowsOptions {
   /**
    * Default true (preparedStatement). False: planned afresh with each call's
@@ -52,15 +37,20 @@ export interface SqlRowsOptions {
   prepared?: boolean;
 }
 
+/** What a statement runs on: a DataSource (its pool), or a manager (its transaction, when it has one). */
+export type SqlTarget = DataSource | EntityManager;
+
 /**
  * dlock's one query wrapper: one statement on a DataSource's pool (poolOf, no
- * TypeORM runner: the hot paths' way) or on a transaction's manager, answering
- * its rows whatever the statement's kind; a failure is a QueryFailedError.
+ * TypeORM runner: the hot paths' way) or on a manager's own connection (its
+ * transaction, when it has one), answering its rows whatever the statement's
+ * kind (an UPDATE's RETURNING rows too); a failure is a QueryFailedError, as
+ * from TypeORM. TypeORM still owns the connections and the transactions.
  * An app's own rules about failures (the lock-server's NOT_LEADER, the
  * reconciler's retries) sit around it, never inside.
  */
 export async function sqlRows<T>(
-  db: DataSource | EntityManager,
+  db: SqlTarget,
   sql: string,
   params: readonly unknown[] = [],
   options?: SqlRowsOptions,
@@ -104,25 +94,4 @@ async function run(client: Pool | PoolClient, query: QueryConfig): Promise<Query
 /** The error TypeORM's own runner throws, for the apps' filters and logs. */
 function queryFailed(err: unknown, query: QueryConfig): unknown {
   return err instanceof Error ? new QueryFailedError(query.text, query.values ?? [], err) : err;
-}
-
-/**
- * `EntityManager.query` with every statement prepared (runPrepared), in that
- * method's shapes: rows, or `[rows, rowCount]` for UPDATE and DELETE.
- */
-export function preparedManager(manager: EntityManager): Pick<EntityManager, 'query'> {
-  return {
-    async query<T>(sql: string, parameters?: unknown[] | ObjectLiteral): Promise<T> {
-      assert.ok(
-        parameters === undefined || Array.isArray(parameters),
-        'positional parameters only',
-      );
-      const result = await runPrepared(manager, sql, parameters ?? []);
-      return (
-        result.command === 'UPDATE' || result.command === 'DELETE'
-          ? [result.rows, result.rowCount]
-          : result.rows
-      ) as T;
-    },
-  };
 }

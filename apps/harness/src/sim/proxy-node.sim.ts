@@ -1,4 +1,3 @@
-import { Global, Module } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
@@ -22,6 +21,7 @@ import { SubmissionProofs } from '../../../rail-proxy/src/submission/service/sub
 import { SubmissionService } from '../../../rail-proxy/src/submission/service/submission.service';
 import { SubmissionsModule } from '../../../rail-proxy/src/submission/submission.module';
 import { SimDatabase } from './sim-database.sim';
+import { simPlatform } from './sim-platform.sim';
 import { simGrantVerifier, simProof } from './sim-proofs.sim';
 
 /** The rail stub's side of one presentation: what it answers, after how long (virtual). */
@@ -94,10 +94,6 @@ function simSubmissionProofs(grants: ProofVerifier): Pick<SubmissionProofs, 'che
 /** prom-client's default registry takes each metric once: one per process. */
 let metrics: RailProxyMetrics | undefined;
 
-@Global()
-@Module({})
-class SimPlatform {}
-
 /**
  * rail-proxy in the simulation: its real SubmissionService and
  * SubmissionRepository (the high-water mark, one live submission per payout,
@@ -124,15 +120,11 @@ export class ProxyNode {
     const ref = await Test.createTestingModule({
       imports: [
         SubmissionsModule,
-        {
-          module: SimPlatform,
-          providers: [
-            { provide: RAIL_PROXY_CONFIG, useValue: config },
-            { provide: SafetyEvents, useValue: safety },
-            { provide: DataSource, useValue: db.dataSource() },
-          ],
-          exports: [RAIL_PROXY_CONFIG, SafetyEvents, DataSource],
-        },
+        simPlatform([
+          [RAIL_PROXY_CONFIG, config],
+          [SafetyEvents, safety],
+          [DataSource, db.dataSource()],
+        ]),
       ],
     })
       .overrideProvider(RailProxyMetrics)

@@ -255,7 +255,7 @@ export function commandOf(sql: string): string {
   return 'OTHER';
 }
 
-/** What pg's PoolClient offers runPrepared (libs/persistence), on the held connection. */
+/** What pg's PoolClient offers sqlRows (libs/persistence), on the held connection. */
 class SimClient {
   constructor(private readonly db: SimDatabase) {}
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import type { EntityManager } from 'typeorm';
+import type { SqlTarget } from '@dlock/persistence';
 
-/** What a repository needs: something that runs one SQL statement (a manager, in or out of a transaction). */
-export type Db = Pick<EntityManager, 'query'>;
+/** What a repository runs its statements on (sqlRows): the DataSource, or a transaction's manager. */
+export type Db = SqlTarget;
 
 /** pg returns int8 as text: parse at the repository edge. */
 export function toBigint(value: unknown): bigint {
@@ -19,10 +19,4 @@ export function toMinor(value: unknown): number {
   const n = Number(toBigint(value));
   assert.ok(Number.isSafeInteger(n), `amount ${String(value)} exceeds the safe integer range`);
   return n;
-}
-
-/** UPDATE ... RETURNING through TypeORM's postgres driver comes back as [rows, rowCount]. */
-export function updatedRows<T>(result: unknown): T[] {
-  assert.ok(Array.isArray(result) && result.length === 2 && Array.isArray(result[0]));
-  return result[0] as T[];
 }

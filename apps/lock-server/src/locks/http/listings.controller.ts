@@ -1,11 +1,9 @@
-import { Controller, Get, Query } from '@nestjs/common';
+import { Controller, Query } from '@nestjs/common';
 import { formatFencingToken, type LockListDto, type SessionListDto } from '@dlock/lock-api';
-import { ApiReadLimitQuery, Operation, parseIntQuery, READ_LIMIT } from '@dlock/http-contract';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { AdvisoryListRoute, readLimit } from '@dlock/http-contract';
+import { ApiTags } from '@nestjs/swagger';
 import { Listings } from '../service/listings.service';
 import { LOCK_LIST_SCHEMA, SESSION_LIST_SCHEMA } from '../../http/lock-server.views';
-
-const QUERY = { limit: READ_LIMIT };
 
 /**
  * Advisory listings for the operator console (docs/lock-server.md,
@@ -17,14 +15,14 @@ const QUERY = { limit: READ_LIMIT };
 export class LockListingController {
   constructor(private readonly listings: Listings) {}
 
-  @ApiOperation({ summary: 'Locks held now, by key (advisory)' })
-  @ApiReadLimitQuery()
-  @ApiOkResponse({ description: 'Held locks', schema: LOCK_LIST_SCHEMA })
-  @Get()
-  @Operation('locks.list')
+  @AdvisoryListRoute({
+    summary: 'Locks held now, by key (advisory)',
+    operation: 'locks.list',
+    description: 'Held locks',
+    schema: LOCK_LIST_SCHEMA,
+  })
   async list(@Query() query: Record<string, unknown>): Promise<LockListDto> {
-    const { limit } = parseIntQuery(query, QUERY);
-    const { items, truncated } = await this.listings.heldLocks(limit);
+    const { items, truncated } = await this.listings.heldLocks(readLimit(query));
     return {
       locks: items.map((l) => ({
         key: l.key,
@@ -43,14 +41,14 @@ export class LockListingController {
 export class SessionListingController {
   constructor(private readonly listings: Listings) {}
 
-  @ApiOperation({ summary: 'Live sessions, by id (advisory)' })
-  @ApiReadLimitQuery()
-  @ApiOkResponse({ description: 'Live sessions', schema: SESSION_LIST_SCHEMA })
-  @Get()
-  @Operation('sessions.list')
+  @AdvisoryListRoute({
+    summary: 'Live sessions, by id (advisory)',
+    operation: 'sessions.list',
+    description: 'Live sessions',
+    schema: SESSION_LIST_SCHEMA,
+  })
   async list(@Query() query: Record<string, unknown>): Promise<SessionListDto> {
-    const { limit } = parseIntQuery(query, QUERY);
-    const { items, truncated } = await this.listings.liveSessions(limit);
+    const { items, truncated } = await this.listings.liveSessions(readLimit(query));
     return {
       sessions: items.map((s) => ({
         sessionId: s.sessionId,

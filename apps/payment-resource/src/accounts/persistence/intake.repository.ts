@@ -1,3 +1,4 @@
+import { sqlRows } from '@dlock/persistence';
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import type { Db } from '../../persistence/paydb.sql';
@@ -25,7 +26,8 @@ export class IntakeRepository {
    * this transaction ends, then finds the key taken (false) and replays.
    */
   async take(tx: Db, key: IntakeKey, requestHash: string, resourceId: string): Promise<boolean> {
-    const rows: unknown[] = await tx.query(
+    const rows: unknown[] = await sqlRows(
+      tx,
       `INSERT INTO intake_request (operation, idempotency_key, request_hash, resource_id)
        VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1`,
       [key.operation, key.idempotencyKey, requestHash, resourceId],
@@ -35,7 +37,8 @@ export class IntakeRepository {
 
   /** The answer, written by the transaction that took the key, before it commits. */
   async answer(tx: Db, key: IntakeKey, statusCode: number, body: string): Promise<void> {
-    await tx.query(
+    await sqlRows(
+      tx,
       `UPDATE intake_request SET status_code = $3, response_body = $4
         WHERE operation = $1 AND idempotency_key = $2`,
       [key.operation, key.idempotencyKey, statusCode, body],
@@ -48,7 +51,8 @@ export class IntakeRepository {
       resource_id: string;
       status_code: number | null;
       response_body: string | null;
-    }[] = await db.query(
+    }[] = await sqlRows(
+      db,
       `SELECT request_hash, resource_id, status_code, response_body FROM intake_request
         WHERE operation = $1 AND idempotency_key = $2`,
       [key.operation, key.idempotencyKey],

@@ -12,7 +12,7 @@ import {
   type DepositRequest,
   type DepositResponse,
 } from '@dlock/payout-contract';
-import { preparedManager, rowId } from '@dlock/persistence';
+import { rowId } from '@dlock/persistence';
 import { balancedPair, fundingAccountId } from '../../ledger/domain/ledger.rules';
 import { AccountRepository, type Account } from '../../ledger/persistence/account.repository';
 import type { Db } from '../../persistence/paydb.sql';
@@ -41,17 +41,13 @@ const RESERVED_PREFIXES = ['funding-', 'clearing-'];
  */
 @Injectable()
 export class IntakeService {
-  private readonly db: Db;
-
   constructor(
     private readonly dataSource: DataSource,
     private readonly accounts: AccountRepository,
     private readonly ledger: LedgerRepository,
     private readonly payouts: PayoutRepository,
     private readonly intake: IntakeRepository,
-  ) {
-    this.db = preparedManager(dataSource.manager);
-  }
+  ) {}
 
   openAccount(
     idempotencyKey: string,
@@ -129,15 +125,14 @@ export class IntakeService {
     create: (tx: Db) => Promise<T>,
   ): Promise<IntakeAnswer<T>> {
     const hash = requestHash(`${key.operation}:${scope}`, request);
-    const body = await this.dataSource.transaction(async (manager) => {
-      const tx = preparedManager(manager);
+    const body = await this.dataSource.transaction(async (tx) => {
       if (!(await this.intake.take(tx, key, hash, resourceId))) return null;
       const created = await create(tx);
       await this.intake.answer(tx, key, 201, JSON.stringify(created));
       return created;
     });
     if (body !== null) return { statusCode: 201, body, replayed: false };
-    const stored = await this.intake.find(this.db, key);
+    const stored = await this.intake.find(this.dataSource, key);
     assert.ok(stored, 'an answered idempotency key vanished'); // rows are never deleted
     if (stored.requestHash !== hash) {
       throw new DlockError(

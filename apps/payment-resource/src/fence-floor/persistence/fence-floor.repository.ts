@@ -1,3 +1,4 @@
+import { sqlRows } from '@dlock/persistence';
 import { Injectable } from '@nestjs/common';
 import { toBigint, type Db } from '../../persistence/paydb.sql';
 
@@ -18,7 +19,8 @@ export interface FloorRaise {
 export class FenceFloorRepository {
   /** Null: no such account. Never lowers a fence (the raise is skipped when already past). */
   async raise(db: Db, accountId: string, floor: bigint): Promise<FloorRaise | null> {
-    const rows: { fence_before: string; fence_after: string; raised: boolean }[] = await db.query(
+    const rows: { fence_before: string; fence_after: string; raised: boolean }[] = await sqlRows(
+      db,
       `WITH prior AS (
            SELECT account_id, fence FROM account WHERE account_id = $1 FOR UPDATE),
          raised AS (

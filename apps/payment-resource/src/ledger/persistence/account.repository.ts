@@ -1,3 +1,4 @@
+import { sqlRows } from '@dlock/persistence';
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import { toBigint, toMinor, type Db } from '../../persistence/paydb.sql';
@@ -54,7 +55,8 @@ export const AVAILABLE = (account: string, exceptPayoutId: string): string =>
 @Injectable()
 export class AccountRepository {
   async find(db: Db, accountId: string): Promise<Account | null> {
-    const rows: AccountRow[] = await db.query(
+    const rows: AccountRow[] = await sqlRows(
+      db,
       `SELECT ${COLUMNS} FROM account WHERE account_id = $1`,
       [accountId],
     );
@@ -66,7 +68,8 @@ export class AccountRepository {
    * its marks in), at most `limit`: the console's per-account view.
    */
   async listCustomers(db: Db, limit: number): Promise<Account[]> {
-    const rows: AccountRow[] = await db.query(
+    const rows: AccountRow[] = await sqlRows(
+      db,
       `SELECT ${COLUMNS} FROM account WHERE kind = 'CUSTOMER'
         ORDER BY account_id COLLATE "C" LIMIT $1`,
       [limit],
@@ -79,7 +82,8 @@ export class AccountRepository {
    * may still leave it (claimed, at the rail, or ambiguous), this one excepted.
    */
   async availableMinor(tx: Db, accountId: string, exceptPayoutId: string): Promise<number> {
-    const rows: { available: string }[] = await tx.query(
+    const rows: { available: string }[] = await sqlRows(
+      tx,
       `SELECT ${AVAILABLE('a', '$2')} AS available FROM account a WHERE a.account_id = $1`,
       [accountId, exceptPayoutId],
     );
@@ -89,7 +93,8 @@ export class AccountRepository {
 
   /** Serialises an unfenced write (operator abandon) with every fenced writer of the account. */
   async lock(tx: Db, accountId: string): Promise<Account> {
-    const rows: AccountRow[] = await tx.query(
+    const rows: AccountRow[] = await sqlRows(
+      tx,
       `SELECT ${COLUMNS} FROM account WHERE account_id = $1 FOR UPDATE`,
       [accountId],
     );
@@ -98,7 +103,8 @@ export class AccountRepository {
   }
 
   async count(db: Db, kind: AccountKind): Promise<number> {
-    const rows: { n: number }[] = await db.query(
+    const rows: { n: number }[] = await sqlRows(
+      db,
       `SELECT count(*)::int AS n FROM account WHERE kind = $1`,
       [kind],
     );
@@ -107,7 +113,8 @@ export class AccountRepository {
 
   /** Ids of accounts of one kind, oldest first (fixtures only; bounded by `limit`). */
   async listIds(db: Db, kind: AccountKind, limit: number): Promise<string[]> {
-    const rows: { account_id: string }[] = await db.query(
+    const rows: { account_id: string }[] = await sqlRows(
+      db,
       `SELECT account_id FROM account WHERE kind = $1 ORDER BY account_id LIMIT $2`,
       [kind, limit],
     );
@@ -115,7 +122,7 @@ export class AccountRepository {
   }
 
   async insert(tx: Db, a: { accountId: string; kind: AccountKind; currency: string }) {
-    await tx.query(`INSERT INTO account (account_id, kind, currency) VALUES ($1, $2, $3)`, [
+    await sqlRows(tx, `INSERT INTO account (account_id, kind, currency) VALUES ($1, $2, $3)`, [
       a.accountId,
       a.kind,
       a.currency,
@@ -124,7 +131,8 @@ export class AccountRepository {
 
   /** A new customer account; false when the id is taken. */
   async insertCustomer(tx: Db, accountId: string, currency: string): Promise<boolean> {
-    const rows: unknown[] = await tx.query(
+    const rows: unknown[] = await sqlRows(
+      tx,
       `INSERT INTO account (account_id, kind, currency) VALUES ($1, 'CUSTOMER', $2)
        ON CONFLICT DO NOTHING RETURNING 1`,
       [accountId, currency],
@@ -134,7 +142,8 @@ export class AccountRepository {
 
   /** System accounts (clearing, funding) appear on first use, one per currency. */
   async ensureSystem(tx: Db, accountId: string, kind: AccountKind, currency: string) {
-    await tx.query(
+    await sqlRows(
+      tx,
       `INSERT INTO account (account_id, kind, currency) VALUES ($1, $2, $3)
        ON CONFLICT DO NOTHING`,
       [accountId, kind, currency],

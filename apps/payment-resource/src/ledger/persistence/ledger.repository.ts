@@ -1,8 +1,9 @@
+import { sqlRows } from '@dlock/persistence';
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import { rowId } from '@dlock/persistence';
 import type { Leg } from '../domain/ledger.rules';
-import { toMinor, updatedRows, type Db } from '../../persistence/paydb.sql';
+import { toMinor, type Db } from '../../persistence/paydb.sql';
 
 export interface LedgerEntry extends Leg {
   entryId: string;
@@ -91,15 +92,14 @@ export class LedgerRepository {
   }> {
     const entries = newEntries(legs, meta);
     const { ctes, params } = movementCtes(entries, meta, 1);
-    const moved = updatedRows<{ account_id: string; balance_minor: string; currency: string }>(
-      await tx.query(
-        `WITH ${ctes}
+    const moved = await sqlRows<{ account_id: string; balance_minor: string; currency: string }>(
+      tx,
+      `WITH ${ctes}
          UPDATE account a SET ${BALANCE_SET}
            FROM deltas d
           WHERE a.account_id = d.account_id
           RETURNING a.account_id, a.balance_minor, a.currency`,
-        params,
-      ),
+      params,
     );
     const accounts = new Set(entries.map((e) => e.accountId));
     assert.equal(moved.length, accounts.size, 'an account is missing for a ledger movement');
@@ -114,7 +114,8 @@ export class LedgerRepository {
 
   /** FR-25: the balance recomputed from the only source of truth. */
   async sumFor(db: Db, accountId: string): Promise<number> {
-    const rows: { total: string }[] = await db.query(
+    const rows: { total: string }[] = await sqlRows(
+      db,
       `SELECT COALESCE(sum(amount_minor), 0)::bigint AS total FROM ledger_entry WHERE account_id = $1`,
       [accountId],
     );

@@ -1,10 +1,10 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import type { AccountList, PayoutStats } from '@dlock/payout-contract';
 import {
-  ApiReadLimitQuery,
+  AdvisoryListRoute,
   Operation,
   parseIntQuery,
-  READ_LIMIT,
+  readLimit,
   schemaRef,
 } from '@dlock/http-contract';
 import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
@@ -19,13 +19,14 @@ const STATS_QUERY = { windowSeconds: { min: 10, max: 3600, default: 300 } };
 export class AccountListController {
   constructor(private readonly queries: PayoutQueries) {}
 
-  @ApiOperation({ summary: 'Customer accounts with balance and fence, by id (advisory)' })
-  @ApiReadLimitQuery()
-  @ApiOkResponse({ description: 'Accounts', schema: schemaRef('AccountList') })
-  @Get()
-  @Operation('accounts.list')
+  @AdvisoryListRoute({
+    summary: 'Customer accounts with balance and fence, by id (advisory)',
+    operation: 'accounts.list',
+    description: 'Accounts',
+    schema: schemaRef('AccountList'),
+  })
   list(@Query() query: Record<string, unknown>): Promise<AccountList> {
-    return this.queries.accountList(parseIntQuery(query, { limit: READ_LIMIT }).limit);
+    return this.queries.accountList(readLimit(query));
   }
 }
 

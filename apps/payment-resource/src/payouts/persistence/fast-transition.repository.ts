@@ -1,3 +1,4 @@
+import { sqlRows } from '@dlock/persistence';
 import assert from 'node:assert/strict';
 import { Injectable } from '@nestjs/common';
 import { AVAILABLE } from '../../ledger/persistence/account.repository';
@@ -68,7 +69,8 @@ export class FastTransitionRepository {
       account_version: string;
       account_balance: string;
       account_currency: string;
-    })[] = await db.query(
+    })[] = await sqlRows(
+      db,
       `SELECT ${PINNED_COLUMNS}, p.xmin::text AS row_version, a.xmin::text AS account_version,
               a.balance_minor AS account_balance, a.currency AS account_currency
          FROM payout p JOIN account a ON a.account_id = p.account_id
@@ -138,7 +140,7 @@ export class FastTransitionRepository {
     answer: Answer,
   ): Promise<FastWritten | null> {
     const { sql, params } = fastStatement(req, seen, transition, answer);
-    const rows: WrittenRow[] = await db.query(sql, params);
+    const rows: WrittenRow[] = await sqlRows(db, sql, params);
     if (rows.length === 0) return null;
     assert.equal(rows.length, 1);
     const r = rows[0];

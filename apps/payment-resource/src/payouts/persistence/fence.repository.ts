@@ -1,6 +1,7 @@
+import { sqlRows } from '@dlock/persistence';
 import { Injectable } from '@nestjs/common';
 import type { FencingToken } from '@dlock/lock-api';
-import { toBigint, updatedRows, type Db } from '../../persistence/paydb.sql';
+import { toBigint, type Db } from '../../persistence/paydb.sql';
 import type { IdempotencyScope } from './idempotency.repository';
 import {
   PINNED_COLUMNS,
@@ -76,7 +77,8 @@ export class FenceRepository {
       fence_account_id: string;
       fence_value: string;
       pin_fresh: boolean;
-    })[] = await tx.query(
+    })[] = await sqlRows(
+      tx,
       `WITH advanced AS (
            UPDATE account a SET ${ADVANCE_SET('$1', '$2')}
              FROM payout p
@@ -119,9 +121,9 @@ export class FenceRepository {
     tx: Db,
     req: FenceRequest,
   ): Promise<{ accountId: string; fence: bigint } | null> {
-    const rows = updatedRows<{ account_id: string; fence: string }>(
-      await tx.query(
-        `UPDATE account a
+    const rows = await sqlRows<{ account_id: string; fence: string }>(
+      tx,
+      `UPDATE account a
             SET fence = GREATEST(a.fence, $2::bigint),
                 fence_payout_id = CASE WHEN a.fence <= $2::bigint THEN $1::uuid ELSE a.fence_payout_id END,
                 version = a.version + 1,
@@ -129,8 +131,7 @@ export class FenceRepository {
            FROM payout p
           WHERE p.payout_id = $1::uuid AND a.account_id = p.account_id AND p.account_id = $3
           RETURNING a.account_id, a.fence`,
-        [req.payoutId, req.token.toString(), req.accountId],
-      ),
+      [req.payoutId, req.token.toString(), req.accountId],
     );
     return rows.length === 1
       ? { accountId: rows[0].account_id, fence: toBigint(rows[0].fence) }
@@ -139,7 +140,8 @@ export class FenceRepository {
 
   /** The fence that beat a rejected token, for the FENCED_OUT body. */
   async current(db: Db, accountId: string): Promise<bigint | null> {
-    const rows: { fence: string }[] = await db.query(
+    const rows: { fence: string }[] = await sqlRows(
+      db,
       `SELECT fence FROM account WHERE account_id = $1`,
       [accountId],
     );

@@ -1,3 +1,4 @@
+import { sqlRows } from '@dlock/persistence';
 import { Injectable } from '@nestjs/common';
 import type { FencingToken } from '@dlock/lock-api';
 import { type Db } from '../../persistence/paydb.sql';
@@ -63,7 +64,8 @@ export class IdempotencyRepository {
       request_hash: string;
       status_code: number | null;
       response_body: string | null;
-    }[] = await db.query(
+    }[] = await sqlRows(
+      db,
       `SELECT request_hash, status_code, response_body FROM idempotency_record
           WHERE operation = $1 AND idempotency_key = $2 AND token = $3::bigint`,
       [scope.operation, scope.key, scope.token.toString()],
@@ -80,7 +82,7 @@ export class IdempotencyRepository {
    */
   async record(tx: Db, answer: Answer): Promise<boolean> {
     const insert = answerInsert(answer, 1);
-    const rows: unknown[] = await tx.query(insert.sql, insert.params);
+    const rows: unknown[] = await sqlRows(tx, insert.sql, insert.params);
     return rows.length === 1;
   }
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { sqlRows } from '@dlock/persistence';
 import { Injectable } from '@nestjs/common';
 import {
   TERMINAL_PAYOUT_STATES_SQL,
@@ -237,7 +238,8 @@ export function pinnedFromRow(r: PinnedRow): PinnedPayout {
 export class PayoutRepository {
   /** The owning account (immutable), read before the transaction to know which fence guards it. */
   async accountOf(db: Db, payoutId: string): Promise<string | null> {
-    const rows: { account_id: string }[] = await db.query(
+    const rows: { account_id: string }[] = await sqlRows(
+      db,
       `SELECT account_id FROM payout WHERE payout_id = $1`,
       [payoutId],
     );
@@ -245,7 +247,8 @@ export class PayoutRepository {
   }
 
   async find(db: Db, payoutId: string): Promise<Payout | null> {
-    const rows: PayoutRow[] = await db.query(
+    const rows: PayoutRow[] = await sqlRows(
+      db,
       `SELECT ${PAYOUT_COLUMNS} FROM payout WHERE payout_id = $1`,
       [payoutId],
     );
@@ -259,7 +262,8 @@ export class PayoutRepository {
    * not pin (FenceRepository.advance).
    */
   async lockForWrite(tx: Db, payoutId: string, scope: IdempotencyScope): Promise<PinnedPayout> {
-    const rows: PinnedRow[] = await tx.query(
+    const rows: PinnedRow[] = await sqlRows(
+      tx,
       `SELECT ${PINNED_COLUMNS} FROM payout p ${PINNED_JOIN('$2', '$3', '$4')}
         WHERE p.payout_id = $1 FOR UPDATE OF p`,
       [payoutId, scope.operation, scope.key, scope.token.toString()],
@@ -270,7 +274,8 @@ export class PayoutRepository {
 
   /** Pins the row for an unfenced write (abandon), after the account's row lock. */
   async lock(tx: Db, payoutId: string): Promise<Payout> {
-    const rows: PayoutRow[] = await tx.query(
+    const rows: PayoutRow[] = await sqlRows(
+      tx,
       `SELECT ${PAYOUT_COLUMNS} FROM payout WHERE payout_id = $1 FOR UPDATE`,
       [payoutId],
     );
@@ -291,7 +296,8 @@ export class PayoutRepository {
     answer?: Answer,
   ): Promise<{ payout: Payout; answered: boolean }> {
     const { ctes, params } = transitionCtes(payoutId, patch, t, answer);
-    const rows: (PayoutRow & { answered: boolean })[] = await tx.query(
+    const rows: (PayoutRow & { answered: boolean })[] = await sqlRows(
+      tx,
       `WITH ${ctes}
        SELECT ${PAYOUT_COLUMNS}, ${answer ? 'EXISTS (SELECT 1 FROM answered)' : 'false'} AS answered
          FROM moved`,
@@ -303,7 +309,8 @@ export class PayoutRepository {
 
   /** Is the ambiguity older than the SLA, by the database's clock? */
   async ambiguousLongerThan(tx: Db, payoutId: string, slaMs: number): Promise<boolean> {
-    const rows: { past: boolean }[] = await tx.query(
+    const rows: { past: boolean }[] = await sqlRows(
+      tx,
       `SELECT ambiguous_at IS NOT NULL
               AND clock_timestamp() - ambiguous_at >= make_interval(secs => $2::double precision / 1000)
               AS past
@@ -325,7 +332,8 @@ export class PayoutRepository {
       where.push(`(created_at, payout_id) > ($${params.length - 1}, $${params.length}::uuid)`);
     }
     params.push(filter.limit);
-    const rows: PayoutRow[] = await db.query(
+    const rows: PayoutRow[] = await sqlRows(
+      db,
       `SELECT ${PAYOUT_COLUMNS} FROM payout WHERE ${where.join(' AND ')}
         ORDER BY created_at, payout_id LIMIT $${params.length}`,
       params,
@@ -349,7 +357,8 @@ export class PayoutRepository {
    * poll (migrations/paydb/1796572800000-history-bounded.ts, docs/scale.md).
    */
   async stats(db: Db, windowSeconds: number, bucketSeconds: number): Promise<PayoutStatsRow> {
-    const rows: PayoutStatsRow[] = await db.query(
+    const rows: PayoutStatsRow[] = await sqlRows(
+      db,
       `WITH t AS (
          SELECT (floor((extract(epoch FROM clock_timestamp()) - $1) / $2) * $2)::float8 AS first_s,
                 (floor(extract(epoch FROM clock_timestamp()) / $2) * $2)::float8 AS last_s
@@ -414,7 +423,8 @@ export class PayoutRepository {
       'payoutId' | 'accountId' | 'amountMinor' | 'currency' | 'beneficiaryRef' | 'clientRef'
     >,
   ): Promise<void> {
-    await tx.query(
+    await sqlRows(
+      tx,
       `INSERT INTO payout (payout_id, account_id, amount_minor, currency, beneficiary_ref, client_ref)
        VALUES ($1, $2, $3, $4, $5, $6)`,
       [p.payoutId, p.accountId, p.amountMinor, p.currency, p.beneficiaryRef, p.clientRef],

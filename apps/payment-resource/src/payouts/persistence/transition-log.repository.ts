@@ -1,3 +1,4 @@
+import { sqlRows } from '@dlock/persistence';
 import { Injectable } from '@nestjs/common';
 import type { PayoutState } from '@dlock/payout-contract';
 import type { PayoutEvent } from '@dlock/payout-contract';
@@ -49,7 +50,8 @@ export class TransitionLogRepository {
       token: string | null;
       actor: string;
       created_at: Date;
-    }[] = await db.query(
+    }[] = await sqlRows(
+      db,
       `SELECT event, submission_id, rail_reference, token, actor, created_at FROM payout_transition
         WHERE payout_id = $1 AND event = ANY($2) ORDER BY transition_id`,
       [payoutId, RAIL_EVENTS],

@@ -9,7 +9,7 @@ import {
   refuseShortBudget,
   type RequestDeadline,
 } from '@dlock/http-contract';
-import { preparedManager } from '@dlock/persistence';
+import { sqlRows } from '@dlock/persistence';
 import { SafetyEvents } from '@dlock/observability';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
 import { PaymentMetrics, type WriteOperation, type WriteResult } from '../../payment.metrics';
@@ -138,7 +138,7 @@ export class FencedWriter {
     let result: 'ok' | 'rejected' | 'error' = 'error';
     try {
       const out = await this.dataSource.transaction((entityManager) =>
-        this.transactions.recordUnfenced(preparedManager(entityManager), command),
+        this.transactions.recordUnfenced(entityManager, command),
       );
       result = 'ok';
       return out;
@@ -184,8 +184,7 @@ export class FencedWriter {
       await qr.startTransaction();
       try {
         await this.boundStatements(qr.manager, deadline);
-        const tx = preparedManager(qr.manager);
-        outcome = await this.inTransaction(tx, { ...cmd, accountId }, scope, command);
+        outcome = await this.inTransaction(qr.manager, { ...cmd, accountId }, scope, command);
         await qr.commitTransaction();
       } catch (err) {
         if (qr.isTransactionActive) await qr.rollbackTransaction();
@@ -220,7 +219,7 @@ export class FencedWriter {
   private async boundStatements(tx: Db, deadline: RequestDeadline): Promise<void> {
     const timeoutMs = this.statementTimeoutMs(deadline);
     if (timeoutMs >= this.config.PAYDB_STATEMENT_TIMEOUT_MS) return;
-    await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [
+    await sqlRows(tx, `SELECT set_config('statement_timeout', $1, true)`, [
       String(Math.max(WRITE_STATEMENT_MIN_MS, timeoutMs)),
     ]);
   }
@@ -252,7 +251,7 @@ export class FencedWriter {
     const fits = () => this.statementTimeoutMs(deadline) >= this.config.PAYDB_STATEMENT_TIMEOUT_MS;
     // The kill switch's unguarded writes stay on the transactional path.
     if (!this.config.PAYMENT_FENCING_ENABLED || !fits()) return null;
-    const db = preparedManager(this.dataSource.manager);
+    const db = this.dataSource;
     const remembered = this.seenPayouts.take(cmd.payoutId);
     if (remembered !== null) {
       const body = await this.fastWrite(db, cmd, scope, remembered, command, fits);

@@ -1,17 +1,15 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import {
   checkGrantClaims,
-  formatFencingToken,
   grantProofClaims,
   GRANT_PROOF_TYPE,
-  PROOF_REFUSALS,
   ProofRejectedError,
   type FencingToken,
 } from '@dlock/lock-api';
-import { ProofVerifier } from '@dlock/identity';
 import { SafetyEvents } from '@dlock/observability';
 import { payoutAccountOf } from '@dlock/payout-contract';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
+import { ProofCheck } from './proof-check.service';
 
 /** The part of a fenced write the proof speaks to. */
 export interface ProvenWrite {
@@ -29,15 +27,9 @@ export interface ProvenWrite {
  * fence statement then admits the write only on that account.
  */
 @Injectable()
-export class GrantCheck implements OnModuleInit {
-  private readonly verifier: ProofVerifier;
-
-  constructor(
-    @Inject(PAYMENT_CONFIG) config: PaymentConfig,
-    private readonly safety: SafetyEvents,
-  ) {
-    safety.checksProofs('payment-resource', 'grant', PROOF_REFUSALS);
-    this.verifier = new ProofVerifier({
+export class GrantCheck extends ProofCheck {
+  constructor(@Inject(PAYMENT_CONFIG) config: PaymentConfig, safety: SafetyEvents) {
+    super(safety, {
       jwks: config.GRANT_JWKS,
       type: GRANT_PROOF_TYPE,
       kind: 'grant',
@@ -45,14 +37,10 @@ export class GrantCheck implements OnModuleInit {
     });
   }
 
-  onModuleInit(): Promise<void> {
-    return this.verifier.start();
-  }
-
   /** The account of the proven grant; PROOF_REJECTED (a safety event) otherwise. */
   async accountOf(write: ProvenWrite): Promise<string> {
     try {
-      const claims = grantProofClaims(await this.verifier.verify(write.proof));
+      const claims = grantProofClaims(await this.verify(write.proof));
       checkGrantClaims(claims, { token: write.token, owner: write.ownerId });
       const accountId = payoutAccountOf(claims.key);
       if (accountId === null) {
@@ -64,7 +52,7 @@ export class GrantCheck implements OnModuleInit {
       }
       return accountId;
     } catch (err) {
-      if (err instanceof ProofRejectedError) this.refused(write, err);
+      if (err instanceof ProofRejectedError) this.report(write, err);
       throw err;
     }
   }
@@ -77,19 +65,7 @@ export class GrantCheck implements OnModuleInit {
       'the grant proof is for another account’s lock',
       { accountId: payoutAccountId },
     );
-    this.refused(write, err);
+    this.report(write, err);
     return err;
-  }
-
-  private refused(write: ProvenWrite, err: ProofRejectedError): void {
-    this.safety.proofRejected({
-      guard: 'payment-resource',
-      proof: err.proof,
-      reason: err.reason,
-      payoutId: write.payoutId,
-      ownerId: write.ownerId,
-      presentedToken: formatFencingToken(write.token),
-      traceId: write.traceId,
-    });
   }
 }

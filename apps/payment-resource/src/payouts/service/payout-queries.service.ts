@@ -11,11 +11,9 @@ import {
   PayoutState,
   PayoutStats,
 } from '@dlock/payout-contract';
-import { preparedManager } from '@dlock/persistence';
 import { AccountRepository } from '../../ledger/persistence/account.repository';
 import { LedgerRepository } from '../../ledger/persistence/ledger.repository';
 import { PayoutRepository, type Payout } from '../persistence/payout.repository';
-import type { Db } from '../../persistence/paydb.sql';
 import { TransitionLogRepository } from '../persistence/transition-log.repository';
 import { encodeCursor, type Cursor } from '../domain/cursor.codec';
 
@@ -38,17 +36,13 @@ function iso(d: Date | null): string | null {
 /** P1, P4, P5: advisory reads (FR-07). Nothing here decides whether a write is safe. */
 @Injectable()
 export class PayoutQueries {
-  private readonly db: Db;
-
   constructor(
     private readonly dataSource: DataSource,
     private readonly payouts: PayoutRepository,
     private readonly accounts: AccountRepository,
     private readonly ledger: LedgerRepository,
     private readonly log: TransitionLogRepository,
-  ) {
-    this.db = preparedManager(dataSource.manager);
-  }
+  ) {}
 
   async list(filter: {
     state: PayoutState;
@@ -56,7 +50,7 @@ export class PayoutQueries {
     limit: number;
     after?: Cursor;
   }): Promise<PayoutPage> {
-    const rows = await this.payouts.list(this.db, {
+    const rows = await this.payouts.list(this.dataSource, {
       ...filter,
       limit: filter.limit + 1,
     });
@@ -81,7 +75,7 @@ export class PayoutQueries {
   }
 
   async get(payoutId: string): Promise<PayoutDetail> {
-    const manager = this.db;
+    const manager = this.dataSource;
     const payout = await this.payouts.find(manager, payoutId);
     if (!payout) throw new DlockError('NOT_FOUND', 'no such payout', { details: { payoutId } });
     const records = await this.log.railRecords(manager, payoutId);
@@ -100,8 +94,7 @@ export class PayoutQueries {
 
   async account(accountId: string): Promise<AccountView> {
     // One snapshot for both numbers, so a concurrent posting cannot make them disagree.
-    return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
-      const tx = preparedManager(manager);
+    return this.dataSource.transaction('REPEATABLE READ', async (tx) => {
       const account = await this.accounts.find(tx, accountId);
       if (!account)
         throw new DlockError('NOT_FOUND', 'no such account', { details: { accountId } });
@@ -121,7 +114,7 @@ export class PayoutQueries {
 
   /** The console's per-account view: customer accounts by id, balances as P5 reads them. */
   async accountList(limit: number): Promise<AccountList> {
-    const rows = await this.accounts.listCustomers(this.db, limit + 1);
+    const rows = await this.accounts.listCustomers(this.dataSource, limit + 1);
     return {
       accounts: rows.slice(0, limit).map((a) => ({
         accountId: a.accountId,
@@ -135,7 +128,7 @@ export class PayoutQueries {
 
   /** The console's overview: payouts by state, posted per bucket, latency percentiles. */
   async stats(windowSeconds: number): Promise<PayoutStats> {
-    const row = await this.payouts.stats(this.db, windowSeconds, STATS_BUCKET_SECONDS);
+    const row = await this.payouts.stats(this.dataSource, windowSeconds, STATS_BUCKET_SECONDS);
     const byState = Object.fromEntries(
       PAYOUT_STATES.map((state) => [state, row.by_state[state] ?? 0]),
     ) as Record<PayoutState, number>;

@@ -1,11 +1,5 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
-import {
-  formatFencingToken,
-  PROOF_REFUSALS,
-  ProofRejectedError,
-  type FencingToken,
-} from '@dlock/lock-api';
-import { ProofVerifier } from '@dlock/identity';
+import { Inject, Injectable } from '@nestjs/common';
+import { ProofRejectedError, type FencingToken } from '@dlock/lock-api';
 import { SafetyEvents } from '@dlock/observability';
 import {
   checkReceipt,
@@ -18,6 +12,7 @@ import {
 import type { Payout } from '../persistence/payout.repository';
 import { PAYMENT_CONFIG, type PaymentConfig } from '../../config';
 import type { Grant } from './payout-commands.service';
+import { ProofCheck } from './proof-check.service';
 
 /** A receipt as read: its claims, or why it proves nothing. */
 export type Evidence = { claims: RailReceiptClaims } | { refused: ProofRejectedError };
@@ -43,24 +38,14 @@ export interface RecordedAnswer {
  * PROOF_REJECTED, a safety event, and nothing changes.
  */
 @Injectable()
-export class ReceiptCheck implements OnModuleInit {
-  private readonly verifier: ProofVerifier;
-
-  constructor(
-    @Inject(PAYMENT_CONFIG) config: PaymentConfig,
-    private readonly safety: SafetyEvents,
-  ) {
-    safety.checksProofs('payment-resource', 'receipt', PROOF_REFUSALS);
-    this.verifier = new ProofVerifier({
+export class ReceiptCheck extends ProofCheck {
+  constructor(@Inject(PAYMENT_CONFIG) config: PaymentConfig, safety: SafetyEvents) {
+    super(safety, {
       jwks: config.RECEIPT_JWKS,
       type: RAIL_RECEIPT_TYPE,
       kind: 'receipt',
       name: 'rail receipt',
     });
-  }
-
-  onModuleInit(): Promise<void> {
-    return this.verifier.start();
   }
 
   /**
@@ -74,7 +59,7 @@ export class ReceiptCheck implements OnModuleInit {
     expect: RecordedAnswer & { payoutId: string; grant: Grant },
   ): Promise<Evidence> {
     try {
-      const claims = parseReceiptClaims(await this.verifier.verify(receipt));
+      const claims = parseReceiptClaims(await this.verify(receipt));
       checkReceipt(claims, { ...expect, token: expect.grant.token });
       return { claims };
     } catch (err) {
@@ -89,15 +74,9 @@ export class ReceiptCheck implements OnModuleInit {
     grant: { ownerId: string; token: FencingToken; traceId?: string },
     err: ProofRejectedError,
   ): void {
-    this.safety.proofRejected({
-      guard: 'payment-resource',
-      proof: err.proof,
-      reason: err.reason,
-      field: err.details?.field,
-      payoutId,
-      ownerId: grant.ownerId,
-      presentedToken: formatFencingToken(grant.token),
-      traceId: grant.traceId,
-    });
+    this.report(
+      { payoutId, ownerId: grant.ownerId, token: grant.token, traceId: grant.traceId },
+      err,
+    );
   }
 }

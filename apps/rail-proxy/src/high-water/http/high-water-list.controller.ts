@@ -1,12 +1,6 @@
-import { Controller, Get, Query } from '@nestjs/common';
-import {
-  ApiReadLimitQuery,
-  Operation,
-  parseIntQuery,
-  READ_LIMIT,
-  schemaRef,
-} from '@dlock/http-contract';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Controller, Query } from '@nestjs/common';
+import { AdvisoryListRoute, readLimit, schemaRef } from '@dlock/http-contract';
+import { ApiTags } from '@nestjs/swagger';
 import type { HighWaterList } from '@dlock/payout-contract';
 import { HighWaterListService } from '../service/high-water-list.service';
 
@@ -19,13 +13,13 @@ import { HighWaterListService } from '../service/high-water-list.service';
 export class HighWaterListController {
   constructor(private readonly marks: HighWaterListService) {}
 
-  @ApiOperation({ summary: "Every account's durable high-water mark, by id (advisory)" })
-  @ApiReadLimitQuery()
-  @ApiOkResponse({ description: 'High-water marks', schema: schemaRef('HighWaterList') })
-  @Get()
-  @Operation('high-water.list')
-  async list(@Query() query: Record<string, unknown>): Promise<HighWaterList> {
-    const { limit } = parseIntQuery(query, { limit: READ_LIMIT });
-    return this.marks.list(limit);
+  @AdvisoryListRoute({
+    summary: "Every account's durable high-water mark, by id (advisory)",
+    operation: 'high-water.list',
+    description: 'High-water marks',
+    schema: schemaRef('HighWaterList'),
+  })
+  list(@Query() query: Record<string, unknown>): Promise<HighWaterList> {
+    return this.marks.list(readLimit(query));
   }
 }
