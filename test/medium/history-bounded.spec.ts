@@ -33,10 +33,9 @@ async function countedByState(c: Client): Promise<Record<string, number>> {
 
 /** What the statistics read answers by state (and folds the deltas in, as each poll does). */
 async function statsByState(c: Client): Promise<Record<string, number>> {
-  const db = {
-    query: async (sql: string, params?: unknown[]) => (await c.query(sql, params)).rows,
-  };
-  const row = await new PayoutRepository().stats(db as never, 3600, 60);
+  // A manager whose connection is `c` (sqlRows runs on a manager's own connection): each poll on its own.
+  const onThisConnection = { queryRunner: { connect: () => Promise.resolve(c) } };
+  const row = await new PayoutRepository().stats(onThisConnection as never, 3600, 60);
   return row.by_state;
 }
 
